@@ -1,0 +1,375 @@
+//! Compiling a [`Source`] into a [`Catalog`]: schemas, YAML rules, policies
+//! and data, with every problem reported at its `file:line:column`.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::{Map, Value};
+
+use super::generate;
+use super::hints::Hints;
+use super::policy::{self, EnginePool};
+use super::schema;
+use super::{BuildOptions, Catalog, Rule, Tool};
+use crate::diag::{Diagnostic, Diagnostics, Location};
+use crate::source::{FileKind, Source, ToolDecl, ToolSource, YamlPath};
+
+/// A policy file with the package it declares.
+struct PolicyFile<'a> {
+    path: String,
+    text: &'a str,
+    package: String,
+}
+
+/// Compiles `source`. Every problem found is returned, not only the first.
+pub fn build(source: &Source, opts: &BuildOptions) -> Result<Catalog, Diagnostics> {
+    let mut diags = Diagnostics::default();
+
+    let policies = parse_policies(source, opts, &mut diags);
+    let claimed: BTreeSet<&str> = source
+        .tools()
+        .filter_map(|(_, _, t)| t.policy.as_deref())
+        .collect();
+    let owner_of = |package: &str| -> Option<&str> {
+        claimed
+            .iter()
+            .copied()
+            .filter(|c| package == *c || package.starts_with(&format!("{c}.")))
+            .max_by_key(|c| c.len())
+    };
+
+    // The base engine holds what every tool may read: library packages (those
+    // no tool claims) and the data documents.
+    let mut base = policy::new_engine(opts.policy_timeout);
+    for p in policies.iter().filter(|p| owner_of(&p.package).is_none()) {
+        if let Err(d) = policy::add_policy(&mut base, &p.path, p.text) {
+            diags.push(d);
+        }
+    }
+    for data in &source.data {
+        let value = regorus::Value::from(data.value.clone());
+        if let Err(e) = base.add_data(value) {
+            diags.push(
+                Diagnostic::error(
+                    "data-conflict",
+                    Location::new(&data.path, 1, 1),
+                    format!("cannot merge data file: {}", e.to_string().to_lowercase()),
+                )
+                .with_help("two data files set the same key to different values; keep one"),
+            );
+        }
+    }
+
+    let mut tools = Vec::new();
+    for (file, at, decl) in source.tools() {
+        let own: Vec<&PolicyFile> = policies
+            .iter()
+            .filter(|p| decl.policy.is_some() && owner_of(&p.package) == decl.policy.as_deref())
+            .collect();
+        match compile_tool(file, &at, decl, &own, &policies, &base) {
+            Ok(tool) => tools.push(tool),
+            Err(mut ds) => diags.0.append(&mut ds),
+        }
+    }
+
+    if diags.has_errors() {
+        diags.sort();
+        return Err(diags);
+    }
+    let by_name = tools
+        .iter()
+        .enumerate()
+        .map(|(i, t): (usize, &Tool)| (t.name.clone(), i))
+        .collect();
+    Ok(Catalog {
+        revision: source.digest.clone(),
+        tools,
+        by_name,
+        warnings: diags.0,
+    })
+}
+
+/// Parses every serving policy file to learn its package, reporting parse
+/// errors and the reserved `regent` namespace.
+fn parse_policies<'a>(
+    source: &'a Source,
+    opts: &BuildOptions,
+    diags: &mut Diagnostics,
+) -> Vec<PolicyFile<'a>> {
+    let mut out = Vec::new();
+    for file in source.policies.iter().filter(|f| f.kind == FileKind::Policy) {
+        let path = file.path.to_string_lossy().to_string();
+        let mut scratch = policy::new_engine(opts.policy_timeout);
+        match policy::add_policy(&mut scratch, &path, &file.text) {
+            Ok(pkg) => {
+                let package = pkg.strip_prefix("data.").unwrap_or(&pkg).to_string();
+                if package == "regent" || package.starts_with("regent.") {
+                    diags.push(
+                        Diagnostic::error(
+                            "reserved-package",
+                            package_location(&file.path, &file.text),
+                            format!("package `{package}` is reserved for regent's generated rules"),
+                        )
+                        .with_help("rename the package, for example to `tools.<tool name>`"),
+                    );
+                    continue;
+                }
+                out.push(PolicyFile {
+                    path,
+                    text: &file.text,
+                    package,
+                });
+            }
+            Err(d) => diags.push(d),
+        }
+    }
+    out
+}
+
+/// Where the `package` line of a policy is.
+fn package_location(path: &std::path::Path, text: &str) -> Location {
+    let line = text
+        .lines()
+        .position(|l| l.trim_start().starts_with("package "))
+        .map_or(1, |i| i + 1);
+    Location::new(path, line, 1)
+}
+
+fn compile_tool(
+    file: &ToolSource,
+    at: &YamlPath,
+    decl: &ToolDecl,
+    own: &[&PolicyFile],
+    all: &[PolicyFile],
+    base: &regorus::Engine,
+) -> Result<Tool, Vec<Diagnostic>> {
+    let mut diags = Vec::new();
+    let location = file.locate(&at.key("name"));
+
+    if decl.name.is_empty() {
+        diags.push(Diagnostic::error("empty-name", location.clone(), "tool name is empty"));
+    }
+    if decl.input_schema.get("type").and_then(Value::as_str) != Some("object") {
+        diags.push(
+            Diagnostic::error(
+                "input-schema-not-object",
+                file.locate(&at.key("inputSchema")),
+                format!("inputSchema of `{}` must have `type: object`", decl.name),
+            )
+            .with_help("MCP tool arguments are always an object; declare `type: object` with `properties`"),
+        );
+    }
+    let validator = match schema::compile(&decl.input_schema, file, &at.key("inputSchema"), "inputSchema") {
+        Ok(v) => Some(v),
+        Err(d) => {
+            diags.push(d);
+            None
+        }
+    };
+    if let Some(out) = &decl.output_schema {
+        if let Err(d) = schema::compile(out, file, &at.key("outputSchema"), "outputSchema") {
+            diags.push(d);
+        }
+    }
+
+    let declared = decl.annotations.as_ref().map(|a| a.hints()).unwrap_or_default();
+    let listed = Hints::WORST.overlay(&declared);
+    let rules = compile_rules(file, at, decl, &listed, &mut diags);
+
+    let needs_engine = !rules.is_empty() || decl.policy.is_some();
+    if let Some(pkg) = &decl.policy {
+        if own.is_empty() {
+            diags.push(missing_package(file, at, pkg, all));
+        }
+    }
+    let mut engines = None;
+    if needs_engine && diags.is_empty() {
+        match tool_engine(decl, own, base) {
+            Ok(engine) => engines = Some(EnginePool::new(engine)),
+            Err(d) => diags.push(d.located_or(location.clone())),
+        }
+    }
+
+    match validator {
+        Some(validator) if diags.is_empty() => Ok(Tool {
+            name: decl.name.clone(),
+            title: decl.title.clone(),
+            description: decl.description.clone(),
+            input_schema: decl.input_schema.clone(),
+            output_schema: decl.output_schema.clone(),
+            annotations_title: decl.annotations.as_ref().and_then(|a| a.title.clone()),
+            listed,
+            meta: decl.meta.clone().unwrap_or_default(),
+            security_schemes: decl.security_schemes.clone(),
+            rules,
+            policy: decl.policy.clone(),
+            location,
+            validator,
+            engines,
+        }),
+        _ => Err(diags),
+    }
+}
+
+/// Checks each mapping rule against the tool's schema and listed worst case.
+fn compile_rules(
+    file: &ToolSource,
+    at: &YamlPath,
+    decl: &ToolDecl,
+    listed: &Hints,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<Rule> {
+    let props = schema::properties(&decl.input_schema);
+    let mut rules = Vec::new();
+    for (i, rule) in decl.resolve.iter().enumerate() {
+        let rule_at = at.key("resolve").index(i);
+        for (arg, expected) in &rule.when {
+            let arg_at = rule_at.key("when").key(arg);
+            let Some(prop) = props.and_then(|p| p.get(arg)) else {
+                let known: Vec<String> = props
+                    .map(|p| p.keys().map(|k| format!("`{k}`")).collect())
+                    .unwrap_or_default();
+                diags.push(
+                    Diagnostic::error(
+                        "unknown-argument",
+                        file.locate(&arg_at),
+                        format!("rule {} of `{}` tests argument `{arg}`, which inputSchema does not declare", i + 1, decl.name),
+                    )
+                    .with_help(if known.is_empty() {
+                        "declare it under inputSchema.properties".to_string()
+                    } else {
+                        format!("declared arguments: {}", known.join(", "))
+                    }),
+                );
+                continue;
+            };
+            if let Some(allowed) = prop.get("enum").and_then(Value::as_array) {
+                let values: Vec<&Value> = match expected {
+                    Value::Array(vs) => vs.iter().collect(),
+                    Value::Null => Vec::new(),
+                    v => vec![v],
+                };
+                for v in values {
+                    if !allowed.contains(v) {
+                        diags.push(
+                            Diagnostic::error(
+                                "value-not-in-enum",
+                                file.locate(&arg_at),
+                                format!("rule {} of `{}` compares `{arg}` with {v}, which its enum does not allow", i + 1, decl.name),
+                            )
+                            .with_help(format!(
+                                "allowed values: {}",
+                                allowed.iter().map(Value::to_string).collect::<Vec<_>>().join(", ")
+                            )),
+                        );
+                    }
+                }
+            }
+        }
+        let hints = rule.annotations.unwrap_or_default();
+        let resolved = listed.overlay(&hints);
+        for h in resolved.riskier_than(listed) {
+            diags.push(
+                Diagnostic::error(
+                    "riskier-than-listed",
+                    file.locate(&rule_at.key("annotations").key(h.key())),
+                    format!(
+                        "rule {} of `{}` sets {} to {}, riskier than the listed {}",
+                        i + 1,
+                        decl.name,
+                        h.key(),
+                        resolved.get(h),
+                        listed.get(h)
+                    ),
+                )
+                .with_help(format!(
+                    "the listed annotations must state the worst case; set annotations.{} to {} on the tool, or change the rule",
+                    h.key(),
+                    resolved.get(h)
+                )),
+            );
+        }
+        rules.push(Rule {
+            when: rule.when.clone(),
+            annotations: hints,
+            meta: rule.meta.clone(),
+            security_schemes: rule.security_schemes.clone(),
+            location: file.locate(&rule_at),
+        });
+    }
+    rules
+}
+
+fn missing_package(file: &ToolSource, at: &YamlPath, pkg: &str, all: &[PolicyFile]) -> Diagnostic {
+    let mut known: Vec<&str> = all.iter().map(|p| p.package.as_str()).collect();
+    known.sort();
+    known.dedup();
+    let nearest = known
+        .iter()
+        .map(|k| (strsim::levenshtein(k, pkg), *k))
+        .min()
+        .filter(|(d, _)| *d <= 3);
+    let help = match nearest {
+        Some((_, k)) => format!("did you mean `{k}`?"),
+        None if known.is_empty() => format!("add a .rego file that starts with `package {pkg}`"),
+        None => format!(
+            "add a .rego file with `package {pkg}`; defined packages: {}",
+            known.join(", ")
+        ),
+    };
+    Diagnostic::error(
+        "missing-package",
+        file.locate(&at.key("policy")),
+        format!("policy package `{pkg}` is not defined by any .rego file"),
+    )
+    .with_help(help)
+}
+
+/// A prepared engine for one tool: base + own packages + generated module,
+/// evaluated once on a sample input so that clones start warm and errors that
+/// regorus only reports at evaluation surface at load.
+fn tool_engine(
+    decl: &ToolDecl,
+    own: &[&PolicyFile],
+    base: &regorus::Engine,
+) -> Result<regorus::Engine, LocatedError> {
+    let mut engine = base.clone();
+    for p in own {
+        policy::add_policy(&mut engine, &p.path, p.text).map_err(LocatedError::Diag)?;
+    }
+    let module = generate::decision_module(&decl.name, &decl.resolve, decl.policy.as_deref());
+    let gen_path = format!("regent-generated/{}.rego", decl.name);
+    policy::add_policy(&mut engine, &gen_path, &module).map_err(LocatedError::Diag)?;
+
+    let mut input = Map::new();
+    input.insert("tool".into(), Value::String(decl.name.clone()));
+    input.insert("arguments".into(), schema::sample(&decl.input_schema));
+    policy::eval_on(&mut engine, generate::RESULT_RULE, regorus::Value::from(Value::Object(input)))
+        .map_err(|e| LocatedError::Eval(e.location, e.message))?;
+    Ok(engine)
+}
+
+enum LocatedError {
+    Diag(Diagnostic),
+    Eval(Option<Location>, String),
+}
+
+impl LocatedError {
+    fn located_or(self, fallback: Location) -> Diagnostic {
+        match self {
+            LocatedError::Diag(d) => d,
+            LocatedError::Eval(loc, msg) => Diagnostic::error(
+                "policy-eval",
+                loc.unwrap_or(fallback),
+                format!("policy fails when evaluated on a sample input: {msg}"),
+            )
+            .with_help("fix the rule; regorus reports unknown functions, wrong arity and recursion only when a rule runs"),
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_send_sync() {
+    fn is<T: Send + Sync>() {}
+    is::<Catalog>();
+    let _: HashMap<(), ()> = HashMap::new();
+}

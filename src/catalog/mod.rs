@@ -1,0 +1,122 @@
+//! The compiled catalog: an immutable snapshot of every tool, its validator
+//! and its warm policy engines, built from a [`Source`](crate::source::Source).
+//!
+//! This is the only layer that knows regorus and jsonschema. It knows nothing
+//! of MCP wire types: `protocol` turns what it returns into JSON-RPC. A
+//! `Catalog` is never changed after it is built; reload builds a new one and
+//! swaps the `Arc` (see `state`), so a request that holds one sees one
+//! consistent revision from start to end.
+
+mod build;
+pub mod generate;
+pub mod hints;
+pub mod policy;
+mod resolve;
+pub mod schema;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::diag::{Diagnostic, Location};
+pub use build::build;
+pub use hints::{Hint, Hints};
+pub use resolve::{Origin, Resolution, ResolveError};
+pub use schema::ArgError;
+
+/// Settings that shape how a catalog is compiled.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// The longest a single policy evaluation may run.
+    pub policy_timeout: Duration,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            policy_timeout: Duration::from_millis(100),
+        }
+    }
+}
+
+/// A YAML mapping rule, compiled: its outputs and where it was written.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub when: Map<String, Value>,
+    pub annotations: crate::source::HintValues,
+    pub meta: Option<Map<String, Value>>,
+    pub security_schemes: Option<Vec<Value>>,
+    pub location: Location,
+}
+
+/// One tool, ready to answer.
+pub struct Tool {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    /// `annotations.title`, MCP's display name kept beside the hints.
+    pub annotations_title: Option<String>,
+    /// The listed worst case: declared hints, MCP's defaults for the rest.
+    pub listed: Hints,
+    pub meta: Map<String, Value>,
+    pub security_schemes: Option<Vec<Value>>,
+    pub rules: Vec<Rule>,
+    /// The Rego package holding this tool's policy.
+    pub policy: Option<String>,
+    pub location: Location,
+    validator: jsonschema::Validator,
+    /// Absent for tools with neither mapping rules nor a policy.
+    engines: Option<policy::EnginePool>,
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name)
+            .field("listed", &self.listed)
+            .field("policy", &self.policy)
+            .field("location", &self.location)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tool {
+    /// Whether `tools/resolve` can refine this tool.
+    pub fn is_resolvable(&self) -> bool {
+        self.engines.is_some()
+    }
+
+    /// A fresh copy of this tool's prepared engine, for explain, tests and coverage.
+    pub fn engine(&self) -> Option<regorus::Engine> {
+        self.engines.as_ref().map(policy::EnginePool::engine)
+    }
+}
+
+/// An immutable, compiled catalog revision.
+pub struct Catalog {
+    /// sha256 of every file's path and content.
+    pub revision: String,
+    tools: Vec<Tool>,
+    by_name: HashMap<String, usize>,
+    /// Problems that did not stop the catalog from loading.
+    pub warnings: Vec<Diagnostic>,
+}
+
+impl Catalog {
+    /// Tools in declaration order (files sorted by path).
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    pub fn tool(&self, name: &str) -> Option<&Tool> {
+        self.by_name.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// The first 12 hex digits of the revision, for logs.
+    pub fn short_revision(&self) -> &str {
+        &self.revision[..12.min(self.revision.len())]
+    }
+}

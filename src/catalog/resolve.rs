@@ -1,0 +1,272 @@
+//! Resolution: validate the arguments, evaluate the tool's decision module,
+//! and layer the answer over the listed tool.
+//!
+//! Layering is fixed and documented in the README: the listed (static) values,
+//! then the first matching YAML rule, then the Rego policy's contract rules.
+//! Whatever the layers say, a hint that ends up riskier than the listed worst
+//! case is a configuration error, never a silently adjusted answer. Resolution
+//! has no side effects: it reads the snapshot and the arguments only.
+
+use serde_json::{Map, Value};
+
+use super::generate::RESULT_RULE;
+use super::hints::{Hint, Hints};
+use super::schema::{self, ArgError};
+use super::{Catalog, Tool};
+
+/// Which layer set a field, for error messages and `--explain`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Listed,
+    /// The YAML rule at this index (0-based).
+    Rule(usize),
+    Policy,
+}
+
+/// A tool refined for one set of arguments.
+#[derive(Debug, Clone)]
+pub struct Resolution<'a> {
+    pub tool: &'a Tool,
+    pub hints: Hints,
+    /// Which layer decided each hint, in [`Hint::ALL`] order.
+    pub hint_origins: [Origin; 4],
+    /// Hints other than the four (for example `privateHint`) a policy added.
+    pub extra_annotations: Map<String, Value>,
+    pub meta: Map<String, Value>,
+    pub security_schemes: Option<Vec<Value>>,
+    /// The YAML rule that matched, if any.
+    pub rule: Option<usize>,
+}
+
+/// Why a tool could not be resolved.
+#[derive(Debug, Clone)]
+pub enum ResolveError {
+    UnknownTool(String),
+    InvalidArguments { tool: String, errors: Vec<ArgError> },
+    /// The policy failed, timed out, or produced something the contract does not allow.
+    Policy {
+        tool: String,
+        message: String,
+        location: Option<String>,
+    },
+    /// A layer resolved a hint to something riskier than the listed worst case.
+    RiskierThanListed {
+        tool: String,
+        hint: Hint,
+        listed: bool,
+        resolved: bool,
+        origin: String,
+    },
+}
+
+impl std::fmt::Display for ResolveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResolveError::UnknownTool(name) => write!(f, "unknown tool: {name}"),
+            ResolveError::InvalidArguments { tool, errors } => {
+                write!(f, "invalid arguments for tool {tool}")?;
+                for e in errors.iter().take(3) {
+                    let at = if e.instance_path.is_empty() { "/" } else { &e.instance_path };
+                    write!(f, "; {at}: {}", e.message)?;
+                }
+                Ok(())
+            }
+            ResolveError::Policy { tool, message, location } => {
+                write!(f, "policy for tool {tool} failed: {message}")?;
+                if let Some(l) = location {
+                    write!(f, " (at {l})")?;
+                }
+                Ok(())
+            }
+            ResolveError::RiskierThanListed { tool, hint, listed, resolved, origin } => write!(
+                f,
+                "{origin} resolved {} to {resolved} for tool {tool}, riskier than the listed {listed} \
+                 (the tool {} while its listing says it does not); fix the policy or list the worst case",
+                hint.key(),
+                hint.risky_meaning()
+            ),
+        }
+    }
+}
+
+impl Catalog {
+    /// Resolves `name` for `args`. Works for every tool: one without rules
+    /// or a policy resolves to its listing.
+    pub fn resolve(&self, name: &str, args: &Value) -> Result<Resolution<'_>, ResolveError> {
+        let tool = self
+            .tool(name)
+            .ok_or_else(|| ResolveError::UnknownTool(name.to_string()))?;
+        let errors = schema::validate(&tool.validator, args);
+        if !errors.is_empty() {
+            return Err(ResolveError::InvalidArguments {
+                tool: name.to_string(),
+                errors,
+            });
+        }
+        let mut r = Resolution {
+            tool,
+            hints: tool.listed,
+            hint_origins: [Origin::Listed; 4],
+            extra_annotations: Map::new(),
+            meta: tool.meta.clone(),
+            security_schemes: tool.security_schemes.clone(),
+            rule: None,
+        };
+        let Some(engines) = &tool.engines else {
+            return Ok(r);
+        };
+
+        let input = regorus_input(name, args);
+        let result = engines
+            .eval(RESULT_RULE, input)
+            .map_err(|e| policy_error(tool, e.message, e.location.map(|l| l.to_string())))?
+            .unwrap_or(Value::Null);
+
+        if let Some(i) = result.get("mapping").and_then(Value::as_u64) {
+            let i = i as usize;
+            let rule = &tool.rules[i];
+            r.rule = Some(i);
+            r.hints = r.hints.overlay(&rule.annotations);
+            for (k, h) in Hint::ALL.into_iter().enumerate() {
+                if hint_value(&rule.annotations, h).is_some() {
+                    r.hint_origins[k] = Origin::Rule(i);
+                }
+            }
+            if let Some(m) = &rule.meta {
+                merge(&mut r.meta, m);
+            }
+            if let Some(s) = &rule.security_schemes {
+                r.security_schemes = Some(s.clone());
+            }
+        }
+        apply_policy(tool, &result, &mut r)?;
+
+        for (k, h) in Hint::ALL.into_iter().enumerate() {
+            let resolved = r.hints.get(h);
+            if resolved != tool.listed.get(h) && resolved != h.safe_value() {
+                let origin = match r.hint_origins[k] {
+                    Origin::Rule(i) => format!("yaml rule {} at {}", i + 1, tool.rules[i].location),
+                    Origin::Policy => format!(
+                        "policy package {}",
+                        tool.policy.as_deref().unwrap_or("?")
+                    ),
+                    Origin::Listed => "the listing".to_string(),
+                };
+                return Err(ResolveError::RiskierThanListed {
+                    tool: name.to_string(),
+                    hint: h,
+                    listed: tool.listed.get(h),
+                    resolved,
+                    origin,
+                });
+            }
+        }
+        Ok(r)
+    }
+}
+
+fn hint_value(v: &crate::source::HintValues, h: Hint) -> Option<bool> {
+    match h {
+        Hint::ReadOnly => v.read_only,
+        Hint::Destructive => v.destructive,
+        Hint::Idempotent => v.idempotent,
+        Hint::OpenWorld => v.open_world,
+    }
+}
+
+/// The input document every policy sees: `{"tool": name, "arguments": {...}}`.
+pub fn regorus_input(name: &str, args: &Value) -> regorus::Value {
+    let mut input = Map::new();
+    input.insert("tool".into(), Value::String(name.to_string()));
+    input.insert("arguments".into(), args.clone());
+    regorus::Value::from(Value::Object(input))
+}
+
+fn policy_error(tool: &Tool, message: String, location: Option<String>) -> ResolveError {
+    ResolveError::Policy {
+        tool: tool.name.clone(),
+        message,
+        location,
+    }
+}
+
+/// Applies the policy's `annotations`, `meta` and `security_schemes`, checking
+/// that each has the type the contract promises.
+fn apply_policy(tool: &Tool, result: &Value, r: &mut Resolution<'_>) -> Result<(), ResolveError> {
+    let pkg = tool.policy.as_deref().unwrap_or("");
+    match result.get("annotations") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(obj)) => {
+            for (key, value) in obj {
+                if let Some(h) = Hint::from_key(key) {
+                    let Value::Bool(b) = value else {
+                        return Err(policy_error(
+                            tool,
+                            format!("rule {pkg}.annotations sets {key} to {value}; hints must be true or false"),
+                            None,
+                        ));
+                    };
+                    r.hints.set(h, *b);
+                    r.hint_origins[Hint::ALL.iter().position(|x| *x == h).unwrap_or(0)] =
+                        Origin::Policy;
+                } else if key == "title" {
+                    return Err(policy_error(
+                        tool,
+                        format!("rule {pkg}.annotations sets title; resolution never changes a tool's title"),
+                        None,
+                    ));
+                } else {
+                    r.extra_annotations.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        Some(other) => {
+            return Err(policy_error(
+                tool,
+                format!("rule {pkg}.annotations must be an object of hints, got {}", type_name(other)),
+                None,
+            ));
+        }
+    }
+    match result.get("meta") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(m)) => merge(&mut r.meta, m),
+        Some(other) => {
+            return Err(policy_error(
+                tool,
+                format!("rule {pkg}.meta must be an object, got {}", type_name(other)),
+                None,
+            ));
+        }
+    }
+    match result.get("security_schemes") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(a)) => r.security_schemes = Some(a.clone()),
+        Some(other) => {
+            return Err(policy_error(
+                tool,
+                format!("rule {pkg}.security_schemes must be an array, got {}", type_name(other)),
+                None,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Shallow merge: keys of `over` replace those of `base`.
+fn merge(base: &mut Map<String, Value>, over: &Map<String, Value>) {
+    for (k, v) in over {
+        base.insert(k.clone(), v.clone());
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -1,0 +1,203 @@
+//! User-facing diagnostics: one problem, where it is, and what to do about it.
+//!
+//! Every error that reaches a person (a bad catalog at start-up, a failed
+//! reload, `regent check`) is a [`Diagnostic`]. This module only describes and
+//! renders them; it does not decide what is wrong, which is the job of the
+//! loaders in `source` and `catalog`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// How bad a diagnostic is. Errors stop a catalog from loading; warnings do not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// A position in a file, 1-based. A line or column of 0 means "unknown".
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Location {
+    pub file: PathBuf,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl Location {
+    pub fn new(file: impl Into<PathBuf>, line: usize, column: usize) -> Location {
+        Location {
+            file: file.into(),
+            line,
+            column,
+        }
+    }
+
+    /// A location that names only a file.
+    pub fn file(file: impl Into<PathBuf>) -> Location {
+        Location::new(file, 0, 0)
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if self.line > 0 {
+            write!(f, ":{}", self.line)?;
+            if self.column > 0 {
+                write!(f, ":{}", self.column)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One problem found in a catalog.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    /// A stable, kebab-case name for the kind of problem, for machines and docs.
+    pub code: &'static str,
+    pub location: Location,
+    /// One line, lowercase, no trailing period.
+    pub message: String,
+    /// What to do about it, when we can say.
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn error(code: &'static str, location: Location, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Error,
+            code,
+            location,
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    pub fn warning(code: &'static str, location: Location, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(code, location, message)
+        }
+    }
+
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    /// Renders the diagnostic for a terminal, rustc style: the headline, the
+    /// source line with a caret under the column when the file can be read,
+    /// and the help line.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "{}: {}: {}\n",
+            self.location,
+            self.severity.as_str(),
+            self.message
+        );
+        if let Some(snippet) = snippet(&self.location) {
+            out.push_str(&snippet);
+        }
+        if let Some(help) = &self.help {
+            out.push_str(&format!("  = help: {help}\n"));
+        }
+        out
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    /// The one-line form: `file:line:col: error: message`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {}: {}",
+            self.location,
+            self.severity.as_str(),
+            self.message
+        )
+    }
+}
+
+fn snippet(loc: &Location) -> Option<String> {
+    if loc.line == 0 {
+        return None;
+    }
+    let text = std::fs::read_to_string(&loc.file).ok()?;
+    let line = text.lines().nth(loc.line - 1)?;
+    let number = loc.line.to_string();
+    let pad = " ".repeat(number.len());
+    let mut out = format!("{pad} |\n{number} | {line}\n");
+    if loc.column > 0 {
+        // Columns count characters; tabs are kept so the caret lines up.
+        let lead: String = line
+            .chars()
+            .take(loc.column - 1)
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        out.push_str(&format!("{pad} | {lead}^\n"));
+    }
+    Some(out)
+}
+
+/// A set of diagnostics that stopped something from loading.
+#[derive(Debug, Clone, Default)]
+pub struct Diagnostics(pub Vec<Diagnostic>);
+
+impl Diagnostics {
+    pub fn push(&mut self, d: Diagnostic) {
+        self.0.push(d);
+    }
+
+    pub fn has_errors(&self) -> bool {
+        self.0.iter().any(Diagnostic::is_error)
+    }
+
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.0.iter().filter(|d| d.is_error())
+    }
+
+    /// Sorts by file, line and column so output is stable across runs.
+    pub fn sort(&mut self) {
+        self.0.sort_by(|a, b| {
+            (&a.location.file, a.location.line, a.location.column)
+                .cmp(&(&b.location.file, b.location.line, b.location.column))
+        });
+    }
+}
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, d) in self.errors().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{d}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Diagnostics {}
+
+/// Shortens a path for messages: relative to the working directory when it is below it.
+pub fn display_path(path: &Path) -> PathBuf {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| path.strip_prefix(&cwd).ok().map(Path::to_path_buf))
+        .unwrap_or_else(|| path.to_path_buf())
+}

@@ -1,0 +1,41 @@
+//! The `regent` binary: parse arguments, run one command, map the outcome to
+//! an exit code. Everything else lives in the library.
+
+use clap::Parser;
+
+use regent::cli::{Cli, Command};
+use regent::commands::{self, exit};
+
+fn main() {
+    init_logging();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { exit::CANNOT_RUN } else { exit::OK };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let outcome = match &cli.command {
+        Command::Serve(args) => commands::serve::run(args),
+    };
+    match outcome {
+        Ok(code) => std::process::exit(code),
+        Err(failure) => {
+            eprintln!("{}", failure.message);
+            std::process::exit(failure.code);
+        }
+    }
+}
+
+/// Logs go to stderr (stdout carries the protocol). `RUST_LOG` overrides the
+/// default, which keeps rmcp's per-error warnings quiet.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("regent=info,rmcp=error"));
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter)
+        .with_target(false)
+        .init();
+}

@@ -1,0 +1,93 @@
+//! Mapping catalog errors to JSON-RPC errors, as SEP-1862 asks: -32602 for an
+//! unknown tool or invalid arguments, -32603 when resolution itself fails.
+//! Internal failures are logged here with the tool and the policy location;
+//! clients get enough to act on, not the policy's internals.
+
+use rmcp::ErrorData;
+use serde_json::json;
+
+use crate::catalog::{Catalog, ResolveError};
+
+pub fn unknown_tool(name: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("unknown tool: {name}"),
+        Some(json!({"tool": name, "reason": "unknown-tool"})),
+    )
+}
+
+/// The JSON-RPC error for a failed resolution.
+pub fn resolve_error(catalog: &Catalog, e: &ResolveError) -> ErrorData {
+    let revision = catalog.short_revision();
+    match e {
+        ResolveError::UnknownTool(name) => unknown_tool(name),
+        ResolveError::InvalidArguments { tool, errors } => ErrorData::invalid_params(
+            e.to_string(),
+            Some(json!({"tool": tool, "reason": "invalid-arguments", "errors": errors})),
+        ),
+        ResolveError::Policy {
+            tool,
+            message,
+            location,
+        } => {
+            tracing::error!(
+                tool = %tool,
+                location = location.as_deref().unwrap_or("-"),
+                revision,
+                "policy evaluation failed: {message}"
+            );
+            let timed_out = message.to_lowercase().contains("time limit")
+                || message.to_lowercase().contains("timed out");
+            ErrorData::internal_error(
+                format!("policy evaluation failed for tool {tool}"),
+                Some(json!({
+                    "tool": tool,
+                    "reason": if timed_out { "policy-timeout" } else { "policy-error" },
+                    "revision": revision,
+                })),
+            )
+        }
+        ResolveError::RiskierThanListed {
+            tool,
+            hint,
+            listed,
+            resolved,
+            ..
+        } => {
+            tracing::error!(tool = %tool, revision, "{e}");
+            ErrorData::internal_error(
+                e.to_string(),
+                Some(json!({
+                    "tool": tool,
+                    "reason": "riskier-than-listed",
+                    "hint": hint.key(),
+                    "listed": listed,
+                    "resolved": resolved,
+                    "revision": revision,
+                })),
+            )
+        }
+    }
+}
+
+/// Methods of the MCP specification that rmcp would have parsed had their
+/// params been valid.
+pub fn is_standard_method(m: &str) -> bool {
+    matches!(
+        m,
+        "initialize"
+            | "ping"
+            | "server/discover"
+            | "tools/list"
+            | "tools/call"
+            | "resources/list"
+            | "resources/read"
+            | "resources/templates/list"
+            | "resources/subscribe"
+            | "resources/unsubscribe"
+            | "prompts/list"
+            | "prompts/get"
+            | "completion/complete"
+            | "logging/setLevel"
+            | "subscriptions/listen"
+    )
+}

@@ -1,0 +1,196 @@
+//! The MCP protocol layer: the only module that knows MCP wire types.
+//!
+//! [`Regent`] implements rmcp's `ServerHandler`. Each request takes one
+//! catalog snapshot from [`CatalogState`] and keeps it until it answers.
+//! `tools/resolve` and `tools/annotations` are not in rmcp, so they arrive
+//! through its custom-request hook; their results are built as JSON here,
+//! and the fields rmcp's typed results cannot carry are put in place by the
+//! transport ([`transport`]). Deciding anything is the catalog's job; this
+//! layer only translates.
+
+mod errors;
+pub mod transport;
+pub mod wire;
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, ExtensionCapabilities, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool as McpTool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler};
+use serde_json::{Map, Value, json};
+
+use crate::catalog::Catalog;
+use crate::state::CatalogState;
+pub use errors::resolve_error;
+
+/// regent's MCP server: a view of the live catalog.
+#[derive(Clone)]
+pub struct Regent {
+    state: Arc<CatalogState>,
+}
+
+impl Regent {
+    pub fn new(state: Arc<CatalogState>) -> Regent {
+        Regent { state }
+    }
+}
+
+/// Whether this request uses the 2026-07-28 protocol, which has `resultType`.
+fn has_result_type(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
+}
+
+/// The `name` and `arguments` of a `tools/resolve`-shaped request.
+fn name_and_arguments(params: Option<&Value>) -> Result<(String, Value), ErrorData> {
+    let params = params.and_then(Value::as_object).ok_or_else(|| {
+        ErrorData::invalid_params(
+            "params must be an object with `name` and `arguments`",
+            None,
+        )
+    })?;
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ErrorData::invalid_params("params.name must be a string", None))?;
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(v @ Value::Object(_)) => v.clone(),
+        Some(other) => {
+            return Err(ErrorData::invalid_params(
+                format!("params.arguments must be an object, got {}", json_type(other)),
+                Some(json!({"tool": name})),
+            ));
+        }
+    };
+    Ok((name.to_string(), arguments))
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl Regent {
+    fn resolve(&self, catalog: &Catalog, params: Option<&Value>, full: bool, result_type: bool) -> Result<Value, ErrorData> {
+        let (name, args) = name_and_arguments(params)?;
+        let tool = catalog
+            .tool(&name)
+            .ok_or_else(|| errors::unknown_tool(&name))?;
+        if !tool.is_resolvable() {
+            return Err(ErrorData::invalid_params(
+                format!("tool {name} is not resolvable: it has no resolve rules and no policy"),
+                Some(json!({"tool": name, "reason": "not-resolvable"})),
+            ));
+        }
+        let r = catalog
+            .resolve(&name, &args)
+            .map_err(|e| errors::resolve_error(catalog, &e))?;
+        let mut out = Map::new();
+        if result_type {
+            out.insert("resultType".into(), json!("complete"));
+        }
+        if full {
+            out.insert("name".into(), json!(name));
+            out.insert("annotations".into(), Value::Object(wire::annotations(tool, Some(&r))));
+            if !r.meta.is_empty() {
+                out.insert("_meta".into(), Value::Object(r.meta.clone()));
+            }
+            out.insert("tool".into(), Value::Object(wire::tool_json(tool, Some(&r))));
+        } else {
+            out.insert("annotations".into(), Value::Object(wire::annotations(tool, Some(&r))));
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+impl ServerHandler for Regent {
+    fn get_info(&self) -> ServerConfig {
+        let mut ext = ExtensionCapabilities::new();
+        ext.insert(wire::EXTENSION.into(), JsonObject::new());
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_extensions_with(ext)
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("regent", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let catalog = self.state.current();
+        let tools = catalog
+            .tools()
+            .iter()
+            .map(|t| {
+                let json = Value::Object(wire::stash_for_list(wire::tool_json(t, None)));
+                serde_json::from_value::<McpTool>(json)
+                    .map_err(|e| ErrorData::internal_error(format!("tool {} does not fit the MCP Tool type: {e}", t.name), None))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let catalog = self.state.current();
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        // The same decision as tools/resolve: an argument or policy error is
+        // the same error here.
+        catalog
+            .resolve(&request.name, &args)
+            .map_err(|e| errors::resolve_error(&catalog, &e))?;
+        Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+            "tool {} declares no `run` section, so regent can describe it but not run it",
+            request.name
+        ))])
+        .into())
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let catalog = self.state.current();
+        let result_type = has_result_type(&ctx);
+        let value = match request.method.as_str() {
+            "tools/resolve" => self.resolve(&catalog, request.params.as_ref(), true, result_type)?,
+            "tools/annotations" => self.resolve(&catalog, request.params.as_ref(), false, result_type)?,
+            // rmcp routes a standard request whose params do not match its
+            // type here; that is an invalid-params error, not an unknown method.
+            m if errors::is_standard_method(m) => {
+                return Err(ErrorData::invalid_params(
+                    format!("invalid params for {m}"),
+                    Some(json!({"method": m})),
+                ));
+            }
+            m => {
+                return Err(ErrorData::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    format!("method not found: {m}"),
+                    None,
+                ));
+            }
+        };
+        Ok(CustomResult::new(value))
+    }
+}

@@ -1,0 +1,193 @@
+//! Finding catalog files on disk and sorting them by kind.
+//!
+//! `regent` takes files and directories; directories are read recursively.
+//! The kind of a file comes from its name alone, so that what a directory
+//! holds is predictable without opening anything. Hidden entries (a leading
+//! `.`) are skipped, which also skips editor droppings such as `.#foo.yaml`
+//! and the `..data` directories of Kubernetes ConfigMap mounts (whose files
+//! are reached through the visible symlinks beside them).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::diag::{Diagnostic, Location};
+
+/// What a file is for, decided from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FileKind {
+    /// `*.yaml`, `*.yml`: tool declarations.
+    Tools,
+    /// `*.test.yaml`, `*_test.yaml` (and `.yml`): `regent test` cases.
+    Cases,
+    /// `*.rego`: policies.
+    Policy,
+    /// `*_test.rego`: Rego tests, loaded by `regent test` only.
+    PolicyTest,
+    /// `*.json`: data documents merged into Rego's `data`.
+    Data,
+}
+
+impl FileKind {
+    pub fn of(path: &Path) -> Option<FileKind> {
+        let name = path.file_name()?.to_str()?;
+        if is_editor_dropping(name) {
+            return None;
+        }
+        let lower = name.to_ascii_lowercase();
+        let kind = if lower.ends_with("_test.rego") {
+            FileKind::PolicyTest
+        } else if lower.ends_with(".rego") {
+            FileKind::Policy
+        } else if [".test.yaml", ".test.yml", "_test.yaml", "_test.yml"]
+            .iter()
+            .any(|s| lower.ends_with(s))
+        {
+            FileKind::Cases
+        } else if lower.ends_with(".yaml") || lower.ends_with(".yml") {
+            FileKind::Tools
+        } else if lower.ends_with(".json") {
+            FileKind::Data
+        } else {
+            return None;
+        };
+        Some(kind)
+    }
+}
+
+/// Names that editors write beside the file being edited (vim's swap files
+/// and its `4913` probe, backup files, Emacs lock files).
+pub fn is_editor_dropping(name: &str) -> bool {
+    name.starts_with('.')
+        || name.ends_with('~')
+        || name.ends_with(".swp")
+        || name.ends_with(".swx")
+        || name.ends_with(".tmp")
+        || name == "4913"
+}
+
+/// One file read from disk.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    pub path: PathBuf,
+    pub kind: FileKind,
+    pub text: String,
+}
+
+/// Finds every catalog file under `paths`, sorted by path so that loading is
+/// deterministic. A path given explicitly must exist and, if it is a file,
+/// must have a known kind.
+pub fn discover(paths: &[PathBuf]) -> Result<Vec<(PathBuf, FileKind)>, Diagnostic> {
+    let mut found = Vec::new();
+    let mut seen_dirs = HashSet::new();
+    for path in paths {
+        let meta = std::fs::metadata(path).map_err(|e| {
+            Diagnostic::error(
+                "unreadable-path",
+                Location::file(path),
+                format!("cannot read {}: {}", path.display(), lower_io(&e)),
+            )
+            .with_help("pass an existing file or directory")
+        })?;
+        if meta.is_dir() {
+            walk(path, &mut found, &mut seen_dirs)?;
+        } else {
+            let kind = FileKind::of(path).ok_or_else(|| {
+                Diagnostic::error(
+                    "unknown-file-kind",
+                    Location::file(path),
+                    format!("{} is not a catalog file", path.display()),
+                )
+                .with_help("regent reads *.yaml and *.yml (tools), *.rego (policies) and *.json (data)")
+            })?;
+            found.push((path.clone(), kind));
+        }
+    }
+    found.sort();
+    found.dedup();
+    Ok(found)
+}
+
+fn walk(
+    dir: &Path,
+    found: &mut Vec<(PathBuf, FileKind)>,
+    seen: &mut HashSet<PathBuf>,
+) -> Result<(), Diagnostic> {
+    // Following symlinked directories is wanted (ConfigMaps, shared policy
+    // folders), so guard against cycles by canonical path.
+    let canonical = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if !seen.insert(canonical) {
+        return Ok(());
+    }
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        Diagnostic::error(
+            "unreadable-path",
+            Location::file(dir),
+            format!("cannot list {}: {}", dir.display(), lower_io(&e)),
+        )
+    })?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if name.starts_with('.') {
+            continue;
+        }
+        // A dangling symlink (a ConfigMap mid-swap, a deleted target) is skipped,
+        // not an error: the next reload sees the settled state.
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            walk(&path, found, seen)?;
+        } else if let Some(kind) = FileKind::of(&path) {
+            found.push((path, kind));
+        }
+    }
+    Ok(())
+}
+
+/// Reads one discovered file as UTF-8 text.
+pub fn read(path: &Path, kind: FileKind) -> Result<SourceFile, Diagnostic> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        Diagnostic::error(
+            "unreadable-path",
+            Location::file(path),
+            format!("cannot read {}: {}", path.display(), lower_io(&e)),
+        )
+    })?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let offset = e.utf8_error().valid_up_to();
+        let (line, column) = line_col(&String::from_utf8_lossy(e.as_bytes()), offset);
+        Diagnostic::error(
+            "not-utf8",
+            Location::new(path, line, column),
+            "file is not valid utf-8",
+        )
+        .with_help("save the file as UTF-8")
+    })?;
+    Ok(SourceFile {
+        path: path.to_path_buf(),
+        kind,
+        text,
+    })
+}
+
+/// The 1-based line and column of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// io::Error's text, in our lowercase style ("No such file" -> "no such file").
+pub fn lower_io(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    let s = s.split(" (os error").next().unwrap_or(&s).to_string();
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) => c.to_lowercase().collect::<String>() + chars.as_str(),
+        None => s,
+    }
+}

@@ -1,0 +1,231 @@
+//! The parsed source model: every catalog file read from disk, checked for
+//! shape, with positions kept for later diagnostics.
+//!
+//! This layer knows YAML, JSON and file names. It does not know Rego (policy
+//! files are carried as text), JSON Schema semantics or MCP; `catalog`
+//! compiles what is here into something that can answer requests.
+
+pub mod files;
+pub mod locate;
+pub mod model;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::diag::{Diagnostic, Diagnostics, Location};
+pub use files::{FileKind, SourceFile};
+pub use locate::{LocationIndex, YamlPath};
+pub use model::{HintValues, MappingRule, StaticAnnotations, ToolDecl, ToolFile};
+
+/// One parsed tool file.
+#[derive(Debug, Clone)]
+pub struct ToolSource {
+    pub path: PathBuf,
+    pub model: ToolFile,
+    pub index: LocationIndex,
+}
+
+impl ToolSource {
+    /// Where `path` (inside this file) is, as a diagnostic location.
+    pub fn locate(&self, path: &YamlPath) -> Location {
+        let (line, column) = self.index.locate(path);
+        Location::new(&self.path, line, column)
+    }
+}
+
+/// One parsed `*.json` data document.
+#[derive(Debug, Clone)]
+pub struct DataSource {
+    pub path: PathBuf,
+    pub value: Value,
+}
+
+/// Everything under the paths regent was given.
+#[derive(Debug, Clone, Default)]
+pub struct Source {
+    pub tool_files: Vec<ToolSource>,
+    /// `*.rego` files, with `*_test.rego` marked as [`FileKind::PolicyTest`].
+    pub policies: Vec<SourceFile>,
+    pub data: Vec<DataSource>,
+    /// `*.test.yaml` case files for `regent test`.
+    pub cases: Vec<SourceFile>,
+    /// sha256 over every file's path and content: the catalog revision.
+    pub digest: String,
+}
+
+impl Source {
+    /// Reads and parses every catalog file under `paths`. Returns all the
+    /// problems found, not only the first, so one run shows everything to fix.
+    pub fn load(paths: &[PathBuf]) -> Result<Source, Diagnostics> {
+        let mut diags = Diagnostics::default();
+        let found = files::discover(paths).map_err(|d| Diagnostics(vec![d]))?;
+        let mut source = Source::default();
+        let mut hasher = Sha256::new();
+        for (path, kind) in found {
+            let file = match files::read(&path, kind) {
+                Ok(f) => f,
+                Err(d) => {
+                    diags.push(d);
+                    continue;
+                }
+            };
+            hasher.update(path.to_string_lossy().as_bytes());
+            hasher.update([0]);
+            hasher.update((file.text.len() as u64).to_le_bytes());
+            hasher.update(file.text.as_bytes());
+            match kind {
+                FileKind::Tools => match parse_tool_file(&path, &file.text) {
+                    Ok(t) => source.tool_files.push(t),
+                    Err(d) => diags.push(d),
+                },
+                FileKind::Data => match parse_data(&path, &file.text) {
+                    Ok(d) => source.data.push(d),
+                    Err(d) => diags.push(d),
+                },
+                FileKind::Policy | FileKind::PolicyTest => source.policies.push(file),
+                FileKind::Cases => source.cases.push(file),
+            }
+        }
+        source.digest = hex(&hasher.finalize());
+        check_duplicate_names(&source, &mut diags);
+        if diags.has_errors() {
+            diags.sort();
+            return Err(diags);
+        }
+        Ok(source)
+    }
+
+    /// Every declared tool with the file it came from and its path in that file.
+    pub fn tools(&self) -> impl Iterator<Item = (&ToolSource, YamlPath, &ToolDecl)> {
+        self.tool_files.iter().flat_map(|f| {
+            f.model
+                .tools
+                .iter()
+                .enumerate()
+                .map(move |(i, t)| (f, YamlPath::root().key("tools").index(i), t))
+        })
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Parses a tool file. An empty file (or one holding only comments) declares no tools.
+pub fn parse_tool_file(path: &Path, text: &str) -> Result<ToolSource, Diagnostic> {
+    let index = LocationIndex::build(text);
+    let is_empty = matches!(yaml_serde::from_str::<Value>(text), Ok(Value::Null));
+    let model = if is_empty {
+        ToolFile { tools: Vec::new() }
+    } else {
+        yaml_serde::from_str::<ToolFile>(text).map_err(|e| yaml_error(path, &e))?
+    };
+    Ok(ToolSource {
+        path: path.to_path_buf(),
+        model,
+        index,
+    })
+}
+
+/// Turns a YAML error into a diagnostic: its location, a message without the
+/// trailing "at line N column M", and for an unknown key the nearest valid one.
+pub fn yaml_error(path: &Path, e: &yaml_serde::Error) -> Diagnostic {
+    let (line, column) = e
+        .location()
+        .map_or((0, 0), |l| (l.line(), l.column()));
+    let text = e.to_string();
+    let message = match text.find(" at line ") {
+        Some(i) => text[..i].to_string(),
+        None => text.clone(),
+    };
+    let is_syntax = !message.contains("unknown field")
+        && !message.contains("missing field")
+        && !message.contains("invalid type")
+        && !message.contains("invalid value");
+    let code = if message.contains("unknown field") {
+        "unknown-key"
+    } else if is_syntax {
+        "yaml-syntax"
+    } else {
+        "yaml-shape"
+    };
+    let mut d = Diagnostic::error(code, Location::new(path, line, column), message.clone());
+    if let Some(help) = suggest_key(&message) {
+        d = d.with_help(help);
+    } else if code == "yaml-shape" && message.contains("missing field") {
+        d = d.with_help("add the missing key; see the file format in the README");
+    }
+    d
+}
+
+/// From serde's "unknown field `x`, expected one of `a`, `b`", the nearest
+/// expected key, if one is close enough to be a likely typo.
+fn suggest_key(message: &str) -> Option<String> {
+    let rest = message.split("unknown field `").nth(1)?;
+    let (unknown, rest) = rest.split_once('`')?;
+    let expected: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    let best = expected
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(&unknown.to_lowercase(), &k.to_lowercase()), *k))
+        .min()?;
+    if best.0 <= 3.max(unknown.len() / 3) {
+        Some(format!("did you mean `{}`?", best.1))
+    } else {
+        Some(format!(
+            "remove it; the keys allowed here are {}",
+            expected
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
+}
+
+fn parse_data(path: &Path, text: &str) -> Result<DataSource, Diagnostic> {
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        let msg = e.to_string();
+        let msg = match msg.find(" at line ") {
+            Some(i) => msg[..i].to_string(),
+            None => msg,
+        };
+        Diagnostic::error(
+            "json-syntax",
+            Location::new(path, e.line(), e.column()),
+            format!("invalid json: {msg}"),
+        )
+    })?;
+    if !value.is_object() {
+        return Err(Diagnostic::error(
+            "data-not-object",
+            Location::new(path, 1, 1),
+            "a data file must hold a json object",
+        )
+        .with_help("wrap the value in an object; its keys become top-level names under `data`"));
+    }
+    Ok(DataSource {
+        path: path.to_path_buf(),
+        value,
+    })
+}
+
+fn check_duplicate_names(source: &Source, diags: &mut Diagnostics) {
+    let mut first: std::collections::HashMap<&str, Location> = Default::default();
+    for (file, path, tool) in source.tools() {
+        let here = file.locate(&path.key("name"));
+        if let Some(prev) = first.get(tool.name.as_str()) {
+            diags.push(
+                Diagnostic::error(
+                    "duplicate-tool",
+                    here,
+                    format!("tool `{}` is declared twice", tool.name),
+                )
+                .with_help(format!("the first declaration is at {prev}; rename or remove one")),
+            );
+        } else {
+            first.insert(&tool.name, here);
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! The serde model of a tool file: what a person may write, checked for shape only.
+//!
+//! Every struct denies unknown fields, so a misspelt key is an error with a
+//! location rather than a silently ignored setting. Nothing here knows Rego,
+//! JSON Schema semantics or MCP: turning this model into something that can
+//! answer requests is `catalog`'s job. Keys mirror MCP's Tool where a key
+//! exists there (`inputSchema`, `annotations`, `securitySchemes`).
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// One `*.yaml` tool file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolFile {
+    #[serde(default)]
+    pub tools: Vec<ToolDecl>,
+}
+
+/// One tool, as declared.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDecl {
+    pub name: String,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(rename = "inputSchema")]
+    pub input_schema: Value,
+    #[serde(rename = "outputSchema", default)]
+    pub output_schema: Option<Value>,
+    /// The worst case across every call; what `tools/list` shows.
+    #[serde(default)]
+    pub annotations: Option<StaticAnnotations>,
+    /// Merged into the tool's `_meta` in `tools/list`.
+    #[serde(default)]
+    pub meta: Option<Map<String, Value>>,
+    #[serde(rename = "securitySchemes", default)]
+    pub security_schemes: Option<Vec<Value>>,
+    /// YAML mapping rules: the first whose `when` matches applies.
+    #[serde(default)]
+    pub resolve: Vec<MappingRule>,
+    /// A Rego package (`tools.manage_files`) with the logic YAML can't express.
+    #[serde(default)]
+    pub policy: Option<String>,
+}
+
+/// The four MCP hints plus the display title MCP keeps beside them.
+/// (Spelt out rather than flattened: serde cannot deny unknown fields through
+/// `flatten`.)
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct StaticAnnotations {
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(rename = "readOnlyHint", default)]
+    pub read_only: Option<bool>,
+    #[serde(rename = "destructiveHint", default)]
+    pub destructive: Option<bool>,
+    #[serde(rename = "idempotentHint", default)]
+    pub idempotent: Option<bool>,
+    #[serde(rename = "openWorldHint", default)]
+    pub open_world: Option<bool>,
+}
+
+impl StaticAnnotations {
+    pub fn hints(&self) -> HintValues {
+        HintValues {
+            read_only: self.read_only,
+            destructive: self.destructive,
+            idempotent: self.idempotent,
+            open_world: self.open_world,
+        }
+    }
+}
+
+/// Hint values as written; `None` means "not said here".
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct HintValues {
+    #[serde(rename = "readOnlyHint", default)]
+    pub read_only: Option<bool>,
+    #[serde(rename = "destructiveHint", default)]
+    pub destructive: Option<bool>,
+    #[serde(rename = "idempotentHint", default)]
+    pub idempotent: Option<bool>,
+    #[serde(rename = "openWorldHint", default)]
+    pub open_world: Option<bool>,
+}
+
+/// One YAML mapping rule: when every condition holds, its outputs apply.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MappingRule {
+    /// Argument name to the value it must equal; a list means any of.
+    /// An empty `when` always matches, which makes a catch-all last rule.
+    #[serde(default)]
+    pub when: Map<String, Value>,
+    #[serde(default)]
+    pub annotations: Option<HintValues>,
+    #[serde(default)]
+    pub meta: Option<Map<String, Value>>,
+    #[serde(rename = "securitySchemes", default)]
+    pub security_schemes: Option<Vec<Value>>,
+}
+
+/// The names every tool key may take, for "did you mean" suggestions.
+pub const TOOL_KEYS: &[&str] = &[
+    "name",
+    "title",
+    "description",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+    "meta",
+    "securitySchemes",
+    "resolve",
+    "policy",
+];
