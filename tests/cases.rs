@@ -1,0 +1,180 @@
+//! Data-driven resolution tests: every `*.test.yaml` under `examples/` and
+//! `tests/cases/` is one test per protocol era. Each file sits next to the
+//! catalog it tests (the files of its directory) and uses the same case format
+//! people write for `regent test`:
+//!
+//! ```yaml
+//! cases:
+//!   - name: read is read-only          # optional
+//!     tool: manage_files
+//!     arguments: {path: a.txt, action: read}
+//!     expect:
+//!       annotations: {readOnlyHint: true}   # a subset of the resolved hints
+//!       meta: {...}                         # a subset of the resolved _meta
+//!       securitySchemes: [...]              # the resolved securitySchemes, exactly
+//!       error: "substring of the error message"
+//! ```
+//!
+//! The real binary is started per file and driven over stdio.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{Era, Server, assert_subset};
+use libtest_mimic::{Arguments, Failed, Trial};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseFile {
+    cases: Vec<Case>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    #[serde(default)]
+    name: Option<String>,
+    tool: String,
+    #[serde(default = "empty_object")]
+    arguments: Value,
+    expect: Expect,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Expect {
+    #[serde(default)]
+    annotations: Option<Value>,
+    #[serde(default)]
+    meta: Option<Value>,
+    #[serde(rename = "securitySchemes", default)]
+    security_schemes: Option<Value>,
+    #[serde(default)]
+    deny: Option<Value>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+fn empty_object() -> Value {
+    json!({})
+}
+
+fn case_files() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for base in ["examples", "tests/cases"] {
+        let Ok(dirs) = std::fs::read_dir(root.join(base)) else {
+            continue;
+        };
+        for dir in dirs.flatten() {
+            let Ok(entries) = std::fs::read_dir(dir.path()) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().to_string();
+                if name.ends_with(".test.yaml") || name.ends_with("_test.yaml") {
+                    files.push(e.path());
+                }
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+fn run_file(path: &Path, era: Era) -> Result<(), Failed> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("read {}: {e}", path.display()))?;
+    let file: CaseFile =
+        yaml_serde::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if file.cases.is_empty() {
+        return Err(format!("{} holds no cases", path.display()).into());
+    }
+    let dir = path.parent().expect("file has a directory");
+    let mut server = Server::start(era, &[dir.to_str().expect("utf-8 path")]);
+    for (i, case) in file.cases.iter().enumerate() {
+        let label = format!(
+            "{} case {} ({})",
+            path.display(),
+            i + 1,
+            case.name.as_deref().unwrap_or(&case.tool)
+        );
+        run_case(&mut server, case, &label)?;
+    }
+    Ok(())
+}
+
+fn run_case(server: &mut Server, case: &Case, label: &str) -> Result<(), Failed> {
+    let response = server.request(
+        "tools/resolve",
+        json!({"name": case.tool, "arguments": case.arguments}),
+    );
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        check(&response, &case.expect, label);
+    }));
+    outcome.map_err(|p| {
+        let msg = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        Failed::from(msg)
+    })
+}
+
+fn check(response: &Value, expect: &Expect, label: &str) {
+    assert!(
+        expect.deny.is_none(),
+        "{label}: expect.deny needs the `deny` contract rule, which this build does not have"
+    );
+    if let Some(want) = &expect.error {
+        let Some(err) = response.get("error") else {
+            panic!("{label}: expected an error containing {want:?}, got {response}");
+        };
+        let msg = err["message"].as_str().unwrap_or_default();
+        assert!(
+            msg.contains(want.as_str()),
+            "{label}: error message\n  expected to contain: {want:?}\n  actual:              {msg:?}"
+        );
+        return;
+    }
+    let Some(result) = response.get("result") else {
+        panic!("{label}: expected a result, got {response}");
+    };
+    if let Some(a) = &expect.annotations {
+        assert_subset(a, &result["annotations"], &format!("{label}: annotations"));
+        // The SEP-1862 `tool` and the extension's `annotations` must agree.
+        assert_eq!(
+            result["annotations"], result["tool"]["annotations"],
+            "{label}: result.annotations and result.tool.annotations differ"
+        );
+    }
+    if let Some(m) = &expect.meta {
+        assert_subset(m, &result["_meta"], &format!("{label}: _meta"));
+    }
+    if let Some(s) = &expect.security_schemes {
+        assert_eq!(
+            &result["tool"]["securitySchemes"], s,
+            "{label}: securitySchemes\n  expected: {s}\n  actual:   {}",
+            result["tool"]["securitySchemes"]
+        );
+    }
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut trials = Vec::new();
+    for file in case_files() {
+        let rel = file.strip_prefix(root).unwrap_or(&file).display().to_string();
+        for era in Era::ALL {
+            let f = file.clone();
+            trials.push(Trial::test(format!("{rel}::{era:?}").to_lowercase(), move || {
+                run_file(&f, era)
+            }));
+        }
+    }
+    libtest_mimic::run(&args, trials).exit();
+}

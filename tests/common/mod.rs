@@ -1,0 +1,253 @@
+//! Test support: start the real `regent` binary and talk to it over stdio
+//! with newline-delimited JSON-RPC, in either protocol era.
+//!
+//! This client is deliberately raw: it asserts on exactly what the server
+//! writes. rmcp's own client (used in `tests/interop.rs`) re-types results and
+//! drops the fields the tool-resolution proposals add.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// How long any single wait may take before the test fails with what it saw.
+pub const WAIT: Duration = Duration::from_secs(20);
+
+pub fn regent() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_regent"));
+    cmd.env_remove("RUST_LOG").env("NO_COLOR", "1");
+    cmd
+}
+
+pub fn repo_path(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// The two protocol eras regent serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// `initialize` handshake, protocol 2025-11-25.
+    Legacy,
+    /// No handshake; `_meta` on every request, protocol 2026-07-28.
+    Modern,
+}
+
+impl Era {
+    pub const ALL: [Era; 2] = [Era::Legacy, Era::Modern];
+}
+
+pub struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    next_id: i64,
+    pub era: Era,
+    /// Notifications seen while waiting for responses.
+    pub notifications: Vec<Value>,
+}
+
+impl Server {
+    /// Starts `regent serve ARGS...` and, for the legacy era, performs the handshake.
+    pub fn start(era: Era, args: &[&str]) -> Server {
+        let mut cmd = regent();
+        cmd.arg("serve").args(args);
+        Self::spawn(era, cmd)
+    }
+
+    pub fn spawn(era: Era, mut cmd: Command) -> Server {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start regent");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = child.stderr.take().expect("stderr");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                sink.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut s = Server {
+            child,
+            stdin,
+            lines: rx,
+            stderr: log,
+            next_id: 0,
+            era,
+            notifications: Vec::new(),
+        };
+        if era == Era::Legacy {
+            let r = s.request(
+                "initialize",
+                json!({
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "regent-tests", "version": "1"}
+                }),
+            );
+            assert!(r.get("result").is_some(), "initialize failed: {r}");
+            s.notify("notifications/initialized", json!({}));
+        }
+        s
+    }
+
+    /// What the server wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Writes one raw line to the server.
+    pub fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).expect("write");
+        stdin.write_all(b"\n").expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    pub fn notify(&mut self, method: &str, params: Value) {
+        let msg = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        self.send_line(&msg.to_string());
+    }
+
+    /// The `_meta` a 2026-07-28 client puts on every request.
+    fn modern_meta() -> Value {
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "regent-tests", "version": "1"}
+        })
+    }
+
+    /// Sends a request and returns the whole response message.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut params = params;
+        if self.era == Era::Modern && method != "server/discover" {
+            if let Some(obj) = params.as_object_mut() {
+                obj.insert("_meta".into(), Self::modern_meta());
+            }
+        }
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_line(&msg.to_string());
+        self.wait_for_id(&json!(id))
+    }
+
+    /// Waits for the response whose id is `id`, keeping notifications.
+    pub fn wait_for_id(&mut self, id: &Value) -> Value {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let msg = self.next_message(deadline);
+            if msg.get("id") == Some(id) && msg.get("method").is_none() {
+                return msg;
+            }
+            if msg.get("method").is_some() && msg.get("id").is_none() {
+                self.notifications.push(msg);
+            }
+        }
+    }
+
+    /// The next message the server writes, whatever it is.
+    pub fn next_message(&mut self, deadline: Instant) -> Value {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.lines.recv_timeout(left) {
+            Ok(line) => serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("server wrote a line that is not JSON ({e}): {line}")),
+            Err(RecvTimeoutError::Timeout) => panic!(
+                "no message from the server within {WAIT:?}\nstderr:\n{}",
+                self.stderr()
+            ),
+            Err(RecvTimeoutError::Disconnected) => panic!(
+                "the server closed stdout\nstderr:\n{}",
+                self.stderr()
+            ),
+        }
+    }
+
+    /// `tools/resolve`; returns the result, panicking on an error.
+    pub fn resolve(&mut self, tool: &str, args: Value) -> Value {
+        let r = self.request("tools/resolve", json!({"name": tool, "arguments": args}));
+        match r.get("result") {
+            Some(res) => res.clone(),
+            None => panic!("tools/resolve {tool} {args} failed: {r}"),
+        }
+    }
+
+    /// Sends a request that must fail; returns its `error` object.
+    pub fn expect_error(&mut self, method: &str, params: Value) -> Value {
+        let r = self.request(method, params.clone());
+        match r.get("error") {
+            Some(e) => e.clone(),
+            None => panic!("{method} {params} was expected to fail but answered {r}"),
+        }
+    }
+
+    /// Closes stdin and waits for the process to exit.
+    pub fn finish(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "regent did not exit after stdin closed");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Fails with both values printed when `actual` does not contain every key
+/// of `expected` with an equal value (recursively for objects).
+pub fn assert_subset(expected: &Value, actual: &Value, context: &str) {
+    if let Err(path) = subset(expected, actual, String::new()) {
+        panic!(
+            "{context}: mismatch at {path}\n  expected (subset): {}\n  actual:            {}",
+            serde_json::to_string_pretty(expected).unwrap(),
+            serde_json::to_string_pretty(actual).unwrap()
+        );
+    }
+}
+
+fn subset(expected: &Value, actual: &Value, path: String) -> Result<(), String> {
+    match (expected, actual) {
+        (Value::Object(e), Value::Object(a)) => {
+            for (k, ev) in e {
+                let p = format!("{path}/{k}");
+                match a.get(k) {
+                    Some(av) => subset(ev, av, p)?,
+                    None => return Err(p),
+                }
+            }
+            Ok(())
+        }
+        (e, a) if e == a => Ok(()),
+        _ => Err(if path.is_empty() { "/".into() } else { path }),
+    }
+}
