@@ -7,11 +7,16 @@ use regent::cli::{Cli, Command};
 use regent::commands::{self, exit};
 
 fn main() {
+    quiet_library_backtraces();
     init_logging();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { exit::CANNOT_RUN } else { exit::OK };
+            let code = if e.use_stderr() {
+                exit::CANNOT_RUN
+            } else {
+                exit::OK
+            };
             let _ = e.print();
             std::process::exit(code);
         }
@@ -45,4 +50,15 @@ fn init_logging() {
 fn use_colour_on_stderr() -> bool {
     use std::io::IsTerminal;
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// regorus reports errors through `anyhow`, which captures a backtrace for
+/// every error when `RUST_BACKTRACE` is set; that doubles the cost of a failing
+/// policy evaluation. `RUST_LIB_BACKTRACE=0` turns off only those library
+/// captures (panics still print backtraces), unless the user chose otherwise.
+fn quiet_library_backtraces() {
+    if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
+        // SAFETY: called first thing in main, before any thread exists.
+        unsafe { std::env::set_var("RUST_LIB_BACKTRACE", "0") };
+    }
 }

@@ -86,7 +86,8 @@ fn case_files() -> Vec<PathBuf> {
 }
 
 fn run_file(path: &Path, era: Era) -> Result<(), Failed> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("read {}: {e}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("read {}: {e}", path.display()))?;
     let file: CaseFile =
         yaml_serde::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     if file.cases.is_empty() {
@@ -168,12 +169,17 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut trials = Vec::new();
     for file in case_files() {
-        let rel = file.strip_prefix(root).unwrap_or(&file).display().to_string();
+        let rel = file
+            .strip_prefix(root)
+            .unwrap_or(&file)
+            .display()
+            .to_string();
         for era in Era::ALL {
             let f = file.clone();
-            trials.push(Trial::test(format!("{rel}::{era:?}").to_lowercase(), move || {
-                run_file(&f, era)
-            }));
+            trials.push(Trial::test(
+                format!("{rel}::{era:?}").to_lowercase(),
+                move || run_file(&f, era),
+            ));
         }
     }
     libtest_mimic::run(&args, trials).exit();

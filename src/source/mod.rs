@@ -132,9 +132,7 @@ pub fn parse_tool_file(path: &Path, text: &str) -> Result<ToolSource, Diagnostic
 /// Turns a YAML error into a diagnostic: its location, a message without the
 /// trailing "at line N column M", and for an unknown key the nearest valid one.
 pub fn yaml_error(path: &Path, e: &yaml_serde::Error) -> Diagnostic {
-    let (line, column) = e
-        .location()
-        .map_or((0, 0), |l| (l.line(), l.column()));
+    let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
     let text = e.to_string();
     let message = match text.find(" at line ") {
         Some(i) => text[..i].to_string(),
@@ -168,7 +166,12 @@ fn suggest_key(message: &str) -> Option<String> {
     let expected: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
     let best = expected
         .iter()
-        .map(|k| (strsim::damerau_levenshtein(&unknown.to_lowercase(), &k.to_lowercase()), *k))
+        .map(|k| {
+            (
+                strsim::damerau_levenshtein(&unknown.to_lowercase(), &k.to_lowercase()),
+                *k,
+            )
+        })
         .min()?;
     if best.0 <= 3.max(unknown.len() / 3) {
         Some(format!("did you mean `{}`?", best.1))
@@ -222,7 +225,9 @@ fn check_duplicate_names(source: &Source, diags: &mut Diagnostics) {
                     here,
                     format!("tool `{}` is declared twice", tool.name),
                 )
-                .with_help(format!("the first declaration is at {prev}; rename or remove one")),
+                .with_help(format!(
+                    "the first declaration is at {prev}; rename or remove one"
+                )),
             );
         } else {
             first.insert(&tool.name, here);

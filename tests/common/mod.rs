@@ -143,10 +143,10 @@ impl Server {
         self.next_id += 1;
         let id = self.next_id;
         let mut params = params;
-        if self.era == Era::Modern && method != "server/discover" {
-            if let Some(obj) = params.as_object_mut() {
-                obj.insert("_meta".into(), Self::modern_meta());
-            }
+        if self.era == Era::Modern
+            && let Some(obj) = params.as_object_mut()
+        {
+            obj.insert("_meta".into(), Self::modern_meta());
         }
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.send_line(&msg.to_string());
@@ -177,10 +177,9 @@ impl Server {
                 "no message from the server within {WAIT:?}\nstderr:\n{}",
                 self.stderr()
             ),
-            Err(RecvTimeoutError::Disconnected) => panic!(
-                "the server closed stdout\nstderr:\n{}",
-                self.stderr()
-            ),
+            Err(RecvTimeoutError::Disconnected) => {
+                panic!("the server closed stdout\nstderr:\n{}", self.stderr())
+            }
         }
     }
 
@@ -210,7 +209,10 @@ impl Server {
             if let Some(status) = self.child.try_wait().expect("wait") {
                 return status;
             }
-            assert!(Instant::now() < deadline, "regent did not exit after stdin closed");
+            assert!(
+                Instant::now() < deadline,
+                "regent did not exit after stdin closed"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }

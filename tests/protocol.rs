@@ -1,0 +1,391 @@
+//! The MCP surface of `regent serve` over stdio, asserted on the exact JSON it
+//! writes, in both protocol eras.
+
+mod common;
+
+use common::{Era, Server, assert_subset, regent, repo_path};
+use serde_json::{Value, json};
+
+fn manage_files(era: Era) -> Server {
+    Server::start(era, &[repo_path("examples/manage_files").to_str().unwrap()])
+}
+
+#[test]
+fn capabilities_advertise_resolution_in_every_published_form() {
+    let mut s = Server::start(
+        Era::Modern,
+        &[repo_path("examples/manage_files").to_str().unwrap()],
+    );
+    let discover = s.request("server/discover", json!({}));
+    let caps = &discover["result"]["capabilities"];
+    assert_eq!(caps["tools"]["listChanged"], json!(true), "{discover}");
+    assert_eq!(caps["tools"]["resolve"], json!(true), "{discover}");
+    assert_eq!(
+        caps["tools"]["dynamicAnnotations"],
+        json!(true),
+        "{discover}"
+    );
+    assert_eq!(
+        caps["extensions"]["io.modelcontextprotocol/tool-resolution"],
+        json!({}),
+        "{discover}"
+    );
+
+    // The legacy handshake carries the same capabilities.
+    let mut legacy = Server::start(
+        Era::Modern,
+        &[repo_path("examples/manage_files").to_str().unwrap()],
+    );
+    legacy.era = Era::Legacy;
+    let init = legacy.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert_eq!(init["result"]["protocolVersion"], json!("2025-11-25"));
+    assert_eq!(init["result"]["capabilities"], *caps);
+}
+
+#[test]
+fn tools_list_marks_resolvable_tools() {
+    for era in Era::ALL {
+        let mut s = manage_files(era);
+        let list = s.request("tools/list", json!({}));
+        let tools = list["result"]["tools"].as_array().expect("tools array");
+        assert_eq!(tools.len(), 1, "{list}");
+        let t = &tools[0];
+        assert_eq!(t["resolve"], json!(true), "{era:?}: {t}");
+        assert_eq!(t["dynamicAnnotations"], json!(true), "{era:?}: {t}");
+        assert_eq!(
+            t["_meta"]["io.modelcontextprotocol/tool-resolution"],
+            json!({"resolvable": true})
+        );
+        // The listing states the worst case, all four hints present.
+        assert_eq!(
+            t["annotations"],
+            json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": false})
+        );
+        assert!(
+            t["_meta"].get("x-regent/hoist").is_none(),
+            "private key leaked: {t}"
+        );
+    }
+}
+
+#[test]
+fn result_type_only_where_the_protocol_has_it() {
+    for era in Era::ALL {
+        let mut s = manage_files(era);
+        let args = json!({"name": "manage_files", "arguments": {"path": "a", "action": "read"}});
+        let resolve = s.request("tools/resolve", args.clone());
+        let ann = s.request("tools/annotations", args);
+        let want = match era {
+            Era::Legacy => None,
+            Era::Modern => Some(&json!("complete")),
+        };
+        assert_eq!(
+            resolve["result"].get("resultType"),
+            want,
+            "{era:?}: {resolve}"
+        );
+        assert_eq!(ann["result"].get("resultType"), want, "{era:?}: {ann}");
+    }
+}
+
+#[test]
+fn resolve_returns_the_complete_tool_with_only_metadata_changed() {
+    let mut s = manage_files(Era::Legacy);
+    let listed = s.request("tools/list", json!({}))["result"]["tools"][0].clone();
+    let r = s.resolve("manage_files", json!({"path": "a", "action": "read"}));
+    assert_eq!(r["name"], json!("manage_files"));
+    assert_eq!(r["annotations"], r["tool"]["annotations"]);
+    for field in [
+        "name",
+        "title",
+        "description",
+        "inputSchema",
+        "resolve",
+        "dynamicAnnotations",
+        "_meta",
+    ] {
+        assert_eq!(
+            r["tool"][field], listed[field],
+            "field {field} changed on resolution"
+        );
+    }
+    assert_ne!(r["tool"]["annotations"], listed["annotations"]);
+}
+
+#[test]
+fn tools_annotations_answers_the_older_draft_shape() {
+    let mut s = manage_files(Era::Legacy);
+    let r = s.request(
+        "tools/annotations",
+        json!({"name": "manage_files", "arguments": {"path": "a", "action": "append"}}),
+    );
+    assert_eq!(
+        r["result"],
+        json!({"annotations": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false}})
+    );
+}
+
+#[test]
+fn errors_follow_sep_1862() {
+    for era in Era::ALL {
+        let mut s = manage_files(era);
+        let e = s.expect_error("tools/resolve", json!({"name": "nope", "arguments": {}}));
+        assert_eq!(e["code"], json!(-32602), "{e}");
+        assert_eq!(e["data"]["tool"], json!("nope"));
+
+        let e = s.expect_error(
+            "tools/resolve",
+            json!({"name": "manage_files", "arguments": {"path": 7, "action": "read"}}),
+        );
+        assert_eq!(e["code"], json!(-32602), "{e}");
+        assert_eq!(e["data"]["reason"], json!("invalid-arguments"));
+        assert_eq!(
+            e["data"]["errors"][0]["instancePath"],
+            json!("/path"),
+            "{e}"
+        );
+
+        let e = s.expect_error(
+            "tools/resolve",
+            json!({"name": "manage_files", "arguments": [1, 2]}),
+        );
+        assert_eq!(e["code"], json!(-32602), "{e}");
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains("arguments must be an object"),
+            "{e}"
+        );
+
+        let e = s.expect_error("tools/resolve", json!({"arguments": {}}));
+        assert_eq!(e["code"], json!(-32602), "{e}");
+
+        let e = s.expect_error(
+            "tools/annotations",
+            json!({"name": "nope", "arguments": {}}),
+        );
+        assert_eq!(e["code"], json!(-32602), "{e}");
+    }
+}
+
+#[test]
+fn unknown_request_fields_are_ignored_for_forward_compatibility() {
+    let mut s = manage_files(Era::Legacy);
+    let r = s.request(
+        "tools/resolve",
+        json!({"name": "manage_files", "arguments": {"path": "a", "action": "read"}, "future": {"x": 1}}),
+    );
+    assert_eq!(
+        r["result"]["annotations"]["readOnlyHint"],
+        json!(true),
+        "{r}"
+    );
+}
+
+#[test]
+fn policy_failures_are_internal_errors() {
+    for era in Era::ALL {
+        let mut s = Server::start(
+            era,
+            &[repo_path("tests/cases/riskier_policy").to_str().unwrap()],
+        );
+        let e = s.expect_error(
+            "tools/resolve",
+            json!({"name": "cleanup", "arguments": {"mode": "purge"}}),
+        );
+        assert_eq!(e["code"], json!(-32603), "{e}");
+        assert_eq!(e["data"]["hint"], json!("destructiveHint"));
+        assert_eq!(e["data"]["reason"], json!("riskier-than-listed"));
+
+        let mut s = Server::start(
+            era,
+            &[repo_path("tests/cases/runaway_policy").to_str().unwrap()],
+        );
+        let e = s.expect_error(
+            "tools/resolve",
+            json!({"name": "spin", "arguments": {"n": 100000}}),
+        );
+        assert_eq!(e["code"], json!(-32603), "{e}");
+        assert_eq!(e["data"]["reason"], json!("policy-timeout"), "{e}");
+        let log = s.stderr();
+        assert!(
+            log.contains("tool=spin") && log.contains("time limit"),
+            "stderr:\n{log}"
+        );
+    }
+}
+
+#[test]
+fn malformed_lines_get_parse_errors_and_the_server_keeps_serving() {
+    for era in Era::ALL {
+        let mut s = manage_files(era);
+        s.send_line("{this is not json");
+        let deadline = std::time::Instant::now() + common::WAIT;
+        let e = s.next_message(deadline);
+        assert_eq!(e["error"]["code"], json!(-32700), "{e}");
+        assert_eq!(e["id"], Value::Null);
+
+        s.send_line(r#"{"jsonrpc":"2.0","id":"x","result-ish":true}"#);
+        let e = s.next_message(deadline);
+        assert_eq!(e["error"]["code"], json!(-32600), "{e}");
+
+        let r = s.resolve("manage_files", json!({"path": "a", "action": "read"}));
+        assert_eq!(r["annotations"]["readOnlyHint"], json!(true));
+    }
+}
+
+#[test]
+fn huge_and_deeply_nested_arguments() {
+    let mut s = Server::start(
+        Era::Legacy,
+        &[repo_path("tests/cases/yaml_and_policy").to_str().unwrap()],
+    );
+    // A megabyte of argument is validated and evaluated like any other.
+    let big = "x".repeat(1 << 20);
+    let r = s.resolve("deploy", json!({"env": "dev", "service": big}));
+    assert_eq!(r["annotations"]["destructiveHint"], json!(false));
+
+    // Nesting within serde's limit is accepted (the schema allows any extra property).
+    let mut nested = json!("leaf");
+    for _ in 0..100 {
+        nested = json!({"n": nested});
+    }
+    let r = s.resolve(
+        "deploy",
+        json!({"env": "prod", "service": "web", "extra": nested}),
+    );
+    assert_eq!(r["annotations"]["destructiveHint"], json!(true));
+
+    // Nesting beyond it cannot be parsed: a parse error, and the server lives on.
+    let deep = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":99,\"method\":\"tools/resolve\",\"params\":{{\"name\":\"deploy\",\"arguments\":{}{}}}}}",
+        "[".repeat(5000),
+        "]".repeat(5000)
+    );
+    s.send_line(&deep);
+    let e = s.next_message(std::time::Instant::now() + common::WAIT);
+    assert_eq!(e["error"]["code"], json!(-32700), "{e}");
+    let r = s.resolve("deploy", json!({"env": "dev", "service": "web"}));
+    assert_eq!(r["annotations"]["destructiveHint"], json!(false));
+}
+
+#[test]
+fn resolution_is_deterministic() {
+    let mut s = Server::start(
+        Era::Modern,
+        &[repo_path("examples/github_api").to_str().unwrap()],
+    );
+    let args = json!({"method": "GET", "owner": "acme", "repo": "payroll"});
+    let first = s.resolve("github_api", args.clone());
+    for _ in 0..20 {
+        assert_eq!(s.resolve("github_api", args.clone()), first);
+    }
+}
+
+#[test]
+fn tools_call_uses_the_same_validation_as_resolve() {
+    for era in Era::ALL {
+        let mut s = manage_files(era);
+        let e = s.expect_error("tools/call", json!({"name": "nope", "arguments": {}}));
+        assert_eq!(e["code"], json!(-32602), "{e}");
+        let e = s.expect_error(
+            "tools/call",
+            json!({"name": "manage_files", "arguments": {"action": "read"}}),
+        );
+        assert_eq!(e["code"], json!(-32602), "{e}");
+        // A standard method with params rmcp cannot type is invalid params, not "method not found".
+        let e = s.expect_error("tools/call", json!({"arguments": {}}));
+        assert_eq!(e["code"], json!(-32602), "{e}");
+    }
+}
+
+#[test]
+fn a_bad_catalog_stops_start_up_with_a_location() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("tools.yaml"),
+        "tools:\n  - name: t\n    inputSchema: {type: object}\n    anotations: {readOnlyHint: true}\n",
+    )
+    .unwrap();
+    let out = regent().arg("serve").arg(dir.path()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
+    assert!(
+        stderr.contains("tools.yaml:4:5: error: tools[0]: unknown field `anotations`"),
+        "stderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("did you mean `annotations`?"),
+        "stderr:\n{stderr}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "nothing may reach stdout: {:?}",
+        out.stdout
+    );
+
+    std::fs::write(
+        dir.path().join("tools.yaml"),
+        "tools:\n  - name: t\n    inputSchema: {type: object}\n    policy: tools.t\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("t.rego"),
+        "package tools.t\n\nannotations := {\"readOnlyHint\": true} if {\n",
+    )
+    .unwrap();
+    let out = regent().arg("serve").arg(dir.path()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
+    assert!(
+        stderr.contains("t.rego:"),
+        "rego error must name the file: {stderr}"
+    );
+
+    let out = regent()
+        .arg("serve")
+        .arg(dir.path().join("missing"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing: no such file or directory"));
+}
+
+#[test]
+fn unknown_methods_are_method_not_found() {
+    let mut s = manage_files(Era::Legacy);
+    let e = s.expect_error("tools/frobnicate", json!({}));
+    assert_eq!(e["code"], json!(-32601), "{e}");
+}
+
+#[test]
+fn security_schemes_and_meta_resolve_per_call() {
+    let mut s = Server::start(
+        Era::Legacy,
+        &[repo_path("examples/github_api").to_str().unwrap()],
+    );
+    let listed = s.request("tools/list", json!({}))["result"]["tools"][0].clone();
+    assert_eq!(
+        listed["securitySchemes"],
+        json!([{"type": "oauth2", "scopes": ["repo"]}])
+    );
+    let r = s.resolve(
+        "github_api",
+        json!({"method": "GET", "owner": "microsoft", "repo": "regorus"}),
+    );
+    assert_eq!(r["tool"]["securitySchemes"], json!([{"type": "noauth"}]));
+    assert_subset(
+        &json!({"io.github/visibility": "public"}),
+        &r["_meta"],
+        "result _meta",
+    );
+    assert_subset(
+        &json!({"io.github/visibility": "public"}),
+        &r["tool"]["_meta"],
+        "tool _meta",
+    );
+}
