@@ -39,4 +39,12 @@ pub struct CatalogArgs {
 pub struct ServeArgs {
     #[command(flatten)]
     pub catalog: CatalogArgs,
+
+    /// Append one JSON line per resolve and call decision to PATH (default: standard error)
+    #[arg(long, value_name = "PATH")]
+    pub decision_log: Option<PathBuf>,
+
+    /// Include the call arguments in decision-log lines (otherwise only their digest)
+    #[arg(long)]
+    pub log_arguments: bool,
 }

@@ -4,7 +4,9 @@
 pub mod catalog;
 pub mod cli;
 pub mod commands;
+pub mod decisions;
 pub mod diag;
+pub mod exec;
 pub mod protocol;
 pub mod source;
 pub mod state;

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use super::generate;
 use super::hints::Hints;
 use super::policy::{self, EnginePool};
+use super::run;
 use super::schema;
 use super::{BuildOptions, Catalog, Rule, Tool};
 use crate::diag::{Diagnostic, Diagnostics, Location};
@@ -60,17 +61,19 @@ pub fn build(source: &Source, opts: &BuildOptions) -> Result<Catalog, Diagnostic
     }
 
     let mut tools = Vec::new();
+    let mut warnings = Vec::new();
     for (file, at, decl) in source.tools() {
         let own: Vec<&PolicyFile> = policies
             .iter()
             .filter(|p| decl.policy.is_some() && owner_of(&p.package) == decl.policy.as_deref())
             .collect();
-        match compile_tool(file, &at, decl, &own, &policies, &base) {
+        match compile_tool(file, &at, decl, &own, &policies, &base, &mut warnings) {
             Ok(tool) => tools.push(tool),
             Err(mut ds) => diags.0.append(&mut ds),
         }
     }
 
+    diags.0.append(&mut warnings);
     if diags.has_errors() {
         diags.sort();
         return Err(diags);
@@ -145,6 +148,7 @@ fn compile_tool(
     own: &[&PolicyFile],
     all: &[PolicyFile],
     base: &regorus::Engine,
+    warnings: &mut Vec<Diagnostic>,
 ) -> Result<Tool, Vec<Diagnostic>> {
     let mut diags = Vec::new();
     let location = file.locate(&at.key("name"));
@@ -180,11 +184,16 @@ fn compile_tool(
             None
         }
     };
-    if let Some(out) = &decl.output_schema
-        && let Err(d) = schema::compile(out, file, &at.key("outputSchema"), "outputSchema")
-    {
-        diags.push(d);
-    }
+    let output_validator = match &decl.output_schema {
+        None => None,
+        Some(out) => match schema::compile(out, file, &at.key("outputSchema"), "outputSchema") {
+            Ok(v) => Some(v),
+            Err(d) => {
+                diags.push(d);
+                None
+            }
+        },
+    };
 
     let declared = decl
         .annotations
@@ -193,6 +202,7 @@ fn compile_tool(
         .unwrap_or_default();
     let listed = Hints::WORST.overlay(&declared);
     let rules = compile_rules(file, at, decl, &listed, &mut diags);
+    let run = run::compile(file, at, decl, &mut diags, warnings);
 
     let needs_engine = !rules.is_empty() || decl.policy.is_some();
     if let Some(pkg) = &decl.policy
@@ -223,7 +233,9 @@ fn compile_tool(
             policy: decl.policy.clone(),
             location,
             validator,
+            output_validator,
             engines,
+            run,
         }),
         _ => Err(diags),
     }
@@ -312,6 +324,7 @@ fn compile_rules(
             annotations: hints,
             meta: rule.meta.clone(),
             security_schemes: rule.security_schemes.clone(),
+            deny: rule.deny.0.clone(),
             location: file.locate(&rule_at),
         });
     }

@@ -18,7 +18,8 @@ pub const PACKAGE: &str = "regent.decision";
 pub const RESULT_RULE: &str = "data.regent.decision.result";
 
 /// The contract rules read from a tool's policy package.
-pub const CONTRACT_RULES: &[&str] = &["annotations", "meta", "security_schemes"];
+/// `deny` is a set of reason strings (conftest style): non-empty refuses the call.
+pub const CONTRACT_RULES: &[&str] = &["annotations", "meta", "security_schemes", "deny"];
 
 /// Rego source for one tool's decision module.
 ///

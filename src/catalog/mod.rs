@@ -12,6 +12,7 @@ pub mod generate;
 pub mod hints;
 pub mod policy;
 mod resolve;
+pub mod run;
 pub mod schema;
 
 use std::collections::HashMap;
@@ -47,6 +48,8 @@ pub struct Rule {
     pub annotations: crate::source::HintValues,
     pub meta: Option<Map<String, Value>>,
     pub security_schemes: Option<Vec<Value>>,
+    /// Reasons to refuse a call when this rule matches.
+    pub deny: Vec<String>,
     pub location: Location,
 }
 
@@ -68,8 +71,12 @@ pub struct Tool {
     pub policy: Option<String>,
     pub location: Location,
     validator: jsonschema::Validator,
+    /// Compiled once at load, for results of tools that declare `outputSchema`.
+    output_validator: Option<jsonschema::Validator>,
     /// Absent for tools with neither mapping rules nor a policy.
     engines: Option<policy::EnginePool>,
+    /// How `tools/call` executes the tool; absent when it declares no `run`.
+    pub run: Option<crate::exec::RunPlan>,
 }
 
 impl std::fmt::Debug for Tool {
@@ -87,6 +94,15 @@ impl Tool {
     /// Whether `tools/resolve` can refine this tool.
     pub fn is_resolvable(&self) -> bool {
         self.engines.is_some()
+    }
+
+    /// Every reason `output` fails the tool's `outputSchema` (none when it
+    /// declares none).
+    pub fn validate_output(&self, output: &Value) -> Vec<ArgError> {
+        self.output_validator
+            .as_ref()
+            .map(|v| schema::validate(v, output))
+            .unwrap_or_default()
     }
 
     /// A fresh copy of this tool's prepared engine, for explain, tests and coverage.

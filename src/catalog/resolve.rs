@@ -36,6 +36,16 @@ pub struct Resolution<'a> {
     pub security_schemes: Option<Vec<Value>>,
     /// The YAML rule that matched, if any.
     pub rule: Option<usize>,
+    /// Why a call with these arguments is refused: the matched YAML rule's
+    /// `deny` and the policy's `deny` set, sorted. Empty means allowed.
+    pub deny: Vec<String>,
+}
+
+impl Resolution<'_> {
+    /// Whether a call with these arguments may run.
+    pub fn allowed(&self) -> bool {
+        self.deny.is_empty()
+    }
 }
 
 /// Why a tool could not be resolved.
@@ -128,6 +138,7 @@ impl Catalog {
             meta: tool.meta.clone(),
             security_schemes: tool.security_schemes.clone(),
             rule: None,
+            deny: Vec::new(),
         };
         let Some(engines) = &tool.engines else {
             return Ok(r);
@@ -155,6 +166,7 @@ impl Catalog {
             if let Some(s) = &rule.security_schemes {
                 r.security_schemes = Some(s.clone());
             }
+            r.deny.extend(rule.deny.iter().cloned());
         }
         apply_policy(tool, &result, &mut r)?;
 
@@ -265,6 +277,35 @@ fn apply_policy(tool: &Tool, result: &Value, r: &mut Resolution<'_>) -> Result<(
             ));
         }
     }
+    match result.get("deny") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(reasons)) => {
+            for reason in reasons {
+                let Value::String(text) = reason else {
+                    return Err(policy_error(
+                        tool,
+                        format!(
+                            "rule {pkg}.deny holds {reason}; deny must be a set of reason strings (`deny contains msg if {{ ... }}`)"
+                        ),
+                        None,
+                    ));
+                };
+                r.deny.push(text.clone());
+            }
+        }
+        Some(other) => {
+            return Err(policy_error(
+                tool,
+                format!(
+                    "rule {pkg}.deny must be a set of reason strings (`deny contains msg if {{ ... }}`), got {}",
+                    type_name(other)
+                ),
+                None,
+            ));
+        }
+    }
+    r.deny.sort();
+    r.deny.dedup();
     match result.get("security_schemes") {
         None | Some(Value::Null) => {}
         Some(Value::Array(a)) => r.security_schemes = Some(a.clone()),

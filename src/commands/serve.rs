@@ -7,6 +7,7 @@ use rmcp::ServiceExt;
 
 use super::{Failure, exit, load_catalog};
 use crate::cli::ServeArgs;
+use crate::decisions::DecisionLog;
 use crate::protocol::Regent;
 use crate::protocol::transport::LineTransport;
 use crate::state::CatalogState;
@@ -22,6 +23,19 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         "catalog loaded"
     );
     let state = Arc::new(CatalogState::new(catalog));
+    let decisions = match &args.decision_log {
+        None => DecisionLog::stderr(args.log_arguments),
+        Some(path) => DecisionLog::file(path, args.log_arguments).map_err(|e| {
+            Failure::new(
+                exit::CANNOT_RUN,
+                format!(
+                    "error: cannot open the decision log {}: {}",
+                    path.display(),
+                    crate::source::files::lower_io(&e)
+                ),
+            )
+        })?,
+    };
 
     // Policy evaluation takes microseconds and stdio is one connection, so a
     // single-threaded runtime avoids cross-thread wake-ups on every message.
@@ -39,6 +53,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         // blocking stdio otherwise (a terminal, a file).
         let (read, write) = rmcp::transport::stdio_pipes();
         let service = Regent::new(state)
+            .with_decision_log(Arc::new(decisions))
             .serve(LineTransport::new(read, write))
             .await
             .map_err(|e| {

@@ -8,6 +8,7 @@
 //! transport ([`transport`]). Deciding anything is the catalog's job; this
 //! layer only translates.
 
+pub mod call;
 mod errors;
 pub mod transport;
 pub mod wire;
@@ -15,15 +16,16 @@ pub mod wire;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, ErrorCode, ExtensionCapabilities, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool as McpTool,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
+    ExtensionCapabilities, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, Tool as McpTool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Map, Value, json};
 
 use crate::catalog::Catalog;
+use crate::decisions::{DecisionLog, Entry, Kind, Verdict};
 use crate::state::CatalogState;
 pub use errors::resolve_error;
 
@@ -31,11 +33,22 @@ pub use errors::resolve_error;
 #[derive(Clone)]
 pub struct Regent {
     state: Arc<CatalogState>,
+    decisions: Arc<DecisionLog>,
 }
 
 impl Regent {
+    /// A server whose decision log goes to standard error.
     pub fn new(state: Arc<CatalogState>) -> Regent {
-        Regent { state }
+        Regent {
+            state,
+            decisions: Arc::new(DecisionLog::stderr(false)),
+        }
+    }
+
+    /// Sends decision-log lines to `log` instead.
+    pub fn with_decision_log(mut self, log: Arc<DecisionLog>) -> Regent {
+        self.decisions = log;
+        self
     }
 }
 
@@ -99,9 +112,24 @@ impl Regent {
                 Some(json!({"tool": name, "reason": "not-resolvable"})),
             ));
         }
-        let r = catalog
-            .resolve(&name, &args)
-            .map_err(|e| errors::resolve_error(catalog, &e))?;
+        let method = if full {
+            "tools/resolve"
+        } else {
+            "tools/annotations"
+        };
+        let mut entry = Entry::new(Kind::Resolve, method, &name, &args, &catalog.revision);
+        let r = catalog.resolve(&name, &args).map_err(|e| {
+            entry.verdict = Verdict::Error(e.to_string());
+            self.decisions.record(&entry);
+            errors::resolve_error(catalog, &e)
+        })?;
+        entry.annotations = Some(wire::annotations(tool, Some(&r)));
+        entry.verdict = if r.allowed() {
+            Verdict::Allowed
+        } else {
+            Verdict::Denied(r.deny.clone())
+        };
+        self.decisions.record(&entry);
         let mut out = Map::new();
         if result_type {
             out.insert("resultType".into(), json!("complete"));
@@ -112,9 +140,14 @@ impl Regent {
                 "annotations".into(),
                 Value::Object(wire::annotations(tool, Some(&r))),
             );
-            if !r.meta.is_empty() {
-                out.insert("_meta".into(), Value::Object(r.meta.clone()));
-            }
+            // The decision a call with these arguments would get, without
+            // an id: resolution stays deterministic.
+            let mut meta = r.meta.clone();
+            meta.insert(
+                call::DECISION_META.into(),
+                call::decision_json(None, &r.deny),
+            );
+            out.insert("_meta".into(), Value::Object(meta));
             out.insert(
                 "tool".into(),
                 Value::Object(wire::tool_json(tool, Some(&r))),
@@ -168,20 +201,13 @@ impl ServerHandler for Regent {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let catalog = self.state.current();
-        let args = Value::Object(request.arguments.clone().unwrap_or_default());
-        // The same decision as tools/resolve: an argument or policy error is
-        // the same error here.
-        catalog
-            .resolve(&request.name, &args)
-            .map_err(|e| errors::resolve_error(&catalog, &e))?;
-        Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-            "tool {} declares no `run` section, so regent can describe it but not run it",
-            request.name
-        ))])
-        .into())
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        call::call(catalog, &self.decisions, &request.name, args, &ctx)
+            .await
+            .map(Into::into)
     }
 
     async fn on_custom_request(

@@ -1,0 +1,28 @@
+# Calls of manage_files that must not run, as conftest-style reasons.
+#
+# Every command runs in the root directory the tool file declares
+# (`cwd: root`), with `path` as one argument. A path stays inside the root
+# when it is relative and never climbs out with `..`; anything else is
+# denied here, so tools/resolve reports it before the call and tools/call
+# refuses it without running anything.
+package tools.manage_files
+
+import rego.v1
+
+path := input.arguments.path
+
+deny contains "path is empty" if path == ""
+
+deny contains sprintf("path %q is absolute; paths are relative to the root directory", [path]) if {
+	startswith(path, "/")
+}
+
+deny contains sprintf("path %q leaves the root directory", [path]) if {
+	some segment in split(path, "/")
+	segment == ".."
+}
+
+deny contains sprintf("%s needs `content`", [input.arguments.action]) if {
+	input.arguments.action in {"append", "replace"}
+	not "content" in object.keys(input.arguments)
+}
