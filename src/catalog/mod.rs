@@ -70,6 +70,18 @@ pub struct Tool {
     validator: jsonschema::Validator,
     /// Absent for tools with neither mapping rules nor a policy.
     engines: Option<policy::EnginePool>,
+    /// What one resolution evaluates, in order: the generated mapping rule
+    /// when there are YAML rules, then each contract rule the policy declares.
+    plan: Vec<(Field, String)>,
+}
+
+/// What a planned rule evaluation answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// The index of the first matching YAML rule.
+    Mapping,
+    /// A contract rule of the tool's policy package (`annotations`, `meta`, ...).
+    Contract(&'static str),
 }
 
 impl std::fmt::Debug for Tool {
@@ -87,6 +99,11 @@ impl Tool {
     /// Whether `tools/resolve` can refine this tool.
     pub fn is_resolvable(&self) -> bool {
         self.engines.is_some()
+    }
+
+    /// The rules one resolution evaluates, with what each answers.
+    pub fn plan(&self) -> &[(Field, String)] {
+        &self.plan
     }
 
     /// A fresh copy of this tool's prepared engine, for explain, tests and coverage.
