@@ -1,1 +1,105 @@
-fn main() {}
+//! In-process resolution cost: `Catalog::resolve` for `manage_files` with the
+//! catalog holding 1 tool and 1,000 tools (each extra tool with its own Rego
+//! policy). Criterion reports means; a second pass records every call and
+//! prints p50/p99, the numbers the README quotes.
+//!
+//!     cargo bench --bench resolve
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Instant;
+
+use criterion::{Criterion, criterion_group};
+use serde_json::json;
+
+use regent::catalog::{self, BuildOptions, Catalog};
+use regent::source::Source;
+
+fn manage_files_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/manage_files")
+}
+
+/// A catalog of `n` tools: manage_files plus `n - 1` generated tools, each
+/// with its own policy package.
+fn catalog(n: usize) -> (tempfile::TempDir, Catalog) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::copy(
+        manage_files_dir().join("manage_files.yaml"),
+        dir.path().join("manage_files.yaml"),
+    )
+    .expect("copy example");
+    for i in 1..n {
+        std::fs::write(
+            dir.path().join(format!("t{i}.yaml")),
+            format!(
+                "tools:\n  - name: tool_{i}\n    inputSchema:\n      type: object\n      properties:\n        mode: {{type: string, enum: [get, put]}}\n    policy: gen.tool_{i}\n"
+            ),
+        )
+        .expect("write tool");
+        std::fs::write(
+            dir.path().join(format!("t{i}.rego")),
+            format!(
+                "package gen.tool_{i}\n\nimport rego.v1\n\nannotations := {{\"readOnlyHint\": true, \"destructiveHint\": false}} if input.arguments.mode == \"get\"\n"
+            ),
+        )
+        .expect("write policy");
+    }
+    let source = Source::load(&[dir.path().to_path_buf()]).expect("load");
+    let catalog = catalog::build(&source, &BuildOptions::default()).expect("build");
+    (dir, catalog)
+}
+
+fn bench(c: &mut Criterion) {
+    let args = json!({"path": "notes.txt", "action": "read"});
+    for n in [1usize, 1000] {
+        let (_dir, cat) = catalog(n);
+        c.bench_function(&format!("resolve manage_files read, {n} tools"), |b| {
+            b.iter(|| {
+                black_box(
+                    cat.resolve("manage_files", black_box(&args))
+                        .expect("resolve")
+                        .hints,
+                )
+            })
+        });
+    }
+}
+
+/// p50/p99 over 100,000 calls after 10,000 warm-up calls.
+fn percentiles() {
+    let args = json!({"path": "notes.txt", "action": "read"});
+    println!("\n| catalog | p50 | p90 | p99 | p99.9 |\n| --- | --- | --- | --- | --- |");
+    for n in [1usize, 1000] {
+        let (_dir, cat) = catalog(n);
+        for _ in 0..10_000 {
+            black_box(cat.resolve("manage_files", &args).expect("resolve"));
+        }
+        let mut times = Vec::with_capacity(100_000);
+        for _ in 0..100_000 {
+            let t = Instant::now();
+            black_box(
+                cat.resolve("manage_files", black_box(&args))
+                    .expect("resolve"),
+            );
+            times.push(t.elapsed().as_nanos() as f64 / 1000.0);
+        }
+        times.sort_by(|a, b| a.total_cmp(b));
+        let p = |q: f64| times[((times.len() as f64 - 1.0) * q) as usize];
+        println!(
+            "| {n} tool{} | {:.1} µs | {:.1} µs | {:.1} µs | {:.1} µs |",
+            if n == 1 { "" } else { "s" },
+            p(0.50),
+            p(0.90),
+            p(0.99),
+            p(0.999)
+        );
+    }
+}
+
+criterion_group!(benches, bench);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    percentiles();
+}

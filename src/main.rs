@@ -6,7 +6,25 @@ use clap::Parser;
 use regent::cli::{Cli, Command};
 use regent::commands::{self, exit};
 
+/// regorus evaluates recursively: a deeply recursive policy function uses a
+/// few KiB of stack per level and would overflow a default 8 MiB main stack,
+/// aborting the process before the evaluation time limit can stop it. The
+/// program therefore runs on a thread with a large stack; the memory is only
+/// reserved, and committed as it is used.
+pub const STACK_SIZE: usize = 512 * 1024 * 1024;
+
 fn main() {
+    let code = std::thread::Builder::new()
+        .name("regent".into())
+        .stack_size(STACK_SIZE)
+        .spawn(real_main)
+        .expect("start the main thread")
+        .join()
+        .unwrap_or(101);
+    std::process::exit(code);
+}
+
+fn real_main() -> i32 {
     quiet_library_backtraces();
     init_logging();
     let cli = match Cli::try_parse() {
@@ -25,10 +43,10 @@ fn main() {
         Command::Serve(args) => commands::serve::run(args),
     };
     match outcome {
-        Ok(code) => std::process::exit(code),
+        Ok(code) => code,
         Err(failure) => {
             eprintln!("{}", failure.message);
-            std::process::exit(failure.code);
+            failure.code
         }
     }
 }

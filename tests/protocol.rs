@@ -389,3 +389,31 @@ fn security_schemes_and_meta_resolve_per_call() {
         "tool _meta",
     );
 }
+
+#[test]
+fn shared_policy_library_serves_beside_a_catalog() {
+    let mut s = Server::start(
+        Era::Legacy,
+        &[
+            repo_path("policies/lib").to_str().unwrap(),
+            repo_path("tests/cases/policy_library").to_str().unwrap(),
+        ],
+    );
+    for (path, inside) in [
+        ("notes.txt", true),
+        ("a/b/../c.txt", true),
+        ("./a/./b", true),
+        ("a/../../etc/passwd", false),
+        ("../x", false),
+        ("/etc/passwd", false),
+        ("", false),
+        ("a/..", true),
+    ] {
+        let r = s.resolve("read_file", json!({"path": path}));
+        assert_eq!(
+            r["_meta"]["example.com/inside-root"],
+            json!(inside),
+            "path {path:?}: {r}"
+        );
+    }
+}

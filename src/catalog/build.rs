@@ -3,14 +3,14 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::generate;
 use super::hints::Hints;
 use super::policy::{self, EnginePool};
 use super::run;
 use super::schema;
-use super::{BuildOptions, Catalog, Rule, Tool};
+use super::{BuildOptions, Catalog, Field, Rule, Tool};
 use crate::diag::{Diagnostic, Diagnostics, Location};
 use crate::source::{FileKind, Source, ToolDecl, ToolSource, YamlPath};
 
@@ -211,9 +211,13 @@ fn compile_tool(
         diags.push(missing_package(file, at, pkg, all));
     }
     let mut engines = None;
+    let mut plan = Vec::new();
     if needs_engine && diags.is_empty() {
         match tool_engine(decl, own, base) {
-            Ok(engine) => engines = Some(EnginePool::new(engine)),
+            Ok((engine, p)) => {
+                engines = Some(EnginePool::new(engine));
+                plan = p;
+            }
             Err(d) => diags.push(d.located_or(location.clone())),
         }
     }
@@ -236,6 +240,7 @@ fn compile_tool(
             output_validator,
             engines,
             run,
+            plan,
         }),
         _ => Err(diags),
     }
@@ -356,32 +361,45 @@ fn missing_package(file: &ToolSource, at: &YamlPath, pkg: &str, all: &[PolicyFil
     .with_help(help)
 }
 
-/// A prepared engine for one tool: base + own packages + generated module,
-/// evaluated once on a sample input so that clones start warm and errors that
-/// regorus only reports at evaluation surface at load.
+/// A prepared engine for one tool (base + own packages + generated mapping
+/// module) and its evaluation plan. Every planned rule is evaluated once on a
+/// sample input, which warms the engine so clones start prepared, surfaces
+/// the errors regorus only reports at evaluation, and tells which contract
+/// rules the package actually declares.
 fn tool_engine(
     decl: &ToolDecl,
     own: &[&PolicyFile],
     base: &regorus::Engine,
-) -> Result<regorus::Engine, LocatedError> {
+) -> Result<(regorus::Engine, Vec<(Field, String)>), LocatedError> {
     let mut engine = base.clone();
     for p in own {
         policy::add_policy(&mut engine, &p.path, p.text).map_err(LocatedError::Diag)?;
     }
-    let module = generate::decision_module(&decl.name, &decl.resolve, decl.policy.as_deref());
-    let gen_path = format!("regent-generated/{}.rego", decl.name);
-    policy::add_policy(&mut engine, &gen_path, &module).map_err(LocatedError::Diag)?;
+    let mut candidates = Vec::new();
+    if let Some(module) = generate::mapping_module(&decl.name, &decl.resolve) {
+        let gen_path = format!("regent-generated/{}.rego", decl.name);
+        policy::add_policy(&mut engine, &gen_path, &module).map_err(LocatedError::Diag)?;
+        candidates.push((Field::Mapping, generate::MAPPING_RULE.to_string()));
+    }
+    if let Some(pkg) = &decl.policy {
+        for rule in generate::CONTRACT_RULES {
+            candidates.push((Field::Contract(rule), generate::rule_ref(pkg, rule)));
+        }
+    }
 
-    let mut input = Map::new();
-    input.insert("tool".into(), Value::String(decl.name.clone()));
-    input.insert("arguments".into(), schema::sample(&decl.input_schema));
-    policy::eval_on(
-        &mut engine,
-        generate::RESULT_RULE,
-        regorus::Value::from(Value::Object(input)),
-    )
-    .map_err(|e| LocatedError::Eval(e.location, e.message))?;
-    Ok(engine)
+    engine.set_input(policy::input(
+        &decl.name,
+        &schema::sample(&decl.input_schema),
+    ));
+    let mut plan = Vec::new();
+    for (field, rule) in candidates {
+        match policy::eval_rule(&mut engine, &rule) {
+            Ok(_) => plan.push((field, rule)),
+            Err(e) if policy::is_undeclared(&e) => {}
+            Err(e) => return Err(LocatedError::Eval(e.location, e.message)),
+        }
+    }
+    Ok((engine, plan))
 }
 
 enum LocatedError {

@@ -77,6 +77,18 @@ pub struct Tool {
     engines: Option<policy::EnginePool>,
     /// How `tools/call` executes the tool; absent when it declares no `run`.
     pub run: Option<crate::exec::RunPlan>,
+    /// What one resolution evaluates, in order: the generated mapping rule
+    /// when there are YAML rules, then each contract rule the policy declares.
+    plan: Vec<(Field, String)>,
+}
+
+/// What a planned rule evaluation answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// The index of the first matching YAML rule.
+    Mapping,
+    /// A contract rule of the tool's policy package (`annotations`, `meta`, ...).
+    Contract(&'static str),
 }
 
 impl std::fmt::Debug for Tool {
@@ -103,6 +115,11 @@ impl Tool {
             .as_ref()
             .map(|v| schema::validate(v, output))
             .unwrap_or_default()
+    }
+
+    /// The rules one resolution evaluates, with what each answers.
+    pub fn plan(&self) -> &[(Field, String)] {
+        &self.plan
     }
 
     /// A fresh copy of this tool's prepared engine, for explain, tests and coverage.

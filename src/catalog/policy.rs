@@ -44,16 +44,24 @@ impl EnginePool {
         }
     }
 
-    /// Evaluates `rule` with `input`, returning the rule's value as JSON
-    /// (`None` when undefined).
-    pub fn eval(&self, rule: &str, input: regorus::Value) -> Result<Option<Value>, EvalError> {
+    /// Evaluates each rule of `rules` with `input` on one engine, returning
+    /// each value as JSON (`None` when undefined).
+    pub fn eval<'r>(
+        &self,
+        rules: impl IntoIterator<Item = &'r str>,
+        input: regorus::Value,
+    ) -> Result<Vec<Option<Value>>, EvalError> {
         let mut engine = self
             .idle
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .pop()
             .unwrap_or_else(|| self.template.clone());
-        let out = eval_on(&mut engine, rule, input);
+        engine.set_input(input);
+        let out: Result<Vec<_>, _> = rules
+            .into_iter()
+            .map(|r| eval_rule(&mut engine, r))
+            .collect();
         // An engine that failed is not returned: its internal state after an
         // aborted evaluation is not something we want to reason about.
         if out.is_ok() {
@@ -72,19 +80,16 @@ impl EnginePool {
     }
 }
 
-/// Evaluates `rule` on `engine` with `input`.
-pub fn eval_on(
-    engine: &mut Engine,
-    rule: &str,
-    input: regorus::Value,
-) -> Result<Option<Value>, EvalError> {
-    engine.set_input(input);
+/// Evaluates `rule` on `engine` with whatever input it holds.
+pub fn eval_rule(engine: &mut Engine, rule: &str) -> Result<Option<Value>, EvalError> {
     let value = engine
         .eval_rule(rule.to_string())
         .map_err(|e| eval_error(&e.to_string()))?;
     if value == regorus::Value::Undefined {
         return Ok(None);
     }
+    // Sets and objects from Rego come out as JSON arrays and objects; every
+    // value a policy can produce has a JSON form.
     serde_json::to_value(&value)
         .map(Some)
         .map_err(|e| EvalError {
@@ -169,4 +174,23 @@ fn first_message(text: &str) -> String {
         Some(c) => c.to_lowercase().collect::<String>() + chars.as_str(),
         None => msg,
     }
+}
+
+/// Whether regorus refused `rule` because no module declares it (as opposed
+/// to the rule failing).
+pub fn is_undeclared(e: &EvalError) -> bool {
+    e.message.contains("not a valid rule path")
+}
+
+/// The input document every policy sees: `{"tool": name, "arguments": {...}}`.
+pub fn input(tool: &str, args: &Value) -> regorus::Value {
+    use serde::Deserialize;
+    let mut input = regorus::Value::new_object();
+    if let Ok(obj) = input.as_object_mut() {
+        obj.insert(regorus::Value::from("tool"), regorus::Value::from(tool));
+        // Deserializing borrows the arguments instead of cloning them first.
+        let args = regorus::Value::deserialize(args).unwrap_or(regorus::Value::Undefined);
+        obj.insert(regorus::Value::from("arguments"), args);
+    }
+    input
 }

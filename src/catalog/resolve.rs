@@ -9,10 +9,10 @@
 
 use serde_json::{Map, Value};
 
-use super::generate::RESULT_RULE;
 use super::hints::{Hint, Hints};
+use super::policy;
 use super::schema::{self, ArgError};
-use super::{Catalog, Tool};
+use super::{Catalog, Field, Tool};
 
 /// Which layer set a field, for error messages and `--explain`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,13 +144,25 @@ impl Catalog {
             return Ok(r);
         };
 
-        let input = regorus_input(name, args);
-        let result = engines
-            .eval(RESULT_RULE, input)
-            .map_err(|e| policy_error(tool, e.message, e.location.map(|l| l.to_string())))?
-            .unwrap_or(Value::Null);
+        let rules = tool.plan.iter().map(|(_, r)| r.as_str());
+        let values = engines
+            .eval(rules, policy::input(name, args))
+            .map_err(|e| policy_error(tool, e.message, e.location.map(|l| l.to_string())))?;
+        let mut mapping = None;
+        let mut result = Map::new();
+        for ((field, _), value) in tool.plan.iter().zip(values) {
+            match field {
+                Field::Mapping => mapping = value.as_ref().and_then(Value::as_u64),
+                Field::Contract(name) => {
+                    if let Some(v) = value {
+                        result.insert((*name).to_string(), v);
+                    }
+                }
+            }
+        }
+        let result = Value::Object(result);
 
-        if let Some(i) = result.get("mapping").and_then(Value::as_u64) {
+        if let Some(i) = mapping {
             let i = i as usize;
             let rule = &tool.rules[i];
             r.rule = Some(i);
@@ -200,14 +212,6 @@ fn hint_value(v: &crate::source::HintValues, h: Hint) -> Option<bool> {
         Hint::Idempotent => v.idempotent,
         Hint::OpenWorld => v.open_world,
     }
-}
-
-/// The input document every policy sees: `{"tool": name, "arguments": {...}}`.
-pub fn regorus_input(name: &str, args: &Value) -> regorus::Value {
-    let mut input = Map::new();
-    input.insert("tool".into(), Value::String(name.to_string()));
-    input.insert("arguments".into(), args.clone());
-    regorus::Value::from(Value::Object(input))
 }
 
 fn policy_error(tool: &Tool, message: String, location: Option<String>) -> ResolveError {
