@@ -69,6 +69,20 @@ tools:
             exec sleep 302
         cwd: work
         timeout: 1s
+  - name: sleepy_long
+    description: like sleepy, with a timeout far away
+    inputSchema: {type: object}
+    run:
+      cli:
+        program: sh
+        args:
+          - -c
+          - |
+            sleep 310 & echo $! >> pids
+            echo $$ >> pids
+            exec sleep 311
+        cwd: work
+        timeout: 10m
   - name: leaves_child
     description: exits at once, leaving a background child holding its output open
     inputSchema: {type: object}
@@ -293,6 +307,41 @@ async fn a_timeout_kills_the_command_and_all_its_children() {
         );
         let logged = r.decision(&decision_id(&res));
         assert_eq!(logged["outcome"]["timedOut"], json!(true), "{logged}");
+        r.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_call_kills_its_process_group() {
+    for era in Era::ALL {
+        let dir = setup();
+        let pid_file = dir.path().join("work/pids");
+        let r = Start::new(dir.path()).connect(era).await;
+        // Dropping the call future makes rmcp's client send
+        // notifications/cancelled for it.
+        tokio::select! {
+            res = r.try_call("sleepy_long", json!({})) => panic!("{era:?}: the call ended: {res:?}"),
+            () = async {
+                while read_pids(&pid_file).len() < 2 {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            } => {}
+        }
+        let pids = read_pids(&pid_file);
+        let left = survivors(&pids).await;
+        assert!(
+            left.is_empty(),
+            "{era:?}: processes survived cancellation: {left:?}"
+        );
+        // The server is still serving, and logged how the call ended.
+        let res = r.call("leaves_child", json!({})).await;
+        assert!(!is_error(&res), "{res}");
+        let cancelled: Vec<Value> = r
+            .decisions()
+            .into_iter()
+            .filter(|d| d["outcome"]["cancelled"] == json!(true))
+            .collect();
+        assert_eq!(cancelled.len(), 1, "{era:?}: {:?}", r.decisions());
         r.close().await;
     }
 }

@@ -450,7 +450,7 @@ fn arg_nodes(
                             "optional-placeholder",
                             &here,
                             format!("`{text}` uses optional argument `{name}` outside a group, so a call without it could not run"),
-                            format!("wrap it in a list, such as [\"--{name}\", \"{{{name}}}\"], which is dropped when `{name}` is absent; or add `{name}` to inputSchema.required"),
+                            format!("wrap it in a list, [{}], which is dropped when `{name}` is absent; or add `{name}` to inputSchema.required", serde_json::to_string(text).unwrap_or_default()),
                         );
                     }
                 }

@@ -120,16 +120,23 @@ pub struct Reasons(pub Vec<String>);
 
 impl<'de> Deserialize<'de> for Reasons {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged, expecting = "a reason (a string) or a list of reasons")]
-        enum OneOrMany {
-            One(String),
-            Many(Vec<String>),
+        // A visitor rather than `untagged`, so a wrong shape is reported at
+        // the `deny` key itself.
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Reasons;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a reason (a string) or a list of reasons")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Reasons, E> {
+                Ok(Reasons(vec![v.to_string()]))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Reasons, A::Error> {
+                Vec::<String>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(Reasons)
+            }
         }
-        Ok(match OneOrMany::deserialize(d)? {
-            OneOrMany::One(s) => Reasons(vec![s]),
-            OneOrMany::Many(v) => Reasons(v),
-        })
+        d.deserialize_any(V)
     }
 }
 
