@@ -22,6 +22,17 @@ struct PolicyFile<'a> {
 
 /// Compiles `source`. Every problem found is returned, not only the first.
 pub fn build(source: &Source, opts: &BuildOptions) -> Result<Catalog, Diagnostics> {
+    let (catalog, diags) = build_partial(source, opts);
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    Ok(catalog)
+}
+
+/// Compiles every tool that can be compiled and returns the problems of
+/// the others beside it. For `regent check`, which goes on to examine the
+/// tools that compiled; a catalog with errors is never served.
+pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnostics) {
     let mut diags = Diagnostics::default();
 
     let policies = parse_policies(source, opts, &mut diags);
@@ -65,27 +76,29 @@ pub fn build(source: &Source, opts: &BuildOptions) -> Result<Catalog, Diagnostic
             .iter()
             .filter(|p| decl.policy.is_some() && owner_of(&p.package) == decl.policy.as_deref())
             .collect();
-        match compile_tool(file, &at, decl, &own, &policies, &base) {
-            Ok(tool) => tools.push(tool),
+        match compile_tool(file, &at, decl, &own, &policies, &base, opts) {
+            Ok((tool, mut ds)) => {
+                diags.0.append(&mut ds);
+                tools.push(tool);
+            }
             Err(mut ds) => diags.0.append(&mut ds),
         }
     }
 
-    if diags.has_errors() {
-        diags.sort();
-        return Err(diags);
-    }
+    diags.sort();
+    let warnings = diags.0.iter().filter(|d| !d.is_error()).cloned().collect();
     let by_name = tools
         .iter()
         .enumerate()
         .map(|(i, t): (usize, &Tool)| (t.name.clone(), i))
         .collect();
-    Ok(Catalog {
+    let catalog = Catalog {
         revision: source.digest.clone(),
         tools,
         by_name,
-        warnings: diags.0,
-    })
+        warnings,
+    };
+    (catalog, diags)
 }
 
 /// Parses every serving policy file to learn its package, reporting parse
@@ -141,7 +154,8 @@ fn compile_tool(
     own: &[&PolicyFile],
     all: &[PolicyFile],
     base: &regorus::Engine,
-) -> Result<Tool, Vec<Diagnostic>> {
+    opts: &BuildOptions,
+) -> Result<(Tool, Vec<Diagnostic>), Vec<Diagnostic>> {
     let mut diags = Vec::new();
     let location = file.locate(&at.key("name"));
 
@@ -181,8 +195,15 @@ fn compile_tool(
             diags.push(missing_package(file, at, pkg, all));
         }
     }
+    // With `keep_riskier_rules` (regent check), a riskier YAML rule is still
+    // reported but does not stop the tool from compiling, so the worst-case
+    // proof can name the exact arguments that reach it.
+    let blocking = |ds: &[Diagnostic]| {
+        ds.iter()
+            .any(|d| !(opts.keep_riskier_rules && d.code == "riskier-than-listed"))
+    };
     let mut engines = None;
-    if needs_engine && diags.is_empty() {
+    if needs_engine && !blocking(&diags) {
         match tool_engine(decl, own, base) {
             Ok(engine) => engines = Some(EnginePool::new(engine)),
             Err(d) => diags.push(d.located_or(location.clone())),
@@ -190,7 +211,7 @@ fn compile_tool(
     }
 
     match validator {
-        Some(validator) if diags.is_empty() => Ok(Tool {
+        Some(validator) if !blocking(&diags) => Ok((Tool {
             name: decl.name.clone(),
             title: decl.title.clone(),
             description: decl.description.clone(),
@@ -205,7 +226,7 @@ fn compile_tool(
             location,
             validator,
             engines,
-        }),
+        }, diags)),
         _ => Err(diags),
     }
 }

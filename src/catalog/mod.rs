@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::diag::{Diagnostic, Location};
-pub use build::build;
+pub use build::{build, build_partial};
 pub use hints::{Hint, Hints};
 pub use resolve::{Origin, Resolution, ResolveError};
 pub use schema::ArgError;
@@ -30,12 +30,17 @@ pub use schema::ArgError;
 pub struct BuildOptions {
     /// The longest a single policy evaluation may run.
     pub policy_timeout: Duration,
+    /// Compile a tool even when a YAML rule is riskier than its listing (the
+    /// error is still reported). Only `regent check` sets this, so that its
+    /// proof can show which arguments reach the rule; never for serving.
+    pub keep_riskier_rules: bool,
 }
 
 impl Default for BuildOptions {
     fn default() -> Self {
         BuildOptions {
             policy_timeout: Duration::from_millis(100),
+            keep_riskier_rules: false,
         }
     }
 }

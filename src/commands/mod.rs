@@ -60,6 +60,7 @@ impl Failure {
 pub fn build_options(args: &CatalogArgs) -> BuildOptions {
     BuildOptions {
         policy_timeout: Duration::from_millis(args.policy_timeout_ms.max(1)),
+        ..BuildOptions::default()
     }
 }
 

@@ -59,8 +59,19 @@ impl Source {
     /// Reads and parses every catalog file under `paths`. Returns all the
     /// problems found, not only the first, so one run shows everything to fix.
     pub fn load(paths: &[PathBuf]) -> Result<Source, Diagnostics> {
+        let (source, diags) = Source::load_partial(paths).map_err(|d| Diagnostics(vec![d]))?;
+        if diags.has_errors() {
+            return Err(diags);
+        }
+        Ok(source)
+    }
+
+    /// Like [`Source::load`], but keeps every file that parsed beside the
+    /// problems of those that did not, so that `regent check` can go on
+    /// checking the rest. Fails only when the paths themselves cannot be read.
+    pub fn load_partial(paths: &[PathBuf]) -> Result<(Source, Diagnostics), Diagnostic> {
         let mut diags = Diagnostics::default();
-        let found = files::discover(paths).map_err(|d| Diagnostics(vec![d]))?;
+        let found = files::discover(paths)?;
         let mut source = Source::default();
         let mut hasher = Sha256::new();
         for (path, kind) in found {
@@ -90,11 +101,8 @@ impl Source {
         }
         source.digest = hex(&hasher.finalize());
         check_duplicate_names(&source, &mut diags);
-        if diags.has_errors() {
-            diags.sort();
-            return Err(diags);
-        }
-        Ok(source)
+        diags.sort();
+        Ok((source, diags))
     }
 
     /// Every declared tool with the file it came from and its path in that file.
@@ -166,6 +174,12 @@ fn suggest_key(message: &str) -> Option<String> {
     let rest = message.split("unknown field `").nth(1)?;
     let (unknown, rest) = rest.split_once('`')?;
     let expected: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    key_help(unknown, &expected)
+}
+
+/// What to do about the unknown key `unknown` where `expected` are allowed:
+/// the nearest one when it is close enough to be a likely typo, else the list.
+pub fn key_help(unknown: &str, expected: &[&str]) -> Option<String> {
     let best = expected
         .iter()
         .map(|k| (strsim::damerau_levenshtein(&unknown.to_lowercase(), &k.to_lowercase()), *k))
