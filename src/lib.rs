@@ -8,3 +8,5 @@ pub mod protocol;
 pub mod state;
 pub mod cli;
 pub mod commands;
+pub mod check;
+pub mod testing;

@@ -18,6 +18,9 @@ fn main() {
     };
     let outcome = match &cli.command {
         Command::Serve(args) => commands::serve::run(args),
+        Command::Check(args) => commands::check::run(args),
+        Command::Test(args) => commands::test::run(args),
+        Command::Resolve(args) => commands::resolve::run(args),
     };
     match outcome {
         Ok(code) => std::process::exit(code),

@@ -10,7 +10,12 @@
 mod build;
 pub mod generate;
 pub mod hints;
+pub mod explain;
+pub mod exercise;
 pub mod policy;
+pub mod proof;
+pub mod rego_test;
+pub mod rego_ast;
 mod resolve;
 pub mod schema;
 

@@ -1,7 +1,10 @@
 //! One module per subcommand. Each returns an exit code or an error that
 //! `main` prints; none of them calls `process::exit` itself.
 
+pub mod check;
+pub mod resolve;
 pub mod serve;
+pub mod test;
 
 use std::time::Duration;
 
