@@ -109,7 +109,10 @@ pub fn new_engine(timeout: Duration) -> Engine {
 pub fn add_policy(engine: &mut Engine, path: &str, text: &str) -> Result<String, Diagnostic> {
     engine
         .add_policy(path.to_string(), text.to_string())
-        .map_err(|e| rego_diagnostic("rego-parse", path, &e.to_string()))
+        .map_err(|e| {
+            rego_diagnostic("rego-parse", path, &e.to_string())
+                .with_help("fix the Rego at the caret; regent reads Rego v1, where rule bodies take `if` and partial sets `contains`")
+        })
 }
 
 /// Builds a diagnostic from a regorus error, which reads like
@@ -133,10 +136,30 @@ pub fn find_location(text: &str) -> Option<Location> {
     let rest = text.split("--> ").nth(1)?;
     let spot = rest.lines().next()?.trim();
     let mut parts = spot.rsplitn(3, ':');
-    let col = parts.next()?.trim().parse().ok()?;
-    let line = parts.next()?.trim().parse().ok()?;
+    let col: usize = parts.next()?.trim().parse().ok()?;
+    let line: usize = parts.next()?.trim().parse().ok()?;
     let file = parts.next()?;
+    // regorus quotes the source line as `N | text`; use it to turn its
+    // column into ours.
+    let prefix = format!("{line} | ");
+    let col = rest
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix(&prefix))
+        .map_or(col, |src| char_column(src, col));
     Some(Location::new(file, line, col))
+}
+
+/// regorus counts a tab as four columns; diagnostics count characters.
+/// Converts a regorus column on `line` to a 1-based character column.
+pub fn char_column(line: &str, regorus_col: usize) -> usize {
+    let mut width = 1;
+    for (i, c) in line.chars().enumerate() {
+        if width >= regorus_col {
+            return i + 1;
+        }
+        width += if c == '\t' { 4 } else { 1 };
+    }
+    line.chars().count() + 1
 }
 
 /// regorus errors span several lines (location, source, caret, message); keep

@@ -288,8 +288,44 @@ pub fn prove(catalog: &Catalog, tool: &Tool) -> Proof {
     }
 }
 
+/// What resolving a set of argument objects showed.
+struct Evaluation {
+    evaluated: usize,
+    tightest: Hints,
+    counterexamples: Vec<Counterexample>,
+    failures: Vec<Failure>,
+    rejected: usize,
+    rejected_example: Option<Value>,
+}
+
+/// Counterexamples among `samples`: for tools the proof does not cover,
+/// sampling can still find a riskier resolution, though never show there is none.
+pub fn sampled_counterexamples(catalog: &Catalog, tool: &Tool, samples: &[Value]) -> Vec<Counterexample> {
+    evaluate(catalog, tool, samples.to_vec()).counterexamples
+}
+
 fn finish(catalog: &Catalog, tool: &Tool, mut proof: Proof, combos: Vec<Value>) -> Proof {
     proof.combinations = combos.len();
+    let e = evaluate(catalog, tool, combos);
+    proof.evaluated = e.evaluated;
+    proof.outcome = if !e.counterexamples.is_empty() || !e.failures.is_empty() {
+        Outcome::Refuted {
+            counterexamples: e.counterexamples,
+            failures: e.failures,
+        }
+    } else if e.rejected > 0 {
+        Outcome::Partial {
+            rejected: e.rejected,
+            example: e.rejected_example.unwrap_or(Value::Null),
+        }
+    } else {
+        Outcome::Proved { tightest: e.tightest }
+    };
+    proof
+}
+
+fn evaluate(catalog: &Catalog, tool: &Tool, combos: Vec<Value>) -> Evaluation {
+    let mut evaluated = 0;
     let mut tightest = SAFEST;
     let mut counterexamples: Vec<Counterexample> = Vec::new();
     let mut failures: Vec<Failure> = Vec::new();
@@ -298,7 +334,7 @@ fn finish(catalog: &Catalog, tool: &Tool, mut proof: Proof, combos: Vec<Value>) 
     for args in combos {
         match catalog.resolve_layers(&tool.name, &args) {
             Ok(r) => {
-                proof.evaluated += 1;
+                evaluated += 1;
                 tightest = tightest.join(&r.hints);
                 for h in r.hints.riskier_than(&tool.listed) {
                     if let Some(c) = counterexamples.iter_mut().find(|c| c.hint == h) {
@@ -321,7 +357,7 @@ fn finish(catalog: &Catalog, tool: &Tool, mut proof: Proof, combos: Vec<Value>) 
                 rejected_example.get_or_insert(args);
             }
             Err(ResolveError::Policy { message, location, .. }) => {
-                proof.evaluated += 1;
+                evaluated += 1;
                 if failures.len() < 3 && !failures.iter().any(|f| f.message == message) {
                     failures.push(Failure {
                         arguments: args,
@@ -341,20 +377,14 @@ fn finish(catalog: &Catalog, tool: &Tool, mut proof: Proof, combos: Vec<Value>) 
         }
     }
     counterexamples.sort_by_key(|c| c.hint);
-    proof.outcome = if !counterexamples.is_empty() || !failures.is_empty() {
-        Outcome::Refuted {
-            counterexamples,
-            failures,
-        }
-    } else if rejected > 0 {
-        Outcome::Partial {
-            rejected,
-            example: rejected_example.unwrap_or(Value::Null),
-        }
-    } else {
-        Outcome::Proved { tightest }
-    };
-    proof
+    Evaluation {
+        evaluated,
+        tightest,
+        counterexamples,
+        failures,
+        rejected,
+        rejected_example,
+    }
 }
 
 #[cfg(test)]

@@ -99,7 +99,9 @@ pub struct RuleDef {
     pub path: Vec<String>,
     pub kind: RuleKind,
     pub location: Location,
-    /// Byte range of the whole definition in its file.
+    /// Byte range of the whole definition in its file. regorus' spans can
+    /// stop short of a rule's last character, so the range runs to the
+    /// start of the next definition (comments between them included).
     pub start: usize,
     pub end: usize,
     /// Byte range of the head's first name, which a probe renames.
@@ -116,11 +118,13 @@ impl RuleDef {
 }
 
 fn span_location(span: &Span) -> Location {
-    Location::new(
-        span.source.file().to_string(),
-        span.line as usize,
-        span.col as usize,
-    )
+    let line = span.line as usize;
+    let text = span.source.contents();
+    let col = text
+        .lines()
+        .nth(line.saturating_sub(1))
+        .map_or(span.col as usize, |l| super::policy::char_column(l, span.col as usize));
+    Location::new(span.source.file().to_string(), line, col)
 }
 
 /// The components of a reference (`input.arguments["action"]` gives
@@ -173,6 +177,8 @@ fn root_span(e: &Expr) -> &Span {
 pub fn rule_defs(modules: &[PolicyModule]) -> Vec<RuleDef> {
     let mut out = Vec::new();
     for (mi, m) in modules.iter().enumerate() {
+        let mut starts: Vec<usize> = m.module.policy.iter().map(|r| r.span().start as usize).collect();
+        starts.sort_unstable();
         for rule in &m.module.policy {
             let (refr, kind) = match rule.as_ref() {
                 Rule::Default { refr, .. } => (refr, RuleKind::Default),
@@ -184,13 +190,18 @@ pub fn rule_defs(modules: &[PolicyModule]) -> Vec<RuleDef> {
             };
             let span = rule.span();
             let name = root_span(refr);
+            let end = starts
+                .iter()
+                .copied()
+                .find(|s| *s > span.start as usize)
+                .unwrap_or(m.text.len());
             out.push(RuleDef {
                 package: m.package.clone(),
                 path: path_of(refr),
                 kind,
                 location: span_location(span),
                 start: span.start as usize,
-                end: span.end as usize,
+                end,
                 name_start: name.start as usize,
                 name_end: name.end as usize,
                 module: mi,
@@ -600,7 +611,13 @@ pub fn lint(modules: &[PolicyModule]) -> Vec<Diagnostic> {
 
     for cycle in cycles(&graph) {
         let first = &cycle[0];
-        let at = def_at.get(first).cloned().unwrap_or_default();
+        // Point at the member that comes first in the files.
+        let at = cycle
+            .iter()
+            .filter_map(|n| def_at.get(n))
+            .min_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)))
+            .cloned()
+            .unwrap_or_default();
         out.push(
             Diagnostic::error(
                 "rego-recursion",
@@ -1053,7 +1070,7 @@ mod tests {
         assert_eq!(defs[1].path, ["annotations", "destructiveHint"]);
         assert_eq!(defs[1].location.line, 4);
         assert_eq!(&m[0].text[defs[1].name_start..defs[1].name_end], "annotations");
-        assert!(m[0].text[defs[1].start..defs[1].end].ends_with('}'));
+        assert!(m[0].text[defs[1].start..defs[1].end].trim_end().ends_with('}'));
     }
 
     #[test]

@@ -79,18 +79,6 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
     };
     let mut out = diags.0;
 
-    // The published schema, over every tool file including those serde refused.
-    let mut schema_diags = Vec::new();
-    for (path, kind) in &found {
-        if *kind != FileKind::Tools {
-            continue;
-        }
-        if let Ok(file) = files::read(path, *kind) {
-            schema_diags.extend(published_schema::check_file(path, &file.text));
-        }
-    }
-    merge_schema_diagnostics(&mut out, schema_diags);
-
     // Rego tests are loaded only by `regent test`, but a parse error in one
     // is still a broken catalog.
     for f in source.policies.iter().filter(|f| f.kind == FileKind::PolicyTest) {
@@ -108,6 +96,19 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
     out.extend(diags.0);
     report.tools = source.tools().count();
 
+    // The published schema, over every tool file including those serde
+    // refused; merged after the build so that a finding both make is told once.
+    let mut schema_diags = Vec::new();
+    for (path, kind) in &found {
+        if *kind != FileKind::Tools {
+            continue;
+        }
+        if let Ok(file) = files::read(path, *kind) {
+            schema_diags.extend(published_schema::check_file(path, &file.text));
+        }
+    }
+    merge_schema_diagnostics(&mut out, schema_diags);
+
     out.extend(lint_policies(&source, opts));
 
     for tool in catalog.tools().iter().filter(|t| t.is_resolvable()) {
@@ -124,6 +125,11 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
             }
         }
         out.extend(exercise::exercise(tool, &samples));
+        if let Outcome::NotCovered { .. } = proof.outcome {
+            for c in proof::sampled_counterexamples(&catalog, tool, &samples) {
+                out.push(counterexample(&source, &catalog, tool, &c, " (found by sampling; the proof does not cover this tool)"));
+            }
+        }
         report.proofs.push(proof);
     }
 
@@ -179,6 +185,14 @@ fn dedupe(mut ds: Vec<Diagnostic>) -> Vec<Diagnostic> {
             &b.message,
         ))
     });
+    // A lint finding says more than the evaluation failure it explains
+    // (regorus may point at another column of the same line).
+    let line_of = |d: &Diagnostic| (d.location.file.clone(), d.location.line);
+    let linted: BTreeSet<_> = ds.iter().filter(|d| d.code.starts_with("rego-")).map(line_of).collect();
+    ds.retain(|d| d.code != "policy-eval" || !linted.contains(&line_of(d)));
+    // regorus names whichever rule of a cycle it entered first.
+    let cyclic: BTreeSet<_> = ds.iter().filter(|d| d.code == "rego-recursion").map(|d| d.location.file.clone()).collect();
+    ds.retain(|d| !(d.code == "policy-eval" && d.message.contains("recursion detected") && cyclic.contains(&d.location.file)));
     let mut seen = BTreeSet::new();
     ds.retain(|d| {
         // Two evaluations failing at one spot are one problem.
@@ -254,40 +268,7 @@ fn proof_diagnostics(source: &Source, catalog: &Catalog, tool: &Tool, p: &Proof)
             failures,
         } => {
             for c in counterexamples {
-                let producer = catalog
-                    .resolve_layers(name, &c.arguments)
-                    .ok()
-                    .and_then(|r| {
-                        explain::explain(tool, &c.arguments, &r)
-                            .into_iter()
-                            .find(|ch| ch.field == format!("annotations.{}", c.hint.key()))
-                    })
-                    .and_then(|ch| ch.producers.first().map(ToString::to_string));
-                let more = if c.count > 1 {
-                    format!(" (and {} more combination{})", c.count - 1, if c.count == 2 { "" } else { "s" })
-                } else {
-                    String::new()
-                };
-                out.push(
-                    Diagnostic::error(
-                        "counterexample",
-                        listing_location(source, tool, Some(c.hint)),
-                        format!(
-                            "`{name}` resolves {} to {} for arguments {}{more}, riskier than the listed {}",
-                            c.hint.key(),
-                            c.resolved,
-                            c.arguments,
-                            c.listed
-                        ),
-                    )
-                    .with_help(format!(
-                        "{}the listing must state the worst case: set annotations.{} to {} on the tool, or change the rule so these arguments resolve to {}",
-                        producer.map(|p| format!("set by {p}; ")).unwrap_or_default(),
-                        c.hint.key(),
-                        c.resolved,
-                        c.listed
-                    )),
-                );
+                out.push(counterexample(source, catalog, tool, c, ""));
             }
             for f in failures {
                 out.push(
@@ -303,7 +284,7 @@ fn proof_diagnostics(source: &Source, catalog: &Catalog, tool: &Tool, p: &Proof)
                 );
             }
         }
-        Outcome::Partial { rejected, example } => out.push(
+                Outcome::Partial { rejected, example } => out.push(
             Diagnostic::warning(
                 "proof-incomplete",
                 tool.location.clone(),
@@ -324,4 +305,42 @@ fn proof_diagnostics(source: &Source, catalog: &Catalog, tool: &Tool, p: &Proof)
         ),
     }
     out
+}
+
+/// A counterexample as a diagnostic at the listing's hint, naming the rule
+/// that produced the risky value.
+fn counterexample(source: &Source, catalog: &Catalog, tool: &Tool, c: &proof::Counterexample, note: &str) -> Diagnostic {
+    let name = &tool.name;
+    let producer = catalog
+        .resolve_layers(name, &c.arguments)
+        .ok()
+        .and_then(|r| {
+            explain::explain(tool, &c.arguments, &r)
+                .into_iter()
+                .find(|ch| ch.field == format!("annotations.{}", c.hint.key()))
+        })
+        .and_then(|ch| ch.producers.first().map(ToString::to_string));
+    let more = if c.count > 1 {
+        format!(" (and {} more combination{})", c.count - 1, if c.count == 2 { "" } else { "s" })
+    } else {
+        String::new()
+    };
+    Diagnostic::error(
+        "counterexample",
+        listing_location(source, tool, Some(c.hint)),
+        format!(
+            "`{name}` resolves {} to {} for arguments {}{more}, riskier than the listed {}{note}",
+            c.hint.key(),
+            c.resolved,
+            c.arguments,
+            c.listed
+        ),
+    )
+    .with_help(format!(
+        "{}the listing must state the worst case: set annotations.{} to {} on the tool, or change the rule so these arguments resolve to {}",
+        producer.map(|p| format!("set by {p}; ")).unwrap_or_default(),
+        c.hint.key(),
+        c.resolved,
+        c.listed
+    ))
 }

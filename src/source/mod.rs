@@ -164,6 +164,10 @@ pub fn yaml_error(path: &Path, e: &yaml_serde::Error) -> Diagnostic {
         d = d.with_help(help);
     } else if code == "yaml-shape" && message.contains("missing field") {
         d = d.with_help("add the missing key; see the file format in the README");
+    } else if code == "yaml-shape" {
+        d = d.with_help("give the key a value of the expected type; schemas/regent.schema.json lists them");
+    } else if code == "yaml-syntax" {
+        d = d.with_help("fix the YAML at the caret: usual causes are an unclosed bracket or quote, a tab in indentation, or `: ` inside an unquoted value");
     }
     d
 }
@@ -210,6 +214,7 @@ fn parse_data(path: &Path, text: &str) -> Result<DataSource, Diagnostic> {
             Location::new(path, e.line(), e.column()),
             format!("invalid json: {msg}"),
         )
+        .with_help("fix the JSON at the caret (JSON allows no trailing commas or comments)")
     })?;
     if !value.is_object() {
         return Err(Diagnostic::error(
