@@ -131,6 +131,10 @@ fn run_case(case: &Path) -> Result<(), Failed> {
     std::fs::remove_file(tmp.path().join("expect.yaml")).unwrap();
 
     let run = regent(tmp.path(), &expect.args);
+    // Not a terminal: no colour codes.
+    if run.stdout.contains('\x1b') || run.stderr.contains('\x1b') {
+        return Err(format!("colour codes in output that is not a terminal\n{}", shown(&run)).into());
+    }
     if run.code != expect.exit {
         return Err(format!("expected exit code {}, got {}\n{}", expect.exit, run.code, shown(&run)).into());
     }
@@ -191,6 +195,10 @@ fn check_diagnostics(dir: &Path, expect: &Expect, want: &[ExpectedDiagnostic], h
         if !human.stdout.contains(&headline) {
             return Err(format!("human output lacks {headline:?}\n{}", shown(human)).into());
         }
+    }
+    // Every diagnostic says what to do about it.
+    if let Some(d) = got.iter().find(|d| d["help"].as_str().is_none_or(str::is_empty)) {
+        return Err(format!("diagnostic without help: {d}").into());
     }
     for d in got.iter().filter(|d| d["severity"] == "error") {
         if !want.iter().any(|w| matches(w, d)) {

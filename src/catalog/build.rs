@@ -160,7 +160,10 @@ fn compile_tool(
     let location = file.locate(&at.key("name"));
 
     if decl.name.is_empty() {
-        diags.push(Diagnostic::error("empty-name", location.clone(), "tool name is empty"));
+        diags.push(
+            Diagnostic::error("empty-name", location.clone(), "tool name is empty")
+                .with_help("give the tool a name, unique in the catalog"),
+        );
     }
     if decl.input_schema.get("type").and_then(Value::as_str) != Some("object") {
         diags.push(

@@ -90,7 +90,14 @@ pub fn exercise(tool: &Tool, samples: &[Value]) -> Vec<Diagnostic> {
             }
             budget -= 1;
             let input = regorus_input(&tool.name, args);
-            if let Err(e) = policy::eval_on(&mut engine, path, input) {
+            // A query reaches rules defined by path (`meta.scratch := ...`),
+            // whose prefix is not a rule path for `eval_rule`.
+            let outcome = if path == RESULT_RULE {
+                policy::eval_on(&mut engine, path, input)
+            } else {
+                policy::query_value(&mut engine, path, input)
+            };
+            if let Err(e) = outcome {
                 // A failed evaluation may leave the engine mid-way; start afresh.
                 engine = template.clone();
                 let key = (e.location.as_ref().map(ToString::to_string), e.message.clone());

@@ -190,7 +190,7 @@ impl<'a> Probe<'a> {
             if policy::add_policy(&mut e, "regent-generated/probe.rego", &text).is_err() {
                 return fallback;
             }
-            let got = match policy::eval_on(
+            let got = match policy::query_value(
                 &mut e,
                 &generate::rule_ref(&package, &probe_name),
                 regorus_input(&self.tool.name, self.args),

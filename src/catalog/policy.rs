@@ -92,6 +92,37 @@ pub fn eval_on(
     })
 }
 
+/// Evaluates the reference `query` (such as `data.tools.x.annotations`) on
+/// `engine` with `input`. Unlike [`eval_on`] it reaches any reference, also
+/// the prefix of a rule defined by a path (`annotations.destructiveHint := ...`).
+pub fn query_value(
+    engine: &mut Engine,
+    query: &str,
+    input: regorus::Value,
+) -> Result<Option<Value>, EvalError> {
+    engine.set_input(input);
+    let results = engine
+        .eval_query(query.to_string(), false)
+        .map_err(|e| eval_error(&e.to_string()))?;
+    let Some(value) = results
+        .result
+        .into_iter()
+        .next()
+        .and_then(|r| r.expressions.into_iter().next())
+        .map(|e| e.value)
+    else {
+        return Ok(None);
+    };
+    if value == regorus::Value::Undefined {
+        return Ok(None);
+    }
+    serde_json::to_value(&value).map(Some).map_err(|e| EvalError {
+        message: format!("policy produced a value that is not json: {e}"),
+        location: None,
+        timed_out: false,
+    })
+}
+
 /// A new engine with regent's settings: Rego v1 and a time limit on every evaluation.
 pub fn new_engine(timeout: Duration) -> Engine {
     let mut engine = Engine::new();

@@ -241,6 +241,32 @@ pub fn combinations(tool: &Tool, read: &[String]) -> Result<Vec<Value>, (String,
     Ok(combos.into_iter().map(Value::Object).collect())
 }
 
+/// When the proof cannot cover a tool: every combination of the read
+/// arguments that do have finite domains (at most [`LIMIT`]), the others
+/// held at sample values. Sampling these can find a counterexample, never
+/// show that there is none.
+pub fn finite_part(tool: &Tool) -> Vec<Value> {
+    let names: Vec<String> = match arguments_read(tool) {
+        Ok(read) => read.into_keys().collect(),
+        Err(_) => schema::properties(&tool.input_schema)
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default(),
+    };
+    let props = schema::properties(&tool.input_schema).cloned().unwrap_or_default();
+    let required = required_names(&tool.input_schema);
+    let mut finite = Vec::new();
+    let mut total: usize = 1;
+    for n in names {
+        if let Some(Ok(d)) = props.get(&n).map(|s| domain(s, required.contains(&n))) {
+            if total.saturating_mul(d.len()) <= LIMIT {
+                total *= d.len();
+                finite.push(n);
+            }
+        }
+    }
+    combinations(tool, &finite).unwrap_or_default()
+}
+
 /// Runs the proof for `tool`.
 pub fn prove(catalog: &Catalog, tool: &Tool) -> Proof {
     let mut proof = Proof {

@@ -126,7 +126,9 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
         }
         out.extend(exercise::exercise(tool, &samples));
         if let Outcome::NotCovered { .. } = proof.outcome {
-            for c in proof::sampled_counterexamples(&catalog, tool, &samples) {
+            let mut sampled = proof::finite_part(tool);
+            sampled.extend(samples.iter().cloned());
+            for c in proof::sampled_counterexamples(&catalog, tool, &sampled) {
                 out.push(counterexample(&source, &catalog, tool, &c, " (found by sampling; the proof does not cover this tool)"));
             }
         }
