@@ -11,7 +11,11 @@ fn main() {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { exit::CANNOT_RUN } else { exit::OK };
+            let code = if e.use_stderr() {
+                exit::CANNOT_RUN
+            } else {
+                exit::OK
+            };
             let _ = e.print();
             std::process::exit(code);
         }

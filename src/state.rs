@@ -70,6 +70,9 @@ impl CatalogState {
     }
 
     pub fn status(&self) -> ReloadStatus {
-        self.status.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }

@@ -133,13 +133,25 @@ fn run_case(case: &Path) -> Result<(), Failed> {
     let run = regent(tmp.path(), &expect.args);
     // Not a terminal: no colour codes.
     if run.stdout.contains('\x1b') || run.stderr.contains('\x1b') {
-        return Err(format!("colour codes in output that is not a terminal\n{}", shown(&run)).into());
+        return Err(format!(
+            "colour codes in output that is not a terminal\n{}",
+            shown(&run)
+        )
+        .into());
     }
     if run.code != expect.exit {
-        return Err(format!("expected exit code {}, got {}\n{}", expect.exit, run.code, shown(&run)).into());
+        return Err(format!(
+            "expected exit code {}, got {}\n{}",
+            expect.exit,
+            run.code,
+            shown(&run)
+        )
+        .into());
     }
-    contains_in_order(&run.stdout, &expect.stdout_contains).map_err(|e| format!("stdout: {e}\n{}", shown(&run)))?;
-    contains_in_order(&run.stderr, &expect.stderr_contains).map_err(|e| format!("stderr: {e}\n{}", shown(&run)))?;
+    contains_in_order(&run.stdout, &expect.stdout_contains)
+        .map_err(|e| format!("stdout: {e}\n{}", shown(&run)))?;
+    contains_in_order(&run.stderr, &expect.stderr_contains)
+        .map_err(|e| format!("stderr: {e}\n{}", shown(&run)))?;
     if let Some(want) = &expect.stdout_json {
         let got: Value = serde_json::from_str(&run.stdout)
             .map_err(|e| format!("stdout is not json ({e})\n{}", shown(&run)))?;
@@ -161,15 +173,27 @@ fn run_case(case: &Path) -> Result<(), Failed> {
 /// Runs the same check with `--format json` and matches diagnostics both
 /// ways: every expected one is found, and every error found is expected.
 /// The human output must show each at its location with a caret.
-fn check_diagnostics(dir: &Path, expect: &Expect, want: &[ExpectedDiagnostic], human: &Run) -> Result<(), Failed> {
+fn check_diagnostics(
+    dir: &Path,
+    expect: &Expect,
+    want: &[ExpectedDiagnostic],
+    human: &Run,
+) -> Result<(), Failed> {
     let mut args = expect.args.clone();
     args.push("--format".into());
     args.push("json".into());
     let run = regent(dir, &args);
     if run.code != expect.exit {
-        return Err(format!("--format json: expected exit code {}, got {}\n{}", expect.exit, run.code, shown(&run)).into());
+        return Err(format!(
+            "--format json: expected exit code {}, got {}\n{}",
+            expect.exit,
+            run.code,
+            shown(&run)
+        )
+        .into());
     }
-    let report: Value = serde_json::from_str(&run.stdout).map_err(|e| format!("not json: {e}\n{}", shown(&run)))?;
+    let report: Value =
+        serde_json::from_str(&run.stdout).map_err(|e| format!("not json: {e}\n{}", shown(&run)))?;
     let got: Vec<&Value> = report["diagnostics"].as_array().unwrap().iter().collect();
     let location = |d: &Value| {
         let l = &d["location"];
@@ -183,13 +207,19 @@ fn check_diagnostics(dir: &Path, expect: &Expect, want: &[ExpectedDiagnostic], h
         d["code"] == w.code.as_str()
             && d["severity"] == w.severity.as_str()
             && location(d) == w.location
-            && w.message.as_ref().is_none_or(|m| d["message"].as_str().unwrap().contains(m.as_str()))
-            && w.help.as_ref().is_none_or(|h| d["help"].as_str().is_some_and(|x| x.contains(h.as_str())))
+            && w.message
+                .as_ref()
+                .is_none_or(|m| d["message"].as_str().unwrap().contains(m.as_str()))
+            && w.help
+                .as_ref()
+                .is_none_or(|h| d["help"].as_str().is_some_and(|x| x.contains(h.as_str())))
     };
     let listing = serde_json::to_string_pretty(&report["diagnostics"]).unwrap();
     for w in want {
         if !got.iter().any(|d| matches(w, d)) {
-            return Err(format!("expected diagnostic not found: {w:?}\n--- found:\n{listing}").into());
+            return Err(
+                format!("expected diagnostic not found: {w:?}\n--- found:\n{listing}").into(),
+            );
         }
         let headline = format!("{}: {}: ", w.location, w.severity);
         if !human.stdout.contains(&headline) {
@@ -197,7 +227,10 @@ fn check_diagnostics(dir: &Path, expect: &Expect, want: &[ExpectedDiagnostic], h
         }
     }
     // Every diagnostic says what to do about it.
-    if let Some(d) = got.iter().find(|d| d["help"].as_str().is_none_or(str::is_empty)) {
+    if let Some(d) = got
+        .iter()
+        .find(|d| d["help"].as_str().is_none_or(str::is_empty))
+    {
         return Err(format!("diagnostic without help: {d}").into());
     }
     for d in got.iter().filter(|d| d["severity"] == "error") {
@@ -224,10 +257,16 @@ fn example(dir: &Path) -> Result<(), Failed> {
     for command in ["check", "test"] {
         let run = regent(tmp.path(), &[command.to_string(), ".".to_string()]);
         if run.code != 0 {
-            return Err(format!("`regent {command}` on the example failed\n{}", shown(&run)).into());
+            return Err(
+                format!("`regent {command}` on the example failed\n{}", shown(&run)).into(),
+            );
         }
         if command == "check" && !run.stdout.contains("0 errors, 0 warnings") {
-            return Err(format!("`regent check` on the example is not clean\n{}", shown(&run)).into());
+            return Err(format!(
+                "`regent check` on the example is not clean\n{}",
+                shown(&run)
+            )
+            .into());
         }
     }
     Ok(())
@@ -235,7 +274,12 @@ fn example(dir: &Path) -> Result<(), Failed> {
 
 fn dirs(path: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(path)
-        .map(|r| r.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
+        .map(|r| {
+            r.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
         .unwrap_or_default();
     out.sort();
     out
@@ -247,12 +291,18 @@ fn main() {
     for group in dirs(&root().join("tests/corpus")) {
         let group_name = group.file_name().unwrap().to_string_lossy().to_string();
         for case in dirs(&group) {
-            let name = format!("{group_name}::{}", case.file_name().unwrap().to_string_lossy());
+            let name = format!(
+                "{group_name}::{}",
+                case.file_name().unwrap().to_string_lossy()
+            );
             trials.push(Trial::test(name, move || run_case(&case)));
         }
     }
     for ex in dirs(&root().join("examples")) {
-        if std::fs::read_dir(&ex).map(|mut r| r.next().is_none()).unwrap_or(true) {
+        if std::fs::read_dir(&ex)
+            .map(|mut r| r.next().is_none())
+            .unwrap_or(true)
+        {
             continue; // an example still being written
         }
         let name = format!("examples::{}", ex.file_name().unwrap().to_string_lossy());

@@ -67,7 +67,8 @@ fn server_answers(dir: &Path, requests: &[Value]) -> Vec<Value> {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {},
         });
-        let msg = json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/resolve", "params": params});
+        let msg =
+            json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/resolve", "params": params});
         writeln!(stdin, "{msg}").unwrap();
         stdin.flush().unwrap();
         let line = rx
@@ -110,7 +111,8 @@ fn cli_prints_what_the_server_answers() {
     ];
     let answers = server_answers(tmp.path(), &requests);
     for (req, answer) in requests.iter().zip(&answers) {
-        let (code, printed) = cli_answer(tmp.path(), req["name"].as_str().unwrap(), &req["arguments"]);
+        let (code, printed) =
+            cli_answer(tmp.path(), req["name"].as_str().unwrap(), &req["arguments"]);
         let expected = match (answer.get("result"), answer.get("error")) {
             (Some(r), None) => {
                 assert_eq!(code, 0, "{req}");

@@ -149,10 +149,18 @@ fn required_keys_match_the_model() {
         let full = sample_def(def);
         let required: Vec<String> = def_schema(def)["required"]
             .as_array()
-            .map(|r| r.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .map(|r| {
+                r.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default();
         let whole = place(at, full.clone());
-        assert!(v.is_valid(&whole), "sample for {def} must be valid: {whole}");
+        assert!(
+            v.is_valid(&whole),
+            "sample for {def} must be valid: {whole}"
+        );
         assert_eq!(model_accepts(&whole), Ok(()), "sample for {def}: {whole}");
         for key in full.as_object().unwrap().keys() {
             let mut without = full.clone();
@@ -189,7 +197,14 @@ fn known_quirk(def: &str, key: &str, probe: &Value) -> bool {
 #[test]
 fn every_key_accepts_the_same_json_types() {
     let v = validator();
-    let probes = [json!(null), json!(true), json!(1), json!("s"), json!([]), json!({})];
+    let probes = [
+        json!(null),
+        json!(true),
+        json!(1),
+        json!("s"),
+        json!([]),
+        json!({}),
+    ];
     let mut disagreements = Vec::new();
     for (def, at) in DEFS {
         let full = sample_def(def);
@@ -219,7 +234,9 @@ fn every_key_accepts_the_same_json_types() {
 }
 
 fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for e in entries.flatten() {
         let p = e.path();
         if p.is_dir() {
@@ -255,7 +272,9 @@ fn examples_and_test_catalogs_agree_with_the_model() {
         match (&model, errors.is_empty()) {
             (Ok(()), true) | (Err(_), false) => {}
             (Ok(()), false) => assert!(
-                errors.iter().all(|p| p.contains("/inputSchema") || p.contains("/outputSchema")),
+                errors
+                    .iter()
+                    .all(|p| p.contains("/inputSchema") || p.contains("/outputSchema")),
                 "{}: the schema refuses what the model accepts, at {errors:?}",
                 path.display()
             ),
@@ -284,7 +303,11 @@ fn examples_carry_the_schema_comment() {
             .unwrap_or_else(|| panic!("{} lacks the schema comment", path.display()));
         let resolved = path.parent().unwrap().join(target);
         assert!(
-            resolved.canonicalize().ok() == root().join("schemas/regent.schema.json").canonicalize().ok(),
+            resolved.canonicalize().ok()
+                == root()
+                    .join("schemas/regent.schema.json")
+                    .canonicalize()
+                    .ok(),
             "{}: the schema comment points at {}",
             path.display(),
             resolved.display()

@@ -109,7 +109,11 @@ fn parse_policies<'a>(
     diags: &mut Diagnostics,
 ) -> Vec<PolicyFile<'a>> {
     let mut out = Vec::new();
-    for file in source.policies.iter().filter(|f| f.kind == FileKind::Policy) {
+    for file in source
+        .policies
+        .iter()
+        .filter(|f| f.kind == FileKind::Policy)
+    {
         let path = file.path.to_string_lossy().to_string();
         let mut scratch = policy::new_engine(opts.policy_timeout);
         match policy::add_policy(&mut scratch, &path, &file.text) {
@@ -172,31 +176,42 @@ fn compile_tool(
                 file.locate(&at.key("inputSchema")),
                 format!("inputSchema of `{}` must have `type: object`", decl.name),
             )
-            .with_help("MCP tool arguments are always an object; declare `type: object` with `properties`"),
+            .with_help(
+                "MCP tool arguments are always an object; declare `type: object` with `properties`",
+            ),
         );
     }
-    let validator = match schema::compile(&decl.input_schema, file, &at.key("inputSchema"), "inputSchema") {
+    let validator = match schema::compile(
+        &decl.input_schema,
+        file,
+        &at.key("inputSchema"),
+        "inputSchema",
+    ) {
         Ok(v) => Some(v),
         Err(d) => {
             diags.push(d);
             None
         }
     };
-    if let Some(out) = &decl.output_schema {
-        if let Err(d) = schema::compile(out, file, &at.key("outputSchema"), "outputSchema") {
-            diags.push(d);
-        }
+    if let Some(out) = &decl.output_schema
+        && let Err(d) = schema::compile(out, file, &at.key("outputSchema"), "outputSchema")
+    {
+        diags.push(d);
     }
 
-    let declared = decl.annotations.as_ref().map(|a| a.hints()).unwrap_or_default();
+    let declared = decl
+        .annotations
+        .as_ref()
+        .map(|a| a.hints())
+        .unwrap_or_default();
     let listed = Hints::WORST.overlay(&declared);
     let rules = compile_rules(file, at, decl, &listed, &mut diags);
 
     let needs_engine = !rules.is_empty() || decl.policy.is_some();
-    if let Some(pkg) = &decl.policy {
-        if own.is_empty() {
-            diags.push(missing_package(file, at, pkg, all));
-        }
+    if let Some(pkg) = &decl.policy
+        && own.is_empty()
+    {
+        diags.push(missing_package(file, at, pkg, all));
     }
     // With `keep_riskier_rules` (regent check), a riskier YAML rule is still
     // reported but does not stop the tool from compiling, so the worst-case
@@ -214,22 +229,25 @@ fn compile_tool(
     }
 
     match validator {
-        Some(validator) if !blocking(&diags) => Ok((Tool {
-            name: decl.name.clone(),
-            title: decl.title.clone(),
-            description: decl.description.clone(),
-            input_schema: decl.input_schema.clone(),
-            output_schema: decl.output_schema.clone(),
-            annotations_title: decl.annotations.as_ref().and_then(|a| a.title.clone()),
-            listed,
-            meta: decl.meta.clone().unwrap_or_default(),
-            security_schemes: decl.security_schemes.clone(),
-            rules,
-            policy: decl.policy.clone(),
-            location,
-            validator,
-            engines,
-        }, diags)),
+        Some(validator) if !blocking(&diags) => Ok((
+            Tool {
+                name: decl.name.clone(),
+                title: decl.title.clone(),
+                description: decl.description.clone(),
+                input_schema: decl.input_schema.clone(),
+                output_schema: decl.output_schema.clone(),
+                annotations_title: decl.annotations.as_ref().and_then(|a| a.title.clone()),
+                listed,
+                meta: decl.meta.clone().unwrap_or_default(),
+                security_schemes: decl.security_schemes.clone(),
+                rules,
+                policy: decl.policy.clone(),
+                location,
+                validator,
+                engines,
+            },
+            diags,
+        )),
         _ => Err(diags),
     }
 }
@@ -367,8 +385,12 @@ fn tool_engine(
     let mut input = Map::new();
     input.insert("tool".into(), Value::String(decl.name.clone()));
     input.insert("arguments".into(), schema::sample(&decl.input_schema));
-    policy::eval_on(&mut engine, generate::RESULT_RULE, regorus::Value::from(Value::Object(input)))
-        .map_err(|e| LocatedError::Eval(e.location, e.message))?;
+    policy::eval_on(
+        &mut engine,
+        generate::RESULT_RULE,
+        regorus::Value::from(Value::Object(input)),
+    )
+    .map_err(|e| LocatedError::Eval(e.location, e.message))?;
     Ok(engine)
 }
 

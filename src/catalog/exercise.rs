@@ -14,8 +14,8 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::generate::{self, RESULT_RULE};
-use super::resolve::regorus_input;
 use super::rego_ast::{self, RuleKind};
+use super::resolve::regorus_input;
 use super::{Tool, policy, proof, schema};
 use crate::diag::Diagnostic;
 
@@ -100,7 +100,10 @@ pub fn exercise(tool: &Tool, samples: &[Value]) -> Vec<Diagnostic> {
             if let Err(e) = outcome {
                 // A failed evaluation may leave the engine mid-way; start afresh.
                 engine = template.clone();
-                let key = (e.location.as_ref().map(ToString::to_string), e.message.clone());
+                let key = (
+                    e.location.as_ref().map(ToString::to_string),
+                    e.message.clone(),
+                );
                 if !seen_failures.insert(key) {
                     continue;
                 }

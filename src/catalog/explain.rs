@@ -213,13 +213,13 @@ impl<'a> Probe<'a> {
                 });
             }
         }
-        if found.is_empty() {
-            if let Some(d) = default {
-                found.push(Producer::Rego {
-                    rule: format!("{package}.{} (default)", d.path.join(".")),
-                    location: d.location.clone(),
-                });
-            }
+        if found.is_empty()
+            && let Some(d) = default
+        {
+            found.push(Producer::Rego {
+                rule: format!("{package}.{} (default)", d.path.join(".")),
+                location: d.location.clone(),
+            });
         }
         if found.is_empty() { fallback } else { found }
     }
@@ -230,9 +230,9 @@ impl<'a> Probe<'a> {
 /// rules that come back as arrays, a subset of the items.
 fn contained(part: &Value, whole: &Value) -> bool {
     match (part, whole) {
-        (Value::Object(p), Value::Object(w)) => {
-            p.iter().all(|(k, v)| w.get(k).is_some_and(|wv| contained(v, wv)))
-        }
+        (Value::Object(p), Value::Object(w)) => p
+            .iter()
+            .all(|(k, v)| w.get(k).is_some_and(|wv| contained(v, wv))),
         (Value::Array(p), Value::Array(w)) => p.iter().all(|i| w.contains(i)),
         _ => part == whole,
     }

@@ -8,14 +8,14 @@
 //! consistent revision from start to end.
 
 mod build;
+pub mod exercise;
+pub mod explain;
 pub mod generate;
 pub mod hints;
-pub mod explain;
-pub mod exercise;
 pub mod policy;
 pub mod proof;
-pub mod rego_test;
 pub mod rego_ast;
+pub mod rego_test;
 mod resolve;
 pub mod schema;
 

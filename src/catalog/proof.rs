@@ -68,7 +68,10 @@ pub enum Outcome {
     /// not every reachable combination was seen.
     Partial { rejected: usize, example: Value },
     /// The domains are not finite or too large.
-    NotCovered { reason: String, location: Option<Location> },
+    NotCovered {
+        reason: String,
+        location: Option<Location>,
+    },
 }
 
 /// The proof for one tool.
@@ -138,7 +141,8 @@ fn object_values(schema: &Value) -> Result<Vec<Value>, String> {
     let required = required_names(schema);
     let mut combos = vec![Map::new()];
     for (name, s) in &props {
-        let d = domain(s, required.contains(name)).map_err(|e| format!("property `{name}`: {e}"))?;
+        let d =
+            domain(s, required.contains(name)).map_err(|e| format!("property `{name}`: {e}"))?;
         let mut next = Vec::new();
         for c in &combos {
             for v in &d {
@@ -148,7 +152,9 @@ fn object_values(schema: &Value) -> Result<Vec<Value>, String> {
                 }
                 next.push(m);
                 if next.len() > LIMIT {
-                    return Err(format!("its properties have more than {LIMIT} combinations"));
+                    return Err(format!(
+                        "its properties have more than {LIMIT} combinations"
+                    ));
                 }
             }
         }
@@ -161,17 +167,25 @@ fn required_names(schema: &Value) -> Vec<String> {
     schema
         .get("required")
         .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 /// The arguments `tool`'s rules read, with where a policy first reads each,
 /// or why they cannot be known.
-pub fn arguments_read(tool: &Tool) -> Result<BTreeMap<String, Option<Location>>, (Location, String)> {
+pub fn arguments_read(
+    tool: &Tool,
+) -> Result<BTreeMap<String, Option<Location>>, (Location, String)> {
     let mut read: BTreeMap<String, Option<Location>> = BTreeMap::new();
     for rule in &tool.rules {
         for k in rule.when.keys() {
-            read.entry(k.clone()).or_insert_with(|| Some(rule.location.clone()));
+            read.entry(k.clone())
+                .or_insert_with(|| Some(rule.location.clone()));
         }
     }
     if let Some(mut engine) = tool.engine() {
@@ -191,8 +205,13 @@ pub fn arguments_read(tool: &Tool) -> Result<BTreeMap<String, Option<Location>>,
 /// The argument combinations to evaluate: each maps the read arguments to a
 /// value or to absent, over a sample of the rest. `Err` says why there is no
 /// finite set.
-pub fn combinations(tool: &Tool, read: &[String]) -> Result<Vec<Value>, (String, Option<Location>)> {
-    let props = schema::properties(&tool.input_schema).cloned().unwrap_or_default();
+pub fn combinations(
+    tool: &Tool,
+    read: &[String],
+) -> Result<Vec<Value>, (String, Option<Location>)> {
+    let props = schema::properties(&tool.input_schema)
+        .cloned()
+        .unwrap_or_default();
     let required = required_names(&tool.input_schema);
     let mut domains = Vec::new();
     let mut total: usize = 1;
@@ -204,7 +223,10 @@ pub fn combinations(tool: &Tool, read: &[String]) -> Result<Vec<Value>, (String,
             ));
         };
         let d = domain(s, required.contains(name)).map_err(|why| {
-            (format!("argument `{name}` has no finite domain: {why}"), None)
+            (
+                format!("argument `{name}` has no finite domain: {why}"),
+                None,
+            )
         })?;
         total = total.saturating_mul(d.len());
         if total > LIMIT {
@@ -252,16 +274,18 @@ pub fn finite_part(tool: &Tool) -> Vec<Value> {
             .map(|p| p.keys().cloned().collect())
             .unwrap_or_default(),
     };
-    let props = schema::properties(&tool.input_schema).cloned().unwrap_or_default();
+    let props = schema::properties(&tool.input_schema)
+        .cloned()
+        .unwrap_or_default();
     let required = required_names(&tool.input_schema);
     let mut finite = Vec::new();
     let mut total: usize = 1;
     for n in names {
-        if let Some(Ok(d)) = props.get(&n).map(|s| domain(s, required.contains(&n))) {
-            if total.saturating_mul(d.len()) <= LIMIT {
-                total *= d.len();
-                finite.push(n);
-            }
+        if let Some(Ok(d)) = props.get(&n).map(|s| domain(s, required.contains(&n)))
+            && total.saturating_mul(d.len()) <= LIMIT
+        {
+            total *= d.len();
+            finite.push(n);
         }
     }
     combinations(tool, &finite).unwrap_or_default()
@@ -326,7 +350,11 @@ struct Evaluation {
 
 /// Counterexamples among `samples`: for tools the proof does not cover,
 /// sampling can still find a riskier resolution, though never show there is none.
-pub fn sampled_counterexamples(catalog: &Catalog, tool: &Tool, samples: &[Value]) -> Vec<Counterexample> {
+pub fn sampled_counterexamples(
+    catalog: &Catalog,
+    tool: &Tool,
+    samples: &[Value],
+) -> Vec<Counterexample> {
     evaluate(catalog, tool, samples.to_vec()).counterexamples
 }
 
@@ -345,7 +373,9 @@ fn finish(catalog: &Catalog, tool: &Tool, mut proof: Proof, combos: Vec<Value>) 
             example: e.rejected_example.unwrap_or(Value::Null),
         }
     } else {
-        Outcome::Proved { tightest: e.tightest }
+        Outcome::Proved {
+            tightest: e.tightest,
+        }
     };
     proof
 }
@@ -382,7 +412,9 @@ fn evaluate(catalog: &Catalog, tool: &Tool, combos: Vec<Value>) -> Evaluation {
                 rejected += 1;
                 rejected_example.get_or_insert(args);
             }
-            Err(ResolveError::Policy { message, location, .. }) => {
+            Err(ResolveError::Policy {
+                message, location, ..
+            }) => {
                 evaluated += 1;
                 if failures.len() < 3 && !failures.iter().any(|f| f.message == message) {
                     failures.push(Failure {
@@ -421,8 +453,16 @@ mod tests {
     #[test]
     fn domains_of_finite_schemas() {
         assert_eq!(domain(&json!({"type": "boolean"}), true).unwrap().len(), 2);
-        assert_eq!(domain(&json!({"enum": ["a", "b", "c"]}), false).unwrap().len(), 4);
-        assert_eq!(domain(&json!({"const": 1}), true).unwrap(), vec![Some(json!(1))]);
+        assert_eq!(
+            domain(&json!({"enum": ["a", "b", "c"]}), false)
+                .unwrap()
+                .len(),
+            4
+        );
+        assert_eq!(
+            domain(&json!({"const": 1}), true).unwrap(),
+            vec![Some(json!(1))]
+        );
         let obj = json!({"type": "object", "additionalProperties": false,
             "properties": {"force": {"type": "boolean"}, "mode": {"enum": ["a", "b"]}}, "required": ["mode"]});
         assert_eq!(domain(&obj, true).unwrap().len(), 6);

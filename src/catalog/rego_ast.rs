@@ -123,7 +123,9 @@ fn span_location(span: &Span) -> Location {
     let col = text
         .lines()
         .nth(line.saturating_sub(1))
-        .map_or(span.col as usize, |l| super::policy::char_column(l, span.col as usize));
+        .map_or(span.col as usize, |l| {
+            super::policy::char_column(l, span.col as usize)
+        });
     Location::new(span.source.file().to_string(), line, col)
 }
 
@@ -135,7 +137,12 @@ fn path_of(e: &Expr) -> Vec<String> {
     loop {
         match cur {
             Expr::RefDot { refr, field, .. } => {
-                out.push(field.1.as_string().map_or("[_]".to_string(), |s| s.to_string()));
+                out.push(
+                    field
+                        .1
+                        .as_string()
+                        .map_or("[_]".to_string(), |s| s.to_string()),
+                );
                 cur = refr;
             }
             Expr::RefBrack { refr, index, .. } => {
@@ -143,7 +150,11 @@ fn path_of(e: &Expr) -> Vec<String> {
                 cur = refr;
             }
             Expr::Var { value, .. } => {
-                out.push(value.as_string().map_or("[_]".to_string(), |s| s.to_string()));
+                out.push(
+                    value
+                        .as_string()
+                        .map_or("[_]".to_string(), |s| s.to_string()),
+                );
                 break;
             }
             _ => {
@@ -177,7 +188,12 @@ fn root_span(e: &Expr) -> &Span {
 pub fn rule_defs(modules: &[PolicyModule]) -> Vec<RuleDef> {
     let mut out = Vec::new();
     for (mi, m) in modules.iter().enumerate() {
-        let mut starts: Vec<usize> = m.module.policy.iter().map(|r| r.span().start as usize).collect();
+        let mut starts: Vec<usize> = m
+            .module
+            .policy
+            .iter()
+            .map(|r| r.span().start as usize)
+            .collect();
         starts.sort_unstable();
         for rule in &m.module.policy {
             let (refr, kind) = match rule.as_ref() {
@@ -315,7 +331,9 @@ fn walk_query(q: &Query, f: &mut dyn FnMut(&Expr) -> bool) {
 /// Every expression of a rule: head, values and bodies.
 fn walk_rule(rule: &Rule, f: &mut dyn FnMut(&Expr) -> bool) {
     match rule {
-        Rule::Default { refr, args, value, .. } => {
+        Rule::Default {
+            refr, args, value, ..
+        } => {
             walk_expr(refr, f);
             for a in args {
                 walk_expr(a, f);
@@ -431,12 +449,17 @@ fn reads_in(
             match path.get(1).map(String::as_str) {
                 Some("arguments") => match path.get(2) {
                     Some(k) if k != "[_]" => {
-                        names.entry(k.clone()).or_insert_with(|| span_location(e.span()));
+                        names
+                            .entry(k.clone())
+                            .or_insert_with(|| span_location(e.span()));
                     }
                     _ => {
                         unknown.get_or_insert((
                             span_location(e.span()),
-                            format!("`{}` reads the arguments as a whole or by a computed key", e.span().text()),
+                            format!(
+                                "`{}` reads the arguments as a whole or by a computed key",
+                                e.span().text()
+                            ),
                         ));
                     }
                 },
@@ -527,8 +550,14 @@ pub fn lint(modules: &[PolicyModule]) -> Vec<Diagnostic> {
             .collect();
         for rule in &m.module.policy {
             let (head_refr, locals) = rule_locals(rule);
-            let me = format!("{}.{}", m.package, path_of(head_refr).first().cloned().unwrap_or_default());
-            def_at.entry(me.clone()).or_insert_with(|| span_location(rule.span()));
+            let me = format!(
+                "{}.{}",
+                m.package,
+                path_of(head_refr).first().cloned().unwrap_or_default()
+            );
+            def_at
+                .entry(me.clone())
+                .or_insert_with(|| span_location(rule.span()));
             let mut edges = BTreeSet::new();
             walk_rule(rule, &mut |e| {
                 // A rule's own head is not a reference to itself.
@@ -536,7 +565,9 @@ pub fn lint(modules: &[PolicyModule]) -> Vec<Diagnostic> {
                     return false;
                 }
                 match e {
-                    Expr::Call { fcn, params, span, .. } => {
+                    Expr::Call {
+                        fcn, params, span, ..
+                    } => {
                         let written = path_of(fcn);
                         let resolved = resolve_call(&written, &m.package, &aliases, &functions);
                         match resolved {
@@ -551,7 +582,11 @@ pub fn lint(modules: &[PolicyModule]) -> Vec<Diagnostic> {
                                                 "`{}` takes {} argument{}, given {}",
                                                 written.join("."),
                                                 list_arities(&arities),
-                                                if arities.iter().all(|a| *a == 1) { "" } else { "s" },
+                                                if arities.iter().all(|a| *a == 1) {
+                                                    ""
+                                                } else {
+                                                    "s"
+                                                },
                                                 params.len()
                                             ),
                                         )
@@ -598,7 +633,9 @@ pub fn lint(modules: &[PolicyModule]) -> Vec<Diagnostic> {
                         }
                         // The callee is not a reference to a rule's value.
                         for p in params {
-                            walk_expr(p, &mut |x| refs_in(x, &m.package, &locals, &rule_paths, &mut edges));
+                            walk_expr(p, &mut |x| {
+                                refs_in(x, &m.package, &locals, &rule_paths, &mut edges)
+                            });
                         }
                         false
                     }
@@ -635,7 +672,10 @@ pub fn lint(modules: &[PolicyModule]) -> Vec<Diagnostic> {
 }
 
 fn list_arities(a: &BTreeSet<usize>) -> String {
-    a.iter().map(usize::to_string).collect::<Vec<_>>().join(" or ")
+    a.iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(" or ")
 }
 
 enum Callee {
@@ -657,7 +697,11 @@ fn resolve_call(
     } else if let Some(target) = written.first().and_then(|a| aliases.get(a)) {
         let rest = written[1..].join(".");
         let target = target.strip_prefix("data.").unwrap_or(target);
-        vec![if rest.is_empty() { target.to_string() } else { format!("{target}.{rest}") }]
+        vec![if rest.is_empty() {
+            target.to_string()
+        } else {
+            format!("{target}.{rest}")
+        }]
     } else {
         vec![format!("{package}.{dotted}")]
     };
@@ -687,7 +731,8 @@ fn near_function(name: &str, functions: &HashMap<String, BTreeSet<usize>>) -> St
         .min();
     match best {
         Some((d, k)) if d <= 2.max(name.len() / 4) => format!("did you mean `{k}`?"),
-        _ => "define the function in a policy file, or use a builtin from the OPA policy reference".to_string(),
+        _ => "define the function in a policy file, or use a builtin from the OPA policy reference"
+            .to_string(),
     }
 }
 
@@ -702,10 +747,10 @@ fn rule_locals(rule: &Rule) -> (&Ref<Expr>, BTreeSet<String>) {
             RuleHead::Func { refr, args, .. } => {
                 for a in args {
                     walk_expr(a, &mut |e| {
-                        if let Expr::Var { value, .. } = e {
-                            if let Ok(s) = value.as_string() {
-                                locals.insert(s.to_string());
-                            }
+                        if let Expr::Var { value, .. } = e
+                            && let Ok(s) = value.as_string()
+                        {
+                            locals.insert(s.to_string());
                         }
                         true
                     });
@@ -725,10 +770,10 @@ fn rule_locals(rule: &Rule) -> (&Ref<Expr>, BTreeSet<String>) {
 fn bound_in_query(q: &Query, locals: &mut BTreeSet<String>) {
     let add_vars = |e: &Expr, locals: &mut BTreeSet<String>| {
         walk_expr(e, &mut |x| {
-            if let Expr::Var { value, .. } = x {
-                if let Ok(s) = value.as_string() {
-                    locals.insert(s.to_string());
-                }
+            if let Expr::Var { value, .. } = x
+                && let Ok(s) = value.as_string()
+            {
+                locals.insert(s.to_string());
             }
             true
         });
@@ -746,7 +791,9 @@ fn bound_in_query(q: &Query, locals: &mut BTreeSet<String>) {
                 }
                 add_vars(value, locals);
             }
-            Literal::Every { key, value, query, .. } => {
+            Literal::Every {
+                key, value, query, ..
+            } => {
                 if let Some(k) = key {
                     locals.insert(k.text().to_string());
                 }
@@ -756,7 +803,11 @@ fn bound_in_query(q: &Query, locals: &mut BTreeSet<String>) {
             Literal::Expr { expr, .. } | Literal::NotExpr { expr, .. } => {
                 walk_expr(expr, &mut |x| {
                     match x {
-                        Expr::AssignExpr { op: AssignOp::ColEq, lhs, .. } => add_vars(lhs, locals),
+                        Expr::AssignExpr {
+                            op: AssignOp::ColEq,
+                            lhs,
+                            ..
+                        } => add_vars(lhs, locals),
                         Expr::ArrayCompr { query, .. }
                         | Expr::SetCompr { query, .. }
                         | Expr::ObjectCompr { query, .. } => bound_in_query(query, locals),
@@ -782,7 +833,9 @@ fn refs_in(
         Expr::RefDot { .. } | Expr::RefBrack { .. } | Expr::Var { .. } => path_of(e),
         _ => return true,
     };
-    let Some(first) = path.first() else { return true };
+    let Some(first) = path.first() else {
+        return true;
+    };
     if first == "data" {
         // The longest prefix that names a rule.
         for n in (2..=path.len()).rev() {
@@ -803,7 +856,9 @@ fn refs_in(
         let mut cur = e;
         while let Expr::RefDot { refr, .. } | Expr::RefBrack { refr, .. } = cur {
             if let Expr::RefBrack { index, .. } = cur {
-                walk_expr(index, &mut |x| refs_in(x, package, locals, rule_paths, edges));
+                walk_expr(index, &mut |x| {
+                    refs_in(x, package, locals, rule_paths, edges)
+                });
             }
             cur = refr;
         }
@@ -820,7 +875,11 @@ fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
         while let Some((node, path)) = stack.pop() {
             for next in graph.get(&node).into_iter().flatten() {
                 if next == start {
-                    let min = path.iter().enumerate().min_by_key(|(_, n)| *n).map_or(0, |(i, _)| i);
+                    let min = path
+                        .iter()
+                        .enumerate()
+                        .min_by_key(|(_, n)| *n)
+                        .map_or(0, |(i, _)| i);
                     let mut c = path[min..].to_vec();
                     c.extend_from_slice(&path[..min]);
                     found.insert(c);
@@ -875,7 +934,9 @@ pub fn identity_rules(modules: &[PolicyModule], package: &str) -> Vec<Diagnostic
             let head = match rule.as_ref() {
                 Rule::Default { refr, .. } => refr,
                 Rule::Spec { head, .. } => match head {
-                    RuleHead::Compr { refr, .. } | RuleHead::Set { refr, .. } | RuleHead::Func { refr, .. } => refr,
+                    RuleHead::Compr { refr, .. }
+                    | RuleHead::Set { refr, .. }
+                    | RuleHead::Func { refr, .. } => refr,
                 },
             };
             if path_of(head) != ["annotations"] {
@@ -885,10 +946,17 @@ pub fn identity_rules(modules: &[PolicyModule], package: &str) -> Vec<Diagnostic
             match rule.as_ref() {
                 Rule::Default { value, .. } => values.push(value),
                 Rule::Spec { head, bodies, .. } => {
-                    if let RuleHead::Compr { assign: Some(a), .. } = head {
+                    if let RuleHead::Compr {
+                        assign: Some(a), ..
+                    } = head
+                    {
                         values.push(&a.value);
                     }
-                    values.extend(bodies.iter().filter_map(|b| b.assign.as_ref().map(|a| &a.value)));
+                    values.extend(
+                        bodies
+                            .iter()
+                            .filter_map(|b| b.assign.as_ref().map(|a| &a.value)),
+                    );
                 }
             }
             for v in values {
@@ -969,7 +1037,9 @@ fn cover_query(q: &Query, lines: &mut BTreeSet<u32>) {
 
 fn cover_expr(e: &Expr, lines: &mut BTreeSet<u32>) {
     match e {
-        Expr::ArrayCompr { query, .. } | Expr::SetCompr { query, .. } | Expr::ObjectCompr { query, .. } => {
+        Expr::ArrayCompr { query, .. }
+        | Expr::SetCompr { query, .. }
+        | Expr::ObjectCompr { query, .. } => {
             cover_query(query, lines);
             return;
         }
@@ -1038,14 +1108,17 @@ mod tests {
         let m = load(
             "package t\nimport rego.v1\na := 1 if { input.arguments.action == \"x\" }\nb := 2 if { input.arguments[\"force\"] }\nc := object.get(input.arguments, \"mode\", \"r\")\nd := input.tool\n",
         );
-        let ArgumentReads::Known(names) = argument_reads(&m) else { panic!() };
+        let ArgumentReads::Known(names) = argument_reads(&m) else {
+            panic!()
+        };
         let found: Vec<(&str, usize)> = names.iter().map(|(k, l)| (k.as_str(), l.line)).collect();
         assert_eq!(found, vec![("action", 3), ("force", 4), ("mode", 5)]);
     }
 
     #[test]
     fn gives_up_on_computed_reads() {
-        let m = load("package t\nimport rego.v1\na contains k if { some k, _ in input.arguments }\n");
+        let m =
+            load("package t\nimport rego.v1\na contains k if { some k, _ in input.arguments }\n");
         assert!(matches!(argument_reads(&m), ArgumentReads::Any { .. }));
         let m = load("package t\nimport rego.v1\na := x if { x := input }\n");
         assert!(matches!(argument_reads(&m), ArgumentReads::Any { .. }));
@@ -1056,27 +1129,46 @@ mod tests {
         let m = load(
             "package t\nimport rego.v1\nf(x) := x\na := 1 if { nope(1) }\nb := f(1, 2)\nc := count([1], n)\nd := e\ne := d\n",
         );
-        let codes: Vec<(&str, usize)> = lint(&m).iter().map(|d| (d.code, d.location.line)).collect();
+        let codes: Vec<(&str, usize)> =
+            lint(&m).iter().map(|d| (d.code, d.location.line)).collect();
         assert_eq!(
             codes,
-            vec![("rego-unknown-function", 4), ("rego-arity", 5), ("rego-recursion", 7)]
+            vec![
+                ("rego-unknown-function", 4),
+                ("rego-arity", 5),
+                ("rego-recursion", 7)
+            ]
         );
     }
 
     #[test]
     fn rule_defs_have_paths_and_lines() {
-        let m = load("package t\nimport rego.v1\ndefault annotations := {}\nannotations.destructiveHint := true if {\n  input.arguments.x\n}\n");
+        let m = load(
+            "package t\nimport rego.v1\ndefault annotations := {}\nannotations.destructiveHint := true if {\n  input.arguments.x\n}\n",
+        );
         let defs = rule_defs(&m);
         assert_eq!(defs[1].path, ["annotations", "destructiveHint"]);
         assert_eq!(defs[1].location.line, 4);
-        assert_eq!(&m[0].text[defs[1].name_start..defs[1].name_end], "annotations");
-        assert!(m[0].text[defs[1].start..defs[1].end].trim_end().ends_with('}'));
+        assert_eq!(
+            &m[0].text[defs[1].name_start..defs[1].name_end],
+            "annotations"
+        );
+        assert!(
+            m[0].text[defs[1].start..defs[1].end]
+                .trim_end()
+                .ends_with('}')
+        );
     }
 
     #[test]
     fn flags_identity_rules_and_titles() {
-        let m = load("package t\nimport rego.v1\ndescription := \"x\"\nannotations := {\"title\": \"y\"}\n");
-        let lines: Vec<usize> = identity_rules(&m, "t").iter().map(|d| d.location.line).collect();
+        let m = load(
+            "package t\nimport rego.v1\ndescription := \"x\"\nannotations := {\"title\": \"y\"}\n",
+        );
+        let lines: Vec<usize> = identity_rules(&m, "t")
+            .iter()
+            .map(|d| d.location.line)
+            .collect();
         assert_eq!(lines, vec![3, 4]);
     }
 }

@@ -14,8 +14,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::generate::RESULT_RULE;
-use super::resolve::regorus_input;
 use super::rego_ast::{self, RuleKind};
+use super::resolve::regorus_input;
 use super::{Tool, policy};
 use crate::diag::{Diagnostic, Location};
 use crate::source::{FileKind, Source};
@@ -34,7 +34,11 @@ pub struct RegoTest {
 pub type Covered = BTreeMap<String, BTreeSet<u32>>;
 
 /// An engine with every policy, test and data file; coverage on when asked.
-fn test_engine(source: &Source, timeout: Duration, coverage: bool) -> Result<regorus::Engine, Vec<Diagnostic>> {
+fn test_engine(
+    source: &Source,
+    timeout: Duration,
+    coverage: bool,
+) -> Result<regorus::Engine, Vec<Diagnostic>> {
     let mut engine = policy::new_engine(timeout);
     let mut errors = Vec::new();
     for f in &source.policies {
@@ -60,7 +64,11 @@ fn test_engine(source: &Source, timeout: Duration, coverage: bool) -> Result<reg
 
 /// Runs every `test_*` rule; returns the results and, with `coverage`, the
 /// lines the tests evaluated.
-pub fn run_tests(source: &Source, timeout: Duration, coverage: bool) -> Result<(Vec<RegoTest>, Covered), Vec<Diagnostic>> {
+pub fn run_tests(
+    source: &Source,
+    timeout: Duration,
+    coverage: bool,
+) -> Result<(Vec<RegoTest>, Covered), Vec<Diagnostic>> {
     let mut engine = test_engine(source, timeout, coverage)?;
     let modules = rego_ast::modules(&mut engine);
     let mut seen = BTreeSet::new();
@@ -80,17 +88,21 @@ pub fn run_tests(source: &Source, timeout: Duration, coverage: bool) -> Result<(
     for (path, location) in tests {
         engine.set_input(regorus::Value::new_object());
         let failure = match engine.eval_rule(path.clone()) {
-            Ok(v) if v == regorus::Value::Bool(true) => None,
-            Ok(v) if v == regorus::Value::Undefined => {
+            Ok(regorus::Value::Bool(true)) => None,
+            Ok(regorus::Value::Undefined) => {
                 Some("the test is undefined: some expression in its body did not hold".to_string())
             }
             Ok(v) => Some(format!("the test evaluated to {v}, not true")),
             Err(e) => {
-                let d = policy::rego_diagnostic("rego-test", &location.file.to_string_lossy(), &e.to_string());
+                let d = policy::rego_diagnostic(
+                    "rego-test",
+                    &location.file.to_string_lossy(),
+                    &e.to_string(),
+                );
                 // Keep what the failed evaluation covered, then start afresh.
                 if coverage {
                     merge(&mut covered, &engine);
-                    engine = test_engine(source, timeout, coverage).map_err(|d| d)?;
+                    engine = test_engine(source, timeout, coverage)?;
                 }
                 Some(format!("error at {}: {}", d.location, d.message))
             }
@@ -138,7 +150,11 @@ pub fn cover_tool(tool: &Tool, inputs: &[Value]) -> Covered {
 /// The lines regorus would count in each serving policy file (not tests).
 pub fn coverable(source: &Source, timeout: Duration) -> BTreeMap<String, BTreeSet<u32>> {
     let mut out = BTreeMap::new();
-    for f in source.policies.iter().filter(|f| f.kind == FileKind::Policy) {
+    for f in source
+        .policies
+        .iter()
+        .filter(|f| f.kind == FileKind::Policy)
+    {
         let mut engine = policy::new_engine(timeout);
         let path = f.path.to_string_lossy().to_string();
         if policy::add_policy(&mut engine, &path, &f.text).is_ok() {

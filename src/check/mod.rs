@@ -81,7 +81,11 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
 
     // Rego tests are loaded only by `regent test`, but a parse error in one
     // is still a broken catalog.
-    for f in source.policies.iter().filter(|f| f.kind == FileKind::PolicyTest) {
+    for f in source
+        .policies
+        .iter()
+        .filter(|f| f.kind == FileKind::PolicyTest)
+    {
         let mut scratch = policy::new_engine(opts.policy_timeout);
         if let Err(d) = policy::add_policy(&mut scratch, &f.path.to_string_lossy(), &f.text) {
             out.push(d);
@@ -115,12 +119,13 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
         let proof = proof::prove(&catalog, tool);
         out.extend(proof_diagnostics(&source, &catalog, tool, &proof));
         let mut samples = exercise::samples(tool);
-        if proof.combinations > 0 && proof.combinations <= 512 {
-            if let Ok(combos) = proof::combinations(tool, &proof.arguments) {
-                for c in combos {
-                    if !samples.contains(&c) {
-                        samples.push(c);
-                    }
+        if proof.combinations > 0
+            && proof.combinations <= 512
+            && let Ok(combos) = proof::combinations(tool, &proof.arguments)
+        {
+            for c in combos {
+                if !samples.contains(&c) {
+                    samples.push(c);
                 }
             }
         }
@@ -129,7 +134,13 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
             let mut sampled = proof::finite_part(tool);
             sampled.extend(samples.iter().cloned());
             for c in proof::sampled_counterexamples(&catalog, tool, &sampled) {
-                out.push(counterexample(&source, &catalog, tool, &c, " (found by sampling; the proof does not cover this tool)"));
+                out.push(counterexample(
+                    &source,
+                    &catalog,
+                    tool,
+                    &c,
+                    " (found by sampling; the proof does not cover this tool)",
+                ));
             }
         }
         report.proofs.push(proof);
@@ -143,7 +154,11 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
 /// side), and flags rules in a tool's package that would change its identity.
 fn lint_policies(source: &Source, opts: &BuildOptions) -> Vec<Diagnostic> {
     let mut engine = policy::new_engine(opts.policy_timeout);
-    for f in source.policies.iter().filter(|f| f.kind == FileKind::Policy) {
+    for f in source
+        .policies
+        .iter()
+        .filter(|f| f.kind == FileKind::Policy)
+    {
         // Parse errors were reported by the build.
         let _ = policy::add_policy(&mut engine, &f.path.to_string_lossy(), &f.text);
     }
@@ -168,7 +183,10 @@ fn merge_schema_diagnostics(out: &mut Vec<Diagnostic>, schema: Vec<Diagnostic>) 
             o.location.file == d.location.file && o.location.line == d.location.line
         };
         if d.code == "changes-identity" {
-            out.retain(|o| !(same_line(o) && o.code.starts_with("yaml") || same_line(o) && o.code == "unknown-key"));
+            out.retain(|o| {
+                !(same_line(o) && o.code.starts_with("yaml")
+                    || same_line(o) && o.code == "unknown-key")
+            });
             out.push(d);
         } else if !out.iter().any(same_line) {
             out.push(d);
@@ -178,30 +196,54 @@ fn merge_schema_diagnostics(out: &mut Vec<Diagnostic>, schema: Vec<Diagnostic>) 
 
 fn dedupe(mut ds: Vec<Diagnostic>) -> Vec<Diagnostic> {
     ds.sort_by(|a, b| {
-        (&a.location.file, a.location.line, a.location.column, b.severity, a.code, &a.message).cmp(&(
-            &b.location.file,
-            b.location.line,
-            b.location.column,
-            a.severity,
-            b.code,
-            &b.message,
-        ))
+        (
+            &a.location.file,
+            a.location.line,
+            a.location.column,
+            b.severity,
+            a.code,
+            &a.message,
+        )
+            .cmp(&(
+                &b.location.file,
+                b.location.line,
+                b.location.column,
+                a.severity,
+                b.code,
+                &b.message,
+            ))
     });
     // A lint finding says more than the evaluation failure it explains
     // (regorus may point at another column of the same line).
     let line_of = |d: &Diagnostic| (d.location.file.clone(), d.location.line);
-    let linted: BTreeSet<_> = ds.iter().filter(|d| d.code.starts_with("rego-")).map(line_of).collect();
+    let linted: BTreeSet<_> = ds
+        .iter()
+        .filter(|d| d.code.starts_with("rego-"))
+        .map(line_of)
+        .collect();
     ds.retain(|d| d.code != "policy-eval" || !linted.contains(&line_of(d)));
     // regorus names whichever rule of a cycle it entered first.
-    let cyclic: BTreeSet<_> = ds.iter().filter(|d| d.code == "rego-recursion").map(|d| d.location.file.clone()).collect();
-    ds.retain(|d| !(d.code == "policy-eval" && d.message.contains("recursion detected") && cyclic.contains(&d.location.file)));
+    let cyclic: BTreeSet<_> = ds
+        .iter()
+        .filter(|d| d.code == "rego-recursion")
+        .map(|d| d.location.file.clone())
+        .collect();
+    ds.retain(|d| {
+        !(d.code == "policy-eval"
+            && d.message.contains("recursion detected")
+            && cyclic.contains(&d.location.file))
+    });
     let mut seen = BTreeSet::new();
     ds.retain(|d| {
         // Two evaluations failing at one spot are one problem.
         let key = if d.code == "policy-eval" {
             (d.code.to_string(), d.location.to_string(), String::new())
         } else {
-            (d.code.to_string(), d.location.to_string(), d.message.clone())
+            (
+                d.code.to_string(),
+                d.location.to_string(),
+                d.message.clone(),
+            )
         };
         seen.insert(key)
     });
@@ -230,7 +272,12 @@ fn parse_location(s: &str) -> Option<Location> {
 }
 
 /// Turns a proof into diagnostics for people.
-fn proof_diagnostics(source: &Source, catalog: &Catalog, tool: &Tool, p: &Proof) -> Vec<Diagnostic> {
+fn proof_diagnostics(
+    source: &Source,
+    catalog: &Catalog,
+    tool: &Tool,
+    p: &Proof,
+) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let name = &tool.name;
     match &p.outcome {
@@ -311,7 +358,13 @@ fn proof_diagnostics(source: &Source, catalog: &Catalog, tool: &Tool, p: &Proof)
 
 /// A counterexample as a diagnostic at the listing's hint, naming the rule
 /// that produced the risky value.
-fn counterexample(source: &Source, catalog: &Catalog, tool: &Tool, c: &proof::Counterexample, note: &str) -> Diagnostic {
+fn counterexample(
+    source: &Source,
+    catalog: &Catalog,
+    tool: &Tool,
+    c: &proof::Counterexample,
+    note: &str,
+) -> Diagnostic {
     let name = &tool.name;
     let producer = catalog
         .resolve_layers(name, &c.arguments)
@@ -323,7 +376,11 @@ fn counterexample(source: &Source, catalog: &Catalog, tool: &Tool, c: &proof::Co
         })
         .and_then(|ch| ch.producers.first().map(ToString::to_string));
     let more = if c.count > 1 {
-        format!(" (and {} more combination{})", c.count - 1, if c.count == 2 { "" } else { "s" })
+        format!(
+            " (and {} more combination{})",
+            c.count - 1,
+            if c.count == 2 { "" } else { "s" }
+        )
     } else {
         String::new()
     };

@@ -25,7 +25,13 @@ fn validator() -> &'static jsonschema::Validator {
 }
 
 /// Fields a mapping rule can never set: resolution keeps them as listed.
-const IDENTITY: &[&str] = &["name", "title", "description", "inputSchema", "outputSchema"];
+const IDENTITY: &[&str] = &[
+    "name",
+    "title",
+    "description",
+    "inputSchema",
+    "outputSchema",
+];
 
 /// Every place `text` (a tool file at `path`) breaks the published schema.
 /// A file that is not YAML at all is left to the parser's diagnostic.
@@ -42,10 +48,18 @@ pub fn check_file(path: &Path, text: &str) -> Vec<Diagnostic> {
     for e in validator().iter_errors(&doc) {
         let pointer = e.instance_path().as_str().to_string();
         let at = crate::catalog::schema::pointer_to_path(&YamlPath::root(), &pointer);
-        if let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } = e.kind() {
+        if let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } =
+            e.kind()
+        {
             let allowed = allowed_keys(&pointer);
             for key in unexpected {
-                out.push(unknown_key(&doc, &pointer, key, &allowed, locate(&at.key(key))));
+                out.push(unknown_key(
+                    &doc,
+                    &pointer,
+                    key,
+                    &allowed,
+                    locate(&at.key(key)),
+                ));
             }
             continue;
         }
@@ -53,7 +67,15 @@ pub fn check_file(path: &Path, text: &str) -> Vec<Diagnostic> {
             Diagnostic::error(
                 "schema",
                 locate(&at),
-                format!("{}: {}", if pointer.is_empty() { "the file" } else { &pointer }, e),
+                format!(
+                    "{}: {}",
+                    if pointer.is_empty() {
+                        "the file"
+                    } else {
+                        &pointer
+                    },
+                    e
+                ),
             )
             .with_help("see schemas/regent.schema.json for what each key takes"),
         );
@@ -61,7 +83,13 @@ pub fn check_file(path: &Path, text: &str) -> Vec<Diagnostic> {
     out
 }
 
-fn unknown_key(doc: &Value, pointer: &str, key: &str, allowed: &[String], at: Location) -> Diagnostic {
+fn unknown_key(
+    doc: &Value,
+    pointer: &str,
+    key: &str,
+    allowed: &[String],
+    at: Location,
+) -> Diagnostic {
     let segs: Vec<&str> = pointer.split('/').skip(1).collect();
     let tool_name = || {
         segs.get(1)
@@ -72,9 +100,14 @@ fn unknown_key(doc: &Value, pointer: &str, key: &str, allowed: &[String], at: Lo
     };
     // tools/N/resolve/M and tools/N/resolve/M/annotations
     let in_rule = segs.len() >= 4 && segs[0] == "tools" && segs[2] == "resolve";
-    if in_rule && (segs.len() == 4 && IDENTITY.contains(&key) || segs.len() == 5 && key == "title") {
+    if in_rule && (segs.len() == 4 && IDENTITY.contains(&key) || segs.len() == 5 && key == "title")
+    {
         let rule: usize = segs[3].parse::<usize>().unwrap_or(0) + 1;
-        let field = if segs.len() == 5 { "annotations.title".to_string() } else { key.to_string() };
+        let field = if segs.len() == 5 {
+            "annotations.title".to_string()
+        } else {
+            key.to_string()
+        };
         return Diagnostic::error(
             "changes-identity",
             at,
@@ -137,12 +170,16 @@ mod tests {
     #[test]
     fn reports_every_unknown_key_with_a_suggestion() {
         let text = "tools:\n  - name: a\n    inputSchema: {type: object}\n    anotations: {}\n    resolve:\n      - when: {}\n        title: x\n";
-        let ds = check_file(Path::new("t.yaml"), text);
+        let mut ds = check_file(Path::new("t.yaml"), text);
+        ds.sort_by_key(|d| d.location.line);
         let got: Vec<(&str, usize, Option<&str>)> = ds
             .iter()
             .map(|d| (d.code, d.location.line, d.help.as_deref()))
             .collect();
-        assert_eq!(got[0], ("unknown-key", 4, Some("did you mean `annotations`?")));
+        assert_eq!(
+            got[0],
+            ("unknown-key", 4, Some("did you mean `annotations`?"))
+        );
         assert_eq!(got[1].0, "changes-identity");
         assert_eq!(got[1].1, 7);
     }

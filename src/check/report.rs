@@ -24,7 +24,11 @@ pub fn human(r: &Report, style: Style) -> String {
             let args = if p.arguments.is_empty() {
                 "no arguments".to_string()
             } else {
-                p.arguments.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ")
+                p.arguments
+                    .iter()
+                    .map(|a| format!("`{a}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             };
             out.push_str(&format!(
                 "{} `{}`: all {} combination{} of {args} resolve no riskier than listed\n",

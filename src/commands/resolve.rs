@@ -56,9 +56,15 @@ fn help(reason: &str) -> &'static str {
     match reason {
         "unknown-tool" => "check the name; `regent check` lists problems with the catalog's tools",
         "invalid-arguments" => "pass arguments that match the tool's inputSchema",
-        "not-resolvable" => "the tool has no resolve rules and no policy, so its listing is its only answer",
-        "policy-error" | "policy-timeout" => "run `regent check` on the catalog to find the failing rule",
-        "riskier-than-listed" => "run `regent check` for the counterexample; list the worst case or fix the rule (--explain names it)",
+        "not-resolvable" => {
+            "the tool has no resolve rules and no policy, so its listing is its only answer"
+        }
+        "policy-error" | "policy-timeout" => {
+            "run `regent check` on the catalog to find the failing rule"
+        }
+        "riskier-than-listed" => {
+            "run `regent check` for the counterexample; list the worst case or fix the rule (--explain names it)"
+        }
         _ => "see the JSON-RPC error above",
     }
 }
@@ -83,9 +89,18 @@ fn explanation(catalog: &crate::catalog::Catalog, tool: &str, args: &Value) -> S
         let by = if c.producers.is_empty() {
             "(no rule: listed)".to_string()
         } else {
-            c.producers.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+            c.producers
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
         };
-        out.push_str(&format!("  {}: {listed} -> {}  {}\n", style.bold(&c.field), c.resolved, by));
+        out.push_str(&format!(
+            "  {}: {listed} -> {}  {}\n",
+            style.bold(&c.field),
+            c.resolved,
+            by
+        ));
     }
     out
 }

@@ -28,7 +28,12 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Failure::new(exit::CANNOT_RUN, format!("error: cannot start the runtime: {e}")))?;
+        .map_err(|e| {
+            Failure::new(
+                exit::CANNOT_RUN,
+                format!("error: cannot start the runtime: {e}"),
+            )
+        })?;
     runtime.block_on(async move {
         // Non-blocking pipes on fds 0 and 1 when both are pipes; tokio's
         // blocking stdio otherwise (a terminal, a file).
@@ -36,11 +41,15 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         let service = Regent::new(state)
             .serve(LineTransport::new(read, write))
             .await
-            .map_err(|e| Failure::new(exit::CANNOT_RUN, format!("error: mcp session failed to start: {e}")))?;
-        service
-            .waiting()
-            .await
-            .map_err(|e| Failure::new(exit::CANNOT_RUN, format!("error: mcp session failed: {e}")))?;
+            .map_err(|e| {
+                Failure::new(
+                    exit::CANNOT_RUN,
+                    format!("error: mcp session failed to start: {e}"),
+                )
+            })?;
+        service.waiting().await.map_err(|e| {
+            Failure::new(exit::CANNOT_RUN, format!("error: mcp session failed: {e}"))
+        })?;
         Ok(exit::OK)
     })
 }

@@ -48,10 +48,7 @@ fn has_result_type(ctx: &RequestContext<RoleServer>) -> bool {
 /// The `name` and `arguments` of a `tools/resolve`-shaped request.
 fn name_and_arguments(params: Option<&Value>) -> Result<(String, Value), ErrorData> {
     let params = params.and_then(Value::as_object).ok_or_else(|| {
-        ErrorData::invalid_params(
-            "params must be an object with `name` and `arguments`",
-            None,
-        )
+        ErrorData::invalid_params("params must be an object with `name` and `arguments`", None)
     })?;
     let name = params
         .get("name")
@@ -62,7 +59,10 @@ fn name_and_arguments(params: Option<&Value>) -> Result<(String, Value), ErrorDa
         Some(v @ Value::Object(_)) => v.clone(),
         Some(other) => {
             return Err(ErrorData::invalid_params(
-                format!("params.arguments must be an object, got {}", json_type(other)),
+                format!(
+                    "params.arguments must be an object, got {}",
+                    json_type(other)
+                ),
                 Some(json!({"tool": name})),
             ));
         }
@@ -84,7 +84,12 @@ fn json_type(v: &Value) -> &'static str {
 /// The result of `tools/resolve` (`full`) or `tools/annotations` for the
 /// request `params`, exactly as the server answers it. Public so that
 /// `regent resolve` prints the same thing without starting a server.
-pub fn resolve_result(catalog: &Catalog, params: Option<&Value>, full: bool, result_type: bool) -> Result<Value, ErrorData> {
+pub fn resolve_result(
+    catalog: &Catalog,
+    params: Option<&Value>,
+    full: bool,
+    result_type: bool,
+) -> Result<Value, ErrorData> {
     let (name, args) = name_and_arguments(params)?;
     let tool = catalog
         .tool(&name)
@@ -104,13 +109,22 @@ pub fn resolve_result(catalog: &Catalog, params: Option<&Value>, full: bool, res
     }
     if full {
         out.insert("name".into(), json!(name));
-        out.insert("annotations".into(), Value::Object(wire::annotations(tool, Some(&r))));
+        out.insert(
+            "annotations".into(),
+            Value::Object(wire::annotations(tool, Some(&r))),
+        );
         if !r.meta.is_empty() {
             out.insert("_meta".into(), Value::Object(r.meta.clone()));
         }
-        out.insert("tool".into(), Value::Object(wire::tool_json(tool, Some(&r))));
+        out.insert(
+            "tool".into(),
+            Value::Object(wire::tool_json(tool, Some(&r))),
+        );
     } else {
-        out.insert("annotations".into(), Value::Object(wire::annotations(tool, Some(&r))));
+        out.insert(
+            "annotations".into(),
+            Value::Object(wire::annotations(tool, Some(&r))),
+        );
     }
     Ok(Value::Object(out))
 }
@@ -140,8 +154,12 @@ impl ServerHandler for Regent {
             .iter()
             .map(|t| {
                 let json = Value::Object(wire::stash_for_list(wire::tool_json(t, None)));
-                serde_json::from_value::<McpTool>(json)
-                    .map_err(|e| ErrorData::internal_error(format!("tool {} does not fit the MCP Tool type: {e}", t.name), None))
+                serde_json::from_value::<McpTool>(json).map_err(|e| {
+                    ErrorData::internal_error(
+                        format!("tool {} does not fit the MCP Tool type: {e}", t.name),
+                        None,
+                    )
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(ListToolsResult::with_all_items(tools))
@@ -174,8 +192,12 @@ impl ServerHandler for Regent {
         let catalog = self.state.current();
         let result_type = has_result_type(&ctx);
         let value = match request.method.as_str() {
-            "tools/resolve" => resolve_result(&catalog, request.params.as_ref(), true, result_type)?,
-            "tools/annotations" => resolve_result(&catalog, request.params.as_ref(), false, result_type)?,
+            "tools/resolve" => {
+                resolve_result(&catalog, request.params.as_ref(), true, result_type)?
+            }
+            "tools/annotations" => {
+                resolve_result(&catalog, request.params.as_ref(), false, result_type)?
+            }
             // rmcp routes a standard request whose params do not match its
             // type here; that is an invalid-params error, not an unknown method.
             m if errors::is_standard_method(m) => {

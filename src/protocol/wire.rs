@@ -32,7 +32,10 @@ pub fn tool_json(tool: &Tool, resolution: Option<&Resolution<'_>>) -> Map<String
     if let Some(o) = &tool.output_schema {
         t.insert("outputSchema".into(), o.clone());
     }
-    t.insert("annotations".into(), Value::Object(annotations(tool, resolution)));
+    t.insert(
+        "annotations".into(),
+        Value::Object(annotations(tool, resolution)),
+    );
     let mut meta = resolution.map_or_else(|| tool.meta.clone(), |r| r.meta.clone());
     if tool.is_resolvable() {
         meta.insert(EXTENSION.into(), json!({"resolvable": true}));
@@ -40,7 +43,9 @@ pub fn tool_json(tool: &Tool, resolution: Option<&Resolution<'_>>) -> Map<String
     if !meta.is_empty() {
         t.insert("_meta".into(), Value::Object(meta));
     }
-    let schemes = resolution.map_or(tool.security_schemes.as_ref(), |r| r.security_schemes.as_ref());
+    let schemes = resolution.map_or(tool.security_schemes.as_ref(), |r| {
+        r.security_schemes.as_ref()
+    });
     if let Some(s) = schemes {
         t.insert("securitySchemes".into(), Value::Array(s.clone()));
     }

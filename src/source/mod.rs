@@ -140,9 +140,7 @@ pub fn parse_tool_file(path: &Path, text: &str) -> Result<ToolSource, Diagnostic
 /// Turns a YAML error into a diagnostic: its location, a message without the
 /// trailing "at line N column M", and for an unknown key the nearest valid one.
 pub fn yaml_error(path: &Path, e: &yaml_serde::Error) -> Diagnostic {
-    let (line, column) = e
-        .location()
-        .map_or((0, 0), |l| (l.line(), l.column()));
+    let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
     let text = e.to_string();
     let message = match text.find(" at line ") {
         Some(i) => text[..i].to_string(),
@@ -165,7 +163,9 @@ pub fn yaml_error(path: &Path, e: &yaml_serde::Error) -> Diagnostic {
     } else if code == "yaml-shape" && message.contains("missing field") {
         d = d.with_help("add the missing key; see the file format in the README");
     } else if code == "yaml-shape" {
-        d = d.with_help("give the key a value of the expected type; schemas/regent.schema.json lists them");
+        d = d.with_help(
+            "give the key a value of the expected type; schemas/regent.schema.json lists them",
+        );
     } else if code == "yaml-syntax" {
         d = d.with_help("fix the YAML at the caret: usual causes are an unclosed bracket or quote, a tab in indentation, or `: ` inside an unquoted value");
     }
@@ -186,7 +186,12 @@ fn suggest_key(message: &str) -> Option<String> {
 pub fn key_help(unknown: &str, expected: &[&str]) -> Option<String> {
     let best = expected
         .iter()
-        .map(|k| (strsim::damerau_levenshtein(&unknown.to_lowercase(), &k.to_lowercase()), *k))
+        .map(|k| {
+            (
+                strsim::damerau_levenshtein(&unknown.to_lowercase(), &k.to_lowercase()),
+                *k,
+            )
+        })
         .min()?;
     if best.0 <= 3.max(unknown.len() / 3) {
         Some(format!("did you mean `{}`?", best.1))
@@ -241,7 +246,9 @@ fn check_duplicate_names(source: &Source, diags: &mut Diagnostics) {
                     here,
                     format!("tool `{}` is declared twice", tool.name),
                 )
-                .with_help(format!("the first declaration is at {prev}; rename or remove one")),
+                .with_help(format!(
+                    "the first declaration is at {prev}; rename or remove one"
+                )),
             );
         } else {
             first.insert(&tool.name, here);

@@ -69,7 +69,11 @@ impl LocatedCase {
     /// The case's name, or one made from its tool and arguments.
     pub fn title(&self) -> String {
         self.case.name.clone().unwrap_or_else(|| {
-            format!("{} {}", self.case.tool, Value::Object(self.case.arguments.clone()))
+            format!(
+                "{} {}",
+                self.case.tool,
+                Value::Object(self.case.arguments.clone())
+            )
         })
     }
 }
@@ -170,7 +174,12 @@ pub fn run(catalog: &Catalog, c: &Case) -> Outcome {
         (Ok(_), None) => {}
     }
     if let Ok(result) = &answer {
-        compare_keys(&mut rows, "annotations", e.annotations.as_ref(), result.get("annotations"));
+        compare_keys(
+            &mut rows,
+            "annotations",
+            e.annotations.as_ref(),
+            result.get("annotations"),
+        );
         compare_keys(&mut rows, "_meta", e.meta.as_ref(), result.get("_meta"));
         if let Some(want) = &e.deny {
             match result.get("deny") {
@@ -203,7 +212,12 @@ pub fn run(catalog: &Catalog, c: &Case) -> Outcome {
     }
 }
 
-fn compare_keys(rows: &mut Vec<Row>, what: &str, want: Option<&Map<String, Value>>, got: Option<&Value>) {
+fn compare_keys(
+    rows: &mut Vec<Row>,
+    what: &str,
+    want: Option<&Map<String, Value>>,
+    got: Option<&Value>,
+) {
     let Some(want) = want else { return };
     for (k, v) in want {
         let actual = got.and_then(|g| g.get(k));

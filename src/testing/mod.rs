@@ -75,7 +75,11 @@ impl TestReport {
     /// (failures, a broken catalog, or no tests at all).
     pub fn exit_code(&self) -> i32 {
         use crate::commands::exit;
-        if self.diagnostics.iter().any(|d| crate::check::is_cannot_run(d.code)) {
+        if self
+            .diagnostics
+            .iter()
+            .any(|d| crate::check::is_cannot_run(d.code))
+        {
             exit::CANNOT_RUN
         } else if self.diagnostics.iter().any(Diagnostic::is_error)
             || self.failed() > 0

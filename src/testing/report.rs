@@ -14,18 +14,38 @@ pub fn human(r: &TestReport, style: Style) -> String {
     for c in &r.cases {
         let loc = c.case.location.to_string();
         if c.outcome.passed {
-            out.push_str(&format!("{} {} {}\n", style.green("ok  "), c.case.title(), style.dim(&loc)));
+            out.push_str(&format!(
+                "{} {} {}\n",
+                style.green("ok  "),
+                c.case.title(),
+                style.dim(&loc)
+            ));
         } else {
-            out.push_str(&format!("{} {} {}\n", style.red("FAIL"), c.case.title(), style.dim(&loc)));
+            out.push_str(&format!(
+                "{} {} {}\n",
+                style.red("FAIL"),
+                c.case.title(),
+                style.dim(&loc)
+            ));
             out.push_str(&diff_table(c, style));
         }
     }
     for t in &r.rego {
         let loc = t.location.to_string();
         match &t.failure {
-            None => out.push_str(&format!("{} {} {}\n", style.green("ok  "), t.name, style.dim(&loc))),
+            None => out.push_str(&format!(
+                "{} {} {}\n",
+                style.green("ok  "),
+                t.name,
+                style.dim(&loc)
+            )),
             Some(why) => {
-                out.push_str(&format!("{} {} {}\n", style.red("FAIL"), t.name, style.dim(&loc)));
+                out.push_str(&format!(
+                    "{} {} {}\n",
+                    style.red("FAIL"),
+                    t.name,
+                    style.dim(&loc)
+                ));
                 out.push_str(&format!("       {why}\n"));
             }
         }
@@ -41,7 +61,11 @@ pub fn human(r: &TestReport, style: Style) -> String {
         ));
     }
     let line = format!("{} passed, {} failed", r.passed(), r.failed());
-    out.push_str(&if r.exit_code() == 0 { style.green(&line) } else { style.red(&line) });
+    out.push_str(&if r.exit_code() == 0 {
+        style.green(&line)
+    } else {
+        style.red(&line)
+    });
     out.push('\n');
     out
 }
@@ -55,10 +79,18 @@ fn diff_table(c: &CaseResult, style: Style) -> String {
         serde_json::Value::Object(c.case.case.arguments.clone())
     );
     let w_field = rows.iter().map(|r| r.field.len()).max().unwrap_or(0).max(5);
-    let w_exp = rows.iter().map(|r| r.expected.chars().count()).max().unwrap_or(0).max(8);
+    let w_exp = rows
+        .iter()
+        .map(|r| r.expected.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(8);
     out.push_str(&format!(
         "       {}\n",
-        style.bold(&format!("  {:<w_field$}  {:<w_exp$}  {}", "field", "expected", "actual"))
+        style.bold(&format!(
+            "  {:<w_field$}  {:<w_exp$}  {}",
+            "field", "expected", "actual"
+        ))
     ));
     for r in rows {
         let line = format!(
@@ -68,7 +100,14 @@ fn diff_table(c: &CaseResult, style: Style) -> String {
             r.expected,
             r.actual
         );
-        out.push_str(&format!("       {}\n", if r.ok { style.dim(&line) } else { style.red(&line) }));
+        out.push_str(&format!(
+            "       {}\n",
+            if r.ok {
+                style.dim(&line)
+            } else {
+                style.red(&line)
+            }
+        ));
     }
     if let Some(note) = &c.outcome.note {
         out.push_str(&format!("       {} {note}\n", style.cyan("note:")));
@@ -92,7 +131,11 @@ fn ranges(lines: &std::collections::BTreeSet<u32>) -> String {
         while iter.peek() == Some(&(end + 1)) {
             end = iter.next().unwrap_or(end);
         }
-        parts.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
+        parts.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
     }
     parts.join(", ")
 }
@@ -119,7 +162,10 @@ pub fn coverage(c: &Coverage, style: Style) -> String {
         out.push('\n');
     }
     if !c.files.is_empty() {
-        out.push_str(&format!("  policy lines: {hit}/{total} ({})\n", percent(hit, total)));
+        out.push_str(&format!(
+            "  policy lines: {hit}/{total} ({})\n",
+            percent(hit, total)
+        ));
     }
     if !c.rules.is_empty() {
         let matched = c.rules.iter().filter(|r| r.matched > 0).count();
@@ -202,10 +248,18 @@ pub fn junit(r: &TestReport) -> String {
         let mut failures = 0;
         for t in &r.rego {
             let file = display_path(&t.location.file).display().to_string();
-            let mut tc = format!("    <testcase name=\"{}\" classname=\"{}\">", xml(&t.name), xml(&file));
+            let mut tc = format!(
+                "    <testcase name=\"{}\" classname=\"{}\">",
+                xml(&t.name),
+                xml(&file)
+            );
             if let Some(why) = &t.failure {
                 failures += 1;
-                tc.push_str(&format!("<failure message=\"{}\">{}</failure>", xml(why), xml(&t.location.to_string())));
+                tc.push_str(&format!(
+                    "<failure message=\"{}\">{}</failure>",
+                    xml(why),
+                    xml(&t.location.to_string())
+                ));
             }
             tc.push_str("</testcase>");
             cases.push(tc);
