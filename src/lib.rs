@@ -2,9 +2,11 @@
 //! behaviour is decided by Rego policies. See ARCHITECTURE.md for the map.
 
 pub mod catalog;
+pub mod check;
 pub mod cli;
 pub mod commands;
 pub mod diag;
 pub mod protocol;
 pub mod source;
 pub mod state;
+pub mod testing;
