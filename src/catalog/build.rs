@@ -78,7 +78,12 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
             .iter()
             .filter(|p| decl.policy.is_some() && owner_of(&p.package) == decl.policy.as_deref())
             .collect();
-        match compile_tool(file, &at, decl, &own, &policies, &base, &library, opts) {
+        let shared = Shared {
+            all: &policies,
+            base: &base,
+            library: &library,
+        };
+        match compile_tool(file, &at, decl, &own, &shared, opts) {
             Ok((tool, mut ds)) => {
                 diags.0.append(&mut ds);
                 tools.push(tool);
@@ -153,16 +158,23 @@ fn package_location(path: &std::path::Path, text: &str) -> Location {
     Location::new(path, line, 1)
 }
 
+/// What every tool's compilation shares: all policy files, the base engine
+/// (libraries and data) and the library modules as (file, package).
+struct Shared<'a> {
+    all: &'a [PolicyFile<'a>],
+    base: &'a regorus::Engine,
+    library: &'a [(&'a str, &'a str)],
+}
+
 fn compile_tool(
     file: &ToolSource,
     at: &YamlPath,
     decl: &ToolDecl,
     own: &[&PolicyFile],
-    all: &[PolicyFile],
-    base: &regorus::Engine,
-    library: &[(&str, &str)],
+    shared: &Shared<'_>,
     opts: &BuildOptions,
 ) -> Result<(Tool, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let Shared { all, base, library } = *shared;
     let mut diags = Vec::new();
     let location = file.locate(&at.key("name"));
 
