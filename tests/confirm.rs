@@ -111,7 +111,8 @@ async fn accept_decline_cancel_and_no_capability_in_both_eras() {
                         );
                     }
                     _ => {
-                        let e = res.expect_err(&format!("{ctx}: a call without the capability ran"));
+                        let e =
+                            res.expect_err(&format!("{ctx}: a call without the capability ran"));
                         let msg = e.to_string();
                         assert!(msg.contains("elicitation capability"), "{ctx}: {msg}");
                         assert!(!path.exists(), "{ctx}: the tool ran");
@@ -120,9 +121,7 @@ async fn accept_decline_cancel_and_no_capability_in_both_eras() {
                 }
                 // A safe call never asks, with or without the capability.
                 let safe = format!("{tool}-{era:?}-{label}-safe.marker");
-                let res = r
-                    .call(tool, json!({"marker": safe, "mode": "safe"}))
-                    .await;
+                let res = r.call(tool, json!({"marker": safe, "mode": "safe"})).await;
                 assert!(!is_error(&res), "{ctx}: {res}");
                 assert!(dir.path().join(&safe).exists(), "{ctx}");
                 assert!(r.asked().len() <= 1, "{ctx}: {:?}", r.asked());
@@ -139,11 +138,18 @@ async fn resolve_reports_the_confirmation() {
     let res = r
         .resolve("mark_policy", json!({"marker": "m", "mode": "danger"}))
         .await;
-    assert_eq!(res["_meta"]["regent/decision"]["confirm"], json!("Create m?"));
+    assert_eq!(
+        res["_meta"]["regent/decision"]["confirm"],
+        json!("Create m?")
+    );
     let res = r
         .resolve("mark_yaml", json!({"marker": "m", "mode": "safe"}))
         .await;
-    assert_eq!(res["_meta"]["regent/decision"].get("confirm"), None, "{res}");
+    assert_eq!(
+        res["_meta"]["regent/decision"].get("confirm"),
+        None,
+        "{res}"
+    );
     r.close().await;
 }
 
@@ -181,7 +187,8 @@ impl Raw {
         if let Some(s) = state {
             params["requestState"] = json!(s);
         }
-        let msg = json!({"jsonrpc": "2.0", "id": self.id, "method": "tools/call", "params": params});
+        let msg =
+            json!({"jsonrpc": "2.0", "id": self.id, "method": "tools/call", "params": params});
         self.server.send_line(&msg.to_string());
         self.server.wait_for_id(&json!(self.id))
     }
@@ -205,7 +212,10 @@ fn input_required_round_trip_and_refused_states() {
     let question = &result["inputRequests"]["regent/confirm"];
     assert_eq!(question["method"], json!("elicitation/create"), "{first}");
     assert_eq!(question["params"]["message"], json!("Create raw.marker?"));
-    let state = result["requestState"].as_str().expect("requestState").to_string();
+    let state = result["requestState"]
+        .as_str()
+        .expect("requestState")
+        .to_string();
     assert!(!marker.exists());
 
     // An answer without the state that asked is refused.
@@ -221,7 +231,10 @@ fn input_required_round_trip_and_refused_states() {
     let r = raw.call(args.clone(), Some(accept()), Some(&tampered));
     assert_eq!(r["error"]["code"], json!(-32602), "{r}");
     assert!(
-        r["error"]["message"].as_str().unwrap().contains("requestState"),
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("requestState"),
         "{r}"
     );
     assert!(!marker.exists());
@@ -234,7 +247,10 @@ fn input_required_round_trip_and_refused_states() {
         Some(&state),
     );
     assert_eq!(r["error"]["code"], json!(-32602), "{r}");
-    assert!(!other.exists(), "a replayed state ran the tool for other arguments");
+    assert!(
+        !other.exists(),
+        "a replayed state ran the tool for other arguments"
+    );
 
     // Declined with a valid state: refused, not run.
     let declined = json!({"regent/confirm": {"action": "decline"}});
@@ -277,7 +293,10 @@ fn expired_state_and_configured_key() {
     // A state sealed by one server opens on another with the same key...
     let mut a = Raw::start(dir.path(), &["--request-state-key-file", &key_arg]);
     let first = a.call(args.clone(), None, None);
-    let state = first["result"]["requestState"].as_str().unwrap().to_string();
+    let state = first["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let mut b = Raw::start(dir.path(), &["--request-state-key-file", &key_arg]);
     let r = b.call(args.clone(), Some(accept()), Some(&state));
     assert_eq!(r["result"]["isError"], json!(false), "{r}");
@@ -292,7 +311,10 @@ fn expired_state_and_configured_key() {
     // A state past its time limit is refused.
     let mut d = Raw::start(dir.path(), &["--request-state-ttl", "1"]);
     let first = d.call(args.clone(), None, None);
-    let state = first["result"]["requestState"].as_str().unwrap().to_string();
+    let state = first["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_string();
     std::thread::sleep(std::time::Duration::from_millis(2100));
     let r = d.call(args.clone(), Some(accept()), Some(&state));
     assert_eq!(r["error"]["code"], json!(-32602), "{r}");
@@ -302,7 +324,11 @@ fn expired_state_and_configured_key() {
     let short = key_dir.path().join("short.key");
     std::fs::write(&short, "too short").unwrap();
     let out = common::regent()
-        .args(["serve", dir.path().to_str().unwrap(), "--request-state-key-file"])
+        .args([
+            "serve",
+            dir.path().to_str().unwrap(),
+            "--request-state-key-file",
+        ])
         .arg(&short)
         .stdin(std::process::Stdio::null())
         .output()

@@ -43,7 +43,9 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         None => RequestStates::generated(),
     }
     .map_err(|e| Failure::new(exit::CANNOT_RUN, format!("error: {e}")))?
-    .with_ttl(std::time::Duration::from_secs(args.request_state_ttl.max(1)));
+    .with_ttl(std::time::Duration::from_secs(
+        args.request_state_ttl.max(1),
+    ));
 
     // Policy evaluation takes microseconds and stdio is one connection, so a
     // single-threaded runtime avoids cross-thread wake-ups on every message.

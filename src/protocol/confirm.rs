@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use rmcp::ErrorData;
 use rmcp::model::{
-    ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, InputRequest,
-    InputRequiredResult, InputRequests, RequestStateCodec, SealOptions,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, InputRequest, InputRequests,
+    InputRequiredResult, RequestStateCodec, SealOptions,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
@@ -228,7 +228,9 @@ pub async fn ask(
             "method": "elicitation/create",
             "params": serde_json::to_value(question(message)?).unwrap_or_default(),
         }))
-        .map_err(|e| ErrorData::internal_error(format!("cannot build the input request: {e}"), None))?;
+        .map_err(|e| {
+            ErrorData::internal_error(format!("cannot build the input request: {e}"), None)
+        })?;
         let mut requests = InputRequests::new();
         requests.insert(CONFIRM_KEY.to_string(), request);
         let state = states.seal(&json!({"asked": [CONFIRM_KEY]}), &bound);
@@ -249,7 +251,9 @@ pub async fn ask(
     match result {
         Ok(r) => Ok(from_action(r.action)),
         Err(e) => Err(ErrorData::internal_error(
-            format!("asking the user to confirm the call to {tool} failed: {e}; the tool did not run"),
+            format!(
+                "asking the user to confirm the call to {tool} failed: {e}; the tool did not run"
+            ),
             Some(json!({"tool": tool})),
         )),
     }

@@ -5,8 +5,8 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientRequest, CustomRequest, ElicitRequestParams,
