@@ -161,9 +161,10 @@ fn handle(stream: TcpStream, log: &Mutex<Vec<Seen>>) {
         "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n{extra}\r\n",
         body.len()
     );
+    let mut response = head.into_bytes();
+    response.extend_from_slice(&body);
     let mut out = stream;
-    let _ = out.write_all(head.as_bytes());
-    let _ = out.write_all(&body);
+    let _ = out.write_all(&response);
     let _ = out.flush();
 }
 

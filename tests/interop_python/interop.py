@@ -9,7 +9,9 @@ exits non-zero on any failure. It connects twice: once with the initialize
 handshake (mode="legacy", protocol 2025-11-25) and once with mode="auto",
 which discovers the 2026-07-28 protocol. `tools/resolve` and
 `tools/annotations` are not SDK methods, so they go through
-`session.send_request` with a generic request type.
+`session.send_request` with a generic request type. `tools/call` only reads
+(and is denied a path outside the example's root), so the example is left
+as it was.
 """
 
 from __future__ import annotations
@@ -93,6 +95,21 @@ async def run(binary: str, mode: str) -> None:
             check(f"[{mode}] tools/annotations {action}", a.get("annotations") == want, a)
             has_rt = "resultType" in r
             check(f"[{mode}] resultType present only in 2026-07-28 ({action})", has_rt == (mode != "legacy"), r)
+
+        # tools/call runs the tool, and refuses what the policy denies.
+        r = await client.call_tool("manage_files", {"path": "notes.txt", "action": "read"})
+        body = r.model_dump(by_alias=True, exclude_none=True)
+        texts = [c.get("text", "") for c in body.get("content", [])]
+        check(f"[{mode}] tools/call read runs the tool",
+              r.is_error is False and any("Notes kept by the manage_files example" in t for t in texts), body)
+        check(f"[{mode}] tools/call carries its decision id",
+              bool(body.get("_meta", {}).get("regent/decision", {}).get("id")), body)
+        r = await client.call_tool("manage_files", {"path": "../../etc/passwd", "action": "read"})
+        body = r.model_dump(by_alias=True, exclude_none=True)
+        decision = body.get("_meta", {}).get("regent/decision", {})
+        check(f"[{mode}] tools/call outside the root is denied",
+              r.is_error is True and decision.get("allowed") is False
+              and decision.get("reasons") == ['path "../../etc/passwd" leaves the root directory'], body)
 
         try:
             await custom(client, "tools/resolve", {"name": "no_such_tool", "arguments": {}})
