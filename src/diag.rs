@@ -174,8 +174,11 @@ impl Diagnostics {
     /// Sorts by file, line and column so output is stable across runs.
     pub fn sort(&mut self) {
         self.0.sort_by(|a, b| {
-            (&a.location.file, a.location.line, a.location.column)
-                .cmp(&(&b.location.file, b.location.line, b.location.column))
+            (&a.location.file, a.location.line, a.location.column).cmp(&(
+                &b.location.file,
+                b.location.line,
+                b.location.column,
+            ))
         });
     }
 }

@@ -120,6 +120,9 @@ mod tests {
             rule_ref("tools.manage_files", "meta"),
             "data.tools.manage_files.meta"
         );
-        assert_eq!(rule_ref("tools.my-tool", "meta"), "data.tools[\"my-tool\"].meta");
+        assert_eq!(
+            rule_ref("tools.my-tool", "meta"),
+            "data.tools[\"my-tool\"].meta"
+        );
     }
 }

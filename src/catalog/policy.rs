@@ -85,11 +85,13 @@ pub fn eval_on(
     if value == regorus::Value::Undefined {
         return Ok(None);
     }
-    serde_json::to_value(&value).map(Some).map_err(|e| EvalError {
-        message: format!("policy produced a value that is not json: {e}"),
-        location: None,
-        timed_out: false,
-    })
+    serde_json::to_value(&value)
+        .map(Some)
+        .map_err(|e| EvalError {
+            message: format!("policy produced a value that is not json: {e}"),
+            location: None,
+            timed_out: false,
+        })
 }
 
 /// A new engine with regent's settings: Rego v1 and a time limit on every evaluation.
@@ -124,7 +126,9 @@ fn eval_error(text: &str) -> EvalError {
     EvalError {
         message: first_message(text),
         location: find_location(text),
-        timed_out: lower.contains("time limit") || lower.contains("timed out") || lower.contains("timeout"),
+        timed_out: lower.contains("time limit")
+            || lower.contains("timed out")
+            || lower.contains("timeout"),
     }
 }
 

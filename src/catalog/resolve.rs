@@ -42,7 +42,10 @@ pub struct Resolution<'a> {
 #[derive(Debug, Clone)]
 pub enum ResolveError {
     UnknownTool(String),
-    InvalidArguments { tool: String, errors: Vec<ArgError> },
+    InvalidArguments {
+        tool: String,
+        errors: Vec<ArgError>,
+    },
     /// The policy failed, timed out, or produced something the contract does not allow.
     Policy {
         tool: String,
@@ -66,19 +69,33 @@ impl std::fmt::Display for ResolveError {
             ResolveError::InvalidArguments { tool, errors } => {
                 write!(f, "invalid arguments for tool {tool}")?;
                 for e in errors.iter().take(3) {
-                    let at = if e.instance_path.is_empty() { "/" } else { &e.instance_path };
+                    let at = if e.instance_path.is_empty() {
+                        "/"
+                    } else {
+                        &e.instance_path
+                    };
                     write!(f, "; {at}: {}", e.message)?;
                 }
                 Ok(())
             }
-            ResolveError::Policy { tool, message, location } => {
+            ResolveError::Policy {
+                tool,
+                message,
+                location,
+            } => {
                 write!(f, "policy for tool {tool} failed: {message}")?;
                 if let Some(l) = location {
                     write!(f, " (at {l})")?;
                 }
                 Ok(())
             }
-            ResolveError::RiskierThanListed { tool, hint, listed, resolved, origin } => write!(
+            ResolveError::RiskierThanListed {
+                tool,
+                hint,
+                listed,
+                resolved,
+                origin,
+            } => write!(
                 f,
                 "{origin} resolved {} to {resolved} for tool {tool}, riskier than the listed {listed} \
                  (the tool {} while its listing says it does not); fix the policy or list the worst case",
@@ -146,10 +163,9 @@ impl Catalog {
             if resolved != tool.listed.get(h) && resolved != h.safe_value() {
                 let origin = match r.hint_origins[k] {
                     Origin::Rule(i) => format!("yaml rule {} at {}", i + 1, tool.rules[i].location),
-                    Origin::Policy => format!(
-                        "policy package {}",
-                        tool.policy.as_deref().unwrap_or("?")
-                    ),
+                    Origin::Policy => {
+                        format!("policy package {}", tool.policy.as_deref().unwrap_or("?"))
+                    }
                     Origin::Listed => "the listing".to_string(),
                 };
                 return Err(ResolveError::RiskierThanListed {
@@ -202,7 +218,9 @@ fn apply_policy(tool: &Tool, result: &Value, r: &mut Resolution<'_>) -> Result<(
                     let Value::Bool(b) = value else {
                         return Err(policy_error(
                             tool,
-                            format!("rule {pkg}.annotations sets {key} to {value}; hints must be true or false"),
+                            format!(
+                                "rule {pkg}.annotations sets {key} to {value}; hints must be true or false"
+                            ),
                             None,
                         ));
                     };
@@ -212,7 +230,9 @@ fn apply_policy(tool: &Tool, result: &Value, r: &mut Resolution<'_>) -> Result<(
                 } else if key == "title" {
                     return Err(policy_error(
                         tool,
-                        format!("rule {pkg}.annotations sets title; resolution never changes a tool's title"),
+                        format!(
+                            "rule {pkg}.annotations sets title; resolution never changes a tool's title"
+                        ),
                         None,
                     ));
                 } else {
@@ -223,7 +243,10 @@ fn apply_policy(tool: &Tool, result: &Value, r: &mut Resolution<'_>) -> Result<(
         Some(other) => {
             return Err(policy_error(
                 tool,
-                format!("rule {pkg}.annotations must be an object of hints, got {}", type_name(other)),
+                format!(
+                    "rule {pkg}.annotations must be an object of hints, got {}",
+                    type_name(other)
+                ),
                 None,
             ));
         }
@@ -234,7 +257,10 @@ fn apply_policy(tool: &Tool, result: &Value, r: &mut Resolution<'_>) -> Result<(
         Some(other) => {
             return Err(policy_error(
                 tool,
-                format!("rule {pkg}.meta must be an object, got {}", type_name(other)),
+                format!(
+                    "rule {pkg}.meta must be an object, got {}",
+                    type_name(other)
+                ),
                 None,
             ));
         }
@@ -245,7 +271,10 @@ fn apply_policy(tool: &Tool, result: &Value, r: &mut Resolution<'_>) -> Result<(
         Some(other) => {
             return Err(policy_error(
                 tool,
-                format!("rule {pkg}.security_schemes must be an array, got {}", type_name(other)),
+                format!(
+                    "rule {pkg}.security_schemes must be an array, got {}",
+                    type_name(other)
+                ),
                 None,
             ));
         }

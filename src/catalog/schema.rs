@@ -26,12 +26,8 @@ pub fn compile(
     // The meta-schema lookup panics on some malformed `$schema` values; a
     // catalog must never take the server down, so treat that as invalid.
     let meta = std::panic::catch_unwind(|| {
-        jsonschema::meta::validate(schema).map_err(|e| {
-            (
-                e.instance_path().as_str().to_string(),
-                e.to_string(),
-            )
-        })
+        jsonschema::meta::validate(schema)
+            .map_err(|e| (e.instance_path().as_str().to_string(), e.to_string()))
     })
     .unwrap_or_else(|_| Err((String::new(), "unrecognised `$schema`".to_string())));
     if let Err((pointer, message)) = meta {
@@ -48,7 +44,9 @@ pub fn compile(
             file.locate(at),
             format!("{what} cannot be compiled: {e}"),
         )
-        .with_help("remove remote `$ref`s (regent fetches nothing over the network) or fix the reference")
+        .with_help(
+            "remove remote `$ref`s (regent fetches nothing over the network) or fix the reference",
+        )
     })
 }
 
@@ -103,7 +101,11 @@ pub fn sample(schema: &Value) -> Value {
     if let Some(c) = schema.get("const") {
         return c.clone();
     }
-    if let Some(first) = schema.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
+    if let Some(first) = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
         return first.clone();
     }
     if let Some(d) = schema.get("default") {

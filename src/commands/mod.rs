@@ -51,7 +51,11 @@ impl Failure {
             if n == 1 { "" } else { "s" }
         ));
         Failure::new(
-            if cannot_run { exit::CANNOT_RUN } else { exit::FOUND_ERRORS },
+            if cannot_run {
+                exit::CANNOT_RUN
+            } else {
+                exit::FOUND_ERRORS
+            },
             message,
         )
     }

@@ -97,7 +97,9 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<(PathBuf, FileKind)>, Diagnosti
                     Location::file(path),
                     format!("{} is not a catalog file", path.display()),
                 )
-                .with_help("regent reads *.yaml and *.yml (tools), *.rego (policies) and *.json (data)")
+                .with_help(
+                    "regent reads *.yaml and *.yml (tools), *.rego (policies) and *.json (data)",
+                )
             })?;
             found.push((path.clone(), kind));
         }

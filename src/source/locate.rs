@@ -179,7 +179,10 @@ mod tests {
             .key("when")
             .key("action");
         assert_eq!(idx.locate(&p), (4, 16));
-        assert_eq!(idx.locate(&YamlPath::root().key("tools").index(0).key("name")), (2, 5));
+        assert_eq!(
+            idx.locate(&YamlPath::root().key("tools").index(0).key("name")),
+            (2, 5)
+        );
         assert_eq!(p.to_string(), "tools[0].resolve[0].when.action");
     }
 }
