@@ -29,18 +29,33 @@ pub fn build(source: &Source, opts: &BuildOptions) -> Result<Catalog, Diagnostic
         .tools()
         .filter_map(|(_, _, t)| t.policy.as_deref())
         .collect();
+    // The tool package that owns each policy: the longest claimed package
+    // that is the policy's package or a dotted prefix of it. Found by walking
+    // the package's own prefixes, so the cost does not grow with the number
+    // of tools (a 500-tool catalog would otherwise pay 500 x 500 comparisons
+    // per tool).
     let owner_of = |package: &str| -> Option<&str> {
-        claimed
-            .iter()
-            .copied()
-            .filter(|c| package == *c || package.starts_with(&format!("{c}.")))
-            .max_by_key(|c| c.len())
+        let mut candidate = package;
+        loop {
+            if let Some(c) = claimed.get(candidate) {
+                return Some(*c);
+            }
+            candidate = &candidate[..candidate.rfind('.')?];
+        }
     };
+    let mut owned: HashMap<&str, Vec<&PolicyFile>> = HashMap::new();
+    let mut library: Vec<&PolicyFile> = Vec::new();
+    for p in &policies {
+        match owner_of(&p.package) {
+            Some(owner) => owned.entry(owner).or_default().push(p),
+            None => library.push(p),
+        }
+    }
 
     // The base engine holds what every tool may read: library packages (those
     // no tool claims) and the data documents.
     let mut base = policy::new_engine(opts.policy_timeout);
-    for p in policies.iter().filter(|p| owner_of(&p.package).is_none()) {
+    for p in &library {
         if let Err(d) = policy::add_policy(&mut base, &p.path, p.text) {
             diags.push(d);
         }
@@ -59,13 +74,22 @@ pub fn build(source: &Source, opts: &BuildOptions) -> Result<Catalog, Diagnostic
         }
     }
 
-    let mut tools = Vec::new();
-    for (file, at, decl) in source.tools() {
-        let own: Vec<&PolicyFile> = policies
-            .iter()
-            .filter(|p| decl.policy.is_some() && owner_of(&p.package) == decl.policy.as_deref())
-            .collect();
-        match compile_tool(file, &at, decl, &own, &policies, &base) {
+    // Tools compile independently (each gets its own copy of the base
+    // engine), so they are spread over the cores; results keep declaration
+    // order. A tool takes a fraction of a millisecond, so small catalogs stay
+    // on one thread.
+    let decls: Vec<_> = source.tools().collect();
+    let compiled = crate::par::map_ordered(&decls, 32, |(file, at, decl)| {
+        let own: &[&PolicyFile] = decl
+            .policy
+            .as_deref()
+            .and_then(|pkg| owned.get(pkg))
+            .map_or(&[], Vec::as_slice);
+        compile_tool(file, at, decl, own, &policies, &base)
+    });
+    let mut tools = Vec::with_capacity(compiled.len());
+    for c in compiled {
+        match c {
             Ok(tool) => tools.push(tool),
             Err(mut ds) => diags.0.append(&mut ds),
         }
@@ -96,7 +120,11 @@ fn parse_policies<'a>(
     diags: &mut Diagnostics,
 ) -> Vec<PolicyFile<'a>> {
     let mut out = Vec::new();
-    for file in source.policies.iter().filter(|f| f.kind == FileKind::Policy) {
+    for file in source
+        .policies
+        .iter()
+        .filter(|f| f.kind == FileKind::Policy)
+    {
         let path = file.path.to_string_lossy().to_string();
         let mut scratch = policy::new_engine(opts.policy_timeout);
         match policy::add_policy(&mut scratch, &path, &file.text) {
@@ -146,7 +174,11 @@ fn compile_tool(
     let location = file.locate(&at.key("name"));
 
     if decl.name.is_empty() {
-        diags.push(Diagnostic::error("empty-name", location.clone(), "tool name is empty"));
+        diags.push(Diagnostic::error(
+            "empty-name",
+            location.clone(),
+            "tool name is empty",
+        ));
     }
     if decl.input_schema.get("type").and_then(Value::as_str) != Some("object") {
         diags.push(
@@ -155,31 +187,42 @@ fn compile_tool(
                 file.locate(&at.key("inputSchema")),
                 format!("inputSchema of `{}` must have `type: object`", decl.name),
             )
-            .with_help("MCP tool arguments are always an object; declare `type: object` with `properties`"),
+            .with_help(
+                "MCP tool arguments are always an object; declare `type: object` with `properties`",
+            ),
         );
     }
-    let validator = match schema::compile(&decl.input_schema, file, &at.key("inputSchema"), "inputSchema") {
+    let validator = match schema::compile(
+        &decl.input_schema,
+        file,
+        &at.key("inputSchema"),
+        "inputSchema",
+    ) {
         Ok(v) => Some(v),
         Err(d) => {
             diags.push(d);
             None
         }
     };
-    if let Some(out) = &decl.output_schema {
-        if let Err(d) = schema::compile(out, file, &at.key("outputSchema"), "outputSchema") {
-            diags.push(d);
-        }
+    if let Some(out) = &decl.output_schema
+        && let Err(d) = schema::compile(out, file, &at.key("outputSchema"), "outputSchema")
+    {
+        diags.push(d);
     }
 
-    let declared = decl.annotations.as_ref().map(|a| a.hints()).unwrap_or_default();
+    let declared = decl
+        .annotations
+        .as_ref()
+        .map(|a| a.hints())
+        .unwrap_or_default();
     let listed = Hints::WORST.overlay(&declared);
     let rules = compile_rules(file, at, decl, &listed, &mut diags);
 
     let needs_engine = !rules.is_empty() || decl.policy.is_some();
-    if let Some(pkg) = &decl.policy {
-        if own.is_empty() {
-            diags.push(missing_package(file, at, pkg, all));
-        }
+    if let Some(pkg) = &decl.policy
+        && own.is_empty()
+    {
+        diags.push(missing_package(file, at, pkg, all));
     }
     let mut engines = None;
     if needs_engine && diags.is_empty() {
@@ -343,8 +386,12 @@ fn tool_engine(
     let mut input = Map::new();
     input.insert("tool".into(), Value::String(decl.name.clone()));
     input.insert("arguments".into(), schema::sample(&decl.input_schema));
-    policy::eval_on(&mut engine, generate::RESULT_RULE, regorus::Value::from(Value::Object(input)))
-        .map_err(|e| LocatedError::Eval(e.location, e.message))?;
+    policy::eval_on(
+        &mut engine,
+        generate::RESULT_RULE,
+        regorus::Value::from(Value::Object(input)),
+    )
+    .map_err(|e| LocatedError::Eval(e.location, e.message))?;
     Ok(engine)
 }
 

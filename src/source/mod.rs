@@ -61,31 +61,37 @@ impl Source {
     pub fn load(paths: &[PathBuf]) -> Result<Source, Diagnostics> {
         let mut diags = Diagnostics::default();
         let found = files::discover(paths).map_err(|d| Diagnostics(vec![d]))?;
+        // Reading and parsing are independent per file, so they run in
+        // parallel; hashing and collecting stay in path order.
+        let loaded = crate::par::map_ordered(&found, 16, |(path, kind)| {
+            let file = files::read(path, *kind)?;
+            let parsed = match kind {
+                FileKind::Tools => Some(parse_tool_file(path, &file.text).map(Parsed::Tools)),
+                FileKind::Data => Some(parse_data(path, &file.text).map(Parsed::Data)),
+                FileKind::Policy | FileKind::PolicyTest | FileKind::Cases => None,
+            };
+            Ok::<_, Diagnostic>((file, parsed))
+        });
         let mut source = Source::default();
         let mut hasher = Sha256::new();
-        for (path, kind) in found {
-            let file = match files::read(&path, kind) {
+        for item in loaded {
+            let (file, parsed) = match item {
                 Ok(f) => f,
                 Err(d) => {
                     diags.push(d);
                     continue;
                 }
             };
-            hasher.update(path.to_string_lossy().as_bytes());
+            hasher.update(file.path.to_string_lossy().as_bytes());
             hasher.update([0]);
             hasher.update((file.text.len() as u64).to_le_bytes());
             hasher.update(file.text.as_bytes());
-            match kind {
-                FileKind::Tools => match parse_tool_file(&path, &file.text) {
-                    Ok(t) => source.tool_files.push(t),
-                    Err(d) => diags.push(d),
-                },
-                FileKind::Data => match parse_data(&path, &file.text) {
-                    Ok(d) => source.data.push(d),
-                    Err(d) => diags.push(d),
-                },
-                FileKind::Policy | FileKind::PolicyTest => source.policies.push(file),
-                FileKind::Cases => source.cases.push(file),
+            match (file.kind, parsed) {
+                (_, Some(Ok(Parsed::Tools(t)))) => source.tool_files.push(t),
+                (_, Some(Ok(Parsed::Data(d)))) => source.data.push(d),
+                (_, Some(Err(d))) => diags.push(d),
+                (FileKind::Cases, None) => source.cases.push(file),
+                (_, None) => source.policies.push(file),
             }
         }
         source.digest = hex(&hasher.finalize());
@@ -107,6 +113,12 @@ impl Source {
                 .map(move |(i, t)| (f, YamlPath::root().key("tools").index(i), t))
         })
     }
+}
+
+/// A file parsed by kind; policies and cases stay text.
+enum Parsed {
+    Tools(ToolSource),
+    Data(DataSource),
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -132,9 +144,7 @@ pub fn parse_tool_file(path: &Path, text: &str) -> Result<ToolSource, Diagnostic
 /// Turns a YAML error into a diagnostic: its location, a message without the
 /// trailing "at line N column M", and for an unknown key the nearest valid one.
 pub fn yaml_error(path: &Path, e: &yaml_serde::Error) -> Diagnostic {
-    let (line, column) = e
-        .location()
-        .map_or((0, 0), |l| (l.line(), l.column()));
+    let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
     let text = e.to_string();
     let message = match text.find(" at line ") {
         Some(i) => text[..i].to_string(),
@@ -168,7 +178,12 @@ fn suggest_key(message: &str) -> Option<String> {
     let expected: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
     let best = expected
         .iter()
-        .map(|k| (strsim::damerau_levenshtein(&unknown.to_lowercase(), &k.to_lowercase()), *k))
+        .map(|k| {
+            (
+                strsim::damerau_levenshtein(&unknown.to_lowercase(), &k.to_lowercase()),
+                *k,
+            )
+        })
         .min()?;
     if best.0 <= 3.max(unknown.len() / 3) {
         Some(format!("did you mean `{}`?", best.1))
@@ -222,7 +237,9 @@ fn check_duplicate_names(source: &Source, diags: &mut Diagnostics) {
                     here,
                     format!("tool `{}` is declared twice", tool.name),
                 )
-                .with_help(format!("the first declaration is at {prev}; rename or remove one")),
+                .with_help(format!(
+                    "the first declaration is at {prev}; rename or remove one"
+                )),
             );
         } else {
             first.insert(&tool.name, here);
