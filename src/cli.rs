@@ -39,4 +39,12 @@ pub struct CatalogArgs {
 pub struct ServeArgs {
     #[command(flatten)]
     pub catalog: CatalogArgs,
+
+    /// Do not watch PATH... for changes (SIGHUP still reloads)
+    #[arg(long)]
+    pub no_watch: bool,
+
+    /// Keep the reload status as JSON in FILE, rewritten atomically after every reload attempt
+    #[arg(long, value_name = "FILE")]
+    pub status_file: Option<PathBuf>,
 }

@@ -9,6 +9,7 @@
 //! layer only translates.
 
 mod errors;
+mod notify;
 pub mod transport;
 pub mod wire;
 
@@ -17,9 +18,10 @@ use std::sync::Arc;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
     CustomResult, ErrorCode, ExtensionCapabilities, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool as McpTool,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    Tool as McpTool,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Map, Value, json};
 
@@ -48,10 +50,7 @@ fn has_result_type(ctx: &RequestContext<RoleServer>) -> bool {
 /// The `name` and `arguments` of a `tools/resolve`-shaped request.
 fn name_and_arguments(params: Option<&Value>) -> Result<(String, Value), ErrorData> {
     let params = params.and_then(Value::as_object).ok_or_else(|| {
-        ErrorData::invalid_params(
-            "params must be an object with `name` and `arguments`",
-            None,
-        )
+        ErrorData::invalid_params("params must be an object with `name` and `arguments`", None)
     })?;
     let name = params
         .get("name")
@@ -62,7 +61,10 @@ fn name_and_arguments(params: Option<&Value>) -> Result<(String, Value), ErrorDa
         Some(v @ Value::Object(_)) => v.clone(),
         Some(other) => {
             return Err(ErrorData::invalid_params(
-                format!("params.arguments must be an object, got {}", json_type(other)),
+                format!(
+                    "params.arguments must be an object, got {}",
+                    json_type(other)
+                ),
                 Some(json!({"tool": name})),
             ));
         }
@@ -82,7 +84,13 @@ fn json_type(v: &Value) -> &'static str {
 }
 
 impl Regent {
-    fn resolve(&self, catalog: &Catalog, params: Option<&Value>, full: bool, result_type: bool) -> Result<Value, ErrorData> {
+    fn resolve(
+        &self,
+        catalog: &Catalog,
+        params: Option<&Value>,
+        full: bool,
+        result_type: bool,
+    ) -> Result<Value, ErrorData> {
         let (name, args) = name_and_arguments(params)?;
         let tool = catalog
             .tool(&name)
@@ -102,13 +110,22 @@ impl Regent {
         }
         if full {
             out.insert("name".into(), json!(name));
-            out.insert("annotations".into(), Value::Object(wire::annotations(tool, Some(&r))));
+            out.insert(
+                "annotations".into(),
+                Value::Object(wire::annotations(tool, Some(&r))),
+            );
             if !r.meta.is_empty() {
                 out.insert("_meta".into(), Value::Object(r.meta.clone()));
             }
-            out.insert("tool".into(), Value::Object(wire::tool_json(tool, Some(&r))));
+            out.insert(
+                "tool".into(),
+                Value::Object(wire::tool_json(tool, Some(&r))),
+            );
         } else {
-            out.insert("annotations".into(), Value::Object(wire::annotations(tool, Some(&r))));
+            out.insert(
+                "annotations".into(),
+                Value::Object(wire::annotations(tool, Some(&r))),
+            );
         }
         Ok(Value::Object(out))
     }
@@ -139,8 +156,12 @@ impl ServerHandler for Regent {
             .iter()
             .map(|t| {
                 let json = Value::Object(wire::stash_for_list(wire::tool_json(t, None)));
-                serde_json::from_value::<McpTool>(json)
-                    .map_err(|e| ErrorData::internal_error(format!("tool {} does not fit the MCP Tool type: {e}", t.name), None))
+                serde_json::from_value::<McpTool>(json).map_err(|e| {
+                    ErrorData::internal_error(
+                        format!("tool {} does not fit the MCP Tool type: {e}", t.name),
+                        None,
+                    )
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(ListToolsResult::with_all_items(tools))
@@ -173,8 +194,21 @@ impl ServerHandler for Regent {
         let catalog = self.state.current();
         let result_type = has_result_type(&ctx);
         let value = match request.method.as_str() {
-            "tools/resolve" => self.resolve(&catalog, request.params.as_ref(), true, result_type)?,
-            "tools/annotations" => self.resolve(&catalog, request.params.as_ref(), false, result_type)?,
+            "tools/resolve" => {
+                self.resolve(&catalog, request.params.as_ref(), true, result_type)?
+            }
+            "tools/annotations" => {
+                self.resolve(&catalog, request.params.as_ref(), false, result_type)?
+            }
+            // Reload status for operators and tests: the same document as
+            // `--status-file`.
+            "regent/status" => {
+                let mut v = crate::reload::status::to_json(&self.state.status());
+                if result_type {
+                    v["resultType"] = json!("complete");
+                }
+                v
+            }
             // rmcp routes a standard request whose params do not match its
             // type here; that is an invalid-params error, not an unknown method.
             m if errors::is_standard_method(m) => {
@@ -192,5 +226,28 @@ impl ServerHandler for Regent {
             }
         };
         Ok(CustomResult::new(value))
+    }
+
+    /// A 2025-11-25-era session is ready: from now on, tell it when the tool
+    /// list changes.
+    async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
+        tokio::spawn(notify::forward_to_session(
+            ctx.peer,
+            self.state.listing_changes(),
+        ));
+    }
+
+    /// 2026-07-28 `subscriptions/listen`: accept what was asked; rmcp narrows
+    /// it to what the capabilities advertise (only `tools.listChanged`).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, sub: SubscriptionContext) -> Result<(), ErrorData> {
+        notify::run_subscription(sub, self.state.listing_changes()).await;
+        Ok(())
     }
 }

@@ -32,7 +32,10 @@ pub fn tool_json(tool: &Tool, resolution: Option<&Resolution<'_>>) -> Map<String
     if let Some(o) = &tool.output_schema {
         t.insert("outputSchema".into(), o.clone());
     }
-    t.insert("annotations".into(), Value::Object(annotations(tool, resolution)));
+    t.insert(
+        "annotations".into(),
+        Value::Object(annotations(tool, resolution)),
+    );
     let mut meta = resolution.map_or_else(|| tool.meta.clone(), |r| r.meta.clone());
     if tool.is_resolvable() {
         meta.insert(EXTENSION.into(), json!({"resolvable": true}));
@@ -40,7 +43,9 @@ pub fn tool_json(tool: &Tool, resolution: Option<&Resolution<'_>>) -> Map<String
     if !meta.is_empty() {
         t.insert("_meta".into(), Value::Object(meta));
     }
-    let schemes = resolution.map_or(tool.security_schemes.as_ref(), |r| r.security_schemes.as_ref());
+    let schemes = resolution.map_or(tool.security_schemes.as_ref(), |r| {
+        r.security_schemes.as_ref()
+    });
     if let Some(s) = schemes {
         t.insert("securitySchemes".into(), Value::Array(s.clone()));
     }
@@ -116,4 +121,26 @@ pub fn hoist(result: &mut Value) {
             }
         }
     }
+}
+
+/// A digest of everything `tools/list` shows for `catalog`: each tool's JSON,
+/// in order. Two catalogs with the same listing digest list the same tools the
+/// same way, so a reload that keeps it (a policy-only change) need not tell
+/// clients that the list changed.
+pub fn listing_digest(catalog: &crate::catalog::Catalog) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for tool in catalog.tools() {
+        let json = Value::Object(tool_json(tool, None));
+        // Serializing a Value cannot fail; the length prefix keeps tool
+        // boundaries unambiguous.
+        let bytes = serde_json::to_vec(&json).unwrap_or_default();
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(&bytes);
+    }
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
