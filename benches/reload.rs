@@ -4,7 +4,9 @@
 //!
 //! Run: `cargo bench --bench reload` (release build). Options after `--`:
 //! `--tools N` (default 500), `--rebuilds N` (default 20), `--saves N`
-//! (default 10), `--keep DIR` to leave the generated catalog in DIR.
+//! (default 10), `--keep DIR` to leave the generated catalog in DIR,
+//! `--server PATH` to drive another `regent` binary (to compare builds),
+//! `--skip-rebuilds` to run part 2 only.
 //!
 //! Part 1 builds in-process (`Source::load` + `catalog::build`, exactly what
 //! a reload does). Part 2 spawns the real `regent serve` binary, resolves in
@@ -26,6 +28,8 @@ struct Opts {
     rebuilds: usize,
     saves: usize,
     keep: Option<PathBuf>,
+    server: PathBuf,
+    skip_rebuilds: bool,
 }
 
 fn opts() -> Opts {
@@ -34,6 +38,8 @@ fn opts() -> Opts {
         rebuilds: 20,
         saves: 10,
         keep: None,
+        server: PathBuf::from(env!("CARGO_BIN_EXE_regent")),
+        skip_rebuilds: false,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -44,6 +50,12 @@ fn opts() -> Opts {
             "--rebuilds" => o.rebuilds = val().parse().expect("--rebuilds N"),
             "--saves" => o.saves = val().parse().expect("--saves N"),
             "--keep" => o.keep = Some(PathBuf::from(val())),
+            "--server" => o.server = PathBuf::from(val()),
+            "--skip-rebuilds" => {
+                o.skip_rebuilds = true;
+                i += 1;
+                continue;
+            }
             // `cargo bench` passes `--bench`; ignore anything else.
             _ => {
                 i += 1;
@@ -187,8 +199,8 @@ fn rebuilds(dir: &Path, n: usize) {
 }
 
 /// The client side of part 2: a resolve loop on the real binary.
-fn save_to_answer(dir: &Path, saves: usize) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_regent"))
+fn save_to_answer(server: &Path, dir: &Path, saves: usize) {
+    let mut child = Command::new(server)
         .args(["serve", dir.to_str().unwrap()])
         .env("RUST_LOG", "regent=warn")
         .stdin(Stdio::piped())
@@ -238,37 +250,38 @@ fn save_to_answer(dir: &Path, saves: usize) {
     stats("request round trip, idle", idle);
 
     let (mut to_answer, mut during, mut rebuild) = (Vec::new(), Vec::new(), Vec::new());
+    // Requests over 5 ms: (round trip, time since the save, saw the new answer yet).
+    let mut slow: Vec<(Duration, Duration, bool)> = Vec::new();
     let file = dir.join(format!("policies/t{target:04}.rego"));
     for save in 0..saves {
-        let answer = format!("{}", save + 2);
+        let answer = json!(format!("{}", save + 2));
         let tmp = dir.join("policies/.bench.tmp");
-        std::fs::write(&tmp, policy(target, &answer)).unwrap();
+        std::fs::write(&tmp, policy(target, answer.as_str().unwrap())).unwrap();
         let saved = Instant::now();
         std::fs::rename(&tmp, &file).unwrap();
-        let mut window = Vec::new();
+        // Resolve until the new answer shows, then 200 ms more: the swap and
+        // the freeing of the old catalog happen around that moment.
+        let mut switched: Option<Instant> = None;
         loop {
             let (v, took) = call("tools/resolve", args.clone());
-            window.push(took);
-            if took > Duration::from_millis(5) {
-                println!(
-                    "  slow request: {:.2} ms, {:.1} ms after the save",
-                    took.as_secs_f64() * 1000.0,
-                    saved.elapsed().as_secs_f64() * 1000.0
-                );
-            }
-            let got = &v["result"]["_meta"]["bench/answer"];
             if v.get("error").is_some() {
                 panic!("error during reload: {v}");
             }
-            if got == &json!(answer) {
+            during.push(took);
+            if took > Duration::from_millis(5) {
+                slow.push((took, saved.elapsed(), switched.is_some()));
+            }
+            if switched.is_none() && v["result"]["_meta"]["bench/answer"] == answer {
                 to_answer.push(saved.elapsed());
+                switched = Some(Instant::now());
+            }
+            if switched.is_some_and(|t| t.elapsed() > Duration::from_millis(200)) {
                 break;
             }
             if saved.elapsed() > Duration::from_secs(10) {
                 panic!("no new answer within 10 s");
             }
         }
-        during.extend(window);
         let (st, _) = call("regent/status", json!({}));
         if let Some(ms) = st["result"]["lastDurationMs"].as_f64() {
             rebuild.push(Duration::from_secs_f64(ms / 1000.0));
@@ -279,7 +292,20 @@ fn save_to_answer(dir: &Path, saves: usize) {
         "saved file -> new answer (250 ms debounce included)",
         to_answer,
     );
-    stats("request round trip, between save and new answer", during);
+    stats(
+        "request round trip, from save to 200 ms after the new answer",
+        during,
+    );
+    println!("requests over 5 ms in that window: {}", slow.len());
+    slow.sort_by(|a, b| b.0.cmp(&a.0));
+    for (took, at, after) in slow.iter().take(5) {
+        println!(
+            "  {:.2} ms, sent {:.0} ms after the save, {} the new answer",
+            took.as_secs_f64() * 1000.0,
+            at.as_secs_f64() * 1000.0 - took.as_secs_f64() * 1000.0,
+            if *after { "after" } else { "before" }
+        );
+    }
     stats(
         "reload duration reported by the server (regent/status lastDurationMs)",
         rebuild,
@@ -307,7 +333,10 @@ fn main() {
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         loadavg()
     );
-    rebuilds(&dir, o.rebuilds);
-    save_to_answer(&dir, o.saves);
+    if !o.skip_rebuilds {
+        rebuilds(&dir, o.rebuilds);
+    }
+    println!("server: {}", o.server.display());
+    save_to_answer(&o.server, &dir, o.saves);
     println!("load average after: {}", loadavg());
 }

@@ -551,3 +551,52 @@ fn status_file_inside_the_catalog_is_refused() {
         "stderr:\n{stderr}"
     );
 }
+
+#[test]
+fn catalog_directory_removed_and_recreated() {
+    let (tmp, dir) = catalog();
+    let status = tmp.path().join("status.json");
+    let mut s = Server::legacy(tmp.path(), &["catalog", "--status-file", "status.json"]);
+    resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
+        std::fs::remove_dir_all(&dir).unwrap();
+        // While the directory is gone, a reload fails and the old catalog
+        // keeps answering.
+        eventually("a failed reload while the directory is missing", || {
+            read_status_file(&status).filter(|v| {
+                v["lastError"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("catalog"))
+            })
+        });
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("deploy.yaml"), tool_yaml("1")).unwrap();
+        std::fs::write(dir.join("deploy.rego"), policy("v2")).unwrap();
+    });
+    // The new directory is watched, not just read once.
+    resolve_across(&mut s, &both("1", "v2"), &both("1", "v3"), || {
+        std::fs::write(dir.join("deploy.rego"), policy("v3")).unwrap();
+    });
+}
+
+#[test]
+fn release_symlink_switched_to_a_new_directory() {
+    // Deployment tools that keep releases side by side and point a
+    // `current` symlink at one of them.
+    let tmp = tempfile::tempdir().unwrap();
+    for (release, answer) in [("r1", "v1"), ("r2", "v2")] {
+        let d = tmp.path().join(release);
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("deploy.yaml"), tool_yaml("1")).unwrap();
+        std::fs::write(d.join("deploy.rego"), policy(answer)).unwrap();
+    }
+    std::os::unix::fs::symlink("r1", tmp.path().join("current")).unwrap();
+    let mut s = Server::legacy(tmp.path(), &["current"]);
+    resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
+        std::os::unix::fs::symlink("r2", tmp.path().join("current.new")).unwrap();
+        std::fs::rename(tmp.path().join("current.new"), tmp.path().join("current")).unwrap();
+    });
+    // Edits inside the release now serving are seen.
+    resolve_across(&mut s, &both("1", "v2"), &both("1", "v3"), || {
+        std::fs::write(tmp.path().join("r2/deploy.rego"), policy("v3")).unwrap();
+    });
+}

@@ -15,6 +15,22 @@ use crate::state::CatalogState;
 
 pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     check_status_file(args)?;
+    // Policy evaluation takes microseconds and stdio is one connection, so a
+    // single-threaded runtime avoids cross-thread wake-ups on every message.
+    // Reloads run on their own thread and never block it.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| cannot_run(format!("cannot start the runtime: {e}")))?;
+    // Take SIGHUP over before the (possibly long) first load: its default
+    // action would kill the server. One that arrives early is kept, and
+    // handled once the reload thread runs.
+    let mut hangup = {
+        let _in_runtime = runtime.enter();
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .map_err(|e| cannot_run(format!("cannot handle SIGHUP: {e}")))?
+    };
+
     let catalog = load_catalog(&args.catalog).map_err(|d| Failure::from_diagnostics(&d))?;
     for w in &catalog.warnings {
         tracing::warn!("{w}");
@@ -36,32 +52,13 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
             debounce: reload::DEBOUNCE,
         },
     )
-    .map_err(|e| Failure::new(exit::CANNOT_RUN, format!("error: {e}")))?;
+    .map_err(cannot_run)?;
     if !args.no_watch {
         tracing::info!("watching the catalog for changes");
     }
 
-    // Policy evaluation takes microseconds and stdio is one connection, so a
-    // single-threaded runtime avoids cross-thread wake-ups on every message.
-    // Reloads run on their own thread and never block it.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            Failure::new(
-                exit::CANNOT_RUN,
-                format!("error: cannot start the runtime: {e}"),
-            )
-        })?;
     let requester = reloads.requester();
     let outcome = runtime.block_on(async move {
-        let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
-            .map_err(|e| {
-                Failure::new(
-                    exit::CANNOT_RUN,
-                    format!("error: cannot handle SIGHUP: {e}"),
-                )
-            })?;
         tokio::spawn(async move {
             while hangup.recv().await.is_some() {
                 tracing::info!("SIGHUP received");
@@ -74,19 +71,19 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         let service = Regent::new(state)
             .serve(LineTransport::new(read, write))
             .await
-            .map_err(|e| {
-                Failure::new(
-                    exit::CANNOT_RUN,
-                    format!("error: mcp session failed to start: {e}"),
-                )
-            })?;
-        service.waiting().await.map_err(|e| {
-            Failure::new(exit::CANNOT_RUN, format!("error: mcp session failed: {e}"))
-        })?;
+            .map_err(|e| cannot_run(format!("mcp session failed to start: {e}")))?;
+        service
+            .waiting()
+            .await
+            .map_err(|e| cannot_run(format!("mcp session failed: {e}")))?;
         Ok(exit::OK)
     });
     reloads.stop();
     outcome
+}
+
+fn cannot_run(message: String) -> Failure {
+    Failure::new(exit::CANNOT_RUN, format!("error: {message}"))
 }
 
 /// A status file inside a watched directory would be read as a catalog file
