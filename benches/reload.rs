@@ -297,7 +297,7 @@ fn save_to_answer(server: &Path, dir: &Path, saves: usize) {
         during,
     );
     println!("requests over 5 ms in that window: {}", slow.len());
-    slow.sort_by(|a, b| b.0.cmp(&a.0));
+    slow.sort_by_key(|s| std::cmp::Reverse(s.0));
     for (took, at, after) in slow.iter().take(5) {
         println!(
             "  {:.2} ms, sent {:.0} ms after the save, {} the new answer",

@@ -119,34 +119,36 @@ fn parse_policies<'a>(
     opts: &BuildOptions,
     diags: &mut Diagnostics,
 ) -> Vec<PolicyFile<'a>> {
-    let mut out = Vec::new();
-    for file in source
+    let files: Vec<_> = source
         .policies
         .iter()
         .filter(|f| f.kind == FileKind::Policy)
-    {
+        .collect();
+    // Each file is parsed on its own scratch engine, so files are parsed in
+    // parallel; the order (and so the diagnostics) stays the files' order.
+    let parsed = crate::par::map_ordered(&files, 32, |file| {
         let path = file.path.to_string_lossy().to_string();
         let mut scratch = policy::new_engine(opts.policy_timeout);
-        match policy::add_policy(&mut scratch, &path, &file.text) {
-            Ok(pkg) => {
-                let package = pkg.strip_prefix("data.").unwrap_or(&pkg).to_string();
-                if package == "regent" || package.starts_with("regent.") {
-                    diags.push(
-                        Diagnostic::error(
-                            "reserved-package",
-                            package_location(&file.path, &file.text),
-                            format!("package `{package}` is reserved for regent's generated rules"),
-                        )
-                        .with_help("rename the package, for example to `tools.<tool name>`"),
-                    );
-                    continue;
-                }
-                out.push(PolicyFile {
-                    path,
-                    text: &file.text,
-                    package,
-                });
-            }
+        let pkg = policy::add_policy(&mut scratch, &path, &file.text)?;
+        let package = pkg.strip_prefix("data.").unwrap_or(&pkg).to_string();
+        if package == "regent" || package.starts_with("regent.") {
+            return Err(Diagnostic::error(
+                "reserved-package",
+                package_location(&file.path, &file.text),
+                format!("package `{package}` is reserved for regent's generated rules"),
+            )
+            .with_help("rename the package, for example to `tools.<tool name>`"));
+        }
+        Ok(PolicyFile {
+            path,
+            text: &file.text,
+            package,
+        })
+    });
+    let mut out = Vec::new();
+    for p in parsed {
+        match p {
+            Ok(p) => out.push(p),
             Err(d) => diags.push(d),
         }
     }

@@ -128,12 +128,11 @@ fn hex(bytes: &[u8]) -> String {
 /// Parses a tool file. An empty file (or one holding only comments) declares no tools.
 pub fn parse_tool_file(path: &Path, text: &str) -> Result<ToolSource, Diagnostic> {
     let index = LocationIndex::build(text);
-    let is_empty = matches!(yaml_serde::from_str::<Value>(text), Ok(Value::Null));
-    let model = if is_empty {
-        ToolFile { tools: Vec::new() }
-    } else {
-        yaml_serde::from_str::<ToolFile>(text).map_err(|e| yaml_error(path, &e))?
-    };
+    // One parse: an empty document (or only comments) is `None`; anything
+    // else deserializes, and fails, exactly as a `ToolFile` would.
+    let model = yaml_serde::from_str::<Option<ToolFile>>(text)
+        .map_err(|e| yaml_error(path, &e))?
+        .unwrap_or(ToolFile { tools: Vec::new() });
     Ok(ToolSource {
         path: path.to_path_buf(),
         model,
@@ -243,6 +242,30 @@ fn check_duplicate_names(source: &Source, diags: &mut Diagnostics) {
             );
         } else {
             first.insert(&tool.name, here);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_tool_files_declare_nothing_and_errors_read_as_before() {
+        for empty in ["", "\n", "# only a comment\n", "---\n", "~\n", "null\n"] {
+            let t = parse_tool_file(Path::new("t.yaml"), empty)
+                .unwrap_or_else(|d| panic!("{empty:?}: {d}"));
+            assert!(t.model.tools.is_empty(), "{empty:?}");
+        }
+        for bad in [
+            "tools: 5\n",
+            "tool:\n  - name: x\n",
+            "- a\n",
+            "tools:\n  - name: x\n    inputSchema: {}\n    bogus: 1\n",
+        ] {
+            let direct = yaml_serde::from_str::<ToolFile>(bad).unwrap_err();
+            let d = parse_tool_file(Path::new("t.yaml"), bad).unwrap_err();
+            assert_eq!(d, yaml_error(Path::new("t.yaml"), &direct), "{bad:?}");
         }
     }
 }
