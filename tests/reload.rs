@@ -331,7 +331,11 @@ fn modern_clients_hear_on_their_listen_stream_only() {
 /// timestamped hidden directory, `..data` points at it, and the visible names
 /// are symlinks through `..data`.
 fn configmap_publish(dir: &Path, version: &str, files: &[(&str, String)]) {
-    let stamp = format!("..2026_01_01_00_00_0{version}.000");
+    configmap_publish_n(dir, version.parse().unwrap(), files)
+}
+
+fn configmap_publish_n(dir: &Path, version: usize, files: &[(&str, String)]) {
+    let stamp = format!("..2026_01_01_00_00_{version:02}.000");
     let data = dir.join(&stamp);
     std::fs::create_dir(&data).unwrap();
     for (name, text) in files {
@@ -599,4 +603,111 @@ fn release_symlink_switched_to_a_new_directory() {
     resolve_across(&mut s, &both("1", "v2"), &both("1", "v3"), || {
         std::fs::write(tmp.path().join("r2/deploy.rego"), policy("v3")).unwrap();
     });
+}
+
+#[test]
+fn configmap_files_given_one_by_one() {
+    // `regent serve mount/deploy.yaml mount/deploy.rego`: the visible names
+    // are symlinks whose content changes only through the `..data` swap.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("mount");
+    std::fs::create_dir(&dir).unwrap();
+    configmap_publish(
+        &dir,
+        "1",
+        &[
+            ("deploy.yaml", tool_yaml("1")),
+            ("deploy.rego", policy("1")),
+        ],
+    );
+    let mut s = Server::legacy(tmp.path(), &["mount/deploy.yaml", "mount/deploy.rego"]);
+    resolve_across(&mut s, &both("1", "1"), &both("2", "2"), || {
+        configmap_publish(
+            &dir,
+            "2",
+            &[
+                ("deploy.yaml", tool_yaml("2")),
+                ("deploy.rego", policy("2")),
+            ],
+        );
+    });
+    resolve_across(&mut s, &both("2", "2"), &both("3", "3"), || {
+        configmap_publish(
+            &dir,
+            "3",
+            &[
+                ("deploy.yaml", tool_yaml("3")),
+                ("deploy.rego", policy("3")),
+            ],
+        );
+    });
+}
+
+#[test]
+fn configmap_swaps_during_reloads_never_tear() {
+    // Swaps arrive while reloads are reading the mount. Filler files sorted
+    // between the policy and the tool file make each read take a while, so
+    // a swap in the middle of one is likely; a reload must then read again
+    // rather than serve the policy of one version with the tool of another.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("mount");
+    std::fs::create_dir(&dir).unwrap();
+    let version = |v: usize| -> Vec<(String, String)> {
+        let mut files = vec![
+            ("deploy.yaml".to_string(), tool_yaml(&v.to_string())),
+            ("deploy.rego".to_string(), policy(&v.to_string())),
+        ];
+        for i in 0..150 {
+            files.push((
+                format!("deploy.s{i:03}.yaml"),
+                extra_tool(&format!("filler_{i:03}")),
+            ));
+        }
+        files
+    };
+    let publish = move |dir: &Path, v: usize| {
+        let files = version(v);
+        let refs: Vec<(&str, String)> =
+            files.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
+        configmap_publish_n(dir, v, &refs);
+    };
+    publish(&dir, 1);
+    let mut s = Server::legacy(tmp.path(), &["mount"]);
+    const SWAPS: usize = 12;
+    let swapper = {
+        let dir = dir.clone();
+        std::thread::spawn(move || {
+            for v in 2..=SWAPS + 1 {
+                std::thread::sleep(Duration::from_millis(230 + (v as u64 * 37) % 90));
+                publish(&dir, v);
+            }
+        })
+    };
+    let last = both(&(SWAPS + 1).to_string(), &(SWAPS + 1).to_string());
+    let deadline = Instant::now() + PATIENCE + Duration::from_secs(10);
+    let mut seen = Vec::new();
+    loop {
+        let got = answer(&s.resolve("deploy", json!({"env": "dev"})));
+        let a =
+            got.unwrap_or_else(|e| panic!("error while swapping: {e}\nstderr:\n{}", s.stderr()));
+        let (y, p) = a.split_once(", ").unwrap();
+        assert_eq!(
+            y.trim_start_matches("yaml "),
+            p.trim_start_matches("policy "),
+            "torn catalog: {a}; before: {seen:?}"
+        );
+        if seen.last() != Some(&a) {
+            seen.push(a.clone());
+        }
+        if a == last {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never reached {last}; saw {seen:?}\nstderr:\n{}",
+            s.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    swapper.join().unwrap();
 }

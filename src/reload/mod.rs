@@ -129,7 +129,7 @@ impl Reloader {
     }
 
     fn attempt(&mut self, started: Instant) -> Outcome {
-        let source = match Source::load(&self.settings.paths) {
+        let source = match self.read_consistently() {
             Ok(s) => s,
             Err(diags) => return self.failed(diags),
         };
@@ -165,6 +165,33 @@ impl Reloader {
         }
     }
 
+    /// Reads the catalog files, again if any of them changed while they were
+    /// read. Files are read one after another, so a change in the middle (a
+    /// ConfigMap's `..data` swap, an editor saving) could otherwise give a
+    /// catalog made of old and new files, which neither version meant. The
+    /// file events of that change would trigger another reload, but only
+    /// after the torn catalog had served.
+    fn read_consistently(&self) -> Result<Source, Diagnostics> {
+        const TRIES: usize = 5;
+        let paths = &self.settings.paths;
+        let mut before = fingerprint(paths);
+        for attempt in 1.. {
+            let loaded = Source::load(paths);
+            let after = fingerprint(paths);
+            if after == before || attempt == TRIES {
+                if after != before {
+                    tracing::warn!(
+                        "catalog files kept changing while being read; using the last read"
+                    );
+                }
+                return loaded;
+            }
+            tracing::debug!("catalog files changed while being read; reading them again");
+            before = after;
+        }
+        unreachable!("the loop returns by its last try")
+    }
+
     /// Frees the retired catalogs that no request holds any more. With the
     /// count at one, this reloader holds the only reference, and nobody can
     /// take a new one: the catalog is no longer in the state.
@@ -192,6 +219,29 @@ impl Reloader {
             tracing::warn!("cannot write the status file {}: {}", path.display(), e);
         }
     }
+}
+
+/// What identifies the content of every catalog file without reading it:
+/// where its path leads (through symlinks), its inode, size and modification
+/// time. Equal fingerprints before and after a read mean nothing changed
+/// in between.
+type Fingerprint = Vec<(PathBuf, Option<(PathBuf, u64, u64, u64, i64, i64)>)>;
+
+fn fingerprint(paths: &[PathBuf]) -> Fingerprint {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(found) = crate::source::files::discover(paths) else {
+        return Vec::new();
+    };
+    found
+        .into_iter()
+        .map(|(path, _)| {
+            let id = std::fs::canonicalize(&path).ok().and_then(|real| {
+                let m = std::fs::metadata(&real).ok()?;
+                Some((real, m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec()))
+            });
+            (path, id)
+        })
+        .collect()
 }
 
 /// Why the reload thread wakes up.
