@@ -222,10 +222,11 @@ impl Reloader {
 }
 
 /// What identifies the content of every catalog file without reading it:
-/// where its path leads (through symlinks), its inode, size and modification
-/// time. Equal fingerprints before and after a read mean nothing changed
-/// in between.
-type Fingerprint = Vec<(PathBuf, Option<(PathBuf, u64, u64, u64, i64, i64)>)>;
+/// the device, inode, size and modification time of what its path leads to
+/// (through symlinks). A rename save or a ConfigMap swap puts a new inode
+/// there; an in-place write changes the time. Equal fingerprints before and
+/// after a read mean nothing changed in between.
+type Fingerprint = Vec<(PathBuf, Option<(u64, u64, u64, i64, i64)>)>;
 
 fn fingerprint(paths: &[PathBuf]) -> Fingerprint {
     use std::os::unix::fs::MetadataExt;
@@ -235,10 +236,9 @@ fn fingerprint(paths: &[PathBuf]) -> Fingerprint {
     found
         .into_iter()
         .map(|(path, _)| {
-            let id = std::fs::canonicalize(&path).ok().and_then(|real| {
-                let m = std::fs::metadata(&real).ok()?;
-                Some((real, m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec()))
-            });
+            let id = std::fs::metadata(&path)
+                .ok()
+                .map(|m| (m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec()));
             (path, id)
         })
         .collect()
