@@ -149,4 +149,12 @@ pub struct ServeArgs {
     /// How long a 2026-07-28 requestState stays valid, in seconds
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     pub request_state_ttl: u64,
+
+    /// Do not watch PATH... for changes (SIGHUP still reloads)
+    #[arg(long)]
+    pub no_watch: bool,
+
+    /// Keep the reload status as JSON in FILE, rewritten atomically after every reload attempt
+    #[arg(long, value_name = "FILE")]
+    pub status_file: Option<PathBuf>,
 }
