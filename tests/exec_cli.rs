@@ -504,6 +504,11 @@ async fn manage_files_stays_inside_its_root() {
             .await;
         assert!(!is_error(&res), "{res}");
         assert!(!example.join(".root").join(&new).exists());
+        // Replace and delete each asked once; read and append never did.
+        let asked = r.asked();
+        assert_eq!(asked.len(), 2, "{era:?}: {asked:?}");
+        assert!(asked[0].starts_with("replace \""), "{asked:?}");
+        assert!(asked[1].starts_with("delete \""), "{asked:?}");
 
         for (path, action) in [
             ("../../etc/passwd", "read"),

@@ -13,6 +13,12 @@ path := input.arguments.path
 
 deny contains "path is empty" if path == ""
 
+# Replace and delete destroy what was there: the user confirms each one
+# before tools/call runs it (docs/elicitation.md).
+confirm := sprintf("%s %q under the root directory? This cannot be undone.", [input.arguments.action, path]) if {
+	input.arguments.action in {"replace", "delete"}
+}
+
 deny contains sprintf("path %q is absolute; paths are relative to the root directory", [path]) if {
 	startswith(path, "/")
 }

@@ -9,6 +9,7 @@ use super::{Failure, exit, load_catalog};
 use crate::cli::ServeArgs;
 use crate::decisions::DecisionLog;
 use crate::protocol::Regent;
+use crate::protocol::confirm::RequestStates;
 use crate::protocol::transport::LineTransport;
 use crate::state::CatalogState;
 
@@ -37,6 +38,15 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         })?,
     };
 
+    let states = match &args.request_state_key_file {
+        Some(path) => RequestStates::from_file(path),
+        None => RequestStates::generated(),
+    }
+    .map_err(|e| Failure::new(exit::CANNOT_RUN, format!("error: {e}")))?
+    .with_ttl(std::time::Duration::from_secs(
+        args.request_state_ttl.max(1),
+    ));
+
     // Policy evaluation takes microseconds and stdio is one connection, so a
     // single-threaded runtime avoids cross-thread wake-ups on every message.
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -54,6 +64,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         let (read, write) = rmcp::transport::stdio_pipes();
         let service = Regent::new(state)
             .with_decision_log(Arc::new(decisions))
+            .with_request_states(states)
             .serve(LineTransport::new(read, write))
             .await
             .map_err(|e| {

@@ -4,8 +4,10 @@
 //!    tool or invalid arguments are JSON-RPC errors (-32602), a failing
 //!    policy is -32603, and nothing runs.
 //! 2. A non-empty `deny` refuses the call: `isError: true` listing the reasons.
-//! 3. (A confirmation step asked of the user would sit here, after the
-//!    decision and before anything runs.)
+//! 3. A `confirm` message in the decision asks the user first (see
+//!    [`confirm`](super::confirm)); decline or cancel refuses the call with
+//!    `isError: true`, and a 2026-07-28 request may end here with
+//!    `input_required`, to be retried with the answer.
 //! 4. Pick the tool's run case, render it (arguments that cannot be used as
 //!    given are refused with `isError: true`), and execute it.
 //! 5. Turn the outcome into a result: output as text, JSON output validated
@@ -18,10 +20,11 @@
 use std::sync::Arc;
 
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, ContentBlock, MetaObject};
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, MetaObject};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
+use super::confirm::{self, Answer, RequestStates, Retry};
 use super::{errors, wire};
 use crate::catalog::{Catalog, ResolveError};
 use crate::decisions::{DecisionLog, Entry, Kind, Verdict};
@@ -44,13 +47,23 @@ pub fn decision_json(id: Option<&str>, reasons: &[String]) -> Value {
     Value::Object(m)
 }
 
+/// Where a call's answers come from and go to, beside its arguments.
+pub struct CallContext<'a> {
+    pub log: &'a DecisionLog,
+    pub states: &'a RequestStates,
+    /// Whether the request uses the 2026-07-28 protocol (multi round-trip input).
+    pub mrtr: bool,
+    pub retry: Retry,
+}
+
 pub async fn call(
     catalog: Arc<Catalog>,
-    log: &DecisionLog,
+    cc: &CallContext<'_>,
     name: &str,
     args: Value,
     ctx: &RequestContext<RoleServer>,
-) -> Result<CallToolResult, ErrorData> {
+) -> Result<CallToolResponse, ErrorData> {
+    let log = cc.log;
     let mut entry = Entry::new(Kind::Call, "tools/call", name, &args, &catalog.revision);
     let r = match catalog.resolve(name, &args) {
         Ok(r) => r,
@@ -78,9 +91,39 @@ pub async fn call(
             text.push_str("\n- ");
             text.push_str(reason);
         }
-        return Ok(result(vec![text], None, true, meta));
+        return Ok(result(vec![text], None, true, meta).into());
     }
     entry.verdict = Verdict::Allowed;
+
+    if let Some(message) = &r.confirm {
+        let digest = crate::decisions::arguments_digest(&args);
+        let answer = confirm::ask(cc.states, ctx, cc.mrtr, &cc.retry, name, &digest, message).await;
+        match answer {
+            Ok(Answer::Accepted) => {}
+            Ok(Answer::InputRequired(ir)) => {
+                // Not a decision yet: the retry writes the log line.
+                return Ok(ir.into());
+            }
+            Ok(Answer::Refused(action)) => {
+                let why = format!("the user did not confirm the call ({action})");
+                meta.insert(
+                    EXECUTION_META.into(),
+                    json!({"refused": why, "confirmation": action}),
+                );
+                entry.refused = Some(why);
+                log.record(&entry);
+                let text = format!(
+                    "regent did not run {name}: the user was asked \"{message}\" and answered {action}"
+                );
+                return Ok(result(vec![text], None, true, meta).into());
+            }
+            Err(e) => {
+                entry.refused = Some(e.message.to_string());
+                log.record(&entry);
+                return Err(e);
+            }
+        }
+    }
 
     let refuse = |mut entry: Entry, mut meta: Map<String, Value>, why: String| {
         meta.insert(EXECUTION_META.into(), json!({"refused": why}));
@@ -95,20 +138,20 @@ pub async fn call(
     };
     let Some(plan) = &tool.run else {
         let why = "the tool declares no `run` section, so regent can describe it but not run it";
-        return Ok(refuse(entry, meta, why.to_string()));
+        return Ok(refuse(entry, meta, why.to_string()).into());
     };
     let Some(spec) = plan.select(&args) else {
         let why = "no run case of the tool matches these arguments";
-        return Ok(refuse(entry, meta, why.to_string()));
+        return Ok(refuse(entry, meta, why.to_string()).into());
     };
     let outcome = match spec {
         RunSpec::Cli(c) => match c.prepare(&args) {
             Ok(p) => exec::cli::run(&p, c.timeout, c.max_output, ctx.ct.cancelled()).await,
-            Err(refusal) => return Ok(refuse(entry, meta, refusal.0)),
+            Err(refusal) => return Ok(refuse(entry, meta, refusal.0).into()),
         },
         RunSpec::Http(h) => match h.prepare(&args) {
             Ok(p) => exec::http::run(h, p, ctx.ct.cancelled()).await,
-            Err(refusal) => return Ok(refuse(entry, meta, refusal.0)),
+            Err(refusal) => return Ok(refuse(entry, meta, refusal.0).into()),
         },
     };
 
@@ -123,7 +166,7 @@ pub async fn call(
         );
     }
     meta.insert(EXECUTION_META.into(), execution);
-    Ok(report(tool, spec, outcome, meta))
+    Ok(report(tool, spec, outcome, meta).into())
 }
 
 /// The tool result for an execution that happened.

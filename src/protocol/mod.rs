@@ -9,6 +9,7 @@
 //! layer only translates.
 
 pub mod call;
+pub mod confirm;
 mod errors;
 pub mod transport;
 pub mod wire;
@@ -34,15 +35,28 @@ pub use errors::resolve_error;
 pub struct Regent {
     state: Arc<CatalogState>,
     decisions: Arc<DecisionLog>,
+    states: Arc<confirm::RequestStates>,
 }
 
 impl Regent {
     /// A server whose decision log goes to standard error.
+    ///
+    /// `requestState` values are sealed with a key generated here; use
+    /// [`Regent::with_request_states`] for a configured one.
     pub fn new(state: Arc<CatalogState>) -> Regent {
+        let states = confirm::RequestStates::generated()
+            .unwrap_or_else(|e| panic!("no request-state key: {e}"));
         Regent {
             state,
             decisions: Arc::new(DecisionLog::stderr(false)),
+            states: Arc::new(states),
         }
+    }
+
+    /// Seals and opens `requestState` with `states` (a configured key).
+    pub fn with_request_states(mut self, states: confirm::RequestStates) -> Regent {
+        self.states = Arc::new(states);
+        self
     }
 
     /// Sends decision-log lines to `log` instead.
@@ -95,6 +109,8 @@ fn json_type(v: &Value) -> &'static str {
 }
 
 impl Regent {
+    /// Answers `tools/resolve` or `tools/annotations` and writes the
+    /// decision-log line.
     fn resolve(
         &self,
         catalog: &Catalog,
@@ -102,64 +118,95 @@ impl Regent {
         full: bool,
         result_type: bool,
     ) -> Result<Value, ErrorData> {
-        let (name, args) = name_and_arguments(params)?;
-        let tool = catalog
-            .tool(&name)
-            .ok_or_else(|| errors::unknown_tool(&name))?;
-        if !tool.is_resolvable() {
-            return Err(ErrorData::invalid_params(
-                format!("tool {name} is not resolvable: it has no resolve rules and no policy"),
-                Some(json!({"tool": name, "reason": "not-resolvable"})),
-            ));
-        }
-        let method = if full {
-            "tools/resolve"
-        } else {
-            "tools/annotations"
-        };
-        let mut entry = Entry::new(Kind::Resolve, method, &name, &args, &catalog.revision);
-        let r = catalog.resolve(&name, &args).map_err(|e| {
-            entry.verdict = Verdict::Error(e.to_string());
-            self.decisions.record(&entry);
-            errors::resolve_error(catalog, &e)
-        })?;
-        entry.annotations = Some(wire::annotations(tool, Some(&r)));
-        entry.verdict = if r.allowed() {
-            Verdict::Allowed
-        } else {
-            Verdict::Denied(r.deny.clone())
-        };
-        self.decisions.record(&entry);
-        let mut out = Map::new();
-        if result_type {
-            out.insert("resultType".into(), json!("complete"));
-        }
-        if full {
-            out.insert("name".into(), json!(name));
-            out.insert(
-                "annotations".into(),
-                Value::Object(wire::annotations(tool, Some(&r))),
-            );
-            // The decision a call with these arguments would get, without
-            // an id: resolution stays deterministic.
-            let mut meta = r.meta.clone();
-            meta.insert(
-                call::DECISION_META.into(),
-                call::decision_json(None, &r.deny),
-            );
-            out.insert("_meta".into(), Value::Object(meta));
-            out.insert(
-                "tool".into(),
-                Value::Object(wire::tool_json(tool, Some(&r))),
-            );
-        } else {
-            out.insert(
-                "annotations".into(),
-                Value::Object(wire::annotations(tool, Some(&r))),
-            );
-        }
-        Ok(Value::Object(out))
+        resolve_logged(catalog, params, full, result_type, Some(&self.decisions))
     }
+}
+
+/// The result of `tools/resolve` (`full`) or `tools/annotations` for the
+/// request `params`, exactly as the server answers it. Public so that
+/// `regent resolve` prints the same thing without starting a server.
+pub fn resolve_result(
+    catalog: &Catalog,
+    params: Option<&Value>,
+    full: bool,
+    result_type: bool,
+) -> Result<Value, ErrorData> {
+    resolve_logged(catalog, params, full, result_type, None)
+}
+
+fn resolve_logged(
+    catalog: &Catalog,
+    params: Option<&Value>,
+    full: bool,
+    result_type: bool,
+    log: Option<&DecisionLog>,
+) -> Result<Value, ErrorData> {
+    let (name, args) = name_and_arguments(params)?;
+    let tool = catalog
+        .tool(&name)
+        .ok_or_else(|| errors::unknown_tool(&name))?;
+    if !tool.is_resolvable() {
+        return Err(ErrorData::invalid_params(
+            format!("tool {name} is not resolvable: it has no resolve rules and no policy"),
+            Some(json!({"tool": name, "reason": "not-resolvable"})),
+        ));
+    }
+    let method = if full {
+        "tools/resolve"
+    } else {
+        "tools/annotations"
+    };
+    let mut entry = Entry::new(Kind::Resolve, method, &name, &args, &catalog.revision);
+    let r = catalog.resolve(&name, &args).map_err(|e| {
+        entry.verdict = Verdict::Error(e.to_string());
+        if let Some(log) = log {
+            log.record(&entry);
+        }
+        errors::resolve_error(catalog, &e)
+    })?;
+    entry.annotations = Some(wire::annotations(tool, Some(&r)));
+    entry.verdict = if r.allowed() {
+        Verdict::Allowed
+    } else {
+        Verdict::Denied(r.deny.clone())
+    };
+    if let Some(log) = log {
+        log.record(&entry);
+    }
+    let mut out = Map::new();
+    if result_type {
+        out.insert("resultType".into(), json!("complete"));
+    }
+    if full {
+        out.insert("name".into(), json!(name));
+        out.insert(
+            "annotations".into(),
+            Value::Object(wire::annotations(tool, Some(&r))),
+        );
+        // The decision a call with these arguments would get, without
+        // an id: resolution stays deterministic.
+        let mut meta = r.meta.clone();
+        meta.insert(
+            call::DECISION_META.into(),
+            call::decision_json(None, &r.deny),
+        );
+        if let (Some(message), Some(Value::Object(d))) =
+            (&r.confirm, meta.get_mut(call::DECISION_META))
+        {
+            d.insert("confirm".into(), json!(message));
+        }
+        out.insert("_meta".into(), Value::Object(meta));
+        out.insert(
+            "tool".into(),
+            Value::Object(wire::tool_json(tool, Some(&r))),
+        );
+    } else {
+        out.insert(
+            "annotations".into(),
+            Value::Object(wire::annotations(tool, Some(&r))),
+        );
+    }
+    Ok(Value::Object(out))
 }
 
 impl ServerHandler for Regent {
@@ -205,9 +252,16 @@ impl ServerHandler for Regent {
     ) -> Result<CallToolResponse, ErrorData> {
         let catalog = self.state.current();
         let args = Value::Object(request.arguments.unwrap_or_default());
-        call::call(catalog, &self.decisions, &request.name, args, &ctx)
-            .await
-            .map(Into::into)
+        let cc = call::CallContext {
+            log: &self.decisions,
+            states: &self.states,
+            mrtr: has_result_type(&ctx),
+            retry: confirm::Retry {
+                responses: request.input_responses,
+                state: request.request_state,
+            },
+        };
+        call::call(catalog, &cc, &request.name, args, &ctx).await
     }
 
     async fn on_custom_request(

@@ -112,6 +112,9 @@ pub struct MappingRule {
     /// Reasons to refuse the call when this rule matches (one string or a list).
     #[serde(default)]
     pub deny: Reasons,
+    /// A question put to the user before the call runs (see docs/elicitation.md).
+    #[serde(default)]
+    pub confirm: Option<String>,
 }
 
 /// One reason or a list of them, as `deny:` accepts.

@@ -6,24 +6,52 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientRequest, CustomRequest, Implementation,
-    InitializeRequestParams, ProtocolVersion, ServerResult,
+    CallToolRequestParams, ClientCapabilities, ClientRequest, CustomRequest, ElicitRequestParams,
+    ElicitResult, ElicitationAction, Implementation, InitializeRequestParams, ProtocolVersion,
+    ServerResult,
 };
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient, RunningService,
+};
 use rmcp::{ClientHandler, ServiceError};
 use serde_json::{Value, json};
 
+/// rmcp's client, answering elicitation as told: `None` declares no
+/// elicitation capability at all. Every question asked is recorded in
+/// `asked` (its message), so tests can count them.
 #[derive(Clone)]
-pub struct TestClient;
+pub struct TestClient {
+    pub elicit: Option<ElicitationAction>,
+    pub asked: Arc<Mutex<Vec<String>>>,
+}
 
 impl ClientHandler for TestClient {
     fn get_info(&self) -> rmcp::model::ClientConfig {
-        InitializeRequestParams::new(
-            ClientCapabilities::default(),
-            Implementation::new("regent-exec-tests", "1"),
-        )
+        let mut caps = ClientCapabilities::default();
+        if self.elicit.is_some() {
+            caps.elicitation = Some(serde_json::from_value(json!({"form": {}})).unwrap());
+        }
+        InitializeRequestParams::new(caps, Implementation::new("regent-exec-tests", "1"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _ctx: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let message = match &request {
+            ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
+            other => format!("{other:?}"),
+        };
+        self.asked.lock().unwrap().push(message);
+        let action = self.elicit.clone().expect("asked without the capability");
+        let content = matches!(action, ElicitationAction::Accept).then(|| json!({}));
+        let mut r = ElicitResult::new(action);
+        r.content = content;
+        Ok(r)
     }
 }
 
@@ -67,6 +95,8 @@ pub struct Start<'a> {
     pub env: Vec<(&'a str, String)>,
     pub removed: Vec<&'a str>,
     pub extra_args: Vec<&'a str>,
+    /// How the client answers elicitation (default: accept).
+    pub elicit: Option<ElicitationAction>,
 }
 
 impl<'a> Start<'a> {
@@ -76,7 +106,15 @@ impl<'a> Start<'a> {
             env: Vec::new(),
             removed: Vec::new(),
             extra_args: Vec::new(),
+            elicit: Some(ElicitationAction::Accept),
         }
+    }
+
+    /// The client answers every question with `action`; `None`: it
+    /// declares no elicitation capability.
+    pub fn elicit(mut self, action: Option<ElicitationAction>) -> Self {
+        self.elicit = action;
+        self
     }
 
     pub fn without(mut self, k: &'a str) -> Self {
@@ -118,7 +156,11 @@ impl<'a> Start<'a> {
         let mut child = cmd.spawn().expect("start regent");
         let stdout = child.stdout.take().unwrap();
         let stdin = child.stdin.take().unwrap();
-        let client = TestClient
+        let handler = TestClient {
+            elicit: self.elicit.clone(),
+            asked: Arc::new(Mutex::new(Vec::new())),
+        };
+        let client = handler
             .serve_with_lifecycle((stdout, stdin), era.mode())
             .await
             .expect("connect to regent");
@@ -189,6 +231,11 @@ impl Regent {
                     std::fs::read_to_string(&self.log).unwrap_or_default()
                 )
             })
+    }
+
+    /// The messages of every question the client was asked so far.
+    pub fn asked(&self) -> Vec<String> {
+        self.client.service().asked.lock().unwrap().clone()
     }
 
     pub async fn close(self) {
