@@ -5,6 +5,8 @@ pub mod catalog;
 pub mod cli;
 pub mod commands;
 pub mod diag;
+pub mod http;
+pub mod metrics;
 pub mod protocol;
 pub mod source;
 pub mod state;

@@ -2,6 +2,7 @@
 //! `main` prints; none of them calls `process::exit` itself.
 
 pub mod serve;
+pub mod serve_http;
 
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
 //! `regent serve`: load the catalog, then answer MCP on stdio until the
-//! client closes its end.
+//! client closes its end (or over HTTP with `--http`: see `serve_http`).
 
 use std::sync::Arc;
 
@@ -22,6 +22,9 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         "catalog loaded"
     );
     let state = Arc::new(CatalogState::new(catalog));
+    if args.http.http.is_some() {
+        return super::serve_http::run(&args.http, Regent::new(state.clone()), state);
+    }
 
     // Policy evaluation takes microseconds and stdio is one connection, so a
     // single-threaded runtime avoids cross-thread wake-ups on every message.

@@ -9,6 +9,7 @@
 //! layer only translates.
 
 mod errors;
+pub mod metered;
 pub mod transport;
 pub mod wire;
 
