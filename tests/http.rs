@@ -139,7 +139,7 @@ fn sessions_in_the_2025_era_and_headers_in_the_2026_era_are_enforced() {
     .header("Mcp-Session-Id", &session)
     .header("MCP-Protocol-Version", "2025-11-25");
     let resp = http.send(&del);
-    assert_eq!(resp.status, 202, "{}", resp.text());
+    assert_eq!(resp.status, 204, "{}", resp.text());
     let resp = legacy.post(&msg, "tools/list");
     assert_eq!(resp.status, 404, "{}", resp.text());
 

@@ -132,6 +132,22 @@ where
     .await
 }
 
+/// rmcp answers a session's DELETE with 202 Accepted; the official Python
+/// SDK expects 200 or 204 and warns on anything else. The session is gone by
+/// the time rmcp answers, so 204 No Content says exactly that (the spec does
+/// not pin a status, and the conformance suite accepts any 2xx).
+async fn session_end_is_204(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let is_delete = req.method() == http::Method::DELETE;
+    let mut resp = next.run(req).await;
+    if is_delete && resp.status() == http::StatusCode::ACCEPTED {
+        *resp.status_mut() = http::StatusCode::NO_CONTENT;
+    }
+    resp
+}
+
 fn router<S>(mcp: S, shared: Arc<guard::Shared>) -> Router
 where
     S: tower::Service<
@@ -150,6 +166,7 @@ where
     let mcp_routes = Router::new()
         .route_service("/mcp", mcp)
         .layer(axum::middleware::from_fn(hoist::rewrite))
+        .layer(axum::middleware::from_fn(session_end_is_204))
         .layer(from_fn_with_state(shared.clone(), guard::authenticate))
         .layer(from_fn_with_state(
             shared.clone(),

@@ -2,7 +2,8 @@
 
 Run by .ci/run inside a virtual environment it creates:
 
-    python tests/interop_python/interop.py target/debug/regent
+    python tests/interop_python/interop.py target/debug/regent          # stdio
+    python tests/interop_python/interop.py target/debug/regent --http   # Streamable HTTP
 
 Each check prints one line; the script ends with "N passed, N failed" and
 exits non-zero on any failure. It connects twice: once with the initialize
@@ -10,17 +11,29 @@ handshake (mode="legacy", protocol 2025-11-25) and once with mode="auto",
 which discovers the 2026-07-28 protocol. `tools/resolve` and
 `tools/annotations` are not SDK methods, so they go through
 `session.send_request` with a generic request type.
+
+With --http the script starts `regent serve --http 127.0.0.1:0` itself, with
+a bearer token in REGENT_AUTH_TOKEN, and connects the SDK's Streamable HTTP
+client to the address regent reports; a client without the token must be
+turned away.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import secrets
+import subprocess
 import sys
+import threading
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import Request, Result
 from pydantic import ConfigDict
 
@@ -65,11 +78,58 @@ SEP_TABLE = {
 }
 
 
-async def run(binary: str, mode: str) -> None:
-    params = StdioServerParameters(command=binary, args=["serve", str(ROOT / "examples" / "manage_files")])
-    async with Client(params, mode=mode, read_timeout_seconds=20) as client:
+CATALOG = str(ROOT / "examples" / "manage_files")
+
+
+def stdio_server(binary: str) -> Any:
+    return StdioServerParameters(command=binary, args=["serve", CATALOG])
+
+
+class HttpServer:
+    """`regent serve --http 127.0.0.1:0` with a bearer token, for the whole run."""
+
+    def __init__(self, binary: str) -> None:
+        self.token = secrets.token_hex(16)
+        env = dict(os.environ, REGENT_AUTH_TOKEN=self.token, NO_COLOR="1")
+        env.pop("RUST_LOG", None)
+        self.proc = subprocess.Popen(
+            [binary, "serve", "--http", "127.0.0.1:0", CATALOG],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True,
+        )
+        self.url = ""
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            if "serving MCP at http://" in line:
+                self.url = "http://" + line.split("serving MCP at http://", 1)[1].split()[0]
+                break
+        if not self.url:
+            raise RuntimeError(f"regent did not start listening (exit {self.proc.poll()})")
+        # Keep draining stderr so the server never blocks on a full pipe.
+        threading.Thread(target=self.proc.stderr.read, daemon=True).start()
+
+    def client(self, token: str | None) -> Any:
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        return streamable_http_client(self.url, http_client=create_mcp_http_client(headers=headers))
+
+    def metric(self, series: str) -> float:
+        req = urllib.request.Request(self.url.replace("/mcp", "/metrics"), headers={"Authorization": f"Bearer {self.token}"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            for line in resp.read().decode().splitlines():
+                name, _, value = line.rpartition(" ")
+                if name == series:
+                    return float(value)
+        return 0.0
+
+    def stop(self) -> int:
+        self.proc.terminate()
+        return self.proc.wait(timeout=30)
+
+
+async def run(server: Any, mode: str, label: str) -> None:
+    async with Client(server, mode=mode, read_timeout_seconds=20) as client:
+        mode = f"{label} {mode}"
         era = client.protocol_version
-        want_era = "2025-11-25" if mode == "legacy" else "2026-07-28"
+        want_era = "2025-11-25" if mode.endswith("legacy") else "2026-07-28"
         check(f"[{mode}] negotiated {want_era}", era == want_era, era)
 
         tools = await client.list_tools()
@@ -92,7 +152,7 @@ async def run(binary: str, mode: str) -> None:
             a = await custom(client, "tools/annotations", {"name": "manage_files", "arguments": args})
             check(f"[{mode}] tools/annotations {action}", a.get("annotations") == want, a)
             has_rt = "resultType" in r
-            check(f"[{mode}] resultType present only in 2026-07-28 ({action})", has_rt == (mode != "legacy"), r)
+            check(f"[{mode}] resultType present only in 2026-07-28 ({action})", has_rt == (era != "2025-11-25"), r)
 
         try:
             await custom(client, "tools/resolve", {"name": "no_such_tool", "arguments": {}})
@@ -110,13 +170,33 @@ async def run(binary: str, mode: str) -> None:
 
 
 async def main() -> int:
-    binary = sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "target" / "debug" / "regent")
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    binary = args[0] if args else str(ROOT / "target" / "debug" / "regent")
+    http = HttpServer(binary) if "--http" in sys.argv[1:] else None
     for mode in ("legacy", "auto"):
+        label = "http" if http else "stdio"
         try:
             with anyio.fail_after(60):
-                await run(binary, mode)
+                await run(http.client(http.token) if http else stdio_server(binary), mode, label)
         except Exception as e:  # a crash is a failure with its reason, not a traceback wall
-            check(f"[{mode}] session", False, repr(e))
+            check(f"[{label} {mode}] session", False, repr(e))
+    if http:
+        # The SDK reports a refused connection as a generic error, so the
+        # server's own count of 401 answers says why it was refused.
+        for token in (None, "wrong-" + http.token):
+            label = "without a token" if token is None else "with a wrong token"
+            series = 'regent_http_responses_total{route="/mcp",code="401"}'
+            before = http.metric(series)
+            try:
+                with anyio.fail_after(30):
+                    async with Client(http.client(token), mode="auto", read_timeout_seconds=10) as client:
+                        await client.list_tools()
+                check(f"[http] a client {label} is refused", False, "it connected and listed tools")
+            except Exception as e:
+                after = http.metric(series)
+                check(f"[http] a client {label} is refused with 401", after > before, f"{series}: {before} -> {after}; {e!r}")
+        code = http.stop()
+        check("[http] SIGTERM stops the server cleanly", code == 0, f"exit {code}")
     print(f"interop: {passed} passed, {failed} failed")
     return 1 if failed or not passed else 0
 
