@@ -43,6 +43,10 @@ fn script() -> Vec<(&'static str, Value)> {
         ),
         ("tools/call", json!({"name": "nope", "arguments": {}})),
         ("tools/frobnicate", json!({})),
+        ("prompts/list", json!({})),
+        ("resources/list", json!({})),
+        ("logging/setLevel", json!({})),
+        ("logging/setLevel", json!({"level": "debug"})),
     ]);
     v
 }
@@ -167,6 +171,37 @@ fn sessions_in_the_2025_era_and_headers_in_the_2026_era_are_enforced() {
         resp.response_to(&bare["id"])["error"]["code"],
         json!(-32602)
     );
+}
+
+#[test]
+fn methods_regent_does_not_offer_are_not_found() {
+    let http = HttpServer::start(&[&catalog("examples/manage_files")]);
+    for era in Era::ALL {
+        let mut c = McpHttp::connect(http.addr, era);
+        for method in ["prompts/list", "resources/list", "resources/templates/list"] {
+            let e = c.expect_error(method, json!({}));
+            assert_eq!(e["code"], json!(-32601), "{era:?} {method}: {e}");
+        }
+    }
+    // Methods the 2026-07-28 protocol removed are unknown there: 404 and
+    // -32601, however malformed their params.
+    let mut c = McpHttp::connect(http.addr, Era::Modern);
+    for method in [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+    ] {
+        let msg = c.message(method, json!({}));
+        let resp = c.post(&msg, method);
+        assert_eq!(resp.status, 404, "{method}: {}", resp.text());
+        let e = &resp.response_to(&msg["id"])["error"];
+        assert_eq!(e["code"], json!(-32601), "{method}: {e}");
+    }
+    // In the 2025-11-25 era they exist, so bad params are invalid params.
+    let mut c = McpHttp::connect(http.addr, Era::Legacy);
+    let e = c.expect_error("resources/subscribe", json!({}));
+    assert_eq!(e["code"], json!(-32602), "{e}");
 }
 
 #[test]

@@ -16,9 +16,11 @@ pub mod wire;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, ErrorCode, ExtensionCapabilities, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool as McpTool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, CustomRequest, CustomResult, ErrorCode, ExtensionCapabilities, Implementation,
+    JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    Tool as McpTool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -200,8 +202,9 @@ impl ServerHandler for Regent {
                 self.resolve(&catalog, request.params.as_ref(), false, result_type)?
             }
             // rmcp routes a standard request whose params do not match its
-            // type here; that is an invalid-params error, not an unknown method.
-            m if errors::is_standard_method(m) => {
+            // type here; that is an invalid-params error, not an unknown method
+            // (unless the request's protocol no longer has the method).
+            m if errors::is_standard_method(m) && !(result_type && errors::removed_in_2026(m)) => {
                 return Err(ErrorData::invalid_params(
                     format!("invalid params for {m}"),
                     Some(json!({"method": m})),
@@ -216,5 +219,48 @@ impl ServerHandler for Regent {
             }
         };
         Ok(CustomResult::new(value))
+    }
+
+    /// The listed tool `name`, for rmcp's check of `Mcp-Param-*` headers
+    /// against the tool's input schema (Streamable HTTP, SEP-2243).
+    fn get_tool(&self, name: &str) -> Option<McpTool> {
+        let catalog = self.state.current();
+        let json = Value::Object(wire::tool_json(catalog.tool(name)?, None));
+        serde_json::from_value(json).ok()
+    }
+
+    // regent declares neither prompts, resources nor completions, so it does
+    // not answer for them (rmcp's defaults answer with empty lists, which
+    // would claim features the capabilities deny).
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Err(errors::not_offered("prompts/list"))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Err(errors::not_offered("resources/list"))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Err(errors::not_offered("resources/templates/list"))
+    }
+
+    async fn complete(
+        &self,
+        _request: CompleteRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        Err(errors::not_offered("completion/complete"))
     }
 }
