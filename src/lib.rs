@@ -2,6 +2,7 @@
 //! behaviour is decided by Rego policies. See ARCHITECTURE.md for the map.
 
 pub mod catalog;
+pub mod check;
 pub mod cli;
 pub mod commands;
 pub mod diag;
@@ -10,3 +11,4 @@ pub mod metrics;
 pub mod protocol;
 pub mod source;
 pub mod state;
+pub mod testing;

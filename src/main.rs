@@ -41,6 +41,9 @@ fn real_main() -> i32 {
     };
     let outcome = match &cli.command {
         Command::Serve(args) => commands::serve::run(args),
+        Command::Check(args) => commands::check::run(args),
+        Command::Test(args) => commands::test::run(args),
+        Command::Resolve(args) => commands::resolve::run(args),
     };
     match outcome {
         Ok(code) => code,

@@ -22,6 +22,17 @@ struct PolicyFile<'a> {
 
 /// Compiles `source`. Every problem found is returned, not only the first.
 pub fn build(source: &Source, opts: &BuildOptions) -> Result<Catalog, Diagnostics> {
+    let (catalog, diags) = build_partial(source, opts);
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    Ok(catalog)
+}
+
+/// Compiles every tool that can be compiled and returns the problems of
+/// the others beside it. For `regent check`, which goes on to examine the
+/// tools that compiled; a catalog with errors is never served.
+pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnostics) {
     let mut diags = Diagnostics::default();
 
     let policies = parse_policies(source, opts, &mut diags);
@@ -40,9 +51,11 @@ pub fn build(source: &Source, opts: &BuildOptions) -> Result<Catalog, Diagnostic
     // The base engine holds what every tool may read: library packages (those
     // no tool claims) and the data documents.
     let mut base = policy::new_engine(opts.policy_timeout);
+    let mut library = Vec::new();
     for p in policies.iter().filter(|p| owner_of(&p.package).is_none()) {
-        if let Err(d) = policy::add_policy(&mut base, &p.path, p.text) {
-            diags.push(d);
+        match policy::add_policy(&mut base, &p.path, p.text) {
+            Ok(_) => library.push((p.path.as_str(), p.package.as_str())),
+            Err(d) => diags.push(d),
         }
     }
     for data in &source.data {
@@ -65,27 +78,34 @@ pub fn build(source: &Source, opts: &BuildOptions) -> Result<Catalog, Diagnostic
             .iter()
             .filter(|p| decl.policy.is_some() && owner_of(&p.package) == decl.policy.as_deref())
             .collect();
-        match compile_tool(file, &at, decl, &own, &policies, &base) {
-            Ok(tool) => tools.push(tool),
+        let shared = Shared {
+            all: &policies,
+            base: &base,
+            library: &library,
+        };
+        match compile_tool(file, &at, decl, &own, &shared, opts) {
+            Ok((tool, mut ds)) => {
+                diags.0.append(&mut ds);
+                tools.push(tool);
+            }
             Err(mut ds) => diags.0.append(&mut ds),
         }
     }
 
-    if diags.has_errors() {
-        diags.sort();
-        return Err(diags);
-    }
+    diags.sort();
+    let warnings = diags.0.iter().filter(|d| !d.is_error()).cloned().collect();
     let by_name = tools
         .iter()
         .enumerate()
         .map(|(i, t): (usize, &Tool)| (t.name.clone(), i))
         .collect();
-    Ok(Catalog {
+    let catalog = Catalog {
         revision: source.digest.clone(),
         tools,
         by_name,
-        warnings: diags.0,
-    })
+        warnings,
+    };
+    (catalog, diags)
 }
 
 /// Parses every serving policy file to learn its package, reporting parse
@@ -138,23 +158,31 @@ fn package_location(path: &std::path::Path, text: &str) -> Location {
     Location::new(path, line, 1)
 }
 
+/// What every tool's compilation shares: all policy files, the base engine
+/// (libraries and data) and the library modules as (file, package).
+struct Shared<'a> {
+    all: &'a [PolicyFile<'a>],
+    base: &'a regorus::Engine,
+    library: &'a [(&'a str, &'a str)],
+}
+
 fn compile_tool(
     file: &ToolSource,
     at: &YamlPath,
     decl: &ToolDecl,
     own: &[&PolicyFile],
-    all: &[PolicyFile],
-    base: &regorus::Engine,
-) -> Result<Tool, Vec<Diagnostic>> {
+    shared: &Shared<'_>,
+    opts: &BuildOptions,
+) -> Result<(Tool, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let Shared { all, base, library } = *shared;
     let mut diags = Vec::new();
     let location = file.locate(&at.key("name"));
 
     if decl.name.is_empty() {
-        diags.push(Diagnostic::error(
-            "empty-name",
-            location.clone(),
-            "tool name is empty",
-        ));
+        diags.push(
+            Diagnostic::error("empty-name", location.clone(), "tool name is empty")
+                .with_help("give the tool a name, unique in the catalog"),
+        );
     }
     if decl.input_schema.get("type").and_then(Value::as_str) != Some("object") {
         diags.push(
@@ -200,10 +228,17 @@ fn compile_tool(
     {
         diags.push(missing_package(file, at, pkg, all));
     }
+    // With `keep_riskier_rules` (regent check), a riskier YAML rule is still
+    // reported but does not stop the tool from compiling, so the worst-case
+    // proof can name the exact arguments that reach it.
+    let blocking = |ds: &[Diagnostic]| {
+        ds.iter()
+            .any(|d| !(opts.keep_riskier_rules && d.code == "riskier-than-listed"))
+    };
     let mut engines = None;
     let mut plan = Vec::new();
-    if needs_engine && diags.is_empty() {
-        match tool_engine(decl, own, base) {
+    if needs_engine && !blocking(&diags) {
+        match tool_engine(decl, own, base, library) {
             Ok((engine, p)) => {
                 engines = Some(EnginePool::new(engine));
                 plan = p;
@@ -213,23 +248,26 @@ fn compile_tool(
     }
 
     match validator {
-        Some(validator) if diags.is_empty() => Ok(Tool {
-            name: decl.name.clone(),
-            title: decl.title.clone(),
-            description: decl.description.clone(),
-            input_schema: decl.input_schema.clone(),
-            output_schema: decl.output_schema.clone(),
-            annotations_title: decl.annotations.as_ref().and_then(|a| a.title.clone()),
-            listed,
-            meta: decl.meta.clone().unwrap_or_default(),
-            security_schemes: decl.security_schemes.clone(),
-            rules,
-            policy: decl.policy.clone(),
-            location,
-            validator,
-            engines,
-            plan,
-        }),
+        Some(validator) if !blocking(&diags) => Ok((
+            Tool {
+                name: decl.name.clone(),
+                title: decl.title.clone(),
+                description: decl.description.clone(),
+                input_schema: decl.input_schema.clone(),
+                output_schema: decl.output_schema.clone(),
+                annotations_title: decl.annotations.as_ref().and_then(|a| a.title.clone()),
+                listed,
+                meta: decl.meta.clone().unwrap_or_default(),
+                security_schemes: decl.security_schemes.clone(),
+                rules,
+                policy: decl.policy.clone(),
+                location,
+                validator,
+                engines,
+                plan,
+            },
+            diags,
+        )),
         _ => Err(diags),
     }
 }
@@ -357,8 +395,15 @@ fn tool_engine(
     decl: &ToolDecl,
     own: &[&PolicyFile],
     base: &regorus::Engine,
-) -> Result<(regorus::Engine, Vec<(Field, String)>), LocatedError> {
+    library: &[(&str, &str)],
+) -> Result<(regorus::Engine, Vec<(Field, policy::Step)>), LocatedError> {
     let mut engine = base.clone();
+    // Every module that could declare a contract rule: (file, package).
+    let modules: Vec<(&str, &str)> = own
+        .iter()
+        .map(|p| (p.path.as_str(), p.package.as_str()))
+        .chain(library.iter().copied())
+        .collect();
     for p in own {
         policy::add_policy(&mut engine, &p.path, p.text).map_err(LocatedError::Diag)?;
     }
@@ -366,11 +411,19 @@ fn tool_engine(
     if let Some(module) = generate::mapping_module(&decl.name, &decl.resolve) {
         let gen_path = format!("regent-generated/{}.rego", decl.name);
         policy::add_policy(&mut engine, &gen_path, &module).map_err(LocatedError::Diag)?;
-        candidates.push((Field::Mapping, generate::MAPPING_RULE.to_string()));
+        candidates.push((
+            Field::Mapping,
+            generate::MAPPING_RULE.to_string(),
+            String::new(),
+        ));
     }
     if let Some(pkg) = &decl.policy {
         for rule in generate::CONTRACT_RULES {
-            candidates.push((Field::Contract(rule), generate::rule_ref(pkg, rule)));
+            candidates.push((
+                Field::Contract(rule),
+                generate::rule_ref(pkg, rule),
+                format!("{pkg}.{rule}"),
+            ));
         }
     }
 
@@ -379,12 +432,40 @@ fn tool_engine(
         &schema::sample(&decl.input_schema),
     ));
     let mut plan = Vec::new();
-    for (field, rule) in candidates {
-        match policy::eval_rule(&mut engine, &rule) {
-            Ok(_) => plan.push((field, rule)),
-            Err(e) if policy::is_undeclared(&e) => {}
+    for (field, path, dotted) in candidates {
+        // A contract rule counts as declared when any loaded module has a rule
+        // at that path or below it (regorus takes the path relative to the
+        // module's package). When regorus cannot say, assume it is:
+        // evaluating an absent rule by query is merely undefined, while
+        // skipping a present one would silently drop its answer.
+        let declared = field == Field::Mapping
+            || modules.iter().any(|(file, package)| {
+                match dotted.strip_prefix(&format!("{package}.")) {
+                    Some(root) => engine
+                        .has_declared_rule_rooted_at(file, root)
+                        .unwrap_or(true),
+                    None => false,
+                }
+            });
+        if !declared {
+            continue;
+        }
+        let mut step = policy::Step {
+            path,
+            by_query: false,
+        };
+        match step.eval(&mut engine) {
+            Ok(_) => {}
+            // Defined by path (`annotations.readOnlyHint := ...`): `eval_rule`
+            // refuses the prefix, a query reaches it.
+            Err(e) if policy::is_undeclared(&e) => {
+                step.by_query = true;
+                step.eval(&mut engine)
+                    .map_err(|e| LocatedError::Eval(e.location, e.message))?;
+            }
             Err(e) => return Err(LocatedError::Eval(e.location, e.message)),
         }
+        plan.push((field, step));
     }
     Ok((engine, plan))
 }

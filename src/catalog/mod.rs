@@ -8,9 +8,14 @@
 //! consistent revision from start to end.
 
 mod build;
+pub mod exercise;
+pub mod explain;
 pub mod generate;
 pub mod hints;
 pub mod policy;
+pub mod proof;
+pub mod rego_ast;
+pub mod rego_test;
 mod resolve;
 pub mod schema;
 
@@ -20,7 +25,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::diag::{Diagnostic, Location};
-pub use build::build;
+pub use build::{build, build_partial};
 pub use hints::{Hint, Hints};
 pub use resolve::{Origin, Resolution, ResolveError};
 pub use schema::ArgError;
@@ -30,12 +35,17 @@ pub use schema::ArgError;
 pub struct BuildOptions {
     /// The longest a single policy evaluation may run.
     pub policy_timeout: Duration,
+    /// Compile a tool even when a YAML rule is riskier than its listing (the
+    /// error is still reported). Only `regent check` sets this, so that its
+    /// proof can show which arguments reach the rule; never for serving.
+    pub keep_riskier_rules: bool,
 }
 
 impl Default for BuildOptions {
     fn default() -> Self {
         BuildOptions {
             policy_timeout: Duration::from_millis(100),
+            keep_riskier_rules: false,
         }
     }
 }
@@ -72,7 +82,7 @@ pub struct Tool {
     engines: Option<policy::EnginePool>,
     /// What one resolution evaluates, in order: the generated mapping rule
     /// when there are YAML rules, then each contract rule the policy declares.
-    plan: Vec<(Field, String)>,
+    plan: Vec<(Field, policy::Step)>,
 }
 
 /// What a planned rule evaluation answers.
@@ -102,8 +112,31 @@ impl Tool {
     }
 
     /// The rules one resolution evaluates, with what each answers.
-    pub fn plan(&self) -> &[(Field, String)] {
+    pub fn plan(&self) -> &[(Field, policy::Step)] {
         &self.plan
+    }
+
+    /// Evaluates this tool's plan on `engine` for `args`, as a request does,
+    /// returning the defined values keyed `mapping` and by contract rule name.
+    /// For explain, tests, coverage and the worst-case proof, which need the
+    /// engine itself (coverage, a clone per probe) rather than the pool.
+    pub fn evaluate_on(
+        &self,
+        engine: &mut regorus::Engine,
+        args: &Value,
+    ) -> Result<Map<String, Value>, policy::EvalError> {
+        engine.set_input(policy::input(&self.name, args));
+        let mut out = Map::new();
+        for (field, step) in &self.plan {
+            if let Some(v) = step.eval(engine)? {
+                let key = match field {
+                    Field::Mapping => "mapping",
+                    Field::Contract(name) => name,
+                };
+                out.insert(key.to_string(), v);
+            }
+        }
+        Ok(out)
     }
 
     /// A fresh copy of this tool's prepared engine, for explain, tests and coverage.

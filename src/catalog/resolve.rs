@@ -110,6 +110,34 @@ impl Catalog {
     /// Resolves `name` for `args`. Works for every tool: one without rules
     /// or a policy resolves to its listing.
     pub fn resolve(&self, name: &str, args: &Value) -> Result<Resolution<'_>, ResolveError> {
+        let r = self.resolve_layers(name, args)?;
+        let tool = r.tool;
+        for (k, h) in Hint::ALL.into_iter().enumerate() {
+            let resolved = r.hints.get(h);
+            if resolved != tool.listed.get(h) && resolved != h.safe_value() {
+                let origin = match r.hint_origins[k] {
+                    Origin::Rule(i) => format!("yaml rule {} at {}", i + 1, tool.rules[i].location),
+                    Origin::Policy => {
+                        format!("policy package {}", tool.policy.as_deref().unwrap_or("?"))
+                    }
+                    Origin::Listed => "the listing".to_string(),
+                };
+                return Err(ResolveError::RiskierThanListed {
+                    tool: name.to_string(),
+                    hint: h,
+                    listed: tool.listed.get(h),
+                    resolved,
+                    origin,
+                });
+            }
+        }
+        Ok(r)
+    }
+
+    /// Validates and layers like [`Catalog::resolve`] but does not apply the
+    /// never-riskier check, so that `regent check` can see how risky a
+    /// resolution would be. Never answer a client with this.
+    pub fn resolve_layers(&self, name: &str, args: &Value) -> Result<Resolution<'_>, ResolveError> {
         let tool = self
             .tool(name)
             .ok_or_else(|| ResolveError::UnknownTool(name.to_string()))?;
@@ -133,7 +161,7 @@ impl Catalog {
             return Ok(r);
         };
 
-        let rules = tool.plan.iter().map(|(_, r)| r.as_str());
+        let rules = tool.plan.iter().map(|(_, step)| step);
         let values = engines
             .eval(rules, policy::input(name, args))
             .map_err(|e| policy_error(tool, e.message, e.location.map(|l| l.to_string())))?;
@@ -169,26 +197,6 @@ impl Catalog {
             }
         }
         apply_policy(tool, &result, &mut r)?;
-
-        for (k, h) in Hint::ALL.into_iter().enumerate() {
-            let resolved = r.hints.get(h);
-            if resolved != tool.listed.get(h) && resolved != h.safe_value() {
-                let origin = match r.hint_origins[k] {
-                    Origin::Rule(i) => format!("yaml rule {} at {}", i + 1, tool.rules[i].location),
-                    Origin::Policy => {
-                        format!("policy package {}", tool.policy.as_deref().unwrap_or("?"))
-                    }
-                    Origin::Listed => "the listing".to_string(),
-                };
-                return Err(ResolveError::RiskierThanListed {
-                    tool: name.to_string(),
-                    hint: h,
-                    listed: tool.listed.get(h),
-                    resolved,
-                    origin,
-                });
-            }
-        }
         Ok(r)
     }
 }

@@ -84,52 +84,52 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
-impl Regent {
-    fn resolve(
-        &self,
-        catalog: &Catalog,
-        params: Option<&Value>,
-        full: bool,
-        result_type: bool,
-    ) -> Result<Value, ErrorData> {
-        let (name, args) = name_and_arguments(params)?;
-        let tool = catalog
-            .tool(&name)
-            .ok_or_else(|| errors::unknown_tool(&name))?;
-        if !tool.is_resolvable() {
-            return Err(ErrorData::invalid_params(
-                format!("tool {name} is not resolvable: it has no resolve rules and no policy"),
-                Some(json!({"tool": name, "reason": "not-resolvable"})),
-            ));
-        }
-        let r = catalog
-            .resolve(&name, &args)
-            .map_err(|e| errors::resolve_error(catalog, &e))?;
-        let mut out = Map::new();
-        if result_type {
-            out.insert("resultType".into(), json!("complete"));
-        }
-        if full {
-            out.insert("name".into(), json!(name));
-            out.insert(
-                "annotations".into(),
-                Value::Object(wire::annotations(tool, Some(&r))),
-            );
-            if !r.meta.is_empty() {
-                out.insert("_meta".into(), Value::Object(r.meta.clone()));
-            }
-            out.insert(
-                "tool".into(),
-                Value::Object(wire::tool_json(tool, Some(&r))),
-            );
-        } else {
-            out.insert(
-                "annotations".into(),
-                Value::Object(wire::annotations(tool, Some(&r))),
-            );
-        }
-        Ok(Value::Object(out))
+/// The result of `tools/resolve` (`full`) or `tools/annotations` for the
+/// request `params`, exactly as the server answers it. Public so that
+/// `regent resolve` prints the same thing without starting a server.
+pub fn resolve_result(
+    catalog: &Catalog,
+    params: Option<&Value>,
+    full: bool,
+    result_type: bool,
+) -> Result<Value, ErrorData> {
+    let (name, args) = name_and_arguments(params)?;
+    let tool = catalog
+        .tool(&name)
+        .ok_or_else(|| errors::unknown_tool(&name))?;
+    if !tool.is_resolvable() {
+        return Err(ErrorData::invalid_params(
+            format!("tool {name} is not resolvable: it has no resolve rules and no policy"),
+            Some(json!({"tool": name, "reason": "not-resolvable"})),
+        ));
     }
+    let r = catalog
+        .resolve(&name, &args)
+        .map_err(|e| errors::resolve_error(catalog, &e))?;
+    let mut out = Map::new();
+    if result_type {
+        out.insert("resultType".into(), json!("complete"));
+    }
+    if full {
+        out.insert("name".into(), json!(name));
+        out.insert(
+            "annotations".into(),
+            Value::Object(wire::annotations(tool, Some(&r))),
+        );
+        if !r.meta.is_empty() {
+            out.insert("_meta".into(), Value::Object(r.meta.clone()));
+        }
+        out.insert(
+            "tool".into(),
+            Value::Object(wire::tool_json(tool, Some(&r))),
+        );
+    } else {
+        out.insert(
+            "annotations".into(),
+            Value::Object(wire::annotations(tool, Some(&r))),
+        );
+    }
+    Ok(Value::Object(out))
 }
 
 impl ServerHandler for Regent {
@@ -196,10 +196,10 @@ impl ServerHandler for Regent {
         let result_type = has_result_type(&ctx);
         let value = match request.method.as_str() {
             "tools/resolve" => {
-                self.resolve(&catalog, request.params.as_ref(), true, result_type)?
+                resolve_result(&catalog, request.params.as_ref(), true, result_type)?
             }
             "tools/annotations" => {
-                self.resolve(&catalog, request.params.as_ref(), false, result_type)?
+                resolve_result(&catalog, request.params.as_ref(), false, result_type)?
             }
             // rmcp routes a standard request whose params do not match its
             // type here; that is an invalid-params error, not an unknown method

@@ -59,8 +59,19 @@ impl Source {
     /// Reads and parses every catalog file under `paths`. Returns all the
     /// problems found, not only the first, so one run shows everything to fix.
     pub fn load(paths: &[PathBuf]) -> Result<Source, Diagnostics> {
+        let (source, diags) = Source::load_partial(paths).map_err(|d| Diagnostics(vec![d]))?;
+        if diags.has_errors() {
+            return Err(diags);
+        }
+        Ok(source)
+    }
+
+    /// Like [`Source::load`], but keeps every file that parsed beside the
+    /// problems of those that did not, so that `regent check` can go on
+    /// checking the rest. Fails only when the paths themselves cannot be read.
+    pub fn load_partial(paths: &[PathBuf]) -> Result<(Source, Diagnostics), Diagnostic> {
         let mut diags = Diagnostics::default();
-        let found = files::discover(paths).map_err(|d| Diagnostics(vec![d]))?;
+        let found = files::discover(paths)?;
         let mut source = Source::default();
         let mut hasher = Sha256::new();
         for (path, kind) in found {
@@ -90,11 +101,8 @@ impl Source {
         }
         source.digest = hex(&hasher.finalize());
         check_duplicate_names(&source, &mut diags);
-        if diags.has_errors() {
-            diags.sort();
-            return Err(diags);
-        }
-        Ok(source)
+        diags.sort();
+        Ok((source, diags))
     }
 
     /// Every declared tool with the file it came from and its path in that file.
@@ -154,6 +162,12 @@ pub fn yaml_error(path: &Path, e: &yaml_serde::Error) -> Diagnostic {
         d = d.with_help(help);
     } else if code == "yaml-shape" && message.contains("missing field") {
         d = d.with_help("add the missing key; see the file format in the README");
+    } else if code == "yaml-shape" {
+        d = d.with_help(
+            "give the key a value of the expected type; schemas/regent.schema.json lists them",
+        );
+    } else if code == "yaml-syntax" {
+        d = d.with_help("fix the YAML at the caret: usual causes are an unclosed bracket or quote, a tab in indentation, or `: ` inside an unquoted value");
     }
     d
 }
@@ -164,6 +178,12 @@ fn suggest_key(message: &str) -> Option<String> {
     let rest = message.split("unknown field `").nth(1)?;
     let (unknown, rest) = rest.split_once('`')?;
     let expected: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    key_help(unknown, &expected)
+}
+
+/// What to do about the unknown key `unknown` where `expected` are allowed:
+/// the nearest one when it is close enough to be a likely typo, else the list.
+pub fn key_help(unknown: &str, expected: &[&str]) -> Option<String> {
     let best = expected
         .iter()
         .map(|k| {
@@ -199,6 +219,7 @@ fn parse_data(path: &Path, text: &str) -> Result<DataSource, Diagnostic> {
             Location::new(path, e.line(), e.column()),
             format!("invalid json: {msg}"),
         )
+        .with_help("fix the JSON at the caret (JSON allows no trailing commas or comments)")
     })?;
     if !value.is_object() {
         return Err(Diagnostic::error(
