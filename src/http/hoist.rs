@@ -74,6 +74,12 @@ async fn rewrite_json(resp: Response) -> Response {
 
 /// The message rewritten, or `None` when it needs no change (or is not JSON).
 fn hoisted(json: &[u8]) -> Option<Vec<u8>> {
+    // Only initialize, discover and tools/list results change; a substring
+    // test spares parsing every other body (a tool's output can be large).
+    let text = std::str::from_utf8(json).ok()?;
+    if !text.contains(wire::HOIST_KEY) && !text.contains("\"capabilities\"") {
+        return None;
+    }
     let mut v: Value = serde_json::from_slice(json).ok()?;
     if !wire::hoist_message(&mut v) {
         return None;
