@@ -602,6 +602,33 @@ fn healthz_reports_the_revision_and_metrics_count_what_happened() {
 }
 
 #[test]
+fn endless_policy_recursion_fails_closed_and_the_server_lives_on() {
+    // Evaluation runs on the runtime's worker threads; their stacks must
+    // outlast the policy time limit (an overflow would abort the process).
+    let http = HttpServer::start(&[&catalog("tests/cases/deep_recursion")]);
+    for era in Era::ALL {
+        let mut c = McpHttp::connect(http.addr, era);
+        for _ in 0..3 {
+            let e = c.expect_error(
+                "tools/resolve",
+                json!({"name": "deep", "arguments": {"n": 1}}),
+            );
+            assert_eq!(e["code"], json!(-32603), "{e}");
+            assert_eq!(e["data"]["reason"], json!("policy-timeout"), "{e}");
+        }
+        let r = c.resolve("deep", json!({"n": 0}));
+        assert_eq!(r["annotations"]["readOnlyHint"], json!(false), "{r}");
+    }
+    assert_eq!(
+        http.metric(
+            None,
+            "regent_policy_errors_total{reason=\"policy-timeout\"}"
+        ),
+        Some(6.0)
+    );
+}
+
+#[test]
 fn binding_beyond_loopback_must_be_asked_for() {
     let out = regent()
         .args(["serve", "--http", "0.0.0.0:0"])

@@ -17,10 +17,14 @@ use crate::state::CatalogState;
 /// The environment variable that may hold the bearer token.
 pub const TOKEN_ENV: &str = "REGENT_AUTH_TOKEN";
 
-/// Stack size of the runtime's threads. Policy evaluation runs on them, and
-/// regorus recurses (see `STACK_SIZE` in main.rs); the memory is reserved,
-/// not committed, until a deep evaluation touches it.
-const WORKER_STACK_SIZE: usize = 256 * 1024 * 1024;
+/// Stack size of the runtime's threads: the same as the stdio main thread
+/// (`STACK_SIZE` in main.rs). Policy evaluation runs on them, and regorus
+/// recurses a few KiB per Rego call, so an unbounded recursive function must
+/// hit the policy time limit before the stack ends; an overflow would abort
+/// the process and every client's connection with it. Measured on the
+/// release build: 256 MiB held for a 500 ms limit and overflowed at 1 s. The
+/// memory is reserved, not committed, until a deep evaluation touches it.
+const WORKER_STACK_SIZE: usize = 512 * 1024 * 1024;
 
 /// Cap on the runtime's blocking threads, each with the stack above.
 const MAX_BLOCKING_THREADS: usize = 64;
