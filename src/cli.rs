@@ -133,6 +133,23 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub catalog: CatalogArgs,
 
+    /// Append one JSON line per resolve and call decision to PATH (default: standard error)
+    #[arg(long, value_name = "PATH")]
+    pub decision_log: Option<PathBuf>,
+
+    /// Include the call arguments in decision-log lines (otherwise only their digest)
+    #[arg(long)]
+    pub log_arguments: bool,
+
+    /// HMAC key (at least 32 bytes) for the requestState of 2026-07-28
+    /// confirmations; default: a random key generated at start
+    #[arg(long, value_name = "PATH")]
+    pub request_state_key_file: Option<PathBuf>,
+
+    /// How long a 2026-07-28 requestState stays valid, in seconds
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    pub request_state_ttl: u64,
+
     #[command(flatten)]
     pub http: HttpArgs,
 }

@@ -39,7 +39,15 @@ fn script() -> Vec<(&'static str, Value)> {
         ("tools/resolve", json!({"arguments": {}})),
         (
             "tools/call",
+            json!({"name": "manage_files", "arguments": {"path": "notes.txt", "action": "read"}}),
+        ),
+        (
+            "tools/call",
             json!({"name": "manage_files", "arguments": {"path": "a", "action": "read"}}),
+        ),
+        (
+            "tools/call",
+            json!({"name": "manage_files", "arguments": {"path": "../../etc/passwd", "action": "read"}}),
         ),
         ("tools/call", json!({"name": "nope", "arguments": {}})),
         ("tools/frobnicate", json!({})),
@@ -51,10 +59,18 @@ fn script() -> Vec<(&'static str, Value)> {
     v
 }
 
-/// The answer without its id (the two clients number requests differently).
+/// The answer without what differs from call to call: the request id (the
+/// two clients number requests differently), a call's decision id and its
+/// measured duration.
 fn answer(mut msg: Value) -> Value {
     if let Some(o) = msg.as_object_mut() {
         o.remove("id");
+    }
+    if let Some(id) = msg.pointer_mut("/result/_meta/regent~1decision/id") {
+        *id = json!("<decision id>");
+    }
+    if let Some(ms) = msg.pointer_mut("/result/_meta/regent~1execution/durationMs") {
+        *ms = json!("<duration>");
     }
     msg
 }
@@ -574,6 +590,11 @@ fn healthz_reports_the_revision_and_metrics_count_what_happened() {
         4.0
     );
     assert_eq!(value("regent_call_duration_seconds_count"), 1.0);
+    // The call ran `cat` on a file that does not exist: a tool error, not a protocol one.
+    assert_eq!(
+        value("regent_requests_total{method=\"tools/call\",outcome=\"tool_error\"}"),
+        1.0
+    );
     assert_eq!(
         value(&format!("regent_catalog_info{{revision=\"{revision}\"}}")),
         1.0
@@ -685,4 +706,191 @@ fn binding_beyond_loopback_must_be_asked_for() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(want), "{args:?}: {stderr}");
     }
+}
+
+/// A catalog with one tool that reads a named pipe: a call stays in flight
+/// until the test writes to the pipe, however slow the machine.
+struct PipeTool {
+    dir: tempfile::TempDir,
+}
+
+impl PipeTool {
+    fn new() -> PipeTool {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("tools.yaml"),
+            r#"tools:
+  - name: read_pipe
+    description: reads a named pipe to its end
+    inputSchema:
+      type: object
+      properties: {path: {type: string}}
+      required: [path]
+    run: {cli: {program: cat, args: ["--", "{path}"], timeout: 60s}}
+"#,
+        )
+        .unwrap();
+        PipeTool { dir }
+    }
+
+    fn catalog(&self) -> String {
+        self.dir.path().display().to_string()
+    }
+
+    /// A new named pipe in the catalog's directory.
+    fn pipe(&self, name: &str) -> String {
+        let path = self.dir.path().join(name);
+        let ok = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "mkfifo {}", path.display());
+        path.display().to_string()
+    }
+
+    /// Whether a `cat` of `pipe` is running (a call's process).
+    fn reader_alive(pipe: &str) -> bool {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| c.split(|&b| b == 0).any(|arg| arg == pipe.as_bytes()))
+        })
+    }
+
+    fn wait_for_reader(pipe: &str, alive: bool) {
+        let deadline = Instant::now() + WAIT;
+        while Self::reader_alive(pipe) != alive {
+            assert!(
+                Instant::now() < deadline,
+                "the reader of {pipe} never became {}",
+                if alive { "alive" } else { "gone" }
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Writes `text` to the pipe and closes it, which ends the `cat`.
+    fn release(pipe: &str, text: &str) {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Non-blocking: with no reader left this fails instead of hanging.
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(pipe)
+            .unwrap_or_else(|e| panic!("no reader on {pipe}: {e}"));
+        f.write_all(text.as_bytes()).unwrap();
+    }
+}
+
+fn call_pipe(c: &mut McpHttp, pipe: &str) -> (Value, Req) {
+    let msg = c.message(
+        "tools/call",
+        json!({"name": "read_pipe", "arguments": {"path": pipe}}),
+    );
+    let req = c.req(&msg, "tools/call");
+    (msg, req)
+}
+
+#[test]
+fn shutdown_lets_tool_calls_in_flight_finish() {
+    let tools = PipeTool::new();
+    let mut http = HttpServer::start(&[&tools.catalog()]);
+    let mut calls = Vec::new();
+    for era in Era::ALL {
+        let mut c = McpHttp::connect(http.addr, era);
+        let pipe = tools.pipe(&format!("{era:?}"));
+        let (msg, req) = call_pipe(&mut c, &pipe);
+        let addr = http.addr;
+        let reply = std::thread::spawn(move || send(addr, &req));
+        PipeTool::wait_for_reader(&pipe, true);
+        calls.push((era, pipe, msg, reply));
+    }
+    http.wait_for_metric(None, "regent_http_requests_in_flight", 2.0);
+
+    http.signal(15);
+    let deadline = Instant::now() + WAIT;
+    while TcpStream::connect(http.addr).is_ok() {
+        assert!(Instant::now() < deadline, "still accepting after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The calls are still running; let them finish.
+    for (era, pipe, msg, reply) in calls {
+        assert!(
+            PipeTool::reader_alive(&pipe),
+            "{era:?}: the call was cut off"
+        );
+        PipeTool::release(&pipe, &format!("finished {era:?}"));
+        let resp = reply.join().unwrap();
+        assert_eq!(resp.status, 200, "{era:?}: {}", resp.text());
+        let r = resp.response_to(&msg["id"]);
+        assert_eq!(r["result"]["isError"], json!(false), "{era:?}: {r}");
+        assert_eq!(
+            r["result"]["content"][0]["text"],
+            json!(format!("finished {era:?}")),
+            "{era:?}: {r}"
+        );
+    }
+    assert_eq!(http.wait_exit().code(), Some(0), "{}", http.stderr());
+}
+
+#[test]
+fn a_client_that_leaves_mid_call_cancels_it() {
+    let tools = PipeTool::new();
+    let http = HttpServer::start(&[&tools.catalog()]);
+    let mut c = McpHttp::connect(http.addr, Era::Modern);
+    let pipe = tools.pipe("left");
+    let (_, req) = call_pipe(&mut c, &pipe);
+    let mut s = connect(http.addr);
+    s.write_all(&req.head(http.addr)).unwrap();
+    s.write_all(&req.body).unwrap();
+    PipeTool::wait_for_reader(&pipe, true);
+    drop(s);
+    // The call is cancelled, which kills its process.
+    PipeTool::wait_for_reader(&pipe, false);
+    http.wait_for_metric(None, "regent_http_requests_in_flight", 0.0);
+
+    // And the server goes on serving calls.
+    let pipe = tools.pipe("after");
+    let (msg, req) = call_pipe(&mut c, &pipe);
+    let addr = http.addr;
+    let reply = std::thread::spawn(move || send(addr, &req));
+    PipeTool::wait_for_reader(&pipe, true);
+    PipeTool::release(&pipe, "still here");
+    let r = reply.join().unwrap().response_to(&msg["id"]);
+    assert_eq!(
+        r["result"]["content"][0]["text"],
+        json!("still here"),
+        "{r}"
+    );
+}
+
+#[test]
+fn a_call_that_outlives_the_request_deadline_is_ended() {
+    let tools = PipeTool::new();
+    let http = HttpServer::start(&["--request-timeout-secs", "1", &tools.catalog()]);
+
+    // 2026-07-28: no answer yet when the deadline passes, so 504, and the call is cancelled.
+    let mut c = McpHttp::connect(http.addr, Era::Modern);
+    let pipe = tools.pipe("modern");
+    let (_, req) = call_pipe(&mut c, &pipe);
+    let resp = http.send(&req);
+    assert_eq!(resp.status, 504, "{}", resp.text());
+    PipeTool::wait_for_reader(&pipe, false);
+
+    // 2025-11-25: the answer streams in a session, and the stream ends at the
+    // deadline without one.
+    let mut c = McpHttp::connect(http.addr, Era::Legacy);
+    let pipe = tools.pipe("legacy");
+    let (msg, req) = call_pipe(&mut c, &pipe);
+    let resp = http.send(&req);
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert!(
+        !resp
+            .messages()
+            .iter()
+            .any(|m| m.get("id") == Some(&msg["id"])),
+        "a response arrived after all: {}",
+        resp.text()
+    );
+    http.wait_for_metric(None, "regent_http_requests_in_flight", 0.0);
 }

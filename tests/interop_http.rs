@@ -43,6 +43,10 @@ async fn connect(
     mode: ClientLifecycleMode,
     token: &str,
 ) -> Result<RunningService<RoleClient, TestClient>, String> {
+    // regent builds reqwest without a rustls crypto provider (see
+    // exec/http.rs); rmcp's client builds a reqwest client too, so the
+    // provider must be installed first, even for plain http.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(server.url("/mcp")).auth_header(token),
     );

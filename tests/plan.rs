@@ -20,7 +20,8 @@ fn plan_of(dir: &str, tool: &str) -> Vec<(Field, String, bool)> {
 #[test]
 fn a_yaml_only_tool_evaluates_one_rule() {
     assert_eq!(
-        plan_of("examples/manage_files", "manage_files"),
+        // examples/git is YAML only (manage_files has a policy for deny and confirm).
+        plan_of("examples/git", "git"),
         vec![(
             Field::Mapping,
             "data.regent.decision.mapping".to_string(),

@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::generate;
 use super::hints::Hints;
 use super::policy::{self, EnginePool};
+use super::run;
 use super::schema;
 use super::{BuildOptions, Catalog, Field, Rule, Tool};
 use crate::diag::{Diagnostic, Diagnostics, Location};
@@ -208,11 +209,16 @@ fn compile_tool(
             None
         }
     };
-    if let Some(out) = &decl.output_schema
-        && let Err(d) = schema::compile(out, file, &at.key("outputSchema"), "outputSchema")
-    {
-        diags.push(d);
-    }
+    let output_validator = match &decl.output_schema {
+        None => None,
+        Some(out) => match schema::compile(out, file, &at.key("outputSchema"), "outputSchema") {
+            Ok(v) => Some(v),
+            Err(d) => {
+                diags.push(d);
+                None
+            }
+        },
+    };
 
     let declared = decl
         .annotations
@@ -221,6 +227,8 @@ fn compile_tool(
         .unwrap_or_default();
     let listed = Hints::WORST.overlay(&declared);
     let rules = compile_rules(file, at, decl, &listed, &mut diags);
+    let mut warnings = Vec::new();
+    let run = run::compile(file, at, decl, &mut diags, &mut warnings);
 
     let needs_engine = !rules.is_empty() || decl.policy.is_some();
     if let Some(pkg) = &decl.policy
@@ -247,8 +255,10 @@ fn compile_tool(
         }
     }
 
+    let ok = !blocking(&diags);
+    diags.append(&mut warnings);
     match validator {
-        Some(validator) if !blocking(&diags) => Ok((
+        Some(validator) if ok => Ok((
             Tool {
                 name: decl.name.clone(),
                 title: decl.title.clone(),
@@ -263,7 +273,9 @@ fn compile_tool(
                 policy: decl.policy.clone(),
                 location,
                 validator,
+                output_validator,
                 engines,
+                run,
                 plan,
             },
             diags,
@@ -355,6 +367,8 @@ fn compile_rules(
             annotations: hints,
             meta: rule.meta.clone(),
             security_schemes: rule.security_schemes.clone(),
+            deny: rule.deny.0.clone(),
+            confirm: rule.confirm.clone(),
             location: file.locate(&rule_at),
         });
     }

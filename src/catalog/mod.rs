@@ -17,6 +17,7 @@ pub mod proof;
 pub mod rego_ast;
 pub mod rego_test;
 mod resolve;
+pub mod run;
 pub mod schema;
 
 use std::collections::HashMap;
@@ -57,6 +58,10 @@ pub struct Rule {
     pub annotations: crate::source::HintValues,
     pub meta: Option<Map<String, Value>>,
     pub security_schemes: Option<Vec<Value>>,
+    /// Reasons to refuse a call when this rule matches.
+    pub deny: Vec<String>,
+    /// A message the user must accept before a call matching this rule runs.
+    pub confirm: Option<String>,
     pub location: Location,
 }
 
@@ -78,8 +83,12 @@ pub struct Tool {
     pub policy: Option<String>,
     pub location: Location,
     validator: jsonschema::Validator,
+    /// Compiled once at load, for results of tools that declare `outputSchema`.
+    output_validator: Option<jsonschema::Validator>,
     /// Absent for tools with neither mapping rules nor a policy.
     engines: Option<policy::EnginePool>,
+    /// How `tools/call` executes the tool; absent when it declares no `run`.
+    pub run: Option<crate::exec::RunPlan>,
     /// What one resolution evaluates, in order: the generated mapping rule
     /// when there are YAML rules, then each contract rule the policy declares.
     plan: Vec<(Field, policy::Step)>,
@@ -109,6 +118,15 @@ impl Tool {
     /// Whether `tools/resolve` can refine this tool.
     pub fn is_resolvable(&self) -> bool {
         self.engines.is_some()
+    }
+
+    /// Every reason `output` fails the tool's `outputSchema` (none when it
+    /// declares none).
+    pub fn validate_output(&self, output: &Value) -> Vec<ArgError> {
+        self.output_validator
+            .as_ref()
+            .map(|v| schema::validate(v, output))
+            .unwrap_or_default()
     }
 
     /// The rules one resolution evaluates, with what each answers.

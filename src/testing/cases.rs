@@ -201,7 +201,11 @@ pub fn run(catalog: &Catalog, c: &Case) -> Outcome {
             });
         }
         if let Some(want) = &e.deny {
-            match result.get("deny") {
+            // tools/resolve reports the reasons in its decision `_meta`.
+            let reasons = result
+                .pointer("/_meta/regent~1decision/reasons")
+                .or_else(|| result.get("deny"));
+            match reasons {
                 Some(Value::Array(got)) => rows.push(Row {
                     field: "deny".into(),
                     expected: Value::Array(want.clone()).to_string(),

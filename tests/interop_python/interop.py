@@ -10,18 +10,22 @@ exits non-zero on any failure. It connects twice: once with the initialize
 handshake (mode="legacy", protocol 2025-11-25) and once with mode="auto",
 which discovers the 2026-07-28 protocol. `tools/resolve` and
 `tools/annotations` are not SDK methods, so they go through
-`session.send_request` with a generic request type.
+`session.send_request` with a generic request type. `tools/call` only reads
+(and is denied a path outside the example's root), so the example is left
+as it was.
 
 With --http the script starts `regent serve --http 127.0.0.1:0` itself, with
 a bearer token in REGENT_AUTH_TOKEN, and connects the SDK's Streamable HTTP
-client to the address regent reports; a client without the token must be
-turned away.
+client to the address regent reports (confirmations included: elicitation
+over the session's event stream in 2025-11-25, input_required rounds in
+2026-07-28); a client without the token must be turned away.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -78,36 +82,32 @@ SEP_TABLE = {
 }
 
 
-CATALOG = str(ROOT / "examples" / "manage_files")
-
-
-def stdio_server(binary: str) -> Any:
-    return StdioServerParameters(command=binary, args=["serve", CATALOG])
-
-
 class HttpServer:
-    """`regent serve --http 127.0.0.1:0` with a bearer token, for the whole run."""
+    """`regent serve --http 127.0.0.1:0 CATALOG` with a bearer token."""
 
-    def __init__(self, binary: str) -> None:
+    def __init__(self, binary: str, catalog: Path) -> None:
         self.token = secrets.token_hex(16)
         env = dict(os.environ, REGENT_AUTH_TOKEN=self.token, NO_COLOR="1")
         env.pop("RUST_LOG", None)
         self.proc = subprocess.Popen(
-            [binary, "serve", "--http", "127.0.0.1:0", CATALOG],
+            [binary, "serve", "--http", "127.0.0.1:0", str(catalog)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True,
         )
         self.url = ""
         assert self.proc.stderr is not None
         for line in self.proc.stderr:
-            if "serving MCP at http://" in line:
-                self.url = "http://" + line.split("serving MCP at http://", 1)[1].split()[0]
+            m = re.search(r"serving MCP at (http://\S+/mcp)", line)
+            if m:
+                self.url = m.group(1)
                 break
         if not self.url:
             raise RuntimeError(f"regent did not start listening (exit {self.proc.poll()})")
         # Keep draining stderr so the server never blocks on a full pipe.
         threading.Thread(target=self.proc.stderr.read, daemon=True).start()
 
-    def client(self, token: str | None) -> Any:
+    def client(self, token: str | None = "") -> Any:
+        """The SDK's Streamable HTTP transport, with this server's token unless told otherwise."""
+        token = self.token if token == "" else token
         headers = {"Authorization": f"Bearer {token}"} if token else None
         return streamable_http_client(self.url, http_client=create_mcp_http_client(headers=headers))
 
@@ -125,9 +125,15 @@ class HttpServer:
         return self.proc.wait(timeout=30)
 
 
-async def run(server: Any, mode: str, label: str) -> None:
+def server_for(binary: str, catalog: Path, http: HttpServer | None) -> Any:
+    """What `Client` connects to: regent on stdio, or the HTTP server."""
+    return http.client() if http else StdioServerParameters(command=binary, args=["serve", str(catalog)])
+
+
+async def run(binary: str, mode: str, http: HttpServer | None) -> None:
+    server = server_for(binary, ROOT / "examples" / "manage_files", http)
     async with Client(server, mode=mode, read_timeout_seconds=20) as client:
-        mode = f"{label} {mode}"
+        mode = f"{'http' if http else 'stdio'} {mode}"
         era = client.protocol_version
         want_era = "2025-11-25" if mode.endswith("legacy") else "2026-07-28"
         check(f"[{mode}] negotiated {want_era}", era == want_era, era)
@@ -154,6 +160,21 @@ async def run(server: Any, mode: str, label: str) -> None:
             has_rt = "resultType" in r
             check(f"[{mode}] resultType present only in 2026-07-28 ({action})", has_rt == (era != "2025-11-25"), r)
 
+        # tools/call runs the tool, and refuses what the policy denies.
+        r = await client.call_tool("manage_files", {"path": "notes.txt", "action": "read"})
+        body = r.model_dump(by_alias=True, exclude_none=True)
+        texts = [c.get("text", "") for c in body.get("content", [])]
+        check(f"[{mode}] tools/call read runs the tool",
+              r.is_error is False and any("Notes kept by the manage_files example" in t for t in texts), body)
+        check(f"[{mode}] tools/call carries its decision id",
+              bool(body.get("_meta", {}).get("regent/decision", {}).get("id")), body)
+        r = await client.call_tool("manage_files", {"path": "../../etc/passwd", "action": "read"})
+        body = r.model_dump(by_alias=True, exclude_none=True)
+        decision = body.get("_meta", {}).get("regent/decision", {})
+        check(f"[{mode}] tools/call outside the root is denied",
+              r.is_error is True and decision.get("allowed") is False
+              and decision.get("reasons") == ['path "../../etc/passwd" leaves the root directory'], body)
+
         try:
             await custom(client, "tools/resolve", {"name": "no_such_tool", "arguments": {}})
             check(f"[{mode}] unknown tool is -32602", False, "no error")
@@ -169,32 +190,112 @@ async def run(server: Any, mode: str, label: str) -> None:
                   e.error.code == -32602 and errs and errs[0].get("instancePath") == "/action", e.error)
 
 
+def elicit_with(action: str | None):
+    """An elicitation callback answering `action`, recording each message."""
+    asked: list[str] = []
+
+    async def callback(context: Any, params: Any) -> Any:
+        from mcp.types import ElicitResult
+
+        asked.append(params.message)
+        return ElicitResult(action=action, content={} if action == "accept" else None)
+
+    return (callback if action else None), asked
+
+
+async def confirm_run(binary: str, mode: str, over_http: bool) -> None:
+    """manage_files asks before replace and delete (docs/elicitation.md)."""
+    import shutil
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp())
+    example = tmp / "manage_files"
+    shutil.copytree(ROOT / "examples" / "manage_files", example)
+    target = example / ".root" / "confirm.txt"
+    http = HttpServer(binary, example) if over_http else None
+    mode = f"{'http' if http else 'stdio'} {mode}"
+    for action in ("accept", "decline", "cancel", None):
+        target.write_text("old\n")
+        callback, asked = elicit_with(action)
+        params = server_for(binary, example, http)
+        label = f"[{mode}] confirm {action or 'without elicitation capability'}"
+        async with Client(params, mode=mode.split()[-1], read_timeout_seconds=20, elicitation_callback=callback) as client:
+            args = {"path": "confirm.txt", "action": "replace", "content": "new\n"}
+            if action is None:
+                try:
+                    await client.call_tool("manage_files", args)
+                    check(f"{label}: -32021", False, "no error")
+                except MCPError as e:
+                    check(f"{label}: -32021", e.error.code == -32021 and "elicitation" in e.error.message, e.error)
+                check(f"{label}: the tool did not run", target.read_text() == "old\n", target.read_text())
+                continue
+            r = await client.call_tool("manage_files", args)
+            check(f"{label}: asked once", len(asked) == 1 and asked[0].startswith("replace"), asked)
+            if action == "accept":
+                check(f"{label}: replaced", not r.is_error and target.read_text() == "new\n", r)
+            else:
+                text = " ".join(c.text for c in r.content if hasattr(c, "text"))
+                check(f"{label}: refused", r.is_error and f"answered {action}" in text, r)
+                check(f"{label}: the tool did not run", target.read_text() == "old\n", target.read_text())
+            r = await client.call_tool("manage_files", {"path": "confirm.txt", "action": "read"})
+            check(f"{label}: read never asks", not r.is_error and len(asked) == 1, asked)
+
+            if not mode.endswith("legacy") and action == "accept":
+                # Drive the rounds by hand: a tampered or replayed state is refused.
+                first = await client.session.call_tool("manage_files", args, allow_input_required=True)
+                state = getattr(first, "request_state", None)
+                check(f"[{mode}] input_required carries a requestState", bool(state), first)
+                answer = {"regent/confirm": {"action": "accept", "content": {}}}
+                tampered = state[:-1] + ("A" if state[-1] != "A" else "B")
+                for what, call_args, st in (
+                    ("tampered requestState", args, tampered),
+                    ("requestState replayed with other arguments", {**args, "content": "evil\n"}, state),
+                ):
+                    target.write_text("old\n")
+                    try:
+                        await client.session.call_tool("manage_files", call_args, input_responses=answer,
+                                                        request_state=st, allow_input_required=True)
+                        check(f"[{mode}] {what} is refused", False, "no error")
+                    except MCPError as e:
+                        check(f"[{mode}] {what} is refused", e.error.code == -32602, e.error)
+                    check(f"[{mode}] {what}: the tool did not run", target.read_text() == "old\n",
+                          target.read_text())
+    if http:
+        http.stop()
+    shutil.rmtree(tmp)
+
+
+async def refused_without_token(http: HttpServer) -> None:
+    """The SDK reports a refused connection as a generic error, so the
+    server's own count of 401 answers says why it was refused."""
+    series = 'regent_http_responses_total{route="/mcp",code="401"}'
+    for token in (None, "wrong-" + http.token):
+        label = "without a token" if token is None else "with a wrong token"
+        before = http.metric(series)
+        try:
+            with anyio.fail_after(30):
+                async with Client(http.client(token), mode="auto", read_timeout_seconds=10) as client:
+                    await client.list_tools()
+            check(f"[http] a client {label} is refused", False, "it connected and listed tools")
+        except Exception as e:
+            after = http.metric(series)
+            check(f"[http] a client {label} is refused with 401", after > before, f"{series}: {before} -> {after}; {e!r}")
+
+
 async def main() -> int:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     binary = args[0] if args else str(ROOT / "target" / "debug" / "regent")
-    http = HttpServer(binary) if "--http" in sys.argv[1:] else None
+    over_http = "--http" in sys.argv[1:]
+    http = HttpServer(binary, ROOT / "examples" / "manage_files") if over_http else None
     for mode in ("legacy", "auto"):
-        label = "http" if http else "stdio"
         try:
             with anyio.fail_after(60):
-                await run(http.client(http.token) if http else stdio_server(binary), mode, label)
+                await run(binary, mode, http)
+                await confirm_run(binary, mode, over_http)
         except Exception as e:  # a crash is a failure with its reason, not a traceback wall
-            check(f"[{label} {mode}] session", False, repr(e))
+            check(f"[{'http' if http else 'stdio'} {mode}] session", False, repr(e))
     if http:
-        # The SDK reports a refused connection as a generic error, so the
-        # server's own count of 401 answers says why it was refused.
-        for token in (None, "wrong-" + http.token):
-            label = "without a token" if token is None else "with a wrong token"
-            series = 'regent_http_responses_total{route="/mcp",code="401"}'
-            before = http.metric(series)
-            try:
-                with anyio.fail_after(30):
-                    async with Client(http.client(token), mode="auto", read_timeout_seconds=10) as client:
-                        await client.list_tools()
-                check(f"[http] a client {label} is refused", False, "it connected and listed tools")
-            except Exception as e:
-                after = http.metric(series)
-                check(f"[http] a client {label} is refused with 401", after > before, f"{series}: {before} -> {after}; {e!r}")
+        await refused_without_token(http)
         code = http.stop()
         check("[http] SIGTERM stops the server cleanly", code == 0, f"exit {code}")
     print(f"interop: {passed} passed, {failed} failed")
