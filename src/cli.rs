@@ -19,7 +19,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve the catalog under PATH... as an MCP server on stdio
+    /// Serve the catalog under PATH... as an MCP server on stdio, or over HTTP with --http
     Serve(ServeArgs),
     /// Validate a catalog without serving it; exit 0 clean, 1 errors found, 2 could not run
     Check(CheckArgs),
@@ -157,4 +157,44 @@ pub struct ServeArgs {
     /// Keep the reload status as JSON in FILE, rewritten atomically after every reload attempt
     #[arg(long, value_name = "FILE")]
     pub status_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub http: HttpArgs,
+}
+
+/// `serve --http`: MCP Streamable HTTP instead of stdio. See docs/http.md.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "HTTP")]
+pub struct HttpArgs {
+    /// Serve MCP over HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8080; port 0 picks a free port)
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+
+    /// Allow --http to bind an address that is not loopback
+    #[arg(long, requires = "http")]
+    pub allow_remote: bool,
+
+    /// A Host (name or name:port) clients may address; repeatable; replaces the loopback defaults
+    #[arg(long = "allowed-host", value_name = "HOST", requires = "http")]
+    pub allowed_hosts: Vec<String>,
+
+    /// A browser Origin (scheme://host[:port|:*]) allowed to call; repeatable; replaces the loopback defaults
+    #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "http")]
+    pub allowed_origins: Vec<String>,
+
+    /// Require `Authorization: Bearer TOKEN`, with TOKEN read from PATH (or set REGENT_AUTH_TOKEN)
+    #[arg(long, value_name = "PATH", requires = "http")]
+    pub auth_token_file: Option<PathBuf>,
+
+    /// The largest request body accepted, in bytes
+    #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024, requires = "http")]
+    pub max_body_bytes: usize,
+
+    /// The longest one MCP request may take, from its first byte to the end of its response, in seconds
+    #[arg(long, value_name = "SECS", default_value_t = 120, requires = "http")]
+    pub request_timeout_secs: u64,
+
+    /// On SIGINT/SIGTERM, how long requests in flight may take to finish, in seconds
+    #[arg(long, value_name = "SECS", default_value_t = 30, requires = "http")]
+    pub shutdown_grace_secs: u64,
 }

@@ -8,6 +8,8 @@ pub mod commands;
 pub mod decisions;
 pub mod diag;
 pub mod exec;
+pub mod http;
+pub mod metrics;
 pub mod par;
 pub mod protocol;
 pub mod reload;

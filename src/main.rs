@@ -11,7 +11,7 @@ use regent::commands::{self, exit};
 /// aborting the process before the evaluation time limit can stop it. The
 /// program therefore runs on a thread with a large stack; the memory is only
 /// reserved, and committed as it is used.
-pub const STACK_SIZE: usize = 512 * 1024 * 1024;
+pub const STACK_SIZE: usize = 1024 * 1024 * 1024;
 
 fn main() {
     quiet_library_backtraces();

@@ -4,6 +4,7 @@
 pub mod check;
 pub mod resolve;
 pub mod serve;
+pub mod serve_http;
 pub mod test;
 
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! `regent serve`: load the catalog, then answer MCP on stdio until the
-//! client closes its end, reloading the catalog when its files change or on
-//! `SIGHUP` (see `reload`).
+//! client closes its end (or over HTTP with `--http`: see `serve_http`),
+//! reloading the catalog when its files change or on `SIGHUP` (see `reload`).
 
 use std::sync::Arc;
 
@@ -61,7 +61,6 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     .with_ttl(std::time::Duration::from_secs(
         args.request_state_ttl.max(1),
     ));
-
     let reloads = reload::start(
         state.clone(),
         reload::Settings {
@@ -78,6 +77,27 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     }
 
     let requester = reloads.requester();
+    if args.http.http.is_some() {
+        // HTTP runs its own multi-threaded runtime; this one is left to turn
+        // SIGHUP into reload requests, on a thread of its own.
+        std::thread::Builder::new()
+            .name("regent-sighup".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    while hangup.recv().await.is_some() {
+                        tracing::info!("SIGHUP received");
+                        requester.request();
+                    }
+                })
+            })
+            .map_err(|e| cannot_run(format!("cannot start the SIGHUP thread: {e}")))?;
+        let regent = Regent::new(state.clone())
+            .with_decision_log(Arc::new(decisions))
+            .with_request_states(states);
+        let outcome = super::serve_http::run(&args.http, regent, state);
+        reloads.stop();
+        return outcome;
+    }
     let outcome = runtime.block_on(async move {
         tokio::spawn(async move {
             while hangup.recv().await.is_some() {

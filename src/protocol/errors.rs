@@ -69,6 +69,28 @@ pub fn resolve_error(catalog: &Catalog, e: &ResolveError) -> ErrorData {
     }
 }
 
+/// -32601 for a method of a feature regent does not declare.
+pub fn not_offered(method: &str) -> ErrorData {
+    ErrorData::new(
+        rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+        format!("method not found: {method} (regent serves tools only)"),
+        None,
+    )
+}
+
+/// Methods the 2026-07-28 protocol removed: in a request of that era they
+/// are unknown methods, whatever their params.
+pub fn removed_in_2026(m: &str) -> bool {
+    matches!(
+        m,
+        "initialize"
+            | "ping"
+            | "logging/setLevel"
+            | "resources/subscribe"
+            | "resources/unsubscribe"
+    )
+}
+
 /// Methods of the MCP specification that rmcp would have parsed had their
 /// params been valid.
 pub fn is_standard_method(m: &str) -> bool {

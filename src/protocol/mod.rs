@@ -11,6 +11,7 @@
 pub mod call;
 pub mod confirm;
 mod errors;
+pub mod metered;
 mod notify;
 pub mod transport;
 pub mod wire;
@@ -18,8 +19,9 @@ pub mod wire;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
-    ExtensionCapabilities, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CustomRequest,
+    CustomResult, ErrorCode, ExtensionCapabilities, Implementation, JsonObject, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool as McpTool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
@@ -289,8 +291,9 @@ impl ServerHandler for Regent {
                 v
             }
             // rmcp routes a standard request whose params do not match its
-            // type here; that is an invalid-params error, not an unknown method.
-            m if errors::is_standard_method(m) => {
+            // type here; that is an invalid-params error, not an unknown method
+            // (unless the request's protocol no longer has the method).
+            m if errors::is_standard_method(m) && !(result_type && errors::removed_in_2026(m)) => {
                 return Err(ErrorData::invalid_params(
                     format!("invalid params for {m}"),
                     Some(json!({"method": m})),
@@ -328,5 +331,48 @@ impl ServerHandler for Regent {
     async fn listen(&self, sub: SubscriptionContext) -> Result<(), ErrorData> {
         notify::run_subscription(sub, self.state.listing_changes()).await;
         Ok(())
+    }
+
+    /// The listed tool `name`, for rmcp's check of `Mcp-Param-*` headers
+    /// against the tool's input schema (Streamable HTTP, SEP-2243).
+    fn get_tool(&self, name: &str) -> Option<McpTool> {
+        let catalog = self.state.current();
+        let json = Value::Object(wire::tool_json(catalog.tool(name)?, None));
+        serde_json::from_value(json).ok()
+    }
+
+    // regent declares neither prompts, resources nor completions, so it does
+    // not answer for them (rmcp's defaults answer with empty lists, which
+    // would claim features the capabilities deny).
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Err(errors::not_offered("prompts/list"))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Err(errors::not_offered("resources/list"))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Err(errors::not_offered("resources/templates/list"))
+    }
+
+    async fn complete(
+        &self,
+        _request: CompleteRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        Err(errors::not_offered("completion/complete"))
     }
 }

@@ -144,3 +144,31 @@ pub fn listing_digest(catalog: &crate::catalog::Catalog) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
+
+/// Applies [`hoist`] to the result of one outgoing JSON-RPC message, for
+/// transports that see messages only as JSON (HTTP bodies). Returns whether
+/// anything changed, so a caller can pass unchanged bytes through untouched.
+/// Only results [`hoist`] would change are touched: `initialize` and
+/// `server/discover` (they carry `capabilities.tools`) and `tools/list` (its
+/// tools carry the private key).
+pub fn hoist_message(message: &mut Value) -> bool {
+    let Some(result) = message.get_mut("result") else {
+        return false;
+    };
+    let has_tool_caps = result
+        .pointer("/capabilities/tools")
+        .is_some_and(Value::is_object);
+    let has_stash = result
+        .get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|tools| {
+            tools
+                .iter()
+                .any(|t| t.pointer("/_meta").and_then(|m| m.get(HOIST_KEY)).is_some())
+        });
+    if !has_tool_caps && !has_stash {
+        return false;
+    }
+    hoist(result);
+    true
+}

@@ -13,6 +13,8 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
+pub mod http;
+
 use serde_json::{Value, json};
 
 /// How long any single wait may take before the test fails with what it saw.

@@ -2,7 +2,8 @@
 
 Run by .ci/run inside a virtual environment it creates:
 
-    python tests/interop_python/interop.py target/debug/regent
+    python tests/interop_python/interop.py target/debug/regent          # stdio
+    python tests/interop_python/interop.py target/debug/regent --http   # Streamable HTTP
 
 Each check prints one line; the script ends with "N passed, N failed" and
 exits non-zero on any failure. It connects twice: once with the initialize
@@ -12,17 +13,31 @@ which discovers the 2026-07-28 protocol. `tools/resolve` and
 `session.send_request` with a generic request type. `tools/call` only reads
 (and is denied a path outside the example's root), so the example is left
 as it was.
+
+With --http the script starts `regent serve --http 127.0.0.1:0` itself, with
+a bearer token in REGENT_AUTH_TOKEN, and connects the SDK's Streamable HTTP
+client to the address regent reports (confirmations included: elicitation
+over the session's event stream in 2025-11-25, input_required rounds in
+2026-07-28); a client without the token must be turned away.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+import secrets
+import subprocess
 import sys
+import threading
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import Request, Result
 from pydantic import ConfigDict
 
@@ -67,11 +82,60 @@ SEP_TABLE = {
 }
 
 
-async def run(binary: str, mode: str) -> None:
-    params = StdioServerParameters(command=binary, args=["serve", str(ROOT / "examples" / "manage_files")])
-    async with Client(params, mode=mode, read_timeout_seconds=20) as client:
+class HttpServer:
+    """`regent serve --http 127.0.0.1:0 CATALOG` with a bearer token."""
+
+    def __init__(self, binary: str, catalog: Path) -> None:
+        self.token = secrets.token_hex(16)
+        env = dict(os.environ, REGENT_AUTH_TOKEN=self.token, NO_COLOR="1")
+        env.pop("RUST_LOG", None)
+        self.proc = subprocess.Popen(
+            [binary, "serve", "--http", "127.0.0.1:0", str(catalog)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True,
+        )
+        self.url = ""
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            m = re.search(r"serving MCP at (http://\S+/mcp)", line)
+            if m:
+                self.url = m.group(1)
+                break
+        if not self.url:
+            raise RuntimeError(f"regent did not start listening (exit {self.proc.poll()})")
+        # Keep draining stderr so the server never blocks on a full pipe.
+        threading.Thread(target=self.proc.stderr.read, daemon=True).start()
+
+    def client(self, token: str | None = "") -> Any:
+        """The SDK's Streamable HTTP transport, with this server's token unless told otherwise."""
+        token = self.token if token == "" else token
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        return streamable_http_client(self.url, http_client=create_mcp_http_client(headers=headers))
+
+    def metric(self, series: str) -> float:
+        req = urllib.request.Request(self.url.replace("/mcp", "/metrics"), headers={"Authorization": f"Bearer {self.token}"})
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            for line in resp.read().decode().splitlines():
+                name, _, value = line.rpartition(" ")
+                if name == series:
+                    return float(value)
+        return 0.0
+
+    def stop(self) -> int:
+        self.proc.terminate()
+        return self.proc.wait(timeout=30)
+
+
+def server_for(binary: str, catalog: Path, http: HttpServer | None) -> Any:
+    """What `Client` connects to: regent on stdio, or the HTTP server."""
+    return http.client() if http else StdioServerParameters(command=binary, args=["serve", str(catalog)])
+
+
+async def run(binary: str, mode: str, http: HttpServer | None) -> None:
+    server = server_for(binary, ROOT / "examples" / "manage_files", http)
+    async with Client(server, mode=mode, read_timeout_seconds=20) as client:
+        mode = f"{'http' if http else 'stdio'} {mode}"
         era = client.protocol_version
-        want_era = "2025-11-25" if mode == "legacy" else "2026-07-28"
+        want_era = "2025-11-25" if mode.endswith("legacy") else "2026-07-28"
         check(f"[{mode}] negotiated {want_era}", era == want_era, era)
 
         tools = await client.list_tools()
@@ -94,7 +158,7 @@ async def run(binary: str, mode: str) -> None:
             a = await custom(client, "tools/annotations", {"name": "manage_files", "arguments": args})
             check(f"[{mode}] tools/annotations {action}", a.get("annotations") == want, a)
             has_rt = "resultType" in r
-            check(f"[{mode}] resultType present only in 2026-07-28 ({action})", has_rt == (mode != "legacy"), r)
+            check(f"[{mode}] resultType present only in 2026-07-28 ({action})", has_rt == (era != "2025-11-25"), r)
 
         # tools/call runs the tool, and refuses what the policy denies.
         r = await client.call_tool("manage_files", {"path": "notes.txt", "action": "read"})
@@ -139,7 +203,7 @@ def elicit_with(action: str | None):
     return (callback if action else None), asked
 
 
-async def confirm_run(binary: str, mode: str) -> None:
+async def confirm_run(binary: str, mode: str, over_http: bool) -> None:
     """manage_files asks before replace and delete (docs/elicitation.md)."""
     import shutil
     import tempfile
@@ -148,12 +212,14 @@ async def confirm_run(binary: str, mode: str) -> None:
     example = tmp / "manage_files"
     shutil.copytree(ROOT / "examples" / "manage_files", example)
     target = example / ".root" / "confirm.txt"
+    http = HttpServer(binary, example) if over_http else None
+    mode = f"{'http' if http else 'stdio'} {mode}"
     for action in ("accept", "decline", "cancel", None):
         target.write_text("old\n")
         callback, asked = elicit_with(action)
-        params = StdioServerParameters(command=binary, args=["serve", str(example)])
+        params = server_for(binary, example, http)
         label = f"[{mode}] confirm {action or 'without elicitation capability'}"
-        async with Client(params, mode=mode, read_timeout_seconds=20, elicitation_callback=callback) as client:
+        async with Client(params, mode=mode.split()[-1], read_timeout_seconds=20, elicitation_callback=callback) as client:
             args = {"path": "confirm.txt", "action": "replace", "content": "new\n"}
             if action is None:
                 try:
@@ -174,7 +240,7 @@ async def confirm_run(binary: str, mode: str) -> None:
             r = await client.call_tool("manage_files", {"path": "confirm.txt", "action": "read"})
             check(f"{label}: read never asks", not r.is_error and len(asked) == 1, asked)
 
-            if mode != "legacy" and action == "accept":
+            if not mode.endswith("legacy") and action == "accept":
                 # Drive the rounds by hand: a tampered or replayed state is refused.
                 first = await client.session.call_tool("manage_files", args, allow_input_required=True)
                 state = getattr(first, "request_state", None)
@@ -194,18 +260,44 @@ async def confirm_run(binary: str, mode: str) -> None:
                         check(f"[{mode}] {what} is refused", e.error.code == -32602, e.error)
                     check(f"[{mode}] {what}: the tool did not run", target.read_text() == "old\n",
                           target.read_text())
+    if http:
+        http.stop()
     shutil.rmtree(tmp)
 
 
+async def refused_without_token(http: HttpServer) -> None:
+    """The SDK reports a refused connection as a generic error, so the
+    server's own count of 401 answers says why it was refused."""
+    series = 'regent_http_responses_total{route="/mcp",code="401"}'
+    for token in (None, "wrong-" + http.token):
+        label = "without a token" if token is None else "with a wrong token"
+        before = http.metric(series)
+        try:
+            with anyio.fail_after(30):
+                async with Client(http.client(token), mode="auto", read_timeout_seconds=10) as client:
+                    await client.list_tools()
+            check(f"[http] a client {label} is refused", False, "it connected and listed tools")
+        except Exception as e:
+            after = http.metric(series)
+            check(f"[http] a client {label} is refused with 401", after > before, f"{series}: {before} -> {after}; {e!r}")
+
+
 async def main() -> int:
-    binary = sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "target" / "debug" / "regent")
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    binary = args[0] if args else str(ROOT / "target" / "debug" / "regent")
+    over_http = "--http" in sys.argv[1:]
+    http = HttpServer(binary, ROOT / "examples" / "manage_files") if over_http else None
     for mode in ("legacy", "auto"):
         try:
             with anyio.fail_after(60):
-                await run(binary, mode)
-                await confirm_run(binary, mode)
+                await run(binary, mode, http)
+                await confirm_run(binary, mode, over_http)
         except Exception as e:  # a crash is a failure with its reason, not a traceback wall
-            check(f"[{mode}] session", False, repr(e))
+            check(f"[{'http' if http else 'stdio'} {mode}] session", False, repr(e))
+    if http:
+        await refused_without_token(http)
+        code = http.stop()
+        check("[http] SIGTERM stops the server cleanly", code == 0, f"exit {code}")
     print(f"interop: {passed} passed, {failed} failed")
     return 1 if failed or not passed else 0
 

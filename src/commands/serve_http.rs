@@ -1,0 +1,211 @@
+//! `regent serve --http ADDR`: turn the command-line flags into checked
+//! [`HttpOptions`], start a multi-threaded runtime, and serve until SIGINT or
+//! SIGTERM. What is served, and how requests are guarded, is `http`'s job.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::ServerHandler;
+
+use super::{Failure, exit};
+use crate::cli::HttpArgs;
+use crate::http::{self, HttpOptions};
+use crate::metrics::Metrics;
+use crate::state::CatalogState;
+
+/// The environment variable that may hold the bearer token.
+pub const TOKEN_ENV: &str = "REGENT_AUTH_TOKEN";
+
+/// Stack size of the runtime's threads: the same as the stdio main thread
+/// (`STACK_SIZE` in main.rs). Policy evaluation runs on them, and regorus
+/// recurses a few KiB per Rego call, so an unbounded recursive function must
+/// hit the policy time limit before the stack ends; an overflow would abort
+/// the process and every client's connection with it. Measured on the
+/// release build: 256 MiB held for a 500 ms limit and overflowed at 1 s. The
+/// memory is reserved, not committed, until a deep evaluation touches it.
+const WORKER_STACK_SIZE: usize = 1024 * 1024 * 1024;
+
+/// Cap on the runtime's blocking threads, each with the stack above.
+const MAX_BLOCKING_THREADS: usize = 64;
+
+pub fn run<H>(args: &HttpArgs, handler: H, state: Arc<CatalogState>) -> Result<i32, Failure>
+where
+    H: ServerHandler + Clone,
+{
+    let env_token = std::env::var(TOKEN_ENV).ok();
+    let opts = options(args, env_token).map_err(|m| Failure::new(exit::CANNOT_RUN, m))?;
+    warn_about_exposure(&opts, args);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("regent-http")
+        .thread_stack_size(WORKER_STACK_SIZE)
+        .max_blocking_threads(MAX_BLOCKING_THREADS)
+        .build()
+        .map_err(|e| {
+            Failure::new(
+                exit::CANNOT_RUN,
+                format!("error: cannot start the runtime: {e}"),
+            )
+        })?;
+    let addr = opts.addr;
+    let auth = opts.auth_token.is_some();
+    let result = runtime.block_on(async move {
+        let shutdown = shutdown_signal()?;
+        http::serve(
+            opts,
+            handler,
+            state,
+            Arc::new(Metrics::new()),
+            shutdown,
+            |bound| {
+                tracing::info!(
+                    auth = if auth { "bearer" } else { "none" },
+                    "serving MCP at http://{}/mcp (health: /healthz, metrics: /metrics)",
+                    bound.addr
+                );
+            },
+        )
+        .await
+    });
+    // Requests still running after the grace period are abandoned here.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    result.map(|()| exit::OK).map_err(|e| {
+        Failure::new(
+            exit::CANNOT_RUN,
+            format!("error: cannot serve HTTP on {addr}: {e}"),
+        )
+    })
+}
+
+/// Resolves when SIGINT or SIGTERM arrives.
+fn shutdown_signal() -> std::io::Result<impl Future<Output = ()> + Send> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM received"),
+            _ = int.recv() => tracing::info!("SIGINT received"),
+        }
+    })
+}
+
+/// Checks the flags and reads the token; every error says what to do.
+pub fn options(args: &HttpArgs, env_token: Option<String>) -> Result<HttpOptions, String> {
+    let addr = args
+        .http
+        .ok_or("error: --http ADDR is required for HTTP serving")?;
+    if !addr.ip().is_loopback() && !args.allow_remote {
+        return Err(format!(
+            "error: --http {addr} is not a loopback address, so other machines could reach it\n  \
+             help: serve this machine only with --http 127.0.0.1:{port}, or pass --allow-remote \
+             (with --auth-token-file and --allowed-host) to accept remote clients",
+            port = addr.port()
+        ));
+    }
+    let auth_token = token(args, env_token)?;
+    let allowed_hosts = if args.allowed_hosts.is_empty() {
+        let mut hosts = http::default_allowed_hosts();
+        add_bound_ip(&mut hosts, addr);
+        hosts
+    } else {
+        args.allowed_hosts.clone()
+    };
+    for h in &allowed_hosts {
+        if h.trim().is_empty() || h.contains('/') {
+            return Err(format!(
+                "error: --allowed-host {h:?} is not a host name\n  help: give a name or name:port, such as mcp.example.com or mcp.example.com:8443"
+            ));
+        }
+    }
+    let allowed_origins = if args.allowed_origins.is_empty() {
+        http::default_allowed_origins()
+    } else {
+        args.allowed_origins.clone()
+    };
+    for o in &allowed_origins {
+        if !(o == "null" || o.contains("://")) {
+            return Err(format!(
+                "error: --allowed-origin {o:?} is not an origin\n  help: give scheme://host, scheme://host:port or scheme://host:* (any port), such as https://app.example.com"
+            ));
+        }
+    }
+    if args.max_body_bytes == 0 {
+        return Err("error: --max-body-bytes must be at least 1".into());
+    }
+    if args.request_timeout_secs == 0 {
+        return Err("error: --request-timeout-secs must be at least 1".into());
+    }
+    Ok(HttpOptions {
+        addr,
+        allowed_hosts,
+        allowed_origins,
+        auth_token,
+        max_body_bytes: args.max_body_bytes,
+        request_timeout: Duration::from_secs(args.request_timeout_secs),
+        shutdown_grace: Duration::from_secs(args.shutdown_grace_secs),
+    })
+}
+
+/// A specific address the server binds is a name clients may use: it was
+/// not chosen by a web page, so it cannot be a rebinding.
+fn add_bound_ip(hosts: &mut Vec<String>, addr: SocketAddr) {
+    if addr.ip().is_unspecified() {
+        return;
+    }
+    let ip = addr.ip().to_string();
+    if !hosts.contains(&ip) {
+        hosts.push(ip);
+    }
+}
+
+fn token(args: &HttpArgs, env_token: Option<String>) -> Result<Option<String>, String> {
+    let (token, origin) = match (&args.auth_token_file, env_token) {
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "error: both --auth-token-file and {TOKEN_ENV} are set\n  help: give the token one way"
+            ));
+        }
+        (Some(path), None) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                format!(
+                    "error: cannot read the token file {}: {}\n  help: --auth-token-file names a file holding the bearer token on one line",
+                    path.display(),
+                    crate::source::files::lower_io(&e)
+                )
+            })?;
+            (text, format!("the token file {}", path.display()))
+        }
+        (None, Some(t)) => (t, TOKEN_ENV.to_string()),
+        (None, None) => return Ok(None),
+    };
+    let token = token.trim().to_string();
+    if token.is_empty() {
+        return Err(format!(
+            "error: {origin} holds no token\n  help: put the bearer token in it, for instance from `openssl rand -hex 32`"
+        ));
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(format!(
+            "error: the token in {origin} has spaces or characters that cannot travel in an HTTP header\n  help: use printable ASCII only, for instance from `openssl rand -hex 32`"
+        ));
+    }
+    Ok(Some(token))
+}
+
+fn warn_about_exposure(opts: &HttpOptions, args: &HttpArgs) {
+    if args.allow_remote && opts.auth_token.is_none() {
+        tracing::warn!(
+            "--allow-remote without a bearer token: anyone who can reach {} can list and call tools (set --auth-token-file)",
+            opts.addr
+        );
+    }
+    if opts.addr.ip().is_unspecified() && args.allowed_hosts.is_empty() {
+        tracing::warn!(
+            "bound to {} but only loopback Host names are allowed; remote clients get 403 until you add --allowed-host",
+            opts.addr
+        );
+    }
+}

@@ -1,0 +1,498 @@
+//! The checks rmcp's Streamable HTTP service does not make, as axum
+//! middleware:
+//!
+//! - [`authenticate`]: optional bearer token, compared in constant time (401);
+//! - [`host_and_origin`]: the DNS-rebinding and cross-origin checks for the
+//!   operator routes (rmcp makes the same checks on `/mcp` itself);
+//! - [`deadline_and_track`]: one deadline per MCP request, covering its body,
+//!   its handler and its response stream, and the count of requests in
+//!   flight that a graceful shutdown waits for;
+//! - [`refuse_when_draining`]: 503 for anything new once shutdown began;
+//! - [`count_responses`]: HTTP responses by route and status, for `/metrics`.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use http_body::{Frame, SizeHint};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use tokio::sync::Notify;
+use tokio::time::{Instant, Sleep};
+
+use super::HttpOptions;
+use crate::metrics::Metrics;
+use crate::state::CatalogState;
+
+/// What every middleware and operator route shares.
+pub struct Shared {
+    /// SHA-256 of the bearer token. Comparing digests keeps the comparison
+    /// constant-time in the token's length as well as its content.
+    token_digest: Option<[u8; 32]>,
+    hosts: Vec<HostRule>,
+    origins: Vec<OriginRule>,
+    request_timeout: Duration,
+    draining: AtomicBool,
+    in_flight: AtomicUsize,
+    idle: Notify,
+    pub state: Arc<CatalogState>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl Shared {
+    pub fn new(opts: &HttpOptions, state: Arc<CatalogState>, metrics: Arc<Metrics>) -> Shared {
+        Shared {
+            token_digest: opts.auth_token.as_deref().map(digest),
+            hosts: opts
+                .allowed_hosts
+                .iter()
+                .filter_map(|h| HostRule::parse(h))
+                .collect(),
+            origins: opts
+                .allowed_origins
+                .iter()
+                .filter_map(|o| OriginRule::parse(o))
+                .collect(),
+            request_timeout: opts.request_timeout,
+            draining: AtomicBool::new(false),
+            in_flight: AtomicUsize::new(0),
+            idle: Notify::new(),
+            state,
+            metrics,
+        }
+    }
+
+    /// From now on every new request is answered 503.
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once no MCP request is in flight.
+    pub async fn drained(&self) {
+        loop {
+            let notified = self.idle.notified();
+            if self.in_flight() == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+fn digest(s: &str) -> [u8; 32] {
+    Sha256::digest(s.as_bytes()).into()
+}
+
+fn plain(status: StatusCode, text: impl Into<String>) -> Response {
+    let mut r = (status, text.into()).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+/// `Authorization: Bearer TOKEN` when a token is configured; 401 otherwise.
+pub async fn authenticate(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let Some(want) = &s.token_digest else {
+        return next.run(req).await;
+    };
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, token) = v.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+        });
+    let (ok, challenge) = match presented {
+        None => (false, r#"Bearer realm="regent""#),
+        Some(token) => (
+            bool::from(digest(token).ct_eq(want)),
+            r#"Bearer realm="regent", error="invalid_token""#,
+        ),
+    };
+    if ok {
+        return next.run(req).await;
+    }
+    let mut r = plain(
+        StatusCode::UNAUTHORIZED,
+        if presented.is_none() {
+            "Unauthorized: send `Authorization: Bearer <token>`"
+        } else {
+            "Unauthorized: the bearer token is not valid"
+        },
+    );
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static(challenge),
+    );
+    r
+}
+
+/// 503 for every request that arrives after shutdown began; the connection
+/// is closed after the answer.
+pub async fn refuse_when_draining(
+    State(s): State<Arc<Shared>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if s.draining.load(Ordering::SeqCst) {
+        let mut r = plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Service Unavailable: the server is shutting down",
+        );
+        r.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return r;
+    }
+    next.run(req).await
+}
+
+/// Counts every response by route and status code.
+pub async fn count_responses(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let route = match req.uri().path() {
+        "/mcp" => "/mcp",
+        "/healthz" => "/healthz",
+        "/metrics" => "/metrics",
+        _ => "other",
+    };
+    let r = next.run(req).await;
+    s.metrics.count_http_response(route, r.status().as_u16());
+    r
+}
+
+/// One deadline per MCP request (POST and DELETE; a GET opens the
+/// long-lived server-to-client stream of a session, which ends when the
+/// session or the server does). The deadline covers reading the body,
+/// running the handler, and streaming the response: a stream still open at
+/// the deadline is ended there. The request counts as in flight until its
+/// response body is finished or dropped.
+pub async fn deadline_and_track(
+    State(s): State<Arc<Shared>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if req.method() == Method::GET {
+        return next.run(req).await;
+    }
+    let timeout = s.request_timeout;
+    let deadline = Instant::now() + timeout;
+    let guard = InFlight::enter(s.clone());
+    let body_done = Arc::new(AtomicBool::new(false));
+    let (parts, body) = req.into_parts();
+    let req = Request::from_parts(
+        parts,
+        Body::new(Tracked {
+            inner: body,
+            done: body_done.clone(),
+        }),
+    );
+    match tokio::time::timeout_at(deadline, next.run(req)).await {
+        Ok(resp) => {
+            let (parts, body) = resp.into_parts();
+            Response::from_parts(
+                parts,
+                Body::new(Deadline {
+                    inner: body,
+                    sleep: Box::pin(tokio::time::sleep_until(deadline)),
+                    _guard: guard,
+                }),
+            )
+        }
+        Err(_) if !body_done.load(Ordering::SeqCst) => plain(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "Request Timeout: the request body did not arrive within {}s",
+                timeout.as_secs()
+            ),
+        ),
+        Err(_) => plain(
+            StatusCode::GATEWAY_TIMEOUT,
+            format!(
+                "Gateway Timeout: no answer within {}s (see --request-timeout-secs)",
+                timeout.as_secs()
+            ),
+        ),
+    }
+}
+
+/// Counts one request in flight until dropped.
+struct InFlight(Arc<Shared>);
+
+impl InFlight {
+    fn enter(s: Arc<Shared>) -> InFlight {
+        s.in_flight.fetch_add(1, Ordering::SeqCst);
+        InFlight(s)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+/// A request body that records when it has been read to the end.
+struct Tracked {
+    inner: Body,
+    done: Arc<AtomicBool>,
+}
+
+impl http_body::Body for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let r = Pin::new(&mut self.inner).poll_frame(cx);
+        if let Poll::Ready(None) = r {
+            self.done.store(true, Ordering::SeqCst);
+        }
+        r
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A response body that ends at the request's deadline and keeps the
+/// request counted in flight until it ends.
+struct Deadline {
+    inner: Body,
+    sleep: Pin<Box<Sleep>>,
+    _guard: InFlight,
+}
+
+impl http_body::Body for Deadline {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        if let Poll::Ready(r) = Pin::new(&mut self.inner).poll_frame(cx) {
+            return Poll::Ready(r);
+        }
+        if self.sleep.as_mut().poll(cx).is_ready() {
+            tracing::warn!("request deadline reached while streaming its response; ending it");
+            return Poll::Ready(None);
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// `Host` and `Origin` checks for the operator routes, with the same rules
+/// and lists rmcp applies to `/mcp`: a `Host` must match an allowed name (and
+/// port, when the entry has one); an `Origin`, when present, must match an
+/// allowed origin. Anything else is 403.
+pub async fn host_and_origin(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    if let Err(why) = check_host_and_origin(&s, req.uri(), req.headers()) {
+        tracing::warn!("refused {} {}: {why}", req.method(), req.uri().path());
+        return plain(StatusCode::FORBIDDEN, format!("Forbidden: {why}"));
+    }
+    next.run(req).await
+}
+
+fn check_host_and_origin(s: &Shared, uri: &http::Uri, headers: &HeaderMap) -> Result<(), String> {
+    let authority = match headers.get(header::HOST) {
+        Some(h) => h
+            .to_str()
+            .ok()
+            .and_then(|h| h.parse::<http::uri::Authority>().ok())
+            .ok_or("Host header is malformed")?,
+        None => uri.authority().cloned().ok_or("Host header is missing")?,
+    };
+    let host = normalize(authority.host());
+    let port = authority.port_u16();
+    if !s.hosts.iter().any(|r| r.matches(&host, port)) {
+        return Err("Host header is not allowed".into());
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin
+            .to_str()
+            .ok()
+            .and_then(Origin::parse)
+            .ok_or("Origin header is malformed")?;
+        if !s.origins.iter().any(|r| r.matches(&origin)) {
+            return Err("Origin header is not allowed".into());
+        }
+    }
+    Ok(())
+}
+
+fn normalize(host: &str) -> String {
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase()
+}
+
+/// An allowed `Host`: a name, and a port when the entry names one.
+struct HostRule {
+    host: String,
+    port: Option<u16>,
+}
+
+impl HostRule {
+    fn parse(s: &str) -> Option<HostRule> {
+        let s = s.trim();
+        if s.is_empty() {
+            return None;
+        }
+        Some(match s.parse::<http::uri::Authority>() {
+            Ok(a) => HostRule {
+                host: normalize(a.host()),
+                port: a.port_u16(),
+            },
+            // A bare IPv6 address (`::1`) is not an authority.
+            Err(_) => HostRule {
+                host: normalize(s),
+                port: None,
+            },
+        })
+    }
+
+    fn matches(&self, host: &str, port: Option<u16>) -> bool {
+        self.host == host && self.port.is_none_or(|p| Some(p) == port)
+    }
+}
+
+/// A browser origin: scheme, host, port (the scheme's default when absent).
+struct Origin {
+    null: bool,
+    scheme: String,
+    host: String,
+    port: Option<u16>,
+}
+
+impl Origin {
+    fn parse(s: &str) -> Option<Origin> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("null") {
+            return Some(Origin {
+                null: true,
+                scheme: String::new(),
+                host: String::new(),
+                port: None,
+            });
+        }
+        let uri: http::Uri = s.parse().ok()?;
+        let scheme = uri.scheme_str()?.to_ascii_lowercase();
+        let authority = uri.authority()?;
+        let port = authority.port_u16().or(match scheme.as_str() {
+            "http" => Some(80),
+            "https" => Some(443),
+            _ => None,
+        });
+        Some(Origin {
+            null: false,
+            scheme,
+            host: normalize(authority.host()),
+            port,
+        })
+    }
+}
+
+/// An allowed origin: `scheme://host:port`, `scheme://host:*` (any port),
+/// `scheme://host` (any port, as rmcp treats it), or `null`.
+struct OriginRule {
+    null: bool,
+    scheme: String,
+    host: String,
+    /// `None` matches any port.
+    port: Option<u16>,
+}
+
+impl OriginRule {
+    fn parse(s: &str) -> Option<OriginRule> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("null") {
+            return Some(OriginRule {
+                null: true,
+                scheme: String::new(),
+                host: String::new(),
+                port: None,
+            });
+        }
+        let (base, any_port) = match s.strip_suffix(":*") {
+            Some(base) => (base, true),
+            None => (s, false),
+        };
+        let uri: http::Uri = base.parse().ok()?;
+        let authority = uri.authority()?;
+        Some(OriginRule {
+            null: false,
+            scheme: uri.scheme_str()?.to_ascii_lowercase(),
+            host: normalize(authority.host()),
+            port: if any_port { None } else { authority.port_u16() },
+        })
+    }
+
+    fn matches(&self, o: &Origin) -> bool {
+        if self.null || o.null {
+            return self.null && o.null;
+        }
+        self.scheme == o.scheme
+            && self.host == o.host
+            && self.port.is_none_or(|p| o.port == Some(p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_rules_match_names_and_optional_ports() {
+        let any = HostRule::parse("localhost").unwrap();
+        assert!(any.matches("localhost", Some(8080)));
+        assert!(any.matches("localhost", None));
+        let pinned = HostRule::parse("example.com:8443").unwrap();
+        assert!(pinned.matches("example.com", Some(8443)));
+        assert!(!pinned.matches("example.com", Some(80)));
+        let v6 = HostRule::parse("::1").unwrap();
+        assert!(v6.matches(&normalize("[::1]"), Some(1)));
+    }
+
+    #[test]
+    fn origin_rules_follow_scheme_host_port() {
+        let rule = OriginRule::parse("http://localhost:*").unwrap();
+        assert!(rule.matches(&Origin::parse("http://localhost:3000").unwrap()));
+        assert!(!rule.matches(&Origin::parse("https://localhost:3000").unwrap()));
+        assert!(!rule.matches(&Origin::parse("http://evil.example").unwrap()));
+        let exact = OriginRule::parse("https://app.example:443").unwrap();
+        assert!(exact.matches(&Origin::parse("https://app.example").unwrap()));
+        assert!(!exact.matches(&Origin::parse("https://app.example:8443").unwrap()));
+        assert!(!rule.matches(&Origin::parse("null").unwrap()));
+    }
+}

@@ -1,0 +1,113 @@
+//! Accepting connections and shutting down gracefully.
+//!
+//! The accept loop is hyper-util's, run by hand rather than through
+//! `axum::serve`, for two settings axum does not expose: a header read
+//! timeout (a client that trickles its headers is cut off) and control over
+//! the order of shutdown:
+//!
+//! 1. stop accepting (the listening socket is closed: new connections are
+//!    refused) and answer any new request on an open connection with 503;
+//! 2. ask every connection to close once its current request is answered;
+//! 3. wait, up to the grace period, for MCP requests in flight to finish;
+//! 4. cancel rmcp's token, which ends sessions and their SSE streams;
+//! 5. wait briefly for the connections to close.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::HEADER_READ_TIMEOUT;
+use super::guard::Shared;
+
+/// How long connections get to close after the requests in flight drained.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
+
+/// A bound listening socket.
+pub struct Bound {
+    listener: TcpListener,
+    pub addr: SocketAddr,
+}
+
+pub async fn bind(addr: SocketAddr) -> std::io::Result<Bound> {
+    let listener = TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    Ok(Bound { listener, addr })
+}
+
+pub async fn run(
+    bound: Bound,
+    app: Router,
+    shared: Arc<Shared>,
+    rmcp_cancel: CancellationToken,
+    grace: Duration,
+    shutdown: impl Future<Output = ()> + Send,
+) -> std::io::Result<()> {
+    let Bound { listener, addr } = bound;
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    builder.http2().timer(TokioTimer::new());
+    let graceful = GracefulShutdown::new();
+    let service = TowerToHyperService::new(app);
+
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(c) => c,
+                    Err(e) => {
+                        // Out of file descriptors and the like: keep serving
+                        // the connections we have, and try again shortly.
+                        tracing::warn!("accept failed on {addr}: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let conn = builder
+                    .serve_connection_with_upgrades(TokioIo::new(stream), service.clone())
+                    .into_owned();
+                let conn = graceful.watch(conn);
+                tokio::spawn(async move {
+                    if let Err(e) = conn.await {
+                        tracing::debug!("connection from {peer} ended: {e}");
+                    }
+                });
+            }
+            () = &mut shutdown => break,
+        }
+    }
+
+    shared.start_draining();
+    drop(listener);
+    let in_flight = shared.in_flight();
+    tracing::info!(
+        in_flight,
+        "shutting down: no new connections; waiting up to {}s for requests in flight",
+        grace.as_secs()
+    );
+    let closing = tokio::spawn(graceful.shutdown());
+    if tokio::time::timeout(grace, shared.drained()).await.is_err() {
+        tracing::warn!(
+            in_flight = shared.in_flight(),
+            "shutdown grace period over; ending the requests still in flight"
+        );
+    }
+    rmcp_cancel.cancel();
+    if tokio::time::timeout(CLOSE_WAIT, closing).await.is_err() {
+        tracing::warn!("some connections did not close in time; dropping them");
+    }
+    tracing::info!("stopped");
+    Ok(())
+}

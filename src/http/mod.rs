@@ -1,0 +1,192 @@
+//! MCP over Streamable HTTP (`regent serve --http`), locked down by default.
+//!
+//! Routes: `/mcp` is rmcp's `StreamableHttpService` (both protocol eras:
+//! 2025-11-25 sessions with `Mcp-Session-Id` and SSE, 2026-07-28 stateless
+//! POSTs); `/healthz` and `/metrics` are for operators ([`ops`]).
+//!
+//! What is checked, and by whom:
+//! - rmcp checks, on `/mcp`: `Host` and `Origin` against the allow-lists
+//!   (403), the body size (413), the protocol-version, `Mcp-Method` and
+//!   `Mcp-Name` headers, sessions.
+//! - [`guard`] adds what rmcp lacks: the same `Host`/`Origin` checks on the
+//!   operator routes, bearer authentication (401), a deadline per request,
+//!   refusing new requests once shutdown has begun (503), and the count of
+//!   requests in flight that shutdown waits for.
+//! - [`hoist`] rewrites `/mcp` response bodies so the wire shape matches the
+//!   stdio transport's (the tool-resolution fields rmcp's types drop).
+//! - [`listener`] accepts connections (header read timeout) and runs the
+//!   graceful shutdown.
+//!
+//! Deciding anything about tools is the protocol layer's and the catalog's
+//! job; this module only carries MCP over HTTP and guards the door.
+
+mod guard;
+mod hoist;
+mod listener;
+mod ops;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::middleware::from_fn_with_state;
+use axum::routing::get;
+use rmcp::ServerHandler;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::Metrics;
+use crate::protocol::metered::Metered;
+use crate::state::CatalogState;
+pub use listener::Bound;
+
+/// How long a client may take to send a request's headers. Slow-header
+/// clients (slowloris) hold a connection without ever reaching a handler.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Everything `serve --http` was told, resolved and validated.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    pub addr: SocketAddr,
+    /// `Host` values (name, or name:port) accepted; never empty.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted (`scheme://host[:port|:*]`); requests without
+    /// an `Origin` header are not from a browser page and always pass.
+    pub allowed_origins: Vec<String>,
+    /// The bearer token, when authentication is on.
+    pub auth_token: Option<String>,
+    pub max_body_bytes: usize,
+    pub request_timeout: Duration,
+    pub shutdown_grace: Duration,
+}
+
+/// The `Host` values accepted when none are given: the loopback names, on
+/// any port.
+pub fn default_allowed_hosts() -> Vec<String> {
+    ["localhost", "127.0.0.1", "::1"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// The browser origins accepted when none are given: pages served from this
+/// machine's loopback names, on any port, over http or https.
+pub fn default_allowed_origins() -> Vec<String> {
+    let mut v = Vec::new();
+    for scheme in ["http", "https"] {
+        for host in ["localhost", "127.0.0.1", "[::1]"] {
+            v.push(format!("{scheme}://{host}:*"));
+        }
+    }
+    v
+}
+
+/// Binds `opts.addr` and serves until `shutdown` resolves, then drains:
+/// new requests are refused, requests in flight get `opts.shutdown_grace`
+/// to finish. `on_bound` is told the bound address (port 0 picks one).
+pub async fn serve<H>(
+    opts: HttpOptions,
+    handler: H,
+    state: Arc<CatalogState>,
+    metrics: Arc<Metrics>,
+    shutdown: impl Future<Output = ()> + Send,
+    on_bound: impl FnOnce(&Bound),
+) -> std::io::Result<()>
+where
+    H: ServerHandler + Clone,
+{
+    // Cancelling this ends rmcp's sessions and SSE streams; it is cancelled
+    // only after the requests in flight have drained.
+    let rmcp_cancel = CancellationToken::new();
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(opts.allowed_hosts.clone())
+        .with_allowed_origins(opts.allowed_origins.clone())
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(opts.max_body_bytes)
+        // A stateless request gets one JSON body when its handler sends
+        // nothing before the result; SSE only when it must stream.
+        .with_json_response(true)
+        .with_legacy_session_mode(true)
+        .with_cancellation_token(rmcp_cancel.clone());
+    let handler = Metered::new(handler, metrics.clone());
+    let mcp = StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+
+    let shared = Arc::new(guard::Shared::new(&opts, state.clone(), metrics.clone()));
+    let app = router(mcp, shared.clone());
+    let bound = listener::bind(opts.addr).await?;
+    on_bound(&bound);
+    listener::run(
+        bound,
+        app,
+        shared,
+        rmcp_cancel,
+        opts.shutdown_grace,
+        shutdown,
+    )
+    .await
+}
+
+/// rmcp answers a session's DELETE with 202 Accepted; the official Python
+/// SDK expects 200 or 204 and warns on anything else. The session is gone by
+/// the time rmcp answers, so 204 No Content says exactly that (the spec does
+/// not pin a status, and the conformance suite accepts any 2xx).
+async fn session_end_is_204(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let is_delete = req.method() == http::Method::DELETE;
+    let mut resp = next.run(req).await;
+    if is_delete && resp.status() == http::StatusCode::ACCEPTED {
+        *resp.status_mut() = http::StatusCode::NO_CONTENT;
+    }
+    resp
+}
+
+fn router<S>(mcp: S, shared: Arc<guard::Shared>) -> Router
+where
+    S: tower::Service<
+            axum::extract::Request,
+            Response = http::Response<
+                http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>,
+            >,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    // Layers run outside-in in the reverse order they are added.
+    let mcp_routes = Router::new()
+        .route_service("/mcp", mcp)
+        .layer(axum::middleware::from_fn(hoist::rewrite))
+        .layer(axum::middleware::from_fn(session_end_is_204))
+        .layer(from_fn_with_state(shared.clone(), guard::authenticate))
+        .layer(from_fn_with_state(
+            shared.clone(),
+            guard::deadline_and_track,
+        ));
+    let metrics_route = Router::new()
+        .route("/metrics", get(ops::metrics))
+        .layer(from_fn_with_state(shared.clone(), guard::authenticate))
+        .layer(from_fn_with_state(shared.clone(), guard::host_and_origin));
+    let health_route = Router::new()
+        .route("/healthz", get(ops::healthz))
+        .layer(from_fn_with_state(shared.clone(), guard::host_and_origin));
+    Router::new()
+        .merge(mcp_routes)
+        .merge(metrics_route)
+        .merge(health_route)
+        .with_state(shared.clone())
+        .layer(from_fn_with_state(
+            shared.clone(),
+            guard::refuse_when_draining,
+        ))
+        .layer(from_fn_with_state(shared, guard::count_responses))
+}
