@@ -29,12 +29,17 @@ pub fn build(source: &Source, opts: &BuildOptions) -> Result<Catalog, Diagnostic
         .tools()
         .filter_map(|(_, _, t)| t.policy.as_deref())
         .collect();
+    // The longest claimed package that is `package` itself or one of its
+    // dotted prefixes: a few set lookups, so the cost does not grow with the
+    // number of tools.
     let owner_of = |package: &str| -> Option<&str> {
-        claimed
-            .iter()
-            .copied()
-            .filter(|c| package == *c || package.starts_with(&format!("{c}.")))
-            .max_by_key(|c| c.len())
+        let mut candidate = package;
+        loop {
+            if let Some(c) = claimed.get(candidate) {
+                return Some(*c);
+            }
+            candidate = &candidate[..candidate.rfind('.')?];
+        }
     };
 
     // The base engine holds what every tool may read: library packages (those
@@ -59,12 +64,24 @@ pub fn build(source: &Source, opts: &BuildOptions) -> Result<Catalog, Diagnostic
         }
     }
 
+    // Each policy file's owner, found once. Matching every tool against every
+    // policy file made loading cubic in the catalog's size (1,000 tools with a
+    // policy each took about two minutes to load; see BENCHMARKS.md).
+    let mut own_by_package: HashMap<&str, Vec<&PolicyFile>> = HashMap::new();
+    for p in &policies {
+        if let Some(owner) = owner_of(&p.package) {
+            own_by_package.entry(owner).or_default().push(p);
+        }
+    }
+
     let mut tools = Vec::new();
     for (file, at, decl) in source.tools() {
-        let own: Vec<&PolicyFile> = policies
-            .iter()
-            .filter(|p| decl.policy.is_some() && owner_of(&p.package) == decl.policy.as_deref())
-            .collect();
+        let own: Vec<&PolicyFile> = decl
+            .policy
+            .as_deref()
+            .and_then(|pkg| own_by_package.get(pkg))
+            .cloned()
+            .unwrap_or_default();
         match compile_tool(file, &at, decl, &own, &policies, &base) {
             Ok(tool) => tools.push(tool),
             Err(mut ds) => diags.0.append(&mut ds),

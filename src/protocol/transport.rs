@@ -11,12 +11,16 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use std::borrow::Cow;
+
 use rmcp::model::{
-    ClientJsonRpcMessage, CustomResult, ErrorCode, JsonRpcMessage, ServerJsonRpcMessage,
-    ServerResult,
+    ClientJsonRpcMessage, ClientRequest, CustomRequest, CustomResult, ErrorCode, Extensions,
+    JsonRpcMessage, JsonRpcRequest, JsonRpcVersion2_0, RequestId, RequestMetaObject,
+    ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::Mutex;
@@ -140,6 +144,9 @@ where
             if text.is_empty() {
                 continue;
             }
+            if let Some(msg) = custom_request(text) {
+                return Some(msg);
+            }
             match serde_json::from_slice::<ClientJsonRpcMessage>(text) {
                 Ok(msg) => return Some(msg),
                 Err(e) if e.is_syntax() || e.is_eof() => {
@@ -176,6 +183,70 @@ where
         let mut w = self.write.lock().await;
         w.flush().await
     }
+}
+
+/// The methods regent serves through rmcp's custom-request hook.
+const CUSTOM_METHODS: [&str; 2] = ["tools/resolve", "tools/annotations"];
+
+/// Parses a request for one of [`CUSTOM_METHODS`] straight into rmcp's
+/// `CustomRequest`.
+///
+/// rmcp parses every incoming message as `ClientRequest`, an untagged union
+/// of all the request types it knows, trying each in turn; a method it does
+/// not know fails every attempt (formatting an error message for each) before
+/// it lands on `CustomRequest`. That was a quarter of the instructions of a
+/// `tools/resolve` (callgrind; see BENCHMARKS.md). This builds the same value
+/// directly and, as rmcp's own deserializer does, moves `params._meta` into
+/// the request's extensions, where the era checks and `ctx.meta` read it.
+/// Anything unusual (no id, `params` or `_meta` not an object, a malformed
+/// envelope) returns `None` and takes rmcp's path, so errors stay rmcp's.
+fn custom_request(text: &[u8]) -> Option<ClientJsonRpcMessage> {
+    #[derive(Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<Cow<'a, str>>,
+    }
+    #[derive(Deserialize)]
+    struct Envelope {
+        #[allow(dead_code)]
+        jsonrpc: JsonRpcVersion2_0,
+        id: RequestId,
+        method: String,
+        #[serde(default)]
+        params: Option<Value>,
+    }
+    // A borrowed probe first: the other methods pay only for a scan.
+    let probe: Method = serde_json::from_slice(text).ok()?;
+    if !CUSTOM_METHODS.contains(&probe.method?.as_ref()) {
+        return None;
+    }
+    let Envelope {
+        id, method, params, ..
+    } = serde_json::from_slice(text).ok()?;
+    let mut extensions = Extensions::new();
+    let params = match params {
+        None => None,
+        Some(Value::Object(mut p)) => {
+            match p.remove("_meta") {
+                None => {}
+                Some(Value::Object(meta)) => {
+                    extensions.insert(RequestMetaObject::from(meta));
+                }
+                Some(_) => return None,
+            }
+            Some(Value::Object(p))
+        }
+        Some(_) => return None,
+    };
+    let request = CustomRequest {
+        method,
+        params,
+        extensions,
+    };
+    Some(JsonRpcMessage::Request(JsonRpcRequest::new(
+        id,
+        ClientRequest::CustomRequest(request),
+    )))
 }
 
 fn trim(mut s: &[u8]) -> &[u8] {
