@@ -326,6 +326,12 @@ pub struct Run {
 }
 
 fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` does not, and a
+    // test run should not start a five-minute measurement or rewrite files.
+    if !std::env::args().any(|a| a == "--bench") {
+        eprintln!("load: not run (measure with `cargo bench --bench load`)");
+        return;
+    }
     let opts = opts();
     let t0 = Instant::now();
     let machine = machine::describe();
