@@ -10,6 +10,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use std::borrow::Cow;
 
@@ -34,6 +35,12 @@ pub struct LineTransport<R, W> {
     read: BufReader<R>,
     line: Vec<u8>,
     write: Arc<Mutex<BufWriter<W>>>,
+    /// Whether the reader has run out of buffered input and waits for the
+    /// client. Answers are flushed at once while it does; while it still has
+    /// requests to hand out (a client that pipelines), answers collect in
+    /// the write buffer and go out together when it runs dry: one write(2)
+    /// for many answers instead of one each.
+    reader_idle: Arc<AtomicBool>,
 }
 
 impl<R, W> LineTransport<R, W>
@@ -46,6 +53,22 @@ where
             read: BufReader::with_capacity(64 * 1024, read),
             line: Vec::with_capacity(4096),
             write: Arc::new(Mutex::new(BufWriter::with_capacity(64 * 1024, write))),
+            reader_idle: Arc::new(AtomicBool::new(true)),
+        }
+    }
+
+    /// Flushes the answers waiting in the write buffer. Called before the
+    /// reader waits for input, so no answer is held back while the client
+    /// waits for it. Ordering with [`Transport::send`]: the flag is set
+    /// before the lock is taken here, and `send` reads it under the lock, so
+    /// an answer written after this flush sees the flag and flushes itself.
+    async fn flush_before_waiting(&self) {
+        self.reader_idle.store(true, Ordering::SeqCst);
+        let mut w = self.write.lock().await;
+        if !w.buffer().is_empty()
+            && let Err(e) = w.flush().await
+        {
+            tracing::debug!("stdout flush failed: {e}");
         }
     }
 
@@ -56,7 +79,11 @@ where
         self.line.clear();
         let mut oversized = false;
         loop {
+            if self.read.buffer().is_empty() {
+                self.flush_before_waiting().await;
+            }
             let buf = self.read.fill_buf().await?;
+            self.reader_idle.store(false, Ordering::SeqCst);
             if buf.is_empty() {
                 return Ok(if self.line.is_empty() && !oversized {
                     None
@@ -111,12 +138,18 @@ where
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let bytes = encode(item);
         let write = self.write.clone();
+        let reader_idle = self.reader_idle.clone();
         async move {
             let mut bytes = bytes?;
             bytes.push(b'\n');
             let mut w = write.lock().await;
             w.write_all(&bytes).await?;
-            w.flush().await
+            // While the reader still has requests buffered it will flush
+            // when it runs dry (see `reader_idle`); otherwise flush now.
+            if reader_idle.load(Ordering::SeqCst) {
+                w.flush().await?;
+            }
+            Ok(())
         }
     }
 
