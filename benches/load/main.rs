@@ -59,7 +59,7 @@ pub struct Opts {
 
 fn opts() -> Opts {
     let mut o = Opts {
-        rounds: 3,
+        rounds: 5,
         requests: 20_000,
         serial_requests: 5_000,
         window: 32,
