@@ -23,11 +23,10 @@ fn manage_files_dir() -> std::path::PathBuf {
 /// with its own policy package.
 fn catalog(n: usize) -> (tempfile::TempDir, Catalog) {
     let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::copy(
-        manage_files_dir().join("manage_files.yaml"),
-        dir.path().join("manage_files.yaml"),
-    )
-    .expect("copy example");
+    // The tool and its policy (whose `deny` rule guards the root directory).
+    for file in ["manage_files.yaml", "manage_files.rego"] {
+        std::fs::copy(manage_files_dir().join(file), dir.path().join(file)).expect("copy example");
+    }
     for i in 1..n {
         std::fs::write(
             dir.path().join(format!("t{i}.yaml")),

@@ -21,6 +21,99 @@ pub struct Cli {
 pub enum Command {
     /// Serve the catalog under PATH... as an MCP server on stdio
     Serve(ServeArgs),
+    /// Validate a catalog without serving it; exit 0 clean, 1 errors found, 2 could not run
+    Check(CheckArgs),
+    /// Run the catalog's *.test.yaml cases and Rego test_* rules; exit 0 when all pass
+    Test(TestArgs),
+    /// Print TOOL resolved for JSON-ARGUMENTS exactly as tools/resolve would, without a server
+    Resolve(ResolveArgs),
+}
+
+/// Paths and limits for the policy tools (`check`, `test`): like
+/// [`CatalogArgs`], but the paths default to the current directory.
+#[derive(Debug, Args, Clone)]
+pub struct ToolingArgs {
+    /// Tool files (*.yaml), policies (*.rego), data (*.json), tests, or directories holding them
+    #[arg(value_name = "PATH", default_value = ".")]
+    pub paths: Vec<PathBuf>,
+
+    /// The longest one policy evaluation may run, in milliseconds (wall-clock)
+    #[arg(long, value_name = "MS", default_value_t = crate::catalog::DEFAULT_POLICY_TIMEOUT_MS)]
+    pub policy_timeout_ms: u64,
+}
+
+impl ToolingArgs {
+    pub fn catalog(&self) -> CatalogArgs {
+        CatalogArgs {
+            paths: self.paths.clone(),
+            policy_timeout_ms: self.policy_timeout_ms,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckFormat {
+    /// For people: rustc-style, coloured on a terminal
+    Human,
+    /// The stable JSON shape documented in docs/policy-tooling.md
+    Json,
+    /// SARIF 2.1.0, for code-scanning in CI
+    Sarif,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub tooling: ToolingArgs,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
+    pub format: CheckFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TestFormat {
+    /// For people: failures with expected and actual side by side
+    Human,
+    /// JUnit XML, for CI test reports
+    Junit,
+}
+
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    #[command(flatten)]
+    pub tooling: ToolingArgs,
+
+    /// Output format
+    #[arg(long, value_enum, default_value_t = TestFormat::Human)]
+    pub format: TestFormat,
+
+    /// Report which policy lines and YAML mapping rules the tests exercised
+    #[arg(long)]
+    pub coverage: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ResolveArgs {
+    /// Catalog files or directories (repeatable); the current directory when omitted
+    #[arg(long = "config", value_name = "PATH", default_value = ".")]
+    pub config: Vec<PathBuf>,
+
+    /// The longest one policy evaluation may run, in milliseconds (wall-clock)
+    #[arg(long, value_name = "MS", default_value_t = crate::catalog::DEFAULT_POLICY_TIMEOUT_MS)]
+    pub policy_timeout_ms: u64,
+
+    /// Also show, on stderr, which YAML or Rego rule produced each field that differs from the listing
+    #[arg(long)]
+    pub explain: bool,
+
+    /// The tool's name
+    #[arg(value_name = "TOOL")]
+    pub tool: String,
+
+    /// The arguments, as a JSON object
+    #[arg(value_name = "JSON-ARGUMENTS", default_value = "{}")]
+    pub arguments: String,
 }
 
 /// Settings shared by every command that loads a catalog.
@@ -30,8 +123,8 @@ pub struct CatalogArgs {
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<PathBuf>,
 
-    /// The longest one policy evaluation may run, in milliseconds
-    #[arg(long, value_name = "MS", default_value_t = 100)]
+    /// The longest one policy evaluation may run, in milliseconds (wall-clock)
+    #[arg(long, value_name = "MS", default_value_t = crate::catalog::DEFAULT_POLICY_TIMEOUT_MS)]
     pub policy_timeout_ms: u64,
 }
 
@@ -39,4 +132,29 @@ pub struct CatalogArgs {
 pub struct ServeArgs {
     #[command(flatten)]
     pub catalog: CatalogArgs,
+
+    /// Append one JSON line per resolve and call decision to PATH (default: standard error)
+    #[arg(long, value_name = "PATH")]
+    pub decision_log: Option<PathBuf>,
+
+    /// Include the call arguments in decision-log lines (otherwise only their digest)
+    #[arg(long)]
+    pub log_arguments: bool,
+
+    /// HMAC key (at least 32 bytes) for the requestState of 2026-07-28
+    /// confirmations; default: a random key generated at start
+    #[arg(long, value_name = "PATH")]
+    pub request_state_key_file: Option<PathBuf>,
+
+    /// How long a 2026-07-28 requestState stays valid, in seconds
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    pub request_state_ttl: u64,
+
+    /// Do not watch PATH... for changes (SIGHUP still reloads)
+    #[arg(long)]
+    pub no_watch: bool,
+
+    /// Keep the reload status as JSON in FILE, rewritten atomically after every reload attempt
+    #[arg(long, value_name = "FILE")]
+    pub status_file: Option<PathBuf>,
 }

@@ -104,19 +104,80 @@ impl Diagnostic {
     /// source line with a caret under the column when the file can be read,
     /// and the help line.
     pub fn render(&self) -> String {
+        self.render_styled(Style::plain())
+    }
+
+    /// [`Diagnostic::render`] with colours when `style` has them.
+    pub fn render_styled(&self, style: Style) -> String {
+        let severity = match self.severity {
+            Severity::Error => style.red(self.severity.as_str()),
+            Severity::Warning => style.yellow(self.severity.as_str()),
+        };
         let mut out = format!(
             "{}: {}: {}\n",
-            self.location,
-            self.severity.as_str(),
-            self.message
+            style.bold(&self.location.to_string()),
+            severity,
+            style.bold(&self.message)
         );
-        if let Some(snippet) = snippet(&self.location) {
+        if let Some(snippet) = snippet(&self.location, style) {
             out.push_str(&snippet);
         }
         if let Some(help) = &self.help {
-            out.push_str(&format!("  = help: {help}\n"));
+            out.push_str(&format!("  {} {help}\n", style.cyan("= help:")));
         }
         out
+    }
+}
+
+/// Whether output for people gets ANSI colours: only on a terminal, and
+/// never with `NO_COLOR` set (https://no-color.org).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Style {
+    pub colour: bool,
+}
+
+impl Style {
+    pub fn plain() -> Style {
+        Style { colour: false }
+    }
+
+    /// Colour when stdout is a terminal and `NO_COLOR` is unset or empty.
+    pub fn for_stdout() -> Style {
+        use std::io::IsTerminal;
+        Style {
+            colour: std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        }
+    }
+
+    fn paint(self, code: &str, text: &str) -> String {
+        if self.colour {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+
+    pub fn red(self, t: &str) -> String {
+        self.paint("1;31", t)
+    }
+    pub fn yellow(self, t: &str) -> String {
+        self.paint("1;33", t)
+    }
+    pub fn green(self, t: &str) -> String {
+        self.paint("1;32", t)
+    }
+    pub fn cyan(self, t: &str) -> String {
+        self.paint("1;36", t)
+    }
+    pub fn blue(self, t: &str) -> String {
+        self.paint("1;34", t)
+    }
+    pub fn bold(self, t: &str) -> String {
+        self.paint("1", t)
+    }
+    pub fn dim(self, t: &str) -> String {
+        self.paint("2", t)
     }
 }
 
@@ -133,7 +194,7 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-fn snippet(loc: &Location) -> Option<String> {
+fn snippet(loc: &Location, style: Style) -> Option<String> {
     if loc.line == 0 {
         return None;
     }
@@ -141,7 +202,8 @@ fn snippet(loc: &Location) -> Option<String> {
     let line = text.lines().nth(loc.line - 1)?;
     let number = loc.line.to_string();
     let pad = " ".repeat(number.len());
-    let mut out = format!("{pad} |\n{number} | {line}\n");
+    let bar = style.blue("|");
+    let mut out = format!("{pad} {bar}\n{} {bar} {line}\n", style.blue(&number));
     if loc.column > 0 {
         // Columns count characters; tabs are kept so the caret lines up.
         let lead: String = line
@@ -149,7 +211,7 @@ fn snippet(loc: &Location) -> Option<String> {
             .take(loc.column - 1)
             .map(|c| if c == '\t' { '\t' } else { ' ' })
             .collect();
-        out.push_str(&format!("{pad} | {lead}^\n"));
+        out.push_str(&format!("{pad} {bar} {lead}{}\n", style.red("^")));
     }
     Some(out)
 }

@@ -2,9 +2,15 @@
 //! behaviour is decided by Rego policies. See ARCHITECTURE.md for the map.
 
 pub mod catalog;
+pub mod check;
 pub mod cli;
 pub mod commands;
+pub mod decisions;
 pub mod diag;
+pub mod exec;
+pub mod par;
 pub mod protocol;
+pub mod reload;
 pub mod source;
 pub mod state;
+pub mod testing;

@@ -20,6 +20,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 pub const STACK_SIZE: usize = 512 * 1024 * 1024;
 
 fn main() {
+    quiet_library_backtraces();
     let code = std::thread::Builder::new()
         .name("regent".into())
         .stack_size(STACK_SIZE)
@@ -31,7 +32,6 @@ fn main() {
 }
 
 fn real_main() -> i32 {
-    quiet_library_backtraces();
     init_logging();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -47,6 +47,9 @@ fn real_main() -> i32 {
     };
     let outcome = match &cli.command {
         Command::Serve(args) => commands::serve::run(args),
+        Command::Check(args) => commands::check::run(args),
+        Command::Test(args) => commands::test::run(args),
+        Command::Resolve(args) => commands::resolve::run(args),
     };
     match outcome {
         Ok(code) => code,
@@ -54,6 +57,20 @@ fn real_main() -> i32 {
             eprintln!("{}", failure.message);
             failure.code
         }
+    }
+}
+
+/// regorus' parser builds `anyhow` errors while backtracking over valid
+/// policies; with `RUST_BACKTRACE=1` in the environment each one captures a
+/// stack trace, which made a 500-policy reload about 1.7 times slower
+/// (benches/reload.rs). `RUST_LIB_BACKTRACE=0` turns that off for library
+/// errors while panics still print their backtrace. An explicit
+/// `RUST_LIB_BACKTRACE` is respected.
+fn quiet_library_backtraces() {
+    if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
+        // SAFETY: called first thing in main, before any thread exists, so
+        // nothing can read the environment concurrently.
+        unsafe { std::env::set_var("RUST_LIB_BACKTRACE", "0") };
     }
 }
 
@@ -74,15 +91,4 @@ fn init_logging() {
 fn use_colour_on_stderr() -> bool {
     use std::io::IsTerminal;
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-}
-
-/// regorus reports errors through `anyhow`, which captures a backtrace for
-/// every error when `RUST_BACKTRACE` is set; that doubles the cost of a failing
-/// policy evaluation. `RUST_LIB_BACKTRACE=0` turns off only those library
-/// captures (panics still print backtraces), unless the user chose otherwise.
-fn quiet_library_backtraces() {
-    if std::env::var_os("RUST_LIB_BACKTRACE").is_none() {
-        // SAFETY: called first thing in main, before any thread exists.
-        unsafe { std::env::set_var("RUST_LIB_BACKTRACE", "0") };
-    }
 }

@@ -12,6 +12,7 @@
 //!       annotations: {readOnlyHint: true}   # a subset of the resolved hints
 //!       meta: {...}                         # a subset of the resolved _meta
 //!       securitySchemes: [...]              # the resolved securitySchemes, exactly
+//!       deny: [...]                         # the deny reasons, exactly ([] = allowed)
 //!       error: "substring of the error message"
 //! ```
 //!
@@ -126,10 +127,6 @@ fn run_case(server: &mut Server, case: &Case, label: &str) -> Result<(), Failed>
 }
 
 fn check(response: &Value, expect: &Expect, label: &str) {
-    assert!(
-        expect.deny.is_none(),
-        "{label}: expect.deny needs the `deny` contract rule, which this build does not have"
-    );
     if let Some(want) = &expect.error {
         let Some(err) = response.get("error") else {
             panic!("{label}: expected an error containing {want:?}, got {response}");
@@ -154,6 +151,19 @@ fn check(response: &Value, expect: &Expect, label: &str) {
     }
     if let Some(m) = &expect.meta {
         assert_subset(m, &result["_meta"], &format!("{label}: _meta"));
+    }
+    if let Some(want) = &expect.deny {
+        // The decision a call would get, as tools/resolve reports it.
+        let decision = &result["_meta"]["regent/decision"];
+        assert_eq!(
+            &decision["reasons"], want,
+            "{label}: deny reasons\n  expected: {want}\n  actual:   {decision}"
+        );
+        assert_eq!(
+            decision["allowed"],
+            json!(want.as_array().is_some_and(|a| a.is_empty())),
+            "{label}: allowed disagrees with the reasons: {decision}"
+        );
     }
     if let Some(s) = &expect.security_schemes {
         assert_eq!(

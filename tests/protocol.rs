@@ -211,7 +211,8 @@ fn policy_failures_are_internal_errors() {
         );
         assert_eq!(e["code"], json!(-32603), "{e}");
         assert_eq!(e["data"]["reason"], json!("policy-timeout"), "{e}");
-        let log = s.stderr();
+        // stderr is read by another thread than the response: wait for it.
+        let log = s.stderr_until(|log| log.contains("tool=spin") && log.contains("time limit"));
         assert!(
             log.contains("tool=spin") && log.contains("time limit"),
             "stderr:\n{log}"

@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::generate;
 use super::hints::Hints;
 use super::policy::{self, EnginePool};
+use super::run;
 use super::schema;
 use super::{BuildOptions, Catalog, Field, Rule, Tool};
 use crate::diag::{Diagnostic, Diagnostics, Location};
@@ -22,6 +23,17 @@ struct PolicyFile<'a> {
 
 /// Compiles `source`. Every problem found is returned, not only the first.
 pub fn build(source: &Source, opts: &BuildOptions) -> Result<Catalog, Diagnostics> {
+    let (catalog, diags) = build_partial(source, opts);
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    Ok(catalog)
+}
+
+/// Compiles every tool that can be compiled and returns the problems of
+/// the others beside it. For `regent check`, which goes on to examine the
+/// tools that compiled; a catalog with errors is never served.
+pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnostics) {
     let mut diags = Diagnostics::default();
 
     let policies = parse_policies(source, opts, &mut diags);
@@ -29,9 +41,11 @@ pub fn build(source: &Source, opts: &BuildOptions) -> Result<Catalog, Diagnostic
         .tools()
         .filter_map(|(_, _, t)| t.policy.as_deref())
         .collect();
-    // The longest claimed package that is `package` itself or one of its
-    // dotted prefixes: a few set lookups, so the cost does not grow with the
-    // number of tools.
+    // The tool package that owns each policy: the longest claimed package
+    // that is the policy's package or a dotted prefix of it. Found by walking
+    // the package's own prefixes, so the cost does not grow with the number
+    // of tools (a 500-tool catalog would otherwise pay 500 x 500 comparisons
+    // per tool).
     let owner_of = |package: &str| -> Option<&str> {
         let mut candidate = package;
         loop {
@@ -41,13 +55,23 @@ pub fn build(source: &Source, opts: &BuildOptions) -> Result<Catalog, Diagnostic
             candidate = &candidate[..candidate.rfind('.')?];
         }
     };
+    let mut owned: HashMap<&str, Vec<&PolicyFile>> = HashMap::new();
+    let mut library_files: Vec<&PolicyFile> = Vec::new();
+    for p in &policies {
+        match owner_of(&p.package) {
+            Some(owner) => owned.entry(owner).or_default().push(p),
+            None => library_files.push(p),
+        }
+    }
 
     // The base engine holds what every tool may read: library packages (those
     // no tool claims) and the data documents.
     let mut base = policy::new_engine(opts.policy_timeout);
-    for p in policies.iter().filter(|p| owner_of(&p.package).is_none()) {
-        if let Err(d) = policy::add_policy(&mut base, &p.path, p.text) {
-            diags.push(d);
+    let mut library = Vec::new();
+    for p in library_files {
+        match policy::add_policy(&mut base, &p.path, p.text) {
+            Ok(_) => library.push((p.path.as_str(), p.package.as_str())),
+            Err(d) => diags.push(d),
         }
     }
     for data in &source.data {
@@ -64,45 +88,49 @@ pub fn build(source: &Source, opts: &BuildOptions) -> Result<Catalog, Diagnostic
         }
     }
 
-    // Each policy file's owner, found once. Matching every tool against every
-    // policy file made loading cubic in the catalog's size (1,000 tools with a
-    // policy each took about two minutes to load; see BENCHMARKS.md).
-    let mut own_by_package: HashMap<&str, Vec<&PolicyFile>> = HashMap::new();
-    for p in &policies {
-        if let Some(owner) = owner_of(&p.package) {
-            own_by_package.entry(owner).or_default().push(p);
-        }
-    }
-
-    let mut tools = Vec::new();
-    for (file, at, decl) in source.tools() {
-        let own: Vec<&PolicyFile> = decl
+    // Tools compile independently (each gets its own copy of the base
+    // engine), so they are spread over the cores; results keep declaration
+    // order. A tool takes a fraction of a millisecond, so small catalogs stay
+    // on one thread.
+    let shared = Shared {
+        all: &policies,
+        base: &base,
+        library: &library,
+    };
+    let decls: Vec<_> = source.tools().collect();
+    let compiled = crate::par::map_ordered(&decls, 32, |(file, at, decl)| {
+        let own: &[&PolicyFile] = decl
             .policy
             .as_deref()
-            .and_then(|pkg| own_by_package.get(pkg))
-            .cloned()
-            .unwrap_or_default();
-        match compile_tool(file, &at, decl, &own, &policies, &base) {
-            Ok(tool) => tools.push(tool),
+            .and_then(|pkg| owned.get(pkg))
+            .map_or(&[], Vec::as_slice);
+        compile_tool(file, at, decl, own, &shared, opts)
+    });
+    let mut tools = Vec::with_capacity(compiled.len());
+    for c in compiled {
+        match c {
+            Ok((tool, mut ds)) => {
+                diags.0.append(&mut ds);
+                tools.push(tool);
+            }
             Err(mut ds) => diags.0.append(&mut ds),
         }
     }
 
-    if diags.has_errors() {
-        diags.sort();
-        return Err(diags);
-    }
+    diags.sort();
+    let warnings = diags.0.iter().filter(|d| !d.is_error()).cloned().collect();
     let by_name = tools
         .iter()
         .enumerate()
         .map(|(i, t): (usize, &Tool)| (t.name.clone(), i))
         .collect();
-    Ok(Catalog {
+    let catalog = Catalog {
         revision: source.digest.clone(),
         tools,
         by_name,
-        warnings: diags.0,
-    })
+        warnings,
+    };
+    (catalog, diags)
 }
 
 /// Parses every serving policy file to learn its package, reporting parse
@@ -112,34 +140,36 @@ fn parse_policies<'a>(
     opts: &BuildOptions,
     diags: &mut Diagnostics,
 ) -> Vec<PolicyFile<'a>> {
-    let mut out = Vec::new();
-    for file in source
+    let files: Vec<_> = source
         .policies
         .iter()
         .filter(|f| f.kind == FileKind::Policy)
-    {
+        .collect();
+    // Each file is parsed on its own scratch engine, so files are parsed in
+    // parallel; the order (and so the diagnostics) stays the files' order.
+    let parsed = crate::par::map_ordered(&files, 32, |file| {
         let path = file.path.to_string_lossy().to_string();
         let mut scratch = policy::new_engine(opts.policy_timeout);
-        match policy::add_policy(&mut scratch, &path, &file.text) {
-            Ok(pkg) => {
-                let package = pkg.strip_prefix("data.").unwrap_or(&pkg).to_string();
-                if package == "regent" || package.starts_with("regent.") {
-                    diags.push(
-                        Diagnostic::error(
-                            "reserved-package",
-                            package_location(&file.path, &file.text),
-                            format!("package `{package}` is reserved for regent's generated rules"),
-                        )
-                        .with_help("rename the package, for example to `tools.<tool name>`"),
-                    );
-                    continue;
-                }
-                out.push(PolicyFile {
-                    path,
-                    text: &file.text,
-                    package,
-                });
-            }
+        let pkg = policy::add_policy(&mut scratch, &path, &file.text)?;
+        let package = pkg.strip_prefix("data.").unwrap_or(&pkg).to_string();
+        if package == "regent" || package.starts_with("regent.") {
+            return Err(Diagnostic::error(
+                "reserved-package",
+                package_location(&file.path, &file.text),
+                format!("package `{package}` is reserved for regent's generated rules"),
+            )
+            .with_help("rename the package, for example to `tools.<tool name>`"));
+        }
+        Ok(PolicyFile {
+            path,
+            text: &file.text,
+            package,
+        })
+    });
+    let mut out = Vec::new();
+    for p in parsed {
+        match p {
+            Ok(p) => out.push(p),
             Err(d) => diags.push(d),
         }
     }
@@ -155,23 +185,31 @@ fn package_location(path: &std::path::Path, text: &str) -> Location {
     Location::new(path, line, 1)
 }
 
+/// What every tool's compilation shares: all policy files, the base engine
+/// (libraries and data) and the library modules as (file, package).
+struct Shared<'a> {
+    all: &'a [PolicyFile<'a>],
+    base: &'a regorus::Engine,
+    library: &'a [(&'a str, &'a str)],
+}
+
 fn compile_tool(
     file: &ToolSource,
     at: &YamlPath,
     decl: &ToolDecl,
     own: &[&PolicyFile],
-    all: &[PolicyFile],
-    base: &regorus::Engine,
-) -> Result<Tool, Vec<Diagnostic>> {
+    shared: &Shared<'_>,
+    opts: &BuildOptions,
+) -> Result<(Tool, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let Shared { all, base, library } = *shared;
     let mut diags = Vec::new();
     let location = file.locate(&at.key("name"));
 
     if decl.name.is_empty() {
-        diags.push(Diagnostic::error(
-            "empty-name",
-            location.clone(),
-            "tool name is empty",
-        ));
+        diags.push(
+            Diagnostic::error("empty-name", location.clone(), "tool name is empty")
+                .with_help("give the tool a name, unique in the catalog"),
+        );
     }
     if decl.input_schema.get("type").and_then(Value::as_str) != Some("object") {
         diags.push(
@@ -197,11 +235,16 @@ fn compile_tool(
             None
         }
     };
-    if let Some(out) = &decl.output_schema
-        && let Err(d) = schema::compile(out, file, &at.key("outputSchema"), "outputSchema")
-    {
-        diags.push(d);
-    }
+    let output_validator = match &decl.output_schema {
+        None => None,
+        Some(out) => match schema::compile(out, file, &at.key("outputSchema"), "outputSchema") {
+            Ok(v) => Some(v),
+            Err(d) => {
+                diags.push(d);
+                None
+            }
+        },
+    };
 
     let declared = decl
         .annotations
@@ -210,6 +253,8 @@ fn compile_tool(
         .unwrap_or_default();
     let listed = Hints::WORST.overlay(&declared);
     let rules = compile_rules(file, at, decl, &listed, &mut diags);
+    let mut warnings = Vec::new();
+    let run = run::compile(file, at, decl, &mut diags, &mut warnings);
 
     let needs_engine = !rules.is_empty() || decl.policy.is_some();
     if let Some(pkg) = &decl.policy
@@ -217,10 +262,17 @@ fn compile_tool(
     {
         diags.push(missing_package(file, at, pkg, all));
     }
+    // With `keep_riskier_rules` (regent check), a riskier YAML rule is still
+    // reported but does not stop the tool from compiling, so the worst-case
+    // proof can name the exact arguments that reach it.
+    let blocking = |ds: &[Diagnostic]| {
+        ds.iter()
+            .any(|d| !(opts.keep_riskier_rules && d.code == "riskier-than-listed"))
+    };
     let mut engines = None;
     let mut plan = Vec::new();
-    if needs_engine && diags.is_empty() {
-        match tool_engine(decl, own, base) {
+    if needs_engine && !blocking(&diags) {
+        match tool_engine(decl, own, base, library) {
             Ok((engine, p)) => {
                 engines = Some(EnginePool::new(engine));
                 plan = p;
@@ -229,24 +281,31 @@ fn compile_tool(
         }
     }
 
+    let ok = !blocking(&diags);
+    diags.append(&mut warnings);
     match validator {
-        Some(validator) if diags.is_empty() => Ok(Tool {
-            name: decl.name.clone(),
-            title: decl.title.clone(),
-            description: decl.description.clone(),
-            input_schema: decl.input_schema.clone(),
-            output_schema: decl.output_schema.clone(),
-            annotations_title: decl.annotations.as_ref().and_then(|a| a.title.clone()),
-            listed,
-            meta: decl.meta.clone().unwrap_or_default(),
-            security_schemes: decl.security_schemes.clone(),
-            rules,
-            policy: decl.policy.clone(),
-            location,
-            validator,
-            engines,
-            plan,
-        }),
+        Some(validator) if ok => Ok((
+            Tool {
+                name: decl.name.clone(),
+                title: decl.title.clone(),
+                description: decl.description.clone(),
+                input_schema: decl.input_schema.clone(),
+                output_schema: decl.output_schema.clone(),
+                annotations_title: decl.annotations.as_ref().and_then(|a| a.title.clone()),
+                listed,
+                meta: decl.meta.clone().unwrap_or_default(),
+                security_schemes: decl.security_schemes.clone(),
+                rules,
+                policy: decl.policy.clone(),
+                location,
+                validator,
+                output_validator,
+                engines,
+                run,
+                plan,
+            },
+            diags,
+        )),
         _ => Err(diags),
     }
 }
@@ -334,6 +393,8 @@ fn compile_rules(
             annotations: hints,
             meta: rule.meta.clone(),
             security_schemes: rule.security_schemes.clone(),
+            deny: rule.deny.0.clone(),
+            confirm: rule.confirm.clone(),
             location: file.locate(&rule_at),
         });
     }
@@ -374,8 +435,15 @@ fn tool_engine(
     decl: &ToolDecl,
     own: &[&PolicyFile],
     base: &regorus::Engine,
-) -> Result<(regorus::Engine, Vec<(Field, String)>), LocatedError> {
+    library: &[(&str, &str)],
+) -> Result<(regorus::Engine, Vec<(Field, policy::Step)>), LocatedError> {
     let mut engine = base.clone();
+    // Every module that could declare a contract rule: (file, package).
+    let modules: Vec<(&str, &str)> = own
+        .iter()
+        .map(|p| (p.path.as_str(), p.package.as_str()))
+        .chain(library.iter().copied())
+        .collect();
     for p in own {
         policy::add_policy(&mut engine, &p.path, p.text).map_err(LocatedError::Diag)?;
     }
@@ -383,11 +451,19 @@ fn tool_engine(
     if let Some(module) = generate::mapping_module(&decl.name, &decl.resolve) {
         let gen_path = format!("regent-generated/{}.rego", decl.name);
         policy::add_policy(&mut engine, &gen_path, &module).map_err(LocatedError::Diag)?;
-        candidates.push((Field::Mapping, generate::MAPPING_RULE.to_string()));
+        candidates.push((
+            Field::Mapping,
+            generate::MAPPING_RULE.to_string(),
+            String::new(),
+        ));
     }
     if let Some(pkg) = &decl.policy {
         for rule in generate::CONTRACT_RULES {
-            candidates.push((Field::Contract(rule), generate::rule_ref(pkg, rule)));
+            candidates.push((
+                Field::Contract(rule),
+                generate::rule_ref(pkg, rule),
+                format!("{pkg}.{rule}"),
+            ));
         }
     }
 
@@ -396,12 +472,40 @@ fn tool_engine(
         &schema::sample(&decl.input_schema),
     ));
     let mut plan = Vec::new();
-    for (field, rule) in candidates {
-        match policy::eval_rule(&mut engine, &rule) {
-            Ok(_) => plan.push((field, rule)),
-            Err(e) if policy::is_undeclared(&e) => {}
+    for (field, path, dotted) in candidates {
+        // A contract rule counts as declared when any loaded module has a rule
+        // at that path or below it (regorus takes the path relative to the
+        // module's package). When regorus cannot say, assume it is:
+        // evaluating an absent rule by query is merely undefined, while
+        // skipping a present one would silently drop its answer.
+        let declared = field == Field::Mapping
+            || modules.iter().any(|(file, package)| {
+                match dotted.strip_prefix(&format!("{package}.")) {
+                    Some(root) => engine
+                        .has_declared_rule_rooted_at(file, root)
+                        .unwrap_or(true),
+                    None => false,
+                }
+            });
+        if !declared {
+            continue;
+        }
+        let mut step = policy::Step {
+            path,
+            by_query: false,
+        };
+        match step.eval(&mut engine) {
+            Ok(_) => {}
+            // Defined by path (`annotations.readOnlyHint := ...`): `eval_rule`
+            // refuses the prefix, a query reaches it.
+            Err(e) if policy::is_undeclared(&e) => {
+                step.by_query = true;
+                step.eval(&mut engine)
+                    .map_err(|e| LocatedError::Eval(e.location, e.message))?;
+            }
             Err(e) => return Err(LocatedError::Eval(e.location, e.message)),
         }
+        plan.push((field, step));
     }
     Ok((engine, plan))
 }

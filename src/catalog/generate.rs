@@ -23,7 +23,9 @@ pub const PACKAGE: &str = "regent.decision";
 pub const MAPPING_RULE: &str = "data.regent.decision.mapping";
 
 /// The contract rules read from a tool's policy package.
-pub const CONTRACT_RULES: &[&str] = &["annotations", "meta", "security_schemes"];
+/// `deny` is a set of reason strings (conftest style): non-empty refuses the call.
+/// `confirm` is a message: when defined, `tools/call` asks the user first.
+pub const CONTRACT_RULES: &[&str] = &["annotations", "meta", "security_schemes", "deny", "confirm"];
 
 /// Rego source for one tool's mapping module; `None` when it has no rules.
 pub fn mapping_module(tool: &str, rules: &[MappingRule]) -> Option<String> {

@@ -8,10 +8,16 @@
 //! consistent revision from start to end.
 
 mod build;
+pub mod exercise;
+pub mod explain;
 pub mod generate;
 pub mod hints;
 pub mod policy;
+pub mod proof;
+pub mod rego_ast;
+pub mod rego_test;
 mod resolve;
+pub mod run;
 pub mod schema;
 
 use std::collections::HashMap;
@@ -20,22 +26,33 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::diag::{Diagnostic, Location};
-pub use build::build;
+pub use build::{build, build_partial};
 pub use hints::{Hint, Hints};
 pub use resolve::{Origin, Resolution, ResolveError};
 pub use schema::ArgError;
+
+/// The default limit on one policy evaluation. Policies take microseconds;
+/// the limit exists only to stop a runaway. regorus measures wall-clock time,
+/// so the limit must leave room for a machine whose cores are busy: at 100 ms,
+/// a scheduling stall on a loaded 2-core machine failed healthy evaluations.
+pub const DEFAULT_POLICY_TIMEOUT_MS: u64 = 1000;
 
 /// Settings that shape how a catalog is compiled.
 #[derive(Debug, Clone)]
 pub struct BuildOptions {
     /// The longest a single policy evaluation may run.
     pub policy_timeout: Duration,
+    /// Compile a tool even when a YAML rule is riskier than its listing (the
+    /// error is still reported). Only `regent check` sets this, so that its
+    /// proof can show which arguments reach the rule; never for serving.
+    pub keep_riskier_rules: bool,
 }
 
 impl Default for BuildOptions {
     fn default() -> Self {
         BuildOptions {
-            policy_timeout: Duration::from_millis(100),
+            policy_timeout: Duration::from_millis(DEFAULT_POLICY_TIMEOUT_MS),
+            keep_riskier_rules: false,
         }
     }
 }
@@ -47,6 +64,10 @@ pub struct Rule {
     pub annotations: crate::source::HintValues,
     pub meta: Option<Map<String, Value>>,
     pub security_schemes: Option<Vec<Value>>,
+    /// Reasons to refuse a call when this rule matches.
+    pub deny: Vec<String>,
+    /// A message the user must accept before a call matching this rule runs.
+    pub confirm: Option<String>,
     pub location: Location,
 }
 
@@ -68,11 +89,15 @@ pub struct Tool {
     pub policy: Option<String>,
     pub location: Location,
     validator: jsonschema::Validator,
+    /// Compiled once at load, for results of tools that declare `outputSchema`.
+    output_validator: Option<jsonschema::Validator>,
     /// Absent for tools with neither mapping rules nor a policy.
     engines: Option<policy::EnginePool>,
+    /// How `tools/call` executes the tool; absent when it declares no `run`.
+    pub run: Option<crate::exec::RunPlan>,
     /// What one resolution evaluates, in order: the generated mapping rule
     /// when there are YAML rules, then each contract rule the policy declares.
-    plan: Vec<(Field, String)>,
+    plan: Vec<(Field, policy::Step)>,
 }
 
 /// What a planned rule evaluation answers.
@@ -101,9 +126,41 @@ impl Tool {
         self.engines.is_some()
     }
 
+    /// Every reason `output` fails the tool's `outputSchema` (none when it
+    /// declares none).
+    pub fn validate_output(&self, output: &Value) -> Vec<ArgError> {
+        self.output_validator
+            .as_ref()
+            .map(|v| schema::validate(v, output))
+            .unwrap_or_default()
+    }
+
     /// The rules one resolution evaluates, with what each answers.
-    pub fn plan(&self) -> &[(Field, String)] {
+    pub fn plan(&self) -> &[(Field, policy::Step)] {
         &self.plan
+    }
+
+    /// Evaluates this tool's plan on `engine` for `args`, as a request does,
+    /// returning the defined values keyed `mapping` and by contract rule name.
+    /// For explain, tests, coverage and the worst-case proof, which need the
+    /// engine itself (coverage, a clone per probe) rather than the pool.
+    pub fn evaluate_on(
+        &self,
+        engine: &mut regorus::Engine,
+        args: &Value,
+    ) -> Result<Map<String, Value>, policy::EvalError> {
+        engine.set_input(policy::input(&self.name, args));
+        let mut out = Map::new();
+        for (field, step) in &self.plan {
+            if let Some(v) = step.eval(engine)? {
+                let key = match field {
+                    Field::Mapping => "mapping",
+                    Field::Contract(name) => name,
+                };
+                out.insert(key.to_string(), v);
+            }
+        }
+        Ok(out)
     }
 
     /// A fresh copy of this tool's prepared engine, for explain, tests and coverage.

@@ -48,7 +48,7 @@ impl EnginePool {
     /// each value as JSON (`None` when undefined).
     pub fn eval<'r>(
         &self,
-        rules: impl IntoIterator<Item = &'r str>,
+        steps: impl IntoIterator<Item = &'r Step>,
         input: regorus::Value,
     ) -> Result<Vec<Option<Value>>, EvalError> {
         let mut engine = self
@@ -58,10 +58,7 @@ impl EnginePool {
             .pop()
             .unwrap_or_else(|| self.template.clone());
         engine.set_input(input);
-        let out: Result<Vec<_>, _> = rules
-            .into_iter()
-            .map(|r| eval_rule(&mut engine, r))
-            .collect();
+        let out: Result<Vec<_>, _> = steps.into_iter().map(|s| s.eval(&mut engine)).collect();
         // An engine that failed is not returned: its internal state after an
         // aborted evaluation is not something we want to reason about.
         if out.is_ok() {
@@ -80,6 +77,26 @@ impl EnginePool {
     }
 }
 
+/// One rule read per request: a rule path for `eval_rule`, or, for a rule
+/// that a policy defines by path (`annotations.readOnlyHint := true`), whose
+/// prefix `eval_rule` refuses, a reference evaluated as a query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    pub path: String,
+    pub by_query: bool,
+}
+
+impl Step {
+    /// Evaluates the step on `engine` with whatever input it holds.
+    pub fn eval(&self, engine: &mut Engine) -> Result<Option<Value>, EvalError> {
+        if self.by_query {
+            eval_query(engine, &self.path)
+        } else {
+            eval_rule(engine, &self.path)
+        }
+    }
+}
+
 /// Evaluates `rule` on `engine` with whatever input it holds.
 pub fn eval_rule(engine: &mut Engine, rule: &str) -> Result<Option<Value>, EvalError> {
     let value = engine
@@ -90,6 +107,44 @@ pub fn eval_rule(engine: &mut Engine, rule: &str) -> Result<Option<Value>, EvalE
     }
     // Sets and objects from Rego come out as JSON arrays and objects; every
     // value a policy can produce has a JSON form.
+    serde_json::to_value(&value)
+        .map(Some)
+        .map_err(|e| EvalError {
+            message: format!("policy produced a value that is not json: {e}"),
+            location: None,
+            timed_out: false,
+        })
+}
+
+/// Evaluates the reference `query` (such as `data.tools.x.annotations`) on
+/// `engine` with `input`. Unlike [`eval_rule`] it reaches any reference, also
+/// the prefix of a rule defined by a path (`annotations.destructiveHint := ...`).
+pub fn query_value(
+    engine: &mut Engine,
+    query: &str,
+    input: regorus::Value,
+) -> Result<Option<Value>, EvalError> {
+    engine.set_input(input);
+    eval_query(engine, query)
+}
+
+/// Evaluates the reference `query` on `engine` with whatever input it holds.
+pub fn eval_query(engine: &mut Engine, query: &str) -> Result<Option<Value>, EvalError> {
+    let results = engine
+        .eval_query(query.to_string(), false)
+        .map_err(|e| eval_error(&e.to_string()))?;
+    let Some(value) = results
+        .result
+        .into_iter()
+        .next()
+        .and_then(|r| r.expressions.into_iter().next())
+        .map(|e| e.value)
+    else {
+        return Ok(None);
+    };
+    if value == regorus::Value::Undefined {
+        return Ok(None);
+    }
     serde_json::to_value(&value)
         .map(Some)
         .map_err(|e| EvalError {
@@ -116,7 +171,10 @@ pub fn new_engine(timeout: Duration) -> Engine {
 pub fn add_policy(engine: &mut Engine, path: &str, text: &str) -> Result<String, Diagnostic> {
     engine
         .add_policy(path.to_string(), text.to_string())
-        .map_err(|e| rego_diagnostic("rego-parse", path, &e.to_string()))
+        .map_err(|e| {
+            rego_diagnostic("rego-parse", path, &e.to_string())
+                .with_help("fix the Rego at the caret; regent reads Rego v1, where rule bodies take `if` and partial sets `contains`")
+        })
 }
 
 /// Builds a diagnostic from a regorus error, which reads like
@@ -142,10 +200,30 @@ pub fn find_location(text: &str) -> Option<Location> {
     let rest = text.split("--> ").nth(1)?;
     let spot = rest.lines().next()?.trim();
     let mut parts = spot.rsplitn(3, ':');
-    let col = parts.next()?.trim().parse().ok()?;
-    let line = parts.next()?.trim().parse().ok()?;
+    let col: usize = parts.next()?.trim().parse().ok()?;
+    let line: usize = parts.next()?.trim().parse().ok()?;
     let file = parts.next()?;
+    // regorus quotes the source line as `N | text`; use it to turn its
+    // column into ours.
+    let prefix = format!("{line} | ");
+    let col = rest
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix(&prefix))
+        .map_or(col, |src| char_column(src, col));
     Some(Location::new(file, line, col))
+}
+
+/// regorus counts a tab as four columns; diagnostics count characters.
+/// Converts a regorus column on `line` to a 1-based character column.
+pub fn char_column(line: &str, regorus_col: usize) -> usize {
+    let mut width = 1;
+    for (i, c) in line.chars().enumerate() {
+        if width >= regorus_col {
+            return i + 1;
+        }
+        width += if c == '\t' { 4 } else { 1 };
+    }
+    line.chars().count() + 1
 }
 
 /// regorus errors span several lines (location, source, caret, message); keep

@@ -36,6 +36,19 @@ pub struct Resolution<'a> {
     pub security_schemes: Option<Vec<Value>>,
     /// The YAML rule that matched, if any.
     pub rule: Option<usize>,
+    /// Why a call with these arguments is refused: the matched YAML rule's
+    /// `deny` and the policy's `deny` set, sorted. Empty means allowed.
+    pub deny: Vec<String>,
+    /// The question the user must accept before a call runs: the policy's
+    /// `confirm` message, else the matched YAML rule's. `None`: no question.
+    pub confirm: Option<String>,
+}
+
+impl Resolution<'_> {
+    /// Whether a call with these arguments may run.
+    pub fn allowed(&self) -> bool {
+        self.deny.is_empty()
+    }
 }
 
 /// Why a tool could not be resolved.
@@ -110,6 +123,34 @@ impl Catalog {
     /// Resolves `name` for `args`. Works for every tool: one without rules
     /// or a policy resolves to its listing.
     pub fn resolve(&self, name: &str, args: &Value) -> Result<Resolution<'_>, ResolveError> {
+        let r = self.resolve_layers(name, args)?;
+        let tool = r.tool;
+        for (k, h) in Hint::ALL.into_iter().enumerate() {
+            let resolved = r.hints.get(h);
+            if resolved != tool.listed.get(h) && resolved != h.safe_value() {
+                let origin = match r.hint_origins[k] {
+                    Origin::Rule(i) => format!("yaml rule {} at {}", i + 1, tool.rules[i].location),
+                    Origin::Policy => {
+                        format!("policy package {}", tool.policy.as_deref().unwrap_or("?"))
+                    }
+                    Origin::Listed => "the listing".to_string(),
+                };
+                return Err(ResolveError::RiskierThanListed {
+                    tool: name.to_string(),
+                    hint: h,
+                    listed: tool.listed.get(h),
+                    resolved,
+                    origin,
+                });
+            }
+        }
+        Ok(r)
+    }
+
+    /// Validates and layers like [`Catalog::resolve`] but does not apply the
+    /// never-riskier check, so that `regent check` can see how risky a
+    /// resolution would be. Never answer a client with this.
+    pub fn resolve_layers(&self, name: &str, args: &Value) -> Result<Resolution<'_>, ResolveError> {
         let tool = self
             .tool(name)
             .ok_or_else(|| ResolveError::UnknownTool(name.to_string()))?;
@@ -128,12 +169,14 @@ impl Catalog {
             meta: tool.meta.clone(),
             security_schemes: tool.security_schemes.clone(),
             rule: None,
+            deny: Vec::new(),
+            confirm: None,
         };
         let Some(engines) = &tool.engines else {
             return Ok(r);
         };
 
-        let rules = tool.plan.iter().map(|(_, r)| r.as_str());
+        let rules = tool.plan.iter().map(|(_, step)| step);
         let values = engines
             .eval(rules, policy::input(name, args))
             .map_err(|e| policy_error(tool, e.message, e.location.map(|l| l.to_string())))?;
@@ -167,28 +210,10 @@ impl Catalog {
             if let Some(s) = &rule.security_schemes {
                 r.security_schemes = Some(s.clone());
             }
+            r.deny.extend(rule.deny.iter().cloned());
+            r.confirm.clone_from(&rule.confirm);
         }
         apply_policy(tool, &result, &mut r)?;
-
-        for (k, h) in Hint::ALL.into_iter().enumerate() {
-            let resolved = r.hints.get(h);
-            if resolved != tool.listed.get(h) && resolved != h.safe_value() {
-                let origin = match r.hint_origins[k] {
-                    Origin::Rule(i) => format!("yaml rule {} at {}", i + 1, tool.rules[i].location),
-                    Origin::Policy => {
-                        format!("policy package {}", tool.policy.as_deref().unwrap_or("?"))
-                    }
-                    Origin::Listed => "the listing".to_string(),
-                };
-                return Err(ResolveError::RiskierThanListed {
-                    tool: name.to_string(),
-                    hint: h,
-                    listed: tool.listed.get(h),
-                    resolved,
-                    origin,
-                });
-            }
-        }
         Ok(r)
     }
 }
@@ -264,6 +289,56 @@ fn apply_policy(tool: &Tool, result: &Value, r: &mut Resolution<'_>) -> Result<(
                 format!(
                     "rule {pkg}.meta must be an object, got {}",
                     type_name(other)
+                ),
+                None,
+            ));
+        }
+    }
+    match result.get("deny") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(reasons)) => {
+            for reason in reasons {
+                let Value::String(text) = reason else {
+                    return Err(policy_error(
+                        tool,
+                        format!(
+                            "rule {pkg}.deny holds {reason}; deny must be a set of reason strings (`deny contains msg if {{ ... }}`)"
+                        ),
+                        None,
+                    ));
+                };
+                r.deny.push(text.clone());
+            }
+        }
+        Some(other) => {
+            return Err(policy_error(
+                tool,
+                format!(
+                    "rule {pkg}.deny must be a set of reason strings (`deny contains msg if {{ ... }}`), got {}",
+                    type_name(other)
+                ),
+                None,
+            ));
+        }
+    }
+    r.deny.sort();
+    r.deny.dedup();
+    match result.get("confirm") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(message)) if !message.trim().is_empty() => {
+            r.confirm = Some(message.clone());
+        }
+        Some(other) => {
+            // Fail closed: a malformed confirmation is an error, never a
+            // call that runs without asking.
+            return Err(policy_error(
+                tool,
+                format!(
+                    "rule {pkg}.confirm must be a non-empty message string, got {}",
+                    match other {
+                        Value::String(_) => "an empty string",
+                        v => type_name(v),
+                    }
                 ),
                 None,
             ));

@@ -1,7 +1,10 @@
 //! One module per subcommand. Each returns an exit code or an error that
 //! `main` prints; none of them calls `process::exit` itself.
 
+pub mod check;
+pub mod resolve;
 pub mod serve;
+pub mod test;
 
 use std::time::Duration;
 
@@ -64,6 +67,7 @@ impl Failure {
 pub fn build_options(args: &CatalogArgs) -> BuildOptions {
     BuildOptions {
         policy_timeout: Duration::from_millis(args.policy_timeout_ms.max(1)),
+        ..BuildOptions::default()
     }
 }
 

@@ -8,22 +8,26 @@
 //! transport ([`transport`]). Deciding anything is the catalog's job; this
 //! layer only translates.
 
+pub mod call;
+pub mod confirm;
 mod errors;
+mod notify;
 pub mod transport;
 pub mod wire;
 
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, ErrorCode, ExtensionCapabilities, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool as McpTool,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
+    ExtensionCapabilities, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool as McpTool,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Map, Value, json};
 
 use crate::catalog::Catalog;
+use crate::decisions::{DecisionLog, Entry, Kind, Verdict};
 use crate::state::CatalogState;
 pub use errors::resolve_error;
 
@@ -31,11 +35,35 @@ pub use errors::resolve_error;
 #[derive(Clone)]
 pub struct Regent {
     state: Arc<CatalogState>,
+    decisions: Arc<DecisionLog>,
+    states: Arc<confirm::RequestStates>,
 }
 
 impl Regent {
+    /// A server whose decision log goes to standard error.
+    ///
+    /// `requestState` values are sealed with a key generated here; use
+    /// [`Regent::with_request_states`] for a configured one.
     pub fn new(state: Arc<CatalogState>) -> Regent {
-        Regent { state }
+        let states = confirm::RequestStates::generated()
+            .unwrap_or_else(|e| panic!("no request-state key: {e}"));
+        Regent {
+            state,
+            decisions: Arc::new(DecisionLog::stderr(false)),
+            states: Arc::new(states),
+        }
+    }
+
+    /// Seals and opens `requestState` with `states` (a configured key).
+    pub fn with_request_states(mut self, states: confirm::RequestStates) -> Regent {
+        self.states = Arc::new(states);
+        self
+    }
+
+    /// Sends decision-log lines to `log` instead.
+    pub fn with_decision_log(mut self, log: Arc<DecisionLog>) -> Regent {
+        self.decisions = log;
+        self
     }
 }
 
@@ -82,6 +110,8 @@ fn json_type(v: &Value) -> &'static str {
 }
 
 impl Regent {
+    /// Answers `tools/resolve` or `tools/annotations` and writes the
+    /// decision-log line.
     fn resolve(
         &self,
         catalog: &Catalog,
@@ -89,44 +119,95 @@ impl Regent {
         full: bool,
         result_type: bool,
     ) -> Result<Value, ErrorData> {
-        let (name, args) = name_and_arguments(params)?;
-        let tool = catalog
-            .tool(&name)
-            .ok_or_else(|| errors::unknown_tool(&name))?;
-        if !tool.is_resolvable() {
-            return Err(ErrorData::invalid_params(
-                format!("tool {name} is not resolvable: it has no resolve rules and no policy"),
-                Some(json!({"tool": name, "reason": "not-resolvable"})),
-            ));
-        }
-        let r = catalog
-            .resolve(&name, &args)
-            .map_err(|e| errors::resolve_error(catalog, &e))?;
-        let mut out = Map::new();
-        if result_type {
-            out.insert("resultType".into(), json!("complete"));
-        }
-        if full {
-            out.insert("name".into(), json!(name));
-            out.insert(
-                "annotations".into(),
-                Value::Object(wire::annotations(tool, Some(&r))),
-            );
-            if !r.meta.is_empty() {
-                out.insert("_meta".into(), Value::Object(r.meta.clone()));
-            }
-            out.insert(
-                "tool".into(),
-                Value::Object(wire::tool_json(tool, Some(&r))),
-            );
-        } else {
-            out.insert(
-                "annotations".into(),
-                Value::Object(wire::annotations(tool, Some(&r))),
-            );
-        }
-        Ok(Value::Object(out))
+        resolve_logged(catalog, params, full, result_type, Some(&self.decisions))
     }
+}
+
+/// The result of `tools/resolve` (`full`) or `tools/annotations` for the
+/// request `params`, exactly as the server answers it. Public so that
+/// `regent resolve` prints the same thing without starting a server.
+pub fn resolve_result(
+    catalog: &Catalog,
+    params: Option<&Value>,
+    full: bool,
+    result_type: bool,
+) -> Result<Value, ErrorData> {
+    resolve_logged(catalog, params, full, result_type, None)
+}
+
+fn resolve_logged(
+    catalog: &Catalog,
+    params: Option<&Value>,
+    full: bool,
+    result_type: bool,
+    log: Option<&DecisionLog>,
+) -> Result<Value, ErrorData> {
+    let (name, args) = name_and_arguments(params)?;
+    let tool = catalog
+        .tool(&name)
+        .ok_or_else(|| errors::unknown_tool(&name))?;
+    if !tool.is_resolvable() {
+        return Err(ErrorData::invalid_params(
+            format!("tool {name} is not resolvable: it has no resolve rules and no policy"),
+            Some(json!({"tool": name, "reason": "not-resolvable"})),
+        ));
+    }
+    let method = if full {
+        "tools/resolve"
+    } else {
+        "tools/annotations"
+    };
+    let mut entry = Entry::new(Kind::Resolve, method, &name, &args, &catalog.revision);
+    let r = catalog.resolve(&name, &args).map_err(|e| {
+        entry.verdict = Verdict::Error(e.to_string());
+        if let Some(log) = log {
+            log.record(&entry);
+        }
+        errors::resolve_error(catalog, &e)
+    })?;
+    entry.annotations = Some(wire::annotations(tool, Some(&r)));
+    entry.verdict = if r.allowed() {
+        Verdict::Allowed
+    } else {
+        Verdict::Denied(r.deny.clone())
+    };
+    if let Some(log) = log {
+        log.record(&entry);
+    }
+    let mut out = Map::new();
+    if result_type {
+        out.insert("resultType".into(), json!("complete"));
+    }
+    if full {
+        out.insert("name".into(), json!(name));
+        out.insert(
+            "annotations".into(),
+            Value::Object(wire::annotations(tool, Some(&r))),
+        );
+        // The decision a call with these arguments would get, without
+        // an id: resolution stays deterministic.
+        let mut meta = r.meta.clone();
+        meta.insert(
+            call::DECISION_META.into(),
+            call::decision_json(None, &r.deny),
+        );
+        if let (Some(message), Some(Value::Object(d))) =
+            (&r.confirm, meta.get_mut(call::DECISION_META))
+        {
+            d.insert("confirm".into(), json!(message));
+        }
+        out.insert("_meta".into(), Value::Object(meta));
+        out.insert(
+            "tool".into(),
+            Value::Object(wire::tool_json(tool, Some(&r))),
+        );
+    } else {
+        out.insert(
+            "annotations".into(),
+            Value::Object(wire::annotations(tool, Some(&r))),
+        );
+    }
+    Ok(Value::Object(out))
 }
 
 impl ServerHandler for Regent {
@@ -168,20 +249,24 @@ impl ServerHandler for Regent {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let catalog = self.state.current();
-        let args = Value::Object(request.arguments.clone().unwrap_or_default());
-        // The same decision as tools/resolve: an argument or policy error is
-        // the same error here.
-        catalog
-            .resolve(&request.name, &args)
-            .map_err(|e| errors::resolve_error(&catalog, &e))?;
-        Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-            "tool {} declares no `run` section, so regent can describe it but not run it",
-            request.name
-        ))])
-        .into())
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let cc = call::CallContext {
+            log: &self.decisions,
+            states: &self.states,
+            mrtr: has_result_type(&ctx),
+            retry: confirm::Retry {
+                responses: request.input_responses,
+                state: request.request_state,
+            },
+        };
+        // Boxed: rmcp runs every request in one future type whose size is
+        // that of its largest branch, and a call's state (execution,
+        // confirmation) made it ~9 KB, copied several times when each request
+        // is spawned: ~40% of a tools/resolve's instructions (BENCHMARKS.md).
+        Box::pin(call::call(catalog, &cc, &request.name, args, &ctx)).await
     }
 
     async fn on_custom_request(
@@ -197,6 +282,15 @@ impl ServerHandler for Regent {
             }
             "tools/annotations" => {
                 self.resolve(&catalog, request.params.as_ref(), false, result_type)?
+            }
+            // Reload status for operators and tests: the same document as
+            // `--status-file`.
+            "regent/status" => {
+                let mut v = crate::reload::status::to_json(&self.state.status());
+                if result_type {
+                    v["resultType"] = json!("complete");
+                }
+                v
             }
             // rmcp routes a standard request whose params do not match its
             // type here; that is an invalid-params error, not an unknown method.
@@ -215,5 +309,29 @@ impl ServerHandler for Regent {
             }
         };
         Ok(CustomResult::new(value))
+    }
+
+    /// A 2025-11-25-era session is ready: from now on, tell it when the tool
+    /// list changes.
+    async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
+        tokio::spawn(notify::forward_to_session(
+            ctx.peer,
+            self.state.listing_changes(),
+        ));
+    }
+
+    /// 2026-07-28 `subscriptions/listen`: accept what was asked; rmcp narrows
+    /// it to what the capabilities advertise (only `tools.listChanged`).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, sub: SubscriptionContext) -> Result<(), ErrorData> {
+        // Boxed for the same reason as `call_tool`.
+        Box::pin(notify::run_subscription(sub, self.state.listing_changes())).await;
+        Ok(())
     }
 }

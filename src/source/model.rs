@@ -9,6 +9,8 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+pub use super::run::Run;
+
 /// One `*.yaml` tool file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -44,6 +46,10 @@ pub struct ToolDecl {
     /// A Rego package (`tools.manage_files`) with the logic YAML can't express.
     #[serde(default)]
     pub policy: Option<String>,
+    /// How `tools/call` executes the tool (see `source::run`). Without it the
+    /// tool can be listed and resolved but not called.
+    #[serde(default)]
+    pub run: Option<Run>,
 }
 
 /// The four MCP hints plus the display title MCP keeps beside them.
@@ -103,6 +109,38 @@ pub struct MappingRule {
     pub meta: Option<Map<String, Value>>,
     #[serde(rename = "securitySchemes", default)]
     pub security_schemes: Option<Vec<Value>>,
+    /// Reasons to refuse the call when this rule matches (one string or a list).
+    #[serde(default)]
+    pub deny: Reasons,
+    /// A question put to the user before the call runs (see docs/elicitation.md).
+    #[serde(default)]
+    pub confirm: Option<String>,
+}
+
+/// One reason or a list of them, as `deny:` accepts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reasons(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for Reasons {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // A visitor rather than `untagged`, so a wrong shape is reported at
+        // the `deny` key itself.
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Reasons;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a reason (a string) or a list of reasons")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Reasons, E> {
+                Ok(Reasons(vec![v.to_string()]))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Reasons, A::Error> {
+                Vec::<String>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(Reasons)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// The names every tool key may take, for "did you mean" suggestions.
@@ -117,4 +155,5 @@ pub const TOOL_KEYS: &[&str] = &[
     "securitySchemes",
     "resolve",
     "policy",
+    "run",
 ];

@@ -116,6 +116,19 @@ impl Server {
         self.stderr.lock().unwrap().clone()
     }
 
+    /// stderr once `done` holds for it, or as it is after [`WAIT`]. The
+    /// server writes logs before it answers, but another thread reads them.
+    pub fn stderr_until(&self, done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let log = self.stderr();
+            if done(&log) || Instant::now() > deadline {
+                return log;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Writes one raw line to the server.
     pub fn send_line(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin open");

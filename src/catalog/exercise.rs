@@ -1,0 +1,133 @@
+//! Evaluating every rule of a tool's policies on many sample inputs, so
+//! that mistakes regorus reports only when a faulty expression runs (unsafe
+//! variables, unknown functions, wrong arity, recursion, type errors in
+//! builtins) show in `regent check` rather than in production.
+//!
+//! The contract rules are evaluated through the tool's decision module as
+//! every request does; helper rules that the contract reaches only on some
+//! inputs are evaluated directly too. The samples vary each argument with a
+//! finite domain in turn; `check` adds the proof's combinations when it has
+//! them.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
+
+use super::generate;
+
+/// Stands for the tool's whole decision (its evaluation plan) in the rule list.
+const DECISION: &str = "<decision>";
+use super::rego_ast::{self, RuleKind};
+use super::{Tool, policy, proof, schema};
+use crate::diag::Diagnostic;
+
+/// The most rule evaluations one tool gets.
+pub const BUDGET: usize = 20_000;
+
+/// A base sample and, for each argument with a finite domain, the base with
+/// that argument set to each of its values in turn (or absent).
+pub fn samples(tool: &Tool) -> Vec<Value> {
+    let base = match schema::sample(&tool.input_schema) {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    let required: Vec<&str> = tool
+        .input_schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut out = vec![Value::Object(base.clone())];
+    for (name, s) in schema::properties(&tool.input_schema).into_iter().flatten() {
+        let Ok(values) = proof::domain(s, required.contains(&name.as_str())) else {
+            continue;
+        };
+        for v in values.into_iter().take(64) {
+            let mut m = base.clone();
+            match v {
+                Some(v) => {
+                    m.insert(name.clone(), v);
+                }
+                None => {
+                    m.remove(name);
+                }
+            }
+            let v = Value::Object(m);
+            if !out.contains(&v) {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// Evaluates the decision and every non-function rule the tool's engine
+/// holds on each sample; returns one diagnostic per distinct failure.
+pub fn exercise(tool: &Tool, samples: &[Value]) -> Vec<Diagnostic> {
+    let Some(template) = tool.engine() else {
+        return Vec::new();
+    };
+    let mut engine = template.clone();
+    let modules = rego_ast::modules(&mut engine);
+    let mut rules: Vec<(String, String)> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for d in rego_ast::rule_defs(&modules) {
+        if d.kind == RuleKind::Function || d.name().is_empty() {
+            continue;
+        }
+        let path = generate::rule_ref(&d.package, d.name());
+        if seen.insert(path.clone()) {
+            rules.push((path, format!("{}.{}", d.package, d.name())));
+        }
+    }
+    rules.insert(0, (DECISION.to_string(), "the decision".to_string()));
+
+    let mut out: Vec<Diagnostic> = Vec::new();
+    let mut seen_failures = BTreeSet::new();
+    let mut budget = BUDGET;
+    'samples: for args in samples {
+        for (path, name) in &rules {
+            if budget == 0 {
+                break 'samples;
+            }
+            budget -= 1;
+            // A query reaches rules defined by path (`meta.scratch := ...`),
+            // whose prefix is not a rule path for `eval_rule`.
+            let outcome = if path == DECISION {
+                tool.evaluate_on(&mut engine, args)
+                    .map(|m| Some(Value::Object(m)))
+            } else {
+                policy::query_value(&mut engine, path, policy::input(&tool.name, args))
+            };
+            if let Err(e) = outcome {
+                // A failed evaluation may leave the engine mid-way; start afresh.
+                engine = template.clone();
+                let key = (
+                    e.location.as_ref().map(ToString::to_string),
+                    e.message.clone(),
+                );
+                if !seen_failures.insert(key) {
+                    continue;
+                }
+                let what = if name == "the decision" {
+                    format!("the decision for `{}`", tool.name)
+                } else {
+                    format!("rule {name}")
+                };
+                out.push(
+                    Diagnostic::error(
+                        if e.timed_out { "policy-timeout" } else { "policy-eval" },
+                        e.location.clone().unwrap_or_else(|| tool.location.clone()),
+                        format!("{what} fails for arguments {args}: {}", e.message),
+                    )
+                    .with_help(if e.timed_out {
+                        "make the rule cheaper, or raise --policy-timeout-ms"
+                    } else {
+                        "fix the rule; regorus reports this only when the expression runs, so it would fail these calls in production"
+                    }),
+                );
+            }
+        }
+    }
+    out
+}

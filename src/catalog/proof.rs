@@ -1,0 +1,472 @@
+//! The worst-case proof: for a tool whose rules read only arguments with
+//! finite domains (`enum`, `const`, `boolean`, `null`, and objects made of
+//! those), resolve every combination and show that none is riskier than the
+//! listed annotations; otherwise name a combination that is.
+//!
+//! Which arguments the rules read comes from the YAML `when` keys and, for
+//! Rego, from the syntax tree (`rego_ast::argument_reads`). When a policy
+//! reads the arguments in a way that cannot be traced to names, every
+//! declared argument is taken as read. Arguments no rule reads are held at
+//! a sample value: they cannot change the answer. This module only computes
+//! facts; `check` decides how to report them.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::hints::{Hint, Hints};
+use super::rego_ast::{self, ArgumentReads};
+use super::resolve::{Origin, ResolveError};
+use super::{Catalog, Tool, schema};
+use crate::diag::Location;
+
+/// The most combinations a proof evaluates.
+pub const LIMIT: usize = 10_000;
+
+/// The hints a tool that does nothing risky would list.
+pub const SAFEST: Hints = Hints {
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    open_world: false,
+};
+
+/// Arguments for which a resolution is riskier than the listing.
+#[derive(Debug, Clone)]
+pub struct Counterexample {
+    pub arguments: Value,
+    pub hint: Hint,
+    pub listed: bool,
+    pub resolved: bool,
+    pub origin: Origin,
+    /// How many combinations in all resolve this hint this way.
+    pub count: usize,
+}
+
+/// Arguments on which the policy fails.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub arguments: Value,
+    pub message: String,
+    pub location: Option<String>,
+}
+
+/// What the proof could say about one tool.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// Every combination was resolved; none is riskier than listed.
+    /// `tightest` is the least risky listing that is still safe.
+    Proved { tightest: Hints },
+    /// Some combinations are riskier than listed (one example per hint), or
+    /// make the policy fail.
+    Refuted {
+        counterexamples: Vec<Counterexample>,
+        failures: Vec<Failure>,
+    },
+    /// Every evaluated combination was safe, but some were refused by
+    /// inputSchema with sample values for the arguments no rule reads, so
+    /// not every reachable combination was seen.
+    Partial { rejected: usize, example: Value },
+    /// The domains are not finite or too large.
+    NotCovered {
+        reason: String,
+        location: Option<Location>,
+    },
+}
+
+/// The proof for one tool.
+#[derive(Debug, Clone)]
+pub struct Proof {
+    pub tool: String,
+    /// The arguments the tool's rules read, in order.
+    pub arguments: Vec<String>,
+    pub combinations: usize,
+    pub evaluated: usize,
+    pub outcome: Outcome,
+}
+
+/// Every value an argument can take, `None` meaning absent; `Err` says why
+/// the domain is not finite.
+pub fn domain(schema: &Value, required: bool) -> Result<Vec<Option<Value>>, String> {
+    let mut values: Vec<Option<Value>> = finite_values(schema)?.into_iter().map(Some).collect();
+    if !required {
+        values.push(None);
+    }
+    Ok(values)
+}
+
+fn finite_values(schema: &Value) -> Result<Vec<Value>, String> {
+    if let Some(c) = schema.get("const") {
+        return Ok(vec![c.clone()]);
+    }
+    if let Some(e) = schema.get("enum").and_then(Value::as_array) {
+        return Ok(e.clone());
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(branches) = schema.get(key).and_then(Value::as_array) {
+            let mut out = Vec::new();
+            for b in branches {
+                for v in finite_values(b)? {
+                    if !out.contains(&v) {
+                        out.push(v);
+                    }
+                }
+            }
+            return Ok(out);
+        }
+    }
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => return Err("it has no type, enum or const".to_string()),
+    };
+    let mut out = Vec::new();
+    for t in types {
+        match t {
+            "boolean" => out.extend([Value::Bool(true), Value::Bool(false)]),
+            "null" => out.push(Value::Null),
+            "object" => out.extend(object_values(schema)?),
+            other => return Err(format!("it is a {other} without enum or const")),
+        }
+    }
+    Ok(out)
+}
+
+fn object_values(schema: &Value) -> Result<Vec<Value>, String> {
+    let open = schema.get("additionalProperties") != Some(&Value::Bool(false));
+    let props = schema::properties(schema).cloned().unwrap_or_default();
+    if props.is_empty() && open {
+        return Err("it is an object without declared properties".to_string());
+    }
+    let required = required_names(schema);
+    let mut combos = vec![Map::new()];
+    for (name, s) in &props {
+        let d =
+            domain(s, required.contains(name)).map_err(|e| format!("property `{name}`: {e}"))?;
+        let mut next = Vec::new();
+        for c in &combos {
+            for v in &d {
+                let mut m = c.clone();
+                if let Some(v) = v {
+                    m.insert(name.clone(), v.clone());
+                }
+                next.push(m);
+                if next.len() > LIMIT {
+                    return Err(format!(
+                        "its properties have more than {LIMIT} combinations"
+                    ));
+                }
+            }
+        }
+        combos = next;
+    }
+    Ok(combos.into_iter().map(Value::Object).collect())
+}
+
+fn required_names(schema: &Value) -> Vec<String> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The arguments `tool`'s rules read, with where a policy first reads each,
+/// or why they cannot be known.
+pub fn arguments_read(
+    tool: &Tool,
+) -> Result<BTreeMap<String, Option<Location>>, (Location, String)> {
+    let mut read: BTreeMap<String, Option<Location>> = BTreeMap::new();
+    for rule in &tool.rules {
+        for k in rule.when.keys() {
+            read.entry(k.clone())
+                .or_insert_with(|| Some(rule.location.clone()));
+        }
+    }
+    if let Some(mut engine) = tool.engine() {
+        let modules = rego_ast::modules(&mut engine);
+        match rego_ast::argument_reads(&modules) {
+            ArgumentReads::Known(names) => {
+                for (k, at) in names {
+                    read.entry(k).or_insert(Some(at));
+                }
+            }
+            ArgumentReads::Any { location, why } => return Err((location, why)),
+        }
+    }
+    Ok(read)
+}
+
+/// The argument combinations to evaluate: each maps the read arguments to a
+/// value or to absent, over a sample of the rest. `Err` says why there is no
+/// finite set.
+pub fn combinations(
+    tool: &Tool,
+    read: &[String],
+) -> Result<Vec<Value>, (String, Option<Location>)> {
+    let props = schema::properties(&tool.input_schema)
+        .cloned()
+        .unwrap_or_default();
+    let required = required_names(&tool.input_schema);
+    let mut domains = Vec::new();
+    let mut total: usize = 1;
+    for name in read {
+        let Some(s) = props.get(name) else {
+            return Err((
+                format!("the rules read argument `{name}`, which inputSchema does not declare"),
+                None,
+            ));
+        };
+        let d = domain(s, required.contains(name)).map_err(|why| {
+            (
+                format!("argument `{name}` has no finite domain: {why}"),
+                None,
+            )
+        })?;
+        total = total.saturating_mul(d.len());
+        if total > LIMIT {
+            return Err((
+                format!("the arguments the rules read have more than {LIMIT} combinations"),
+                None,
+            ));
+        }
+        domains.push((name.clone(), d));
+    }
+    let base = match schema::sample(&tool.input_schema) {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    let mut combos = vec![base];
+    for (name, d) in &domains {
+        let mut next = Vec::with_capacity(combos.len() * d.len());
+        for c in &combos {
+            for v in d {
+                let mut m = c.clone();
+                match v {
+                    Some(v) => {
+                        m.insert(name.clone(), v.clone());
+                    }
+                    None => {
+                        m.remove(name);
+                    }
+                }
+                next.push(m);
+            }
+        }
+        combos = next;
+    }
+    Ok(combos.into_iter().map(Value::Object).collect())
+}
+
+/// When the proof cannot cover a tool: every combination of the read
+/// arguments that do have finite domains (at most [`LIMIT`]), the others
+/// held at sample values. Sampling these can find a counterexample, never
+/// show that there is none.
+pub fn finite_part(tool: &Tool) -> Vec<Value> {
+    let names: Vec<String> = match arguments_read(tool) {
+        Ok(read) => read.into_keys().collect(),
+        Err(_) => schema::properties(&tool.input_schema)
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default(),
+    };
+    let props = schema::properties(&tool.input_schema)
+        .cloned()
+        .unwrap_or_default();
+    let required = required_names(&tool.input_schema);
+    let mut finite = Vec::new();
+    let mut total: usize = 1;
+    for n in names {
+        if let Some(Ok(d)) = props.get(&n).map(|s| domain(s, required.contains(&n)))
+            && total.saturating_mul(d.len()) <= LIMIT
+        {
+            total *= d.len();
+            finite.push(n);
+        }
+    }
+    combinations(tool, &finite).unwrap_or_default()
+}
+
+/// Runs the proof for `tool`.
+pub fn prove(catalog: &Catalog, tool: &Tool) -> Proof {
+    let mut proof = Proof {
+        tool: tool.name.clone(),
+        arguments: Vec::new(),
+        combinations: 0,
+        evaluated: 0,
+        outcome: Outcome::NotCovered {
+            reason: String::new(),
+            location: None,
+        },
+    };
+    let read = match arguments_read(tool) {
+        Ok(r) => r,
+        Err((location, why)) => {
+            // Fall back to every declared argument.
+            let all: Vec<String> = schema::properties(&tool.input_schema)
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default();
+            proof.arguments = all.clone();
+            match combinations(tool, &all) {
+                Ok(c) => return finish(catalog, tool, proof, c),
+                Err((reason, _)) => {
+                    proof.outcome = Outcome::NotCovered {
+                        reason: format!("{why}, so every argument counts, and {reason}"),
+                        location: Some(location),
+                    };
+                    return proof;
+                }
+            }
+        }
+    };
+    proof.arguments = read.keys().cloned().collect();
+    match combinations(tool, &proof.arguments) {
+        Ok(c) => finish(catalog, tool, proof, c),
+        Err((reason, _)) => {
+            let location = proof
+                .arguments
+                .iter()
+                .find(|a| reason.contains(&format!("`{a}`")))
+                .and_then(|a| read.get(a).cloned().flatten());
+            proof.outcome = Outcome::NotCovered { reason, location };
+            proof
+        }
+    }
+}
+
+/// What resolving a set of argument objects showed.
+struct Evaluation {
+    evaluated: usize,
+    tightest: Hints,
+    counterexamples: Vec<Counterexample>,
+    failures: Vec<Failure>,
+    rejected: usize,
+    rejected_example: Option<Value>,
+}
+
+/// Counterexamples among `samples`: for tools the proof does not cover,
+/// sampling can still find a riskier resolution, though never show there is none.
+pub fn sampled_counterexamples(
+    catalog: &Catalog,
+    tool: &Tool,
+    samples: &[Value],
+) -> Vec<Counterexample> {
+    evaluate(catalog, tool, samples.to_vec()).counterexamples
+}
+
+fn finish(catalog: &Catalog, tool: &Tool, mut proof: Proof, combos: Vec<Value>) -> Proof {
+    proof.combinations = combos.len();
+    let e = evaluate(catalog, tool, combos);
+    proof.evaluated = e.evaluated;
+    proof.outcome = if !e.counterexamples.is_empty() || !e.failures.is_empty() {
+        Outcome::Refuted {
+            counterexamples: e.counterexamples,
+            failures: e.failures,
+        }
+    } else if e.rejected > 0 {
+        Outcome::Partial {
+            rejected: e.rejected,
+            example: e.rejected_example.unwrap_or(Value::Null),
+        }
+    } else {
+        Outcome::Proved {
+            tightest: e.tightest,
+        }
+    };
+    proof
+}
+
+fn evaluate(catalog: &Catalog, tool: &Tool, combos: Vec<Value>) -> Evaluation {
+    let mut evaluated = 0;
+    let mut tightest = SAFEST;
+    let mut counterexamples: Vec<Counterexample> = Vec::new();
+    let mut failures: Vec<Failure> = Vec::new();
+    let mut rejected = 0;
+    let mut rejected_example = None;
+    for args in combos {
+        match catalog.resolve_layers(&tool.name, &args) {
+            Ok(r) => {
+                evaluated += 1;
+                tightest = tightest.join(&r.hints);
+                for h in r.hints.riskier_than(&tool.listed) {
+                    if let Some(c) = counterexamples.iter_mut().find(|c| c.hint == h) {
+                        c.count += 1;
+                        continue;
+                    }
+                    let k = Hint::ALL.iter().position(|x| *x == h).unwrap_or(0);
+                    counterexamples.push(Counterexample {
+                        arguments: args.clone(),
+                        hint: h,
+                        listed: tool.listed.get(h),
+                        resolved: r.hints.get(h),
+                        origin: r.hint_origins[k],
+                        count: 1,
+                    });
+                }
+            }
+            Err(ResolveError::InvalidArguments { .. }) => {
+                rejected += 1;
+                rejected_example.get_or_insert(args);
+            }
+            Err(ResolveError::Policy {
+                message, location, ..
+            }) => {
+                evaluated += 1;
+                if failures.len() < 3 && !failures.iter().any(|f| f.message == message) {
+                    failures.push(Failure {
+                        arguments: args,
+                        message,
+                        location,
+                    });
+                }
+            }
+            Err(e) => {
+                // resolve_layers never checks riskiness and the tool exists.
+                failures.push(Failure {
+                    arguments: args,
+                    message: e.to_string(),
+                    location: None,
+                });
+            }
+        }
+    }
+    counterexamples.sort_by_key(|c| c.hint);
+    Evaluation {
+        evaluated,
+        tightest,
+        counterexamples,
+        failures,
+        rejected,
+        rejected_example,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn domains_of_finite_schemas() {
+        assert_eq!(domain(&json!({"type": "boolean"}), true).unwrap().len(), 2);
+        assert_eq!(
+            domain(&json!({"enum": ["a", "b", "c"]}), false)
+                .unwrap()
+                .len(),
+            4
+        );
+        assert_eq!(
+            domain(&json!({"const": 1}), true).unwrap(),
+            vec![Some(json!(1))]
+        );
+        let obj = json!({"type": "object", "additionalProperties": false,
+            "properties": {"force": {"type": "boolean"}, "mode": {"enum": ["a", "b"]}}, "required": ["mode"]});
+        assert_eq!(domain(&obj, true).unwrap().len(), 6);
+        assert!(domain(&json!({"type": "string"}), true).is_err());
+        assert!(domain(&json!({"type": "object"}), true).is_err());
+    }
+}

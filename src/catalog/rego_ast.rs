@@ -1,0 +1,1174 @@
+//! Reading policies as syntax: which rules a module defines and where, which
+//! tool arguments a policy reads, and the mistakes that regorus only reports
+//! when a faulty expression happens to run (unknown functions, wrong arity,
+//! recursion between rules).
+//!
+//! regorus keeps its syntax tree behind `regorus::unstable` and a hidden
+//! `Engine::get_modules`; both are pinned with the crate (=0.14.1), and this
+//! module is the only place that touches them. Evaluation stays in `policy`;
+//! deciding what a finding means for a catalog is `regent check`'s job.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use regorus::unstable::{
+    AssignOp, BUILTINS, Expr, Literal, Module, Query, Ref, Rule, RuleHead, Span,
+};
+
+use crate::diag::{Diagnostic, Location};
+
+/// Files whose name starts with this are regent's generated decision modules.
+pub const GENERATED_PREFIX: &str = "regent-generated/";
+
+/// One policy module in an engine, with its package.
+#[derive(Clone)]
+pub struct PolicyModule {
+    pub path: String,
+    pub text: String,
+    /// Without the leading `data.`: `tools.manage_files`.
+    pub package: String,
+    module: Ref<Module>,
+}
+
+impl PolicyModule {
+    /// The module's `package` line, as written.
+    pub fn package_decl(&self) -> String {
+        let text = self.module.package.span.text();
+        if text.starts_with("package") {
+            text.to_string()
+        } else {
+            format!("package {text}")
+        }
+    }
+
+    /// The source text of the module's imports, one per line, for copying
+    /// into a probe module of the same package.
+    pub fn imports_text(&self) -> String {
+        self.module
+            .imports
+            .iter()
+            .map(|i| format!("{}\n", i.span.text()))
+            .collect()
+    }
+}
+
+/// The modules of `engine` a person wrote (not regent's generated ones).
+pub fn modules(engine: &mut regorus::Engine) -> Vec<PolicyModule> {
+    engine
+        .get_modules()
+        .iter()
+        .filter_map(|m| {
+            let source = &m.package.span.source;
+            let path = source.file().to_string();
+            if path.starts_with(GENERATED_PREFIX) {
+                return None;
+            }
+            let package = path_of(&m.package.refr)
+                .into_iter()
+                .skip_while(|c| c == "data")
+                .collect::<Vec<_>>()
+                .join(".");
+            Some(PolicyModule {
+                path,
+                text: source.contents().to_string(),
+                package,
+                module: m.clone(),
+            })
+        })
+        .collect()
+}
+
+/// What a rule definition is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleKind {
+    /// `default x := v`
+    Default,
+    /// `x := v if ...`, `x.y := v if ...`
+    Complete,
+    /// `x contains v if ...`
+    PartialSet,
+    /// `f(a) := v if ...`
+    Function,
+}
+
+/// One definition of a rule, where it is and what it looks like.
+#[derive(Debug, Clone)]
+pub struct RuleDef {
+    pub package: String,
+    /// The head's path: `["annotations", "destructiveHint"]`; a non-constant
+    /// key is `"[_]"`.
+    pub path: Vec<String>,
+    pub kind: RuleKind,
+    pub location: Location,
+    /// Byte range of the whole definition in its file. regorus' spans can
+    /// stop short of a rule's last character, so the range runs to the
+    /// start of the next definition (comments between them included).
+    pub start: usize,
+    pub end: usize,
+    /// Byte range of the head's first name, which a probe renames.
+    pub name_start: usize,
+    pub name_end: usize,
+    /// The module the definition is in (index into [`modules`]' result).
+    pub module: usize,
+}
+
+impl RuleDef {
+    pub fn name(&self) -> &str {
+        self.path.first().map_or("", String::as_str)
+    }
+}
+
+fn span_location(span: &Span) -> Location {
+    let line = span.line as usize;
+    let text = span.source.contents();
+    let col = text
+        .lines()
+        .nth(line.saturating_sub(1))
+        .map_or(span.col as usize, |l| {
+            super::policy::char_column(l, span.col as usize)
+        });
+    Location::new(span.source.file().to_string(), line, col)
+}
+
+/// The components of a reference (`input.arguments["action"]` gives
+/// `input`, `arguments`, `action`); a component that is not a constant is `[_]`.
+fn path_of(e: &Expr) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = e;
+    loop {
+        match cur {
+            Expr::RefDot { refr, field, .. } => {
+                out.push(
+                    field
+                        .1
+                        .as_string()
+                        .map_or("[_]".to_string(), |s| s.to_string()),
+                );
+                cur = refr;
+            }
+            Expr::RefBrack { refr, index, .. } => {
+                out.push(const_string(index).unwrap_or_else(|| "[_]".to_string()));
+                cur = refr;
+            }
+            Expr::Var { value, .. } => {
+                out.push(
+                    value
+                        .as_string()
+                        .map_or("[_]".to_string(), |s| s.to_string()),
+                );
+                break;
+            }
+            _ => {
+                out.push("[_]".to_string());
+                break;
+            }
+        }
+    }
+    out.reverse();
+    out
+}
+
+fn const_string(e: &Expr) -> Option<String> {
+    match e {
+        Expr::String { value, .. } | Expr::RawString { value, .. } => {
+            value.as_string().ok().map(|s| s.to_string())
+        }
+        _ => None,
+    }
+}
+
+/// The span of the first component of a reference.
+fn root_span(e: &Expr) -> &Span {
+    match e {
+        Expr::RefDot { refr, .. } | Expr::RefBrack { refr, .. } => root_span(refr),
+        other => other.span(),
+    }
+}
+
+/// Every rule definition in `modules`.
+pub fn rule_defs(modules: &[PolicyModule]) -> Vec<RuleDef> {
+    let mut out = Vec::new();
+    for (mi, m) in modules.iter().enumerate() {
+        let mut starts: Vec<usize> = m
+            .module
+            .policy
+            .iter()
+            .map(|r| r.span().start as usize)
+            .collect();
+        starts.sort_unstable();
+        for rule in &m.module.policy {
+            let (refr, kind) = match rule.as_ref() {
+                Rule::Default { refr, .. } => (refr, RuleKind::Default),
+                Rule::Spec { head, .. } => match head {
+                    RuleHead::Compr { refr, .. } => (refr, RuleKind::Complete),
+                    RuleHead::Set { refr, .. } => (refr, RuleKind::PartialSet),
+                    RuleHead::Func { refr, .. } => (refr, RuleKind::Function),
+                },
+            };
+            let span = rule.span();
+            let name = root_span(refr);
+            let end = starts
+                .iter()
+                .copied()
+                .find(|s| *s > span.start as usize)
+                .unwrap_or(m.text.len());
+            out.push(RuleDef {
+                package: m.package.clone(),
+                path: path_of(refr),
+                kind,
+                location: span_location(span),
+                start: span.start as usize,
+                end,
+                name_start: name.start as usize,
+                name_end: name.end as usize,
+                module: mi,
+            });
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// Walking expressions
+
+/// Calls `f` on every expression under `e`, outermost first; when `f`
+/// returns false the children of that expression are skipped.
+fn walk_expr(e: &Expr, f: &mut dyn FnMut(&Expr) -> bool) {
+    if !f(e) {
+        return;
+    }
+    match e {
+        Expr::String { .. }
+        | Expr::RawString { .. }
+        | Expr::Number { .. }
+        | Expr::Bool { .. }
+        | Expr::Null { .. }
+        | Expr::Var { .. } => {}
+        Expr::Array { items, .. } | Expr::Set { items, .. } => {
+            for i in items {
+                walk_expr(i, f);
+            }
+        }
+        Expr::Object { fields, .. } => {
+            for (_, k, v) in fields {
+                walk_expr(k, f);
+                walk_expr(v, f);
+            }
+        }
+        Expr::ArrayCompr { term, query, .. } | Expr::SetCompr { term, query, .. } => {
+            walk_expr(term, f);
+            walk_query(query, f);
+        }
+        Expr::ObjectCompr {
+            key, value, query, ..
+        } => {
+            walk_expr(key, f);
+            walk_expr(value, f);
+            walk_query(query, f);
+        }
+        Expr::Call { fcn, params, .. } => {
+            walk_expr(fcn, f);
+            for p in params {
+                walk_expr(p, f);
+            }
+        }
+        Expr::UnaryExpr { expr, .. } => walk_expr(expr, f),
+        Expr::RefDot { refr, .. } => walk_expr(refr, f),
+        Expr::RefBrack { refr, index, .. } => {
+            walk_expr(refr, f);
+            walk_expr(index, f);
+        }
+        Expr::BinExpr { lhs, rhs, .. }
+        | Expr::BoolExpr { lhs, rhs, .. }
+        | Expr::ArithExpr { lhs, rhs, .. }
+        | Expr::AssignExpr { lhs, rhs, .. } => {
+            walk_expr(lhs, f);
+            walk_expr(rhs, f);
+        }
+        Expr::Membership {
+            key,
+            value,
+            collection,
+            ..
+        } => {
+            if let Some(k) = key {
+                walk_expr(k, f);
+            }
+            walk_expr(value, f);
+            walk_expr(collection, f);
+        }
+    }
+}
+
+fn walk_query(q: &Query, f: &mut dyn FnMut(&Expr) -> bool) {
+    for stmt in &q.stmts {
+        match &stmt.literal {
+            Literal::SomeVars { .. } => {}
+            Literal::SomeIn {
+                key,
+                value,
+                collection,
+                ..
+            } => {
+                if let Some(k) = key {
+                    walk_expr(k, f);
+                }
+                walk_expr(value, f);
+                walk_expr(collection, f);
+            }
+            Literal::Expr { expr, .. } | Literal::NotExpr { expr, .. } => walk_expr(expr, f),
+            Literal::Every { domain, query, .. } => {
+                walk_expr(domain, f);
+                walk_query(query, f);
+            }
+        }
+        for w in &stmt.with_mods {
+            walk_expr(&w.refr, f);
+            walk_expr(&w.r#as, f);
+        }
+    }
+}
+
+/// Every expression of a rule: head, values and bodies.
+fn walk_rule(rule: &Rule, f: &mut dyn FnMut(&Expr) -> bool) {
+    match rule {
+        Rule::Default {
+            refr, args, value, ..
+        } => {
+            walk_expr(refr, f);
+            for a in args {
+                walk_expr(a, f);
+            }
+            walk_expr(value, f);
+        }
+        Rule::Spec { head, bodies, .. } => {
+            match head {
+                RuleHead::Compr { refr, assign, .. } => {
+                    walk_expr(refr, f);
+                    if let Some(a) = assign {
+                        walk_expr(&a.value, f);
+                    }
+                }
+                RuleHead::Set { refr, key, .. } => {
+                    walk_expr(refr, f);
+                    if let Some(k) = key {
+                        walk_expr(k, f);
+                    }
+                }
+                RuleHead::Func {
+                    refr, args, assign, ..
+                } => {
+                    walk_expr(refr, f);
+                    for a in args {
+                        walk_expr(a, f);
+                    }
+                    if let Some(a) = assign {
+                        walk_expr(&a.value, f);
+                    }
+                }
+            }
+            for b in bodies {
+                if let Some(a) = &b.assign {
+                    walk_expr(&a.value, f);
+                }
+                walk_query(&b.query, f);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Which arguments a policy reads
+
+/// The tool arguments that policies read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgumentReads {
+    /// Exactly these top-level argument names, each read by a constant path
+    /// (`input.arguments.action`, `input.arguments["action"]`,
+    /// `object.get(input.arguments, "action", d)`).
+    Known(BTreeMap<String, Location>),
+    /// Some expression reads the arguments in a way that cannot be traced
+    /// to names (`input.arguments[k]`, `x := input`); every argument may matter.
+    Any { location: Location, why: String },
+}
+
+/// Which tool arguments the policies in `modules` read.
+pub fn argument_reads(modules: &[PolicyModule]) -> ArgumentReads {
+    let mut names = BTreeMap::new();
+    let mut unknown: Option<(Location, String)> = None;
+    for m in modules {
+        for imp in &m.module.imports {
+            if path_of(&imp.refr).first().map(String::as_str) == Some("input") {
+                unknown.get_or_insert((
+                    span_location(&imp.span),
+                    format!("`{}` imports input under another name", imp.span.text()),
+                ));
+            }
+        }
+        for rule in &m.module.policy {
+            walk_rule(rule, &mut |e| reads_in(e, &mut names, &mut unknown));
+        }
+    }
+    match unknown {
+        Some((location, why)) => ArgumentReads::Any { location, why },
+        None => ArgumentReads::Known(names),
+    }
+}
+
+fn reads_in(
+    e: &Expr,
+    names: &mut BTreeMap<String, Location>,
+    unknown: &mut Option<(Location, String)>,
+) -> bool {
+    match e {
+        Expr::Call { fcn, params, .. }
+            if path_of(fcn) == ["object", "get"]
+                && params.len() >= 2
+                && path_of(&params[0]) == ["input", "arguments"] =>
+        {
+            match const_string(&params[1]) {
+                Some(k) => {
+                    names.entry(k).or_insert_with(|| span_location(e.span()));
+                }
+                None => {
+                    unknown.get_or_insert((
+                        span_location(e.span()),
+                        format!("`{}` reads an argument chosen at run time", e.span().text()),
+                    ));
+                }
+            }
+            for p in &params[1..] {
+                walk_expr(p, &mut |x| reads_in(x, names, unknown));
+            }
+            false
+        }
+        Expr::RefDot { .. } | Expr::RefBrack { .. } => {
+            let path = path_of(e);
+            if path.first().map(String::as_str) != Some("input") {
+                return true;
+            }
+            match path.get(1).map(String::as_str) {
+                Some("arguments") => match path.get(2) {
+                    Some(k) if k != "[_]" => {
+                        names
+                            .entry(k.clone())
+                            .or_insert_with(|| span_location(e.span()));
+                    }
+                    _ => {
+                        unknown.get_or_insert((
+                            span_location(e.span()),
+                            format!(
+                                "`{}` reads the arguments as a whole or by a computed key",
+                                e.span().text()
+                            ),
+                        ));
+                    }
+                },
+                Some("tool") => {}
+                _ => {
+                    unknown.get_or_insert((
+                        span_location(e.span()),
+                        format!("`{}` reads input by a computed key", e.span().text()),
+                    ));
+                }
+            }
+            // Indexes inside the reference may read arguments too.
+            let mut cur = e;
+            while let Expr::RefDot { refr, .. } | Expr::RefBrack { refr, .. } = cur {
+                if let Expr::RefBrack { index, .. } = cur {
+                    walk_expr(index, &mut |x| reads_in(x, names, unknown));
+                }
+                cur = refr;
+            }
+            false
+        }
+        Expr::Var { value, span, .. } if value.as_string().is_ok_and(|s| s.as_ref() == "input") => {
+            unknown.get_or_insert((
+                span_location(span),
+                "the input document is used as a whole".to_string(),
+            ));
+            false
+        }
+        _ => true,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Lint: unknown functions, arity, recursion, nondeterminism
+
+/// Builtins whose answer changes from call to call; a resolution must not
+/// depend on them (it must be deterministic).
+const NONDETERMINISTIC: &[&str] = &[
+    "time.now_ns",
+    "rand.intn",
+    "uuid.rfc4122",
+    "uuid.parse",
+    "http.send",
+    "opa.runtime",
+];
+
+/// Problems visible without running the policies. `modules` are all the
+/// modules one engine holds, so that calls into library packages resolve.
+pub fn lint(modules: &[PolicyModule]) -> Vec<Diagnostic> {
+    let defs = rule_defs(modules);
+    let mut out = Vec::new();
+
+    // User functions by full path, with their arities.
+    let mut functions: HashMap<String, BTreeSet<usize>> = HashMap::new();
+    for m in modules {
+        for rule in &m.module.policy {
+            if let Rule::Spec {
+                head: RuleHead::Func { refr, args, .. },
+                ..
+            } = rule.as_ref()
+            {
+                let name = format!("{}.{}", m.package, path_of(refr).join("."));
+                functions.entry(name).or_default().insert(args.len());
+            }
+        }
+    }
+    let rule_paths: BTreeSet<String> = defs
+        .iter()
+        .map(|d| format!("{}.{}", d.package, d.name()))
+        .collect();
+
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut def_at: HashMap<String, Location> = HashMap::new();
+
+    for m in modules {
+        let aliases: HashMap<String, String> = m
+            .module
+            .imports
+            .iter()
+            .filter_map(|i| {
+                let target = path_of(&i.refr);
+                let alias = match &i.r#as {
+                    Some(s) => s.text().to_string(),
+                    None => target.last()?.clone(),
+                };
+                Some((alias, target.join(".")))
+            })
+            .collect();
+        for rule in &m.module.policy {
+            let (head_refr, locals) = rule_locals(rule);
+            let me = format!(
+                "{}.{}",
+                m.package,
+                path_of(head_refr).first().cloned().unwrap_or_default()
+            );
+            def_at
+                .entry(me.clone())
+                .or_insert_with(|| span_location(rule.span()));
+            let mut edges = BTreeSet::new();
+            walk_rule(rule, &mut |e| {
+                // A rule's own head is not a reference to itself.
+                if std::ptr::eq(e, head_refr.as_ref()) {
+                    return false;
+                }
+                match e {
+                    Expr::Call {
+                        fcn, params, span, ..
+                    } => {
+                        let written = path_of(fcn);
+                        let resolved = resolve_call(&written, &m.package, &aliases, &functions);
+                        match resolved {
+                            Callee::User(full, arities) => {
+                                edges.insert(full.clone());
+                                if !arities.contains(&params.len()) {
+                                    out.push(
+                                        Diagnostic::error(
+                                            "rego-arity",
+                                            span_location(span),
+                                            format!(
+                                                "`{}` takes {} argument{}, given {}",
+                                                written.join("."),
+                                                list_arities(&arities),
+                                                if arities.iter().all(|a| *a == 1) {
+                                                    ""
+                                                } else {
+                                                    "s"
+                                                },
+                                                params.len()
+                                            ),
+                                        )
+                                        .with_help("pass the arguments the function declares"),
+                                    );
+                                }
+                            }
+                            Callee::Builtin(name, arity) => {
+                                // Rego allows one extra argument: the output (`count(x, n)`).
+                                if params.len() != arity && params.len() != arity + 1 {
+                                    out.push(
+                                        Diagnostic::error(
+                                            "rego-arity",
+                                            span_location(span),
+                                            format!(
+                                                "builtin `{name}` takes {arity} argument{}, given {}",
+                                                if arity == 1 { "" } else { "s" },
+                                                params.len()
+                                            ),
+                                        )
+                                        .with_help("see the builtin's signature in the OPA policy reference"),
+                                    );
+                                }
+                                if NONDETERMINISTIC.contains(&name.as_str()) {
+                                    out.push(
+                                        Diagnostic::warning(
+                                            "nondeterministic-builtin",
+                                            span_location(span),
+                                            format!("`{name}` answers differently from call to call"),
+                                        )
+                                        .with_help("a resolution must depend only on the arguments and the catalog; pass the value in data or arguments instead"),
+                                    );
+                                }
+                            }
+                            Callee::Print => {}
+                            Callee::Unknown(name) => out.push(
+                                Diagnostic::error(
+                                    "rego-unknown-function",
+                                    span_location(span),
+                                    format!("unknown function `{name}`"),
+                                )
+                                .with_help(near_function(&name, &functions)),
+                            ),
+                        }
+                        // The callee is not a reference to a rule's value.
+                        for p in params {
+                            walk_expr(p, &mut |x| {
+                                refs_in(x, &m.package, &locals, &rule_paths, &mut edges)
+                            });
+                        }
+                        false
+                    }
+                    _ => refs_in(e, &m.package, &locals, &rule_paths, &mut edges),
+                }
+            });
+            graph.entry(me).or_default().extend(edges);
+        }
+    }
+
+    for cycle in cycles(&graph) {
+        let first = &cycle[0];
+        // Point at the member that comes first in the files.
+        let at = cycle
+            .iter()
+            .filter_map(|n| def_at.get(n))
+            .min_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)))
+            .cloned()
+            .unwrap_or_default();
+        out.push(
+            Diagnostic::error(
+                "rego-recursion",
+                at,
+                format!("rules depend on each other in a cycle: {}", {
+                    let mut c = cycle.clone();
+                    c.push(first.clone());
+                    c.join(" -> ")
+                }),
+            )
+            .with_help("Rego forbids recursion; compute one of the values without the others"),
+        );
+    }
+    out
+}
+
+fn list_arities(a: &BTreeSet<usize>) -> String {
+    a.iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(" or ")
+}
+
+enum Callee {
+    User(String, BTreeSet<usize>),
+    Builtin(String, usize),
+    Print,
+    Unknown(String),
+}
+
+fn resolve_call(
+    written: &[String],
+    package: &str,
+    aliases: &HashMap<String, String>,
+    functions: &HashMap<String, BTreeSet<usize>>,
+) -> Callee {
+    let dotted = written.join(".");
+    let candidates: Vec<String> = if written.first().map(String::as_str) == Some("data") {
+        vec![written[1..].join(".")]
+    } else if let Some(target) = written.first().and_then(|a| aliases.get(a)) {
+        let rest = written[1..].join(".");
+        let target = target.strip_prefix("data.").unwrap_or(target);
+        vec![if rest.is_empty() {
+            target.to_string()
+        } else {
+            format!("{target}.{rest}")
+        }]
+    } else {
+        vec![format!("{package}.{dotted}")]
+    };
+    for c in &candidates {
+        if let Some(a) = functions.get(c) {
+            return Callee::User(c.clone(), a.clone());
+        }
+    }
+    if dotted == "print" {
+        return Callee::Print;
+    }
+    if let Some(b) = BUILTINS.get(dotted.as_str()) {
+        return Callee::Builtin(dotted, b.1 as usize);
+    }
+    Callee::Unknown(dotted)
+}
+
+fn near_function(name: &str, functions: &HashMap<String, BTreeSet<usize>>) -> String {
+    let short: Vec<String> = functions
+        .keys()
+        .map(|k| k.rsplit('.').next().unwrap_or(k).to_string())
+        .chain(BUILTINS.keys().map(|k| k.to_string()))
+        .collect();
+    let best = short
+        .iter()
+        .map(|k| (strsim::levenshtein(k, name), k))
+        .min();
+    match best {
+        Some((d, k)) if d <= 2.max(name.len() / 4) => format!("did you mean `{k}`?"),
+        _ => "define the function in a policy file, or use a builtin from the OPA policy reference"
+            .to_string(),
+    }
+}
+
+/// The head reference of a rule and the names bound locally in it, which
+/// shadow rule names of the package.
+fn rule_locals(rule: &Rule) -> (&Ref<Expr>, BTreeSet<String>) {
+    let mut locals = BTreeSet::new();
+    let head = match rule {
+        Rule::Default { refr, .. } => refr,
+        Rule::Spec { head, .. } => match head {
+            RuleHead::Compr { refr, .. } | RuleHead::Set { refr, .. } => refr,
+            RuleHead::Func { refr, args, .. } => {
+                for a in args {
+                    walk_expr(a, &mut |e| {
+                        if let Expr::Var { value, .. } = e
+                            && let Ok(s) = value.as_string()
+                        {
+                            locals.insert(s.to_string());
+                        }
+                        true
+                    });
+                }
+                refr
+            }
+        },
+    };
+    if let Rule::Spec { bodies, .. } = rule {
+        for b in bodies {
+            bound_in_query(&b.query, &mut locals);
+        }
+    }
+    (head, locals)
+}
+
+fn bound_in_query(q: &Query, locals: &mut BTreeSet<String>) {
+    let add_vars = |e: &Expr, locals: &mut BTreeSet<String>| {
+        walk_expr(e, &mut |x| {
+            if let Expr::Var { value, .. } = x
+                && let Ok(s) = value.as_string()
+            {
+                locals.insert(s.to_string());
+            }
+            true
+        });
+    };
+    for stmt in &q.stmts {
+        match &stmt.literal {
+            Literal::SomeVars { vars, .. } => {
+                for v in vars {
+                    locals.insert(v.text().to_string());
+                }
+            }
+            Literal::SomeIn { key, value, .. } => {
+                if let Some(k) = key {
+                    add_vars(k, locals);
+                }
+                add_vars(value, locals);
+            }
+            Literal::Every {
+                key, value, query, ..
+            } => {
+                if let Some(k) = key {
+                    locals.insert(k.text().to_string());
+                }
+                locals.insert(value.text().to_string());
+                bound_in_query(query, locals);
+            }
+            Literal::Expr { expr, .. } | Literal::NotExpr { expr, .. } => {
+                walk_expr(expr, &mut |x| {
+                    match x {
+                        Expr::AssignExpr {
+                            op: AssignOp::ColEq,
+                            lhs,
+                            ..
+                        } => add_vars(lhs, locals),
+                        Expr::ArrayCompr { query, .. }
+                        | Expr::SetCompr { query, .. }
+                        | Expr::ObjectCompr { query, .. } => bound_in_query(query, locals),
+                        _ => {}
+                    }
+                    true
+                });
+            }
+        }
+    }
+}
+
+/// Records references to rules of this package (by bare name) or of any
+/// package (by `data.` path) as dependency edges.
+fn refs_in(
+    e: &Expr,
+    package: &str,
+    locals: &BTreeSet<String>,
+    rule_paths: &BTreeSet<String>,
+    edges: &mut BTreeSet<String>,
+) -> bool {
+    let path = match e {
+        Expr::RefDot { .. } | Expr::RefBrack { .. } | Expr::Var { .. } => path_of(e),
+        _ => return true,
+    };
+    let Some(first) = path.first() else {
+        return true;
+    };
+    if first == "data" {
+        // The longest prefix that names a rule.
+        for n in (2..=path.len()).rev() {
+            let candidate = path[1..n].join(".");
+            if rule_paths.contains(&candidate) {
+                edges.insert(candidate);
+                break;
+            }
+        }
+    } else if first != "input" && !locals.contains(first) {
+        let candidate = format!("{package}.{first}");
+        if rule_paths.contains(&candidate) {
+            edges.insert(candidate);
+        }
+    }
+    // Indexes of a reference may refer to rules too.
+    if let Expr::RefDot { .. } | Expr::RefBrack { .. } = e {
+        let mut cur = e;
+        while let Expr::RefDot { refr, .. } | Expr::RefBrack { refr, .. } = cur {
+            if let Expr::RefBrack { index, .. } = cur {
+                walk_expr(index, &mut |x| {
+                    refs_in(x, package, locals, rule_paths, edges)
+                });
+            }
+            cur = refr;
+        }
+    }
+    false
+}
+
+/// The elementary cycles found by a depth-first search, each reported once
+/// (rotated to start at its smallest name).
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    let mut found: BTreeSet<Vec<String>> = BTreeSet::new();
+    for start in graph.keys() {
+        let mut stack = vec![(start.clone(), vec![start.clone()])];
+        while let Some((node, path)) = stack.pop() {
+            for next in graph.get(&node).into_iter().flatten() {
+                if next == start {
+                    let min = path
+                        .iter()
+                        .enumerate()
+                        .min_by_key(|(_, n)| *n)
+                        .map_or(0, |(i, _)| i);
+                    let mut c = path[min..].to_vec();
+                    c.extend_from_slice(&path[..min]);
+                    found.insert(c);
+                } else if !path.contains(next) && next > start && path.len() < 32 {
+                    let mut p = path.clone();
+                    p.push(next.clone());
+                    stack.push((next.clone(), p));
+                }
+            }
+        }
+    }
+    found.into_iter().collect()
+}
+
+// ---------------------------------------------------------------------------
+// Rules that would change what resolution never changes
+
+/// Names of rules in a tool's package that look like an attempt to change
+/// the tool's identity, with what they would change.
+const IDENTITY_RULES: &[(&str, &str)] = &[
+    ("name", "name"),
+    ("title", "title"),
+    ("description", "description"),
+    ("input_schema", "inputSchema"),
+    ("inputSchema", "inputSchema"),
+    ("output_schema", "outputSchema"),
+    ("outputSchema", "outputSchema"),
+];
+
+/// Rules in `package` that try to change a tool's name, title,
+/// description or schemas, which resolution never does.
+pub fn identity_rules(modules: &[PolicyModule], package: &str) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for def in rule_defs(modules).iter().filter(|d| d.package == package) {
+        if let Some((_, field)) = IDENTITY_RULES.iter().find(|(n, _)| *n == def.name()) {
+            out.push(
+                Diagnostic::error(
+                    "changes-identity",
+                    def.location.clone(),
+                    format!("rule `{}` in package {package} would change the tool's {field}, which resolution never changes", def.name()),
+                )
+                .with_help(format!("regent does not read this rule; set the {field} in the tool's YAML, or rename the rule if it is a helper")),
+            );
+        }
+        if def.name() == "annotations" && def.path.get(1).map(String::as_str) == Some("title") {
+            out.push(title_diagnostic(def.location.clone(), package));
+        }
+    }
+    // `annotations := {"title": ...}`: a literal title key in an annotations value.
+    for m in modules.iter().filter(|m| m.package == package) {
+        for rule in &m.module.policy {
+            let head = match rule.as_ref() {
+                Rule::Default { refr, .. } => refr,
+                Rule::Spec { head, .. } => match head {
+                    RuleHead::Compr { refr, .. }
+                    | RuleHead::Set { refr, .. }
+                    | RuleHead::Func { refr, .. } => refr,
+                },
+            };
+            if path_of(head) != ["annotations"] {
+                continue;
+            }
+            let mut values: Vec<&Ref<Expr>> = Vec::new();
+            match rule.as_ref() {
+                Rule::Default { value, .. } => values.push(value),
+                Rule::Spec { head, bodies, .. } => {
+                    if let RuleHead::Compr {
+                        assign: Some(a), ..
+                    } = head
+                    {
+                        values.push(&a.value);
+                    }
+                    values.extend(
+                        bodies
+                            .iter()
+                            .filter_map(|b| b.assign.as_ref().map(|a| &a.value)),
+                    );
+                }
+            }
+            for v in values {
+                if let Expr::Object { fields, .. } = v.as_ref() {
+                    for (span, k, _) in fields {
+                        if const_string(k).as_deref() == Some("title") {
+                            out.push(title_diagnostic(span_location(span), package));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn title_diagnostic(at: Location, package: &str) -> Diagnostic {
+    Diagnostic::error(
+        "changes-identity",
+        at,
+        format!("package {package} sets annotations.title, which resolution never changes"),
+    )
+    .with_help("set the display title in the tool's YAML (annotations.title) and remove it from the policy")
+}
+
+// ---------------------------------------------------------------------------
+// Coverage
+
+/// The lines of `m` that regorus' coverage counts: the line of every
+/// expression in rule values and bodies, walked as regorus walks them
+/// (a call's function name is not an expression; a comprehension counts
+/// through its query).
+pub fn coverable_lines(m: &PolicyModule) -> BTreeSet<u32> {
+    let mut lines = BTreeSet::new();
+    for rule in &m.module.policy {
+        match rule.as_ref() {
+            Rule::Spec { head, bodies, .. } => {
+                match head {
+                    RuleHead::Compr { assign, .. } | RuleHead::Func { assign, .. } => {
+                        if let Some(a) = assign {
+                            cover_expr(&a.value, &mut lines);
+                        }
+                    }
+                    RuleHead::Set { key, .. } => {
+                        if let Some(k) = key {
+                            cover_expr(k, &mut lines);
+                        }
+                    }
+                }
+                for b in bodies {
+                    cover_query(&b.query, &mut lines);
+                }
+            }
+            Rule::Default { value, .. } => cover_expr(value, &mut lines),
+        }
+    }
+    lines
+}
+
+fn cover_query(q: &Query, lines: &mut BTreeSet<u32>) {
+    for stmt in &q.stmts {
+        match &stmt.literal {
+            Literal::SomeVars { .. } => {}
+            Literal::SomeIn {
+                value, collection, ..
+            } => {
+                cover_expr(value, lines);
+                cover_expr(collection, lines);
+            }
+            Literal::Expr { expr, .. } | Literal::NotExpr { expr, .. } => cover_expr(expr, lines),
+            Literal::Every { domain, query, .. } => {
+                cover_expr(domain, lines);
+                cover_query(query, lines);
+            }
+        }
+    }
+}
+
+fn cover_expr(e: &Expr, lines: &mut BTreeSet<u32>) {
+    match e {
+        Expr::ArrayCompr { query, .. }
+        | Expr::SetCompr { query, .. }
+        | Expr::ObjectCompr { query, .. } => {
+            cover_query(query, lines);
+            return;
+        }
+        _ => {
+            lines.insert(e.span().line);
+        }
+    }
+    match e {
+        Expr::Array { items, .. } | Expr::Set { items, .. } => {
+            for i in items {
+                cover_expr(i, lines);
+            }
+        }
+        Expr::Object { fields, .. } => {
+            for (_, k, v) in fields {
+                cover_expr(k, lines);
+                cover_expr(v, lines);
+            }
+        }
+        Expr::Call { params, .. } => {
+            for p in params {
+                cover_expr(p, lines);
+            }
+        }
+        Expr::UnaryExpr { expr, .. } => cover_expr(expr, lines),
+        Expr::RefDot { refr, .. } => cover_expr(refr, lines),
+        Expr::RefBrack { refr, index, .. } => {
+            cover_expr(refr, lines);
+            cover_expr(index, lines);
+        }
+        Expr::BinExpr { lhs, rhs, .. }
+        | Expr::BoolExpr { lhs, rhs, .. }
+        | Expr::ArithExpr { lhs, rhs, .. }
+        | Expr::AssignExpr { lhs, rhs, .. } => {
+            cover_expr(lhs, lines);
+            cover_expr(rhs, lines);
+        }
+        Expr::Membership {
+            key,
+            value,
+            collection,
+            ..
+        } => {
+            if let Some(k) = key {
+                cover_expr(k, lines);
+            }
+            cover_expr(value, lines);
+            cover_expr(collection, lines);
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Vec<PolicyModule> {
+        let mut e = regorus::Engine::new();
+        e.add_policy("p.rego".into(), text.into()).unwrap();
+        modules(&mut e)
+    }
+
+    #[test]
+    fn finds_constant_argument_reads() {
+        let m = load(
+            "package t\nimport rego.v1\na := 1 if { input.arguments.action == \"x\" }\nb := 2 if { input.arguments[\"force\"] }\nc := object.get(input.arguments, \"mode\", \"r\")\nd := input.tool\n",
+        );
+        let ArgumentReads::Known(names) = argument_reads(&m) else {
+            panic!()
+        };
+        let found: Vec<(&str, usize)> = names.iter().map(|(k, l)| (k.as_str(), l.line)).collect();
+        assert_eq!(found, vec![("action", 3), ("force", 4), ("mode", 5)]);
+    }
+
+    #[test]
+    fn gives_up_on_computed_reads() {
+        let m =
+            load("package t\nimport rego.v1\na contains k if { some k, _ in input.arguments }\n");
+        assert!(matches!(argument_reads(&m), ArgumentReads::Any { .. }));
+        let m = load("package t\nimport rego.v1\na := x if { x := input }\n");
+        assert!(matches!(argument_reads(&m), ArgumentReads::Any { .. }));
+    }
+
+    #[test]
+    fn finds_unknown_functions_arity_and_cycles() {
+        let m = load(
+            "package t\nimport rego.v1\nf(x) := x\na := 1 if { nope(1) }\nb := f(1, 2)\nc := count([1], n)\nd := e\ne := d\n",
+        );
+        let codes: Vec<(&str, usize)> =
+            lint(&m).iter().map(|d| (d.code, d.location.line)).collect();
+        assert_eq!(
+            codes,
+            vec![
+                ("rego-unknown-function", 4),
+                ("rego-arity", 5),
+                ("rego-recursion", 7)
+            ]
+        );
+    }
+
+    #[test]
+    fn rule_defs_have_paths_and_lines() {
+        let m = load(
+            "package t\nimport rego.v1\ndefault annotations := {}\nannotations.destructiveHint := true if {\n  input.arguments.x\n}\n",
+        );
+        let defs = rule_defs(&m);
+        assert_eq!(defs[1].path, ["annotations", "destructiveHint"]);
+        assert_eq!(defs[1].location.line, 4);
+        assert_eq!(
+            &m[0].text[defs[1].name_start..defs[1].name_end],
+            "annotations"
+        );
+        assert!(
+            m[0].text[defs[1].start..defs[1].end]
+                .trim_end()
+                .ends_with('}')
+        );
+    }
+
+    #[test]
+    fn flags_identity_rules_and_titles() {
+        let m = load(
+            "package t\nimport rego.v1\ndescription := \"x\"\nannotations := {\"title\": \"y\"}\n",
+        );
+        let lines: Vec<usize> = identity_rules(&m, "t")
+            .iter()
+            .map(|d| d.location.line)
+            .collect();
+        assert_eq!(lines, vec![3, 4]);
+    }
+}

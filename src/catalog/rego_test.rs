@@ -1,0 +1,166 @@
+//! Rego unit tests (`test_*` rules, as `opa test` runs them) and line
+//! coverage of policies, for `regent test`.
+//!
+//! Rego tests run in one engine that holds every policy, every `*_test.rego`
+//! file and the data, so a test can reach any tool's package (usually with
+//! `with input as {...}`). Coverage uses regorus' own line coverage: lines
+//! are counted the way regorus counts them (expressions in rule values and
+//! bodies), and lines of files that no evaluation touched are computed with
+//! the same rule from the syntax tree.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::rego_ast::{self, RuleKind};
+use super::{Tool, policy};
+use crate::diag::{Diagnostic, Location};
+use crate::source::{FileKind, Source};
+
+/// How one Rego test went.
+#[derive(Debug, Clone)]
+pub struct RegoTest {
+    /// `data.tools.manage_files_test.test_read_is_read_only`
+    pub name: String,
+    pub location: Location,
+    /// `None` when it passed; otherwise why not.
+    pub failure: Option<String>,
+}
+
+/// Lines covered per policy file.
+pub type Covered = BTreeMap<String, BTreeSet<u32>>;
+
+/// An engine with every policy, test and data file; coverage on when asked.
+fn test_engine(
+    source: &Source,
+    timeout: Duration,
+    coverage: bool,
+) -> Result<regorus::Engine, Vec<Diagnostic>> {
+    let mut engine = policy::new_engine(timeout);
+    let mut errors = Vec::new();
+    for f in &source.policies {
+        if let Err(d) = policy::add_policy(&mut engine, &f.path.to_string_lossy(), &f.text) {
+            errors.push(d);
+        }
+    }
+    for d in &source.data {
+        if let Err(e) = engine.add_data(regorus::Value::from(d.value.clone())) {
+            errors.push(Diagnostic::error(
+                "data-conflict",
+                Location::new(&d.path, 1, 1),
+                format!("cannot merge data file: {}", e.to_string().to_lowercase()),
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    engine.set_enable_coverage(coverage);
+    Ok(engine)
+}
+
+/// Runs every `test_*` rule; returns the results and, with `coverage`, the
+/// lines the tests evaluated.
+pub fn run_tests(
+    source: &Source,
+    timeout: Duration,
+    coverage: bool,
+) -> Result<(Vec<RegoTest>, Covered), Vec<Diagnostic>> {
+    let mut engine = test_engine(source, timeout, coverage)?;
+    let modules = rego_ast::modules(&mut engine);
+    let mut seen = BTreeSet::new();
+    let mut tests = Vec::new();
+    for d in rego_ast::rule_defs(&modules) {
+        if d.kind != RuleKind::Complete || d.path.len() != 1 || !d.name().starts_with("test_") {
+            continue;
+        }
+        let path = super::generate::rule_ref(&d.package, d.name());
+        if !seen.insert(path.clone()) {
+            continue;
+        }
+        tests.push((path, d.location.clone()));
+    }
+    let mut out = Vec::new();
+    let mut covered = Covered::new();
+    for (path, location) in tests {
+        engine.set_input(regorus::Value::new_object());
+        let failure = match engine.eval_rule(path.clone()) {
+            Ok(regorus::Value::Bool(true)) => None,
+            Ok(regorus::Value::Undefined) => {
+                Some("the test is undefined: some expression in its body did not hold".to_string())
+            }
+            Ok(v) => Some(format!("the test evaluated to {v}, not true")),
+            Err(e) => {
+                let d = policy::rego_diagnostic(
+                    "rego-test",
+                    &location.file.to_string_lossy(),
+                    &e.to_string(),
+                );
+                // Keep what the failed evaluation covered, then start afresh.
+                if coverage {
+                    merge(&mut covered, &engine);
+                    engine = test_engine(source, timeout, coverage)?;
+                }
+                Some(format!("error at {}: {}", d.location, d.message))
+            }
+        };
+        out.push(RegoTest {
+            name: path,
+            location,
+            failure,
+        });
+    }
+    if coverage {
+        merge(&mut covered, &engine);
+    }
+    Ok((out, covered))
+}
+
+fn merge(covered: &mut Covered, engine: &regorus::Engine) {
+    if let Ok(report) = engine.get_coverage_report() {
+        for f in report.files {
+            covered.entry(f.path).or_default().extend(f.covered);
+        }
+    }
+}
+
+/// Evaluates `tool`'s decision on each argument object with coverage on,
+/// as a request would, and returns the lines covered.
+pub fn cover_tool(tool: &Tool, inputs: &[Value]) -> Covered {
+    let mut covered = Covered::new();
+    let Some(template) = tool.engine() else {
+        return covered;
+    };
+    let mut engine = template.clone();
+    engine.set_enable_coverage(true);
+    for args in inputs {
+        if tool.evaluate_on(&mut engine, args).is_err() {
+            merge(&mut covered, &engine);
+            engine = template.clone();
+            engine.set_enable_coverage(true);
+        }
+    }
+    merge(&mut covered, &engine);
+    covered
+}
+
+/// The lines regorus would count in each serving policy file (not tests).
+pub fn coverable(source: &Source, timeout: Duration) -> BTreeMap<String, BTreeSet<u32>> {
+    let mut out = BTreeMap::new();
+    for f in source
+        .policies
+        .iter()
+        .filter(|f| f.kind == FileKind::Policy)
+    {
+        let mut engine = policy::new_engine(timeout);
+        let path = f.path.to_string_lossy().to_string();
+        if policy::add_policy(&mut engine, &path, &f.text).is_ok() {
+            let modules = rego_ast::modules(&mut engine);
+            if let Some(m) = modules.first() {
+                out.insert(path, rego_ast::coverable_lines(m));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,405 @@
+//! `regent check`: everything that can be known about a catalog without
+//! serving it, gathered into one [`Report`].
+//!
+//! The checks run in layers and each layer goes as far as the previous one
+//! allows: files that do not parse are reported and the rest are still
+//! compiled; tools that do not compile are reported and the rest are still
+//! linted, exercised and proved. Finding problems is the job of `source`,
+//! `catalog` (including `rego_ast`, `exercise` and `proof`) and
+//! [`published_schema`]; this module decides what to run and turns their
+//! findings into located diagnostics. Printing is in [`report`].
+
+pub mod published_schema;
+pub mod report;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use crate::catalog::hints::Hint;
+use crate::catalog::proof::{self, Outcome, Proof};
+use crate::catalog::{self, BuildOptions, Catalog, Tool, exercise, explain, policy, rego_ast};
+use crate::diag::{Diagnostic, Location};
+use crate::source::{FileKind, Source, files};
+
+/// Everything `regent check` found.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub diagnostics: Vec<Diagnostic>,
+    pub proofs: Vec<Proof>,
+    /// Catalog files read.
+    pub files: usize,
+    /// Tools declared (whether or not they compiled).
+    pub tools: usize,
+}
+
+impl Report {
+    pub fn errors(&self) -> usize {
+        self.diagnostics.iter().filter(|d| d.is_error()).count()
+    }
+
+    pub fn warnings(&self) -> usize {
+        self.diagnostics.len() - self.errors()
+    }
+
+    /// 0 clean (warnings allowed), 1 errors found, 2 could not run.
+    pub fn exit_code(&self) -> i32 {
+        use crate::commands::exit;
+        if self.diagnostics.iter().any(|d| is_cannot_run(d.code)) {
+            exit::CANNOT_RUN
+        } else if self.errors() > 0 {
+            exit::FOUND_ERRORS
+        } else {
+            exit::OK
+        }
+    }
+}
+
+/// Diagnostics that mean the check could not look at what it was asked to.
+pub fn is_cannot_run(code: &str) -> bool {
+    matches!(code, "unreadable-path" | "unknown-file-kind")
+}
+
+/// Checks the catalog under `paths`.
+pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
+    let mut report = Report::default();
+    let found = match files::discover(paths) {
+        Ok(f) => f,
+        Err(d) => {
+            report.diagnostics.push(d);
+            return report;
+        }
+    };
+    report.files = found.len();
+    let (source, diags) = match Source::load_partial(paths) {
+        Ok(x) => x,
+        Err(d) => {
+            report.diagnostics.push(d);
+            return report;
+        }
+    };
+    let mut out = diags.0;
+
+    // Rego tests are loaded only by `regent test`, but a parse error in one
+    // is still a broken catalog.
+    for f in source
+        .policies
+        .iter()
+        .filter(|f| f.kind == FileKind::PolicyTest)
+    {
+        let mut scratch = policy::new_engine(opts.policy_timeout);
+        if let Err(d) = policy::add_policy(&mut scratch, &f.path.to_string_lossy(), &f.text) {
+            out.push(d);
+        }
+    }
+
+    let build_opts = BuildOptions {
+        keep_riskier_rules: true,
+        ..opts.clone()
+    };
+    let (catalog, diags) = catalog::build_partial(&source, &build_opts);
+    out.extend(diags.0);
+    report.tools = source.tools().count();
+
+    // The published schema, over every tool file including those serde
+    // refused; merged after the build so that a finding both make is told once.
+    let mut schema_diags = Vec::new();
+    for (path, kind) in &found {
+        if *kind != FileKind::Tools {
+            continue;
+        }
+        if let Ok(file) = files::read(path, *kind) {
+            schema_diags.extend(published_schema::check_file(path, &file.text));
+        }
+    }
+    merge_schema_diagnostics(&mut out, schema_diags);
+
+    out.extend(lint_policies(&source, opts));
+
+    for tool in catalog.tools().iter().filter(|t| t.is_resolvable()) {
+        let proof = proof::prove(&catalog, tool);
+        out.extend(proof_diagnostics(&source, &catalog, tool, &proof));
+        let mut samples = exercise::samples(tool);
+        if proof.combinations > 0
+            && proof.combinations <= 512
+            && let Ok(combos) = proof::combinations(tool, &proof.arguments)
+        {
+            for c in combos {
+                if !samples.contains(&c) {
+                    samples.push(c);
+                }
+            }
+        }
+        out.extend(exercise::exercise(tool, &samples));
+        if let Outcome::NotCovered { .. } = proof.outcome {
+            let mut sampled = proof::finite_part(tool);
+            sampled.extend(samples.iter().cloned());
+            for c in proof::sampled_counterexamples(&catalog, tool, &sampled) {
+                out.push(counterexample(
+                    &source,
+                    &catalog,
+                    tool,
+                    &c,
+                    " (found by sampling; the proof does not cover this tool)",
+                ));
+            }
+        }
+        report.proofs.push(proof);
+    }
+
+    report.diagnostics = dedupe(out);
+    report
+}
+
+/// Lints every serving policy in one engine (packages of all tools side by
+/// side), and flags rules in a tool's package that would change its identity.
+fn lint_policies(source: &Source, opts: &BuildOptions) -> Vec<Diagnostic> {
+    let mut engine = policy::new_engine(opts.policy_timeout);
+    for f in source
+        .policies
+        .iter()
+        .filter(|f| f.kind == FileKind::Policy)
+    {
+        // Parse errors were reported by the build.
+        let _ = policy::add_policy(&mut engine, &f.path.to_string_lossy(), &f.text);
+    }
+    let modules = rego_ast::modules(&mut engine);
+    let mut out = rego_ast::lint(&modules);
+    let packages: BTreeSet<&str> = source
+        .tools()
+        .filter_map(|(_, _, t)| t.policy.as_deref())
+        .collect();
+    for p in packages {
+        out.extend(rego_ast::identity_rules(&modules, p));
+    }
+    out
+}
+
+/// A schema finding and a serde finding on the same line say the same thing;
+/// keep serde's (it suggests the near key) unless the schema one is more
+/// specific (a rule that tries to change the tool's identity).
+fn merge_schema_diagnostics(out: &mut Vec<Diagnostic>, schema: Vec<Diagnostic>) {
+    for d in schema {
+        let same_line = |o: &Diagnostic| {
+            o.location.file == d.location.file && o.location.line == d.location.line
+        };
+        if d.code == "changes-identity" {
+            out.retain(|o| {
+                !(same_line(o) && o.code.starts_with("yaml")
+                    || same_line(o) && o.code == "unknown-key")
+            });
+            out.push(d);
+        } else if !out.iter().any(same_line) {
+            out.push(d);
+        }
+    }
+}
+
+fn dedupe(mut ds: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    ds.sort_by(|a, b| {
+        (
+            &a.location.file,
+            a.location.line,
+            a.location.column,
+            b.severity,
+            a.code,
+            &a.message,
+        )
+            .cmp(&(
+                &b.location.file,
+                b.location.line,
+                b.location.column,
+                a.severity,
+                b.code,
+                &b.message,
+            ))
+    });
+    // A lint finding says more than the evaluation failure it explains
+    // (regorus may point at another column of the same line).
+    let line_of = |d: &Diagnostic| (d.location.file.clone(), d.location.line);
+    let linted: BTreeSet<_> = ds
+        .iter()
+        .filter(|d| d.code.starts_with("rego-"))
+        .map(line_of)
+        .collect();
+    ds.retain(|d| d.code != "policy-eval" || !linted.contains(&line_of(d)));
+    // regorus names whichever rule of a cycle it entered first.
+    let cyclic: BTreeSet<_> = ds
+        .iter()
+        .filter(|d| d.code == "rego-recursion")
+        .map(|d| d.location.file.clone())
+        .collect();
+    ds.retain(|d| {
+        !(d.code == "policy-eval"
+            && d.message.contains("recursion detected")
+            && cyclic.contains(&d.location.file))
+    });
+    let mut seen = BTreeSet::new();
+    ds.retain(|d| {
+        // Two evaluations failing at one spot are one problem.
+        let key = if d.code == "policy-eval" {
+            (d.code.to_string(), d.location.to_string(), String::new())
+        } else {
+            (
+                d.code.to_string(),
+                d.location.to_string(),
+                d.message.clone(),
+            )
+        };
+        seen.insert(key)
+    });
+    ds
+}
+
+/// Where the listing of `tool` states `hint` (or the nearest key that exists).
+fn listing_location(source: &Source, tool: &Tool, hint: Option<Hint>) -> Location {
+    for (file, at, decl) in source.tools() {
+        if decl.name == tool.name {
+            let p = at.key("annotations");
+            return file.locate(&match hint {
+                Some(h) => p.key(h.key()),
+                None => p,
+            });
+        }
+    }
+    tool.location.clone()
+}
+
+fn parse_location(s: &str) -> Option<Location> {
+    let mut parts = s.rsplitn(3, ':');
+    let col = parts.next()?.parse().ok()?;
+    let line = parts.next()?.parse().ok()?;
+    Some(Location::new(parts.next()?, line, col))
+}
+
+/// Turns a proof into diagnostics for people.
+fn proof_diagnostics(
+    source: &Source,
+    catalog: &Catalog,
+    tool: &Tool,
+    p: &Proof,
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let name = &tool.name;
+    match &p.outcome {
+        Outcome::Proved { tightest } => {
+            let looser: Vec<Hint> = Hint::ALL
+                .into_iter()
+                .filter(|&h| tool.listed.get(h) != tightest.get(h))
+                .collect();
+            if let Some(&first) = looser.first() {
+                let listing: Vec<String> = Hint::ALL
+                    .iter()
+                    .map(|h| format!("{}: {}", h.key(), tightest.get(*h)))
+                    .collect();
+                out.push(
+                    Diagnostic::warning(
+                        "listed-looser",
+                        listing_location(source, tool, Some(first)),
+                        format!(
+                            "`{name}` lists {} but none of its {} argument combinations resolves that way",
+                            looser
+                                .iter()
+                                .map(|h| format!("{}: {}", h.key(), tool.listed.get(*h)))
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            p.combinations
+                        ),
+                    )
+                    .with_help(format!(
+                        "clients treat the tool as riskier than it is; the tightest listing that is still safe is {{{}}}",
+                        listing.join(", ")
+                    )),
+                );
+            }
+        }
+        Outcome::Refuted {
+            counterexamples,
+            failures,
+        } => {
+            for c in counterexamples {
+                out.push(counterexample(source, catalog, tool, c, ""));
+            }
+            for f in failures {
+                out.push(
+                    Diagnostic::error(
+                        "policy-eval",
+                        f.location
+                            .as_deref()
+                            .and_then(parse_location)
+                            .unwrap_or_else(|| tool.location.clone()),
+                        format!("the decision for `{name}` fails for arguments {}: {}", f.arguments, f.message),
+                    )
+                    .with_help("fix the policy; these calls would get an internal error (-32603) in production"),
+                );
+            }
+        }
+                Outcome::Partial { rejected, example } => out.push(
+            Diagnostic::warning(
+                "proof-incomplete",
+                tool.location.clone(),
+                format!(
+                    "the worst-case proof for `{name}` saw {} of {} combinations: inputSchema refused {rejected}, such as {example}",
+                    p.evaluated, p.combinations
+                ),
+            )
+            .with_help("regent fills the arguments no rule reads with sample values; give them a `default` that inputSchema accepts, or cover these calls with `regent test` cases"),
+        ),
+        Outcome::NotCovered { reason, location } => out.push(
+            Diagnostic::warning(
+                "proof-not-covered",
+                location.clone().unwrap_or_else(|| tool.location.clone()),
+                format!("the worst-case proof does not cover `{name}`: {reason}"),
+            )
+            .with_help("give the arguments the rules read an `enum`, `const` or boolean type, or cover the risky calls with `regent test` cases"),
+        ),
+    }
+    out
+}
+
+/// A counterexample as a diagnostic at the listing's hint, naming the rule
+/// that produced the risky value.
+fn counterexample(
+    source: &Source,
+    catalog: &Catalog,
+    tool: &Tool,
+    c: &proof::Counterexample,
+    note: &str,
+) -> Diagnostic {
+    let name = &tool.name;
+    let producer = catalog
+        .resolve_layers(name, &c.arguments)
+        .ok()
+        .and_then(|r| {
+            explain::explain(tool, &c.arguments, &r)
+                .into_iter()
+                .find(|ch| ch.field == format!("annotations.{}", c.hint.key()))
+        })
+        .and_then(|ch| ch.producers.first().map(ToString::to_string));
+    let more = if c.count > 1 {
+        format!(
+            " (and {} more combination{})",
+            c.count - 1,
+            if c.count == 2 { "" } else { "s" }
+        )
+    } else {
+        String::new()
+    };
+    Diagnostic::error(
+        "counterexample",
+        listing_location(source, tool, Some(c.hint)),
+        format!(
+            "`{name}` resolves {} to {} for arguments {}{more}, riskier than the listed {}{note}",
+            c.hint.key(),
+            c.resolved,
+            c.arguments,
+            c.listed
+        ),
+    )
+    .with_help(format!(
+        "{}the listing must state the worst case: set annotations.{} to {} on the tool, or change the rule so these arguments resolve to {}",
+        producer.map(|p| format!("set by {p}; ")).unwrap_or_default(),
+        c.hint.key(),
+        c.resolved,
+        c.listed
+    ))
+}

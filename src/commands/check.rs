@@ -1,0 +1,24 @@
+//! `regent check`: validate a catalog without serving it and print the
+//! report in the chosen format. What is checked lives in `crate::check`.
+
+use super::{Failure, build_options};
+use crate::check::{self, report};
+use crate::cli::{CheckArgs, CheckFormat};
+use crate::diag::Style;
+
+pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
+    let opts = build_options(&args.tooling.catalog());
+    let r = check::check(&args.tooling.paths, &opts);
+    let code = r.exit_code();
+    let text = match args.format {
+        CheckFormat::Human => report::human(&r, Style::for_stdout()),
+        CheckFormat::Json => pretty(&report::json(&r)),
+        CheckFormat::Sarif => pretty(&report::sarif(&r)),
+    };
+    print!("{text}");
+    Ok(code)
+}
+
+fn pretty(v: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default() + "\n"
+}

@@ -1,0 +1,22 @@
+//! `regent test`: run the catalog's YAML cases and Rego tests and print the
+//! results. What a test is lives in `crate::testing`.
+
+use super::{Failure, build_options};
+use crate::cli::{TestArgs, TestFormat};
+use crate::diag::Style;
+use crate::testing::{self, report};
+
+pub fn run(args: &TestArgs) -> Result<i32, Failure> {
+    let opts = build_options(&args.tooling.catalog());
+    let r = testing::run(&args.tooling.paths, &opts, args.coverage);
+    let text = match args.format {
+        TestFormat::Human => report::human(&r, Style::for_stdout()),
+        TestFormat::Junit => report::junit(&r),
+    };
+    print!("{text}");
+    // JUnit has no place for coverage; people still want to see it.
+    if let (TestFormat::Junit, Some(cov)) = (args.format, &r.coverage) {
+        eprint!("{}", report::coverage(cov, Style::plain()));
+    }
+    Ok(r.exit_code())
+}

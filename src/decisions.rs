@@ -1,0 +1,280 @@
+//! The decision log: one JSON line for every resolve and every call decision.
+//!
+//! Each line says which tool, a digest of the arguments (the arguments
+//! themselves only when the operator asks), the resolved annotations, whether
+//! the call was allowed and why not, the catalog revision that decided, and a
+//! decision id that the call result also carries. Call lines add how the
+//! execution ended and how long it took. Secrets are never in a line: they
+//! are read by `exec` at the moment of use and never pass through here.
+//!
+//! This module writes lines; what goes in them is decided by `protocol`,
+//! which sees both the decision and the outcome.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+/// Where decision lines go.
+pub struct DecisionLog {
+    sink: Mutex<Box<dyn Write + Send>>,
+    log_arguments: bool,
+}
+
+impl DecisionLog {
+    /// Lines to standard error (beside regent's other logs).
+    pub fn stderr(log_arguments: bool) -> DecisionLog {
+        DecisionLog {
+            sink: Mutex::new(Box::new(std::io::stderr())),
+            log_arguments,
+        }
+    }
+
+    /// Lines appended to the file at `path`, created if missing.
+    pub fn file(path: &Path, log_arguments: bool) -> std::io::Result<DecisionLog> {
+        let f = OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(DecisionLog {
+            sink: Mutex::new(Box::new(f)),
+            log_arguments,
+        })
+    }
+
+    /// Writes one entry as one line. A failed write is reported in regent's
+    /// log and does not fail the request: the decision was already made.
+    pub fn record(&self, entry: &Entry) {
+        let mut line =
+            serde_json::to_vec(&entry.to_json(self.log_arguments)).expect("json values serialize");
+        line.push(b'\n');
+        let mut sink = self.sink.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = sink.write_all(&line).and_then(|()| sink.flush()) {
+            tracing::error!("cannot write the decision log: {e}");
+        }
+    }
+}
+
+/// Which request decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Resolve,
+    Call,
+}
+
+/// The decision itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Allowed,
+    Denied(Vec<String>),
+    /// The decision could not be made (invalid arguments, a failing policy);
+    /// nothing ran.
+    Error(String),
+}
+
+/// One decision, and for calls what followed it.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub id: String,
+    pub kind: Kind,
+    /// The JSON-RPC method: `tools/resolve`, `tools/annotations`, `tools/call`.
+    pub method: String,
+    pub tool: String,
+    pub arguments: Value,
+    /// The resolved annotations, when resolution succeeded.
+    pub annotations: Option<Map<String, Value>>,
+    pub verdict: Verdict,
+    pub revision: String,
+    /// Calls only: why an allowed call did not start (an argument refused by
+    /// the command-line rules, a missing secret).
+    pub refused: Option<String>,
+    /// Calls only: how execution ended (see `exec::Status::to_json`).
+    pub outcome: Option<Value>,
+    pub duration: Option<Duration>,
+}
+
+impl Entry {
+    pub fn new(kind: Kind, method: &str, tool: &str, arguments: &Value, revision: &str) -> Entry {
+        Entry {
+            id: new_id(),
+            kind,
+            method: method.to_string(),
+            tool: tool.to_string(),
+            arguments: arguments.clone(),
+            annotations: None,
+            verdict: Verdict::Error("undecided".into()),
+            revision: revision.to_string(),
+            refused: None,
+            outcome: None,
+            duration: None,
+        }
+    }
+
+    /// The line, as JSON.
+    pub fn to_json(&self, log_arguments: bool) -> Value {
+        let mut m = Map::new();
+        m.insert("time".into(), json!(rfc3339(SystemTime::now())));
+        m.insert("id".into(), json!(self.id));
+        m.insert(
+            "kind".into(),
+            json!(match self.kind {
+                Kind::Resolve => "resolve",
+                Kind::Call => "call",
+            }),
+        );
+        m.insert("method".into(), json!(self.method));
+        m.insert("tool".into(), json!(self.tool));
+        m.insert(
+            "argumentsDigest".into(),
+            json!(arguments_digest(&self.arguments)),
+        );
+        if log_arguments {
+            m.insert("arguments".into(), self.arguments.clone());
+        }
+        if let Some(a) = &self.annotations {
+            m.insert("annotations".into(), Value::Object(a.clone()));
+        }
+        match &self.verdict {
+            Verdict::Allowed => {
+                m.insert("decision".into(), json!("allowed"));
+                m.insert("reasons".into(), json!([]));
+            }
+            Verdict::Denied(reasons) => {
+                m.insert("decision".into(), json!("denied"));
+                m.insert("reasons".into(), json!(reasons));
+            }
+            Verdict::Error(why) => {
+                m.insert("decision".into(), json!("error"));
+                m.insert("error".into(), json!(why));
+            }
+        }
+        m.insert("revision".into(), json!(self.revision));
+        if let Some(r) = &self.refused {
+            m.insert("refused".into(), json!(r));
+        }
+        if let Some(o) = &self.outcome {
+            m.insert("outcome".into(), o.clone());
+        }
+        if let Some(d) = self.duration {
+            m.insert("durationMs".into(), json!(millis(d)));
+        }
+        Value::Object(m)
+    }
+}
+
+/// Milliseconds with microsecond precision, for durations in logs and `_meta`.
+pub fn millis(d: Duration) -> f64 {
+    d.as_micros() as f64 / 1000.0
+}
+
+/// A fresh decision id.
+pub fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// `sha256:` and the hex digest of the arguments in canonical form (object
+/// keys sorted at every level), so equal arguments give equal digests
+/// whatever order a client sent the keys in.
+pub fn arguments_digest(args: &Value) -> String {
+    let mut canonical = Vec::new();
+    write_canonical(args, &mut canonical);
+    let digest = Sha256::digest(&canonical);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+fn write_canonical(v: &Value, out: &mut Vec<u8>) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push(b'{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend(serde_json::to_vec(k).expect("strings serialize"));
+                out.push(b':');
+                write_canonical(&m[k], out);
+            }
+            out.push(b'}');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(b']');
+        }
+        other => out.extend(serde_json::to_vec(other).expect("scalars serialize")),
+    }
+}
+
+/// `2025-01-31T12:34:56.789Z`.
+pub fn rfc3339(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, mo, da) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{mo:02}-{da:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
+/// `civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digests_ignore_key_order() {
+        let a: Value = serde_json::from_str(r#"{"b":1,"a":{"y":2,"x":[1,"z"]}}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"a":{"x":[1,"z"],"y":2},"b":1}"#).unwrap();
+        assert_eq!(arguments_digest(&a), arguments_digest(&b));
+        assert_ne!(arguments_digest(&a), arguments_digest(&json!({"b": 2})));
+    }
+
+    #[test]
+    fn formats_utc_times() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(1_709_210_096_789);
+        assert_eq!(rfc3339(t), "2024-02-29T12:34:56.789Z");
+    }
+
+    #[test]
+    fn arguments_appear_only_when_asked() {
+        let mut e = Entry::new(
+            Kind::Call,
+            "tools/call",
+            "t",
+            &json!({"p": "secret-ish"}),
+            "r",
+        );
+        e.verdict = Verdict::Denied(vec!["no".into()]);
+        let quiet = e.to_json(false).to_string();
+        assert!(!quiet.contains("secret-ish"), "{quiet}");
+        assert!(e.to_json(true).to_string().contains("secret-ish"));
+    }
+}

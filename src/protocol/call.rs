@@ -1,0 +1,276 @@
+//! `tools/call`: decide, then run, then report, as a fixed sequence.
+//!
+//! 1. Resolve exactly as `tools/resolve` does (`Catalog::resolve`): an unknown
+//!    tool or invalid arguments are JSON-RPC errors (-32602), a failing
+//!    policy is -32603, and nothing runs.
+//! 2. A non-empty `deny` refuses the call: `isError: true` listing the reasons.
+//! 3. A `confirm` message in the decision asks the user first (see
+//!    [`confirm`](super::confirm)); decline or cancel refuses the call with
+//!    `isError: true`, and a 2026-07-28 request may end here with
+//!    `input_required`, to be retried with the answer.
+//! 4. Pick the tool's run case, render it (arguments that cannot be used as
+//!    given are refused with `isError: true`), and execute it.
+//! 5. Turn the outcome into a result: output as text, JSON output validated
+//!    against `outputSchema` as `structuredContent`, failures as
+//!    `isError: true` with the status and the tail of stderr or the body.
+//!
+//! Every call writes one decision-log line, whatever the path, and the
+//! result's `_meta` carries the decision id under [`DECISION_META`].
+
+use std::sync::Arc;
+
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, MetaObject};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{Map, Value, json};
+
+use super::confirm::{self, Answer, RequestStates, Retry};
+use super::{errors, wire};
+use crate::catalog::{Catalog, ResolveError};
+use crate::decisions::{DecisionLog, Entry, Kind, Verdict};
+use crate::exec::{self, Outcome, RunSpec};
+
+/// `_meta` key of the decision on call and resolve results:
+/// `{"id"?, "allowed": bool, "reasons": [..]}` (`id` on calls only).
+pub const DECISION_META: &str = "regent/decision";
+/// `_meta` key of how execution ended on call results (see `exec::Status::to_json`).
+pub const EXECUTION_META: &str = "regent/execution";
+
+/// The decision as `_meta` shows it.
+pub fn decision_json(id: Option<&str>, reasons: &[String]) -> Value {
+    let mut m = Map::new();
+    if let Some(id) = id {
+        m.insert("id".into(), json!(id));
+    }
+    m.insert("allowed".into(), json!(reasons.is_empty()));
+    m.insert("reasons".into(), json!(reasons));
+    Value::Object(m)
+}
+
+/// Where a call's answers come from and go to, beside its arguments.
+pub struct CallContext<'a> {
+    pub log: &'a DecisionLog,
+    pub states: &'a RequestStates,
+    /// Whether the request uses the 2026-07-28 protocol (multi round-trip input).
+    pub mrtr: bool,
+    pub retry: Retry,
+}
+
+pub async fn call(
+    catalog: Arc<Catalog>,
+    cc: &CallContext<'_>,
+    name: &str,
+    args: Value,
+    ctx: &RequestContext<RoleServer>,
+) -> Result<CallToolResponse, ErrorData> {
+    let log = cc.log;
+    let mut entry = Entry::new(Kind::Call, "tools/call", name, &args, &catalog.revision);
+    let r = match catalog.resolve(name, &args) {
+        Ok(r) => r,
+        Err(e) => {
+            if !matches!(e, ResolveError::UnknownTool(_)) {
+                entry.verdict = Verdict::Error(e.to_string());
+                log.record(&entry);
+            }
+            return Err(errors::resolve_error(&catalog, &e));
+        }
+    };
+    let tool = r.tool;
+    entry.annotations = Some(wire::annotations(tool, Some(&r)));
+    let mut meta = Map::new();
+    meta.insert(
+        DECISION_META.into(),
+        decision_json(Some(&entry.id), &r.deny),
+    );
+
+    if !r.allowed() {
+        entry.verdict = Verdict::Denied(r.deny.clone());
+        log.record(&entry);
+        let mut text = format!("regent refused to run {name}: this call is denied");
+        for reason in &r.deny {
+            text.push_str("\n- ");
+            text.push_str(reason);
+        }
+        return Ok(result(vec![text], None, true, meta).into());
+    }
+    entry.verdict = Verdict::Allowed;
+
+    if let Some(message) = &r.confirm {
+        let digest = crate::decisions::arguments_digest(&args);
+        let answer = confirm::ask(cc.states, ctx, cc.mrtr, &cc.retry, name, &digest, message).await;
+        match answer {
+            Ok(Answer::Accepted) => {}
+            Ok(Answer::InputRequired(ir)) => {
+                // Not a decision yet: the retry writes the log line.
+                return Ok(ir.into());
+            }
+            Ok(Answer::Refused(action)) => {
+                let why = format!("the user did not confirm the call ({action})");
+                meta.insert(
+                    EXECUTION_META.into(),
+                    json!({"refused": why, "confirmation": action}),
+                );
+                entry.refused = Some(why);
+                log.record(&entry);
+                let text = format!(
+                    "regent did not run {name}: the user was asked \"{message}\" and answered {action}"
+                );
+                return Ok(result(vec![text], None, true, meta).into());
+            }
+            Err(e) => {
+                entry.refused = Some(e.message.to_string());
+                log.record(&entry);
+                return Err(e);
+            }
+        }
+    }
+
+    let refuse = |mut entry: Entry, mut meta: Map<String, Value>, why: String| {
+        meta.insert(EXECUTION_META.into(), json!({"refused": why}));
+        entry.refused = Some(why.clone());
+        log.record(&entry);
+        result(
+            vec![format!("regent did not run {name}: {why}")],
+            None,
+            true,
+            meta,
+        )
+    };
+    let Some(plan) = &tool.run else {
+        let why = "the tool declares no `run` section, so regent can describe it but not run it";
+        return Ok(refuse(entry, meta, why.to_string()).into());
+    };
+    let Some(spec) = plan.select(&args) else {
+        let why = "no run case of the tool matches these arguments";
+        return Ok(refuse(entry, meta, why.to_string()).into());
+    };
+    let outcome = match spec {
+        RunSpec::Cli(c) => match c.prepare(&args) {
+            Ok(p) => exec::cli::run(&p, c.timeout, c.max_output, ctx.ct.cancelled()).await,
+            Err(refusal) => return Ok(refuse(entry, meta, refusal.0).into()),
+        },
+        RunSpec::Http(h) => match h.prepare(&args) {
+            Ok(p) => exec::http::run(h, p, ctx.ct.cancelled()).await,
+            Err(refusal) => return Ok(refuse(entry, meta, refusal.0).into()),
+        },
+    };
+
+    entry.outcome = Some(outcome.status.to_json());
+    entry.duration = Some(outcome.duration);
+    log.record(&entry);
+    let mut execution = outcome.status.to_json();
+    if let Value::Object(m) = &mut execution {
+        m.insert(
+            "durationMs".into(),
+            json!(crate::decisions::millis(outcome.duration)),
+        );
+    }
+    meta.insert(EXECUTION_META.into(), execution);
+    Ok(report(tool, spec, outcome, meta).into())
+}
+
+/// The tool result for an execution that happened.
+fn report(
+    tool: &crate::catalog::Tool,
+    spec: &RunSpec,
+    outcome: Outcome,
+    meta: Map<String, Value>,
+) -> CallToolResult {
+    let output = String::from_utf8_lossy(&outcome.output).into_owned();
+    if !outcome.status.is_success() {
+        let mut texts = Vec::new();
+        let mut detail = outcome.status.describe();
+        match spec {
+            // A failed response's body is the error; show its end once.
+            RunSpec::Http(_) => {
+                if !outcome.error_tail.is_empty() {
+                    detail.push_str("; the response body ends with:\n");
+                    detail.push_str(&outcome.error_tail);
+                }
+            }
+            RunSpec::Cli(_) => {
+                if !output.is_empty() {
+                    texts.push(output);
+                }
+                if !outcome.error_tail.trim().is_empty() {
+                    detail.push_str("; standard error ends with:\n");
+                    detail.push_str(&outcome.error_tail);
+                }
+            }
+        }
+        texts.push(detail);
+        return result(texts, None, true, meta);
+    }
+
+    if tool.output_schema.is_some() {
+        let parsed: Result<Value, _> = serde_json::from_str(&output);
+        return match parsed {
+            Err(e) => result(
+                vec![
+                    output,
+                    format!("the tool declares outputSchema, but its output is not json: {e}"),
+                ],
+                None,
+                true,
+                meta,
+            ),
+            Ok(value) => {
+                let problems = tool.validate_output(&value);
+                if problems.is_empty() {
+                    result(vec![output], Some(value), false, meta)
+                } else {
+                    let list: Vec<String> = problems
+                        .iter()
+                        .map(|p| {
+                            let at = if p.instance_path.is_empty() {
+                                "/"
+                            } else {
+                                &p.instance_path
+                            };
+                            format!("{at}: {}", p.message)
+                        })
+                        .collect();
+                    result(
+                        vec![
+                            output,
+                            format!(
+                                "the output does not match the tool's outputSchema: {}",
+                                list.join("; ")
+                            ),
+                        ],
+                        None,
+                        true,
+                        meta,
+                    )
+                }
+            }
+        };
+    }
+    let text = if output.is_empty() {
+        let nothing = match spec {
+            RunSpec::Cli(_) => "and printed nothing",
+            RunSpec::Http(_) => "with an empty body",
+        };
+        format!("{} {nothing}", outcome.status.describe())
+    } else {
+        output
+    };
+    result(vec![text], None, false, meta)
+}
+
+fn result(
+    texts: Vec<String>,
+    structured: Option<Value>,
+    is_error: bool,
+    meta: Map<String, Value>,
+) -> CallToolResult {
+    let content = texts.into_iter().map(ContentBlock::text).collect();
+    let mut r = if is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    r.structured_content = structured;
+    r.meta = Some(MetaObject(meta));
+    r
+}

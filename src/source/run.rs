@@ -1,0 +1,405 @@
+//! The serde model of a tool's `run:` section: how regent executes a call,
+//! as written, checked for shape only.
+//!
+//! `run:` is either one run specification or a list of them, each with a
+//! `when` (the same conditions as mapping rules; the first match runs). A
+//! specification is either `cli` (an argv template, never a shell string) or
+//! `http` (a request template). Checking that placeholders name declared
+//! arguments, parsing durations and sizes, and compiling templates is
+//! `catalog::run`'s job; executing is `exec`'s.
+//!
+//! Several types here accept more than one YAML shape (a string or a list, a
+//! string or a mapping). They are written as visitors over the YAML
+//! deserializer itself rather than `#[serde(untagged)]`, so that an unknown
+//! key deep inside still gets serde's precise message and yaml's location.
+//! The visitors also recognise an unquoted placeholder: YAML reads
+//! `- {path}` as a mapping `{path: null}`, and the message says to quote it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+/// A tool's `run:` section: one specification, or cases tried in order.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub cases: Vec<RunCase>,
+    /// Whether it was written as a list (affects YAML paths in diagnostics).
+    pub is_list: bool,
+}
+
+/// One way to run the tool, chosen when `when` holds.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunCase {
+    /// Argument name to the value it must equal; a list means any of;
+    /// `null` means absent. Empty: always matches.
+    #[serde(default)]
+    pub when: Map<String, Value>,
+    #[serde(default)]
+    pub cli: Option<CliDecl>,
+    #[serde(default)]
+    pub http: Option<HttpDecl>,
+}
+
+/// `run.cli`: a program and its argv template.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CliDecl {
+    /// An absolute path, a path relative to the tool file, or a name looked
+    /// up in regent's `PATH`.
+    pub program: String,
+    #[serde(default)]
+    pub args: Vec<ArgDecl>,
+    /// Arguments whose values may start with `-` (they are meant as options).
+    #[serde(default)]
+    pub flags: Vec<String>,
+    /// Working directory (template); relative paths are relative to the tool file.
+    #[serde(default)]
+    pub cwd: Option<Text>,
+    #[serde(default)]
+    pub env: Option<EnvDecl>,
+    /// The argument whose value is written to the program's standard input.
+    #[serde(default)]
+    pub stdin: Option<String>,
+    /// `30s`, `500ms`, `2m`.
+    #[serde(default)]
+    pub timeout: Option<Text>,
+    /// `1MiB`, `64KiB`, or bytes.
+    #[serde(rename = "maxOutput", default)]
+    pub max_output: Option<Text>,
+}
+
+/// `run.cli.env`: what the program's environment holds. Nothing else is inherited.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvDecl {
+    /// Names copied from regent's own environment (replaces the default list).
+    #[serde(default)]
+    pub inherit: Option<Vec<String>>,
+    /// Variables to set: a literal, or `{env: NAME}` / `{file: PATH}`.
+    #[serde(default)]
+    pub set: BTreeMap<String, ValueSource>,
+}
+
+/// One element of an argv template.
+#[derive(Debug, Clone)]
+pub enum ArgDecl {
+    /// `"--max-count={limit}"`: literal text with placeholders; one argv
+    /// element (one per item for an array argument).
+    Text(String),
+    /// `[--author, "{author}"]`: dropped as a whole when an argument it names is absent.
+    Group(Vec<ArgDecl>),
+    /// `{if: stat, then: [--stat], else: [...]}`.
+    If(IfDecl),
+}
+
+#[derive(Debug, Clone)]
+pub struct IfDecl {
+    pub condition: Condition,
+    pub then: Vec<ArgDecl>,
+    pub otherwise: Vec<ArgDecl>,
+}
+
+/// The `if:` of a conditional element.
+#[derive(Debug, Clone)]
+pub enum Condition {
+    /// Holds when the argument is present and not `false`.
+    Arg(String),
+    /// Holds when every entry matches, as in a mapping rule's `when`.
+    When(Map<String, Value>),
+}
+
+/// `run.http`: one request template.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpDecl {
+    /// `GET`, or a placeholder naming an argument whose value is the method.
+    pub method: Text,
+    /// Scheme, host and optional path prefix no request may leave.
+    pub base: ValueSource,
+    /// Appended to the base; placeholders are percent-encoded path segments.
+    #[serde(default)]
+    pub path: Option<Text>,
+    #[serde(default)]
+    pub query: BTreeMap<String, Text>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, Text>,
+    /// A JSON template: a string that is exactly `"{name}"` becomes the
+    /// argument's value with its type.
+    #[serde(default)]
+    pub body: Option<Value>,
+    #[serde(default)]
+    pub auth: Option<AuthDecl>,
+    #[serde(default)]
+    pub timeout: Option<Text>,
+    #[serde(rename = "maxResponse", default)]
+    pub max_response: Option<Text>,
+    /// How many redirects to follow (within the base); 0 by default.
+    #[serde(default)]
+    pub redirects: Option<u32>,
+}
+
+/// `run.http.auth`: exactly one of the three.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthDecl {
+    #[serde(default)]
+    pub bearer: Option<External>,
+    #[serde(default)]
+    pub basic: Option<BasicAuthDecl>,
+    #[serde(default)]
+    pub header: Option<HeaderAuthDecl>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BasicAuthDecl {
+    pub username: ValueSource,
+    pub password: External,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeaderAuthDecl {
+    pub name: String,
+    pub value: External,
+}
+
+/// A value kept outside the catalog: regent's environment or a file, read
+/// at each call (files) or when the catalog loads (`base`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct External {
+    #[serde(default)]
+    pub env: Option<String>,
+    #[serde(default)]
+    pub file: Option<String>,
+    /// When the variable or file is missing, go on without the value.
+    #[serde(default)]
+    pub optional: bool,
+    /// Used when the variable or file is missing.
+    #[serde(default)]
+    pub default: Option<String>,
+}
+
+/// A literal string, or an [`External`] value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValueSource {
+    Literal(String),
+    External(External),
+}
+
+/// A string that may hold placeholders. Numbers and booleans are accepted and
+/// kept as written, since YAML reads `1` and `true` as such.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Text(pub String);
+
+fn scalar_visitor_text<E: de::Error>(v: impl fmt::Display) -> Result<String, E> {
+    Ok(v.to_string())
+}
+
+/// The error for `{name}` written without quotes, which YAML reads as a
+/// one-key mapping whose value is null.
+fn unquoted_placeholder<E: de::Error>(key: &str) -> E {
+    E::custom(format!(
+        "`{{{key}}}` is a YAML mapping here, not a placeholder; quote it: \"{{{key}}}\""
+    ))
+}
+
+/// Reads the rest of a mapping whose first key is `first`, to tell an
+/// unquoted placeholder from a genuinely wrong mapping.
+fn map_as_unquoted<'de, A: MapAccess<'de>>(first: &str, mut map: A) -> Result<bool, A::Error> {
+    let value: Value = map.next_value()?;
+    Ok(value.is_null() && map.next_key::<String>()?.is_none() && !first.is_empty())
+}
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Text;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Text, E> {
+                Ok(Text(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Text, E> {
+                scalar_visitor_text(v).map(Text)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Text, E> {
+                scalar_visitor_text(v).map(Text)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Text, E> {
+                scalar_visitor_text(v).map(Text)
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Text, E> {
+                scalar_visitor_text(v).map(Text)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Text, A::Error> {
+                let Some(key) = map.next_key::<String>()? else {
+                    return Err(de::Error::custom(
+                        "expected a string, found an empty mapping",
+                    ));
+                };
+                if map_as_unquoted(&key, map)? {
+                    return Err(unquoted_placeholder(&key));
+                }
+                Err(de::Error::custom("expected a string, found a mapping"))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for ValueSource {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ValueSource;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string, or a mapping with `env` or `file`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ValueSource, E> {
+                Ok(ValueSource::Literal(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ValueSource, E> {
+                Ok(ValueSource::Literal(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ValueSource, E> {
+                Ok(ValueSource::Literal(v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ValueSource, E> {
+                Ok(ValueSource::Literal(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<ValueSource, E> {
+                Ok(ValueSource::Literal(v.to_string()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ValueSource, A::Error> {
+                External::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(ValueSource::External)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Run {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Run;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a mapping with `cli` or `http`, or a list of them with `when`")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Run, A::Error> {
+                let case = RunCase::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(Run {
+                    cases: vec![case],
+                    is_list: false,
+                })
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Run, A::Error> {
+                let cases =
+                    Vec::<RunCase>::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(Run {
+                    cases,
+                    is_list: true,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for ArgDecl {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ArgDecl;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    "a string, a list (an optional group), or a mapping with `if` and `then`",
+                )
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ArgDecl, E> {
+                Ok(ArgDecl::Text(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ArgDecl, E> {
+                Ok(ArgDecl::Text(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ArgDecl, E> {
+                Ok(ArgDecl::Text(v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ArgDecl, E> {
+                Ok(ArgDecl::Text(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<ArgDecl, E> {
+                Ok(ArgDecl::Text(v.to_string()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ArgDecl, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element::<ArgDecl>()? {
+                    items.push(item);
+                }
+                Ok(ArgDecl::Group(items))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ArgDecl, A::Error> {
+                const KEYS: &[&str] = &["if", "then", "else"];
+                let mut condition = None;
+                let mut then = None;
+                let mut otherwise = None;
+                let mut first = true;
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "if" => condition = Some(map.next_value::<Condition>()?),
+                        "then" => then = Some(map.next_value::<Vec<ArgDecl>>()?),
+                        "else" => otherwise = Some(map.next_value::<Vec<ArgDecl>>()?),
+                        other if first => {
+                            if map_as_unquoted(other, map)? {
+                                return Err(unquoted_placeholder(other));
+                            }
+                            return Err(de::Error::unknown_field(other, KEYS));
+                        }
+                        other => return Err(de::Error::unknown_field(other, KEYS)),
+                    }
+                    first = false;
+                }
+                let condition = condition.ok_or_else(|| de::Error::missing_field("if"))?;
+                let then = then.ok_or_else(|| de::Error::missing_field("then"))?;
+                Ok(ArgDecl::If(IfDecl {
+                    condition,
+                    then,
+                    otherwise: otherwise.unwrap_or_default(),
+                }))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Condition {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Condition;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an argument name, or a mapping of argument names to values")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Condition, E> {
+                Ok(Condition::Arg(v.to_string()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Condition, A::Error> {
+                Map::<String, Value>::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(Condition::When)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}

@@ -1,0 +1,191 @@
+//! `regent test`: YAML cases (`*.test.yaml`) resolved as `tools/resolve`
+//! would, Rego `test_*` rules as `opa test` runs them, and coverage of both
+//! policy lines and YAML mapping rules.
+//!
+//! This module runs tests and collects results; the case format and its
+//! judging are in [`cases`], printing in [`report`], and everything that
+//! touches regorus in `catalog::rego_test`.
+
+pub mod cases;
+pub mod report;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::catalog::rego_test::{self, RegoTest};
+use crate::catalog::{self, BuildOptions};
+use crate::diag::{Diagnostic, Location};
+use crate::source::Source;
+use cases::LocatedCase;
+
+/// One case and how it went.
+#[derive(Debug, Clone)]
+pub struct CaseResult {
+    pub case: LocatedCase,
+    pub outcome: cases::Outcome,
+}
+
+/// Coverage of one policy file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileCoverage {
+    pub path: String,
+    pub covered: BTreeSet<u32>,
+    pub not_covered: BTreeSet<u32>,
+}
+
+/// How often one YAML mapping rule matched in the cases.
+#[derive(Debug, Clone)]
+pub struct RuleCoverage {
+    pub tool: String,
+    /// 0-based.
+    pub index: usize,
+    pub location: Location,
+    pub matched: usize,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Coverage {
+    pub files: Vec<FileCoverage>,
+    pub rules: Vec<RuleCoverage>,
+}
+
+/// Everything `regent test` found.
+#[derive(Debug, Default)]
+pub struct TestReport {
+    pub cases: Vec<CaseResult>,
+    pub rego: Vec<RegoTest>,
+    pub coverage: Option<Coverage>,
+    /// Problems that stopped tests from running (a broken catalog or case file).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl TestReport {
+    pub fn passed(&self) -> usize {
+        self.cases.iter().filter(|c| c.outcome.passed).count()
+            + self.rego.iter().filter(|t| t.failure.is_none()).count()
+    }
+
+    pub fn failed(&self) -> usize {
+        self.cases.len() + self.rego.len() - self.passed()
+    }
+
+    /// 0 when every test passed, 2 when the paths could not be read, 1 otherwise
+    /// (failures, a broken catalog, or no tests at all).
+    pub fn exit_code(&self) -> i32 {
+        use crate::commands::exit;
+        if self
+            .diagnostics
+            .iter()
+            .any(|d| crate::check::is_cannot_run(d.code))
+        {
+            exit::CANNOT_RUN
+        } else if self.diagnostics.iter().any(Diagnostic::is_error)
+            || self.failed() > 0
+            || self.cases.len() + self.rego.len() == 0
+        {
+            exit::FOUND_ERRORS
+        } else {
+            exit::OK
+        }
+    }
+}
+
+/// Runs the tests of the catalog under `paths`.
+pub fn run(paths: &[PathBuf], opts: &BuildOptions, coverage: bool) -> TestReport {
+    let mut report = TestReport::default();
+    let source = match Source::load(paths) {
+        Ok(s) => s,
+        Err(d) => {
+            report.diagnostics = d.0;
+            return report;
+        }
+    };
+    let catalog = match catalog::build(&source, opts) {
+        Ok(c) => c,
+        Err(d) => {
+            report.diagnostics = d.0;
+            return report;
+        }
+    };
+
+    let mut all_cases = Vec::new();
+    for f in &source.cases {
+        match cases::parse(&f.path, &f.text) {
+            Ok(cs) => all_cases.extend(cs),
+            Err(d) => report.diagnostics.push(d),
+        }
+    }
+    for c in all_cases {
+        let outcome = cases::run(&catalog, &c.case);
+        report.cases.push(CaseResult { case: c, outcome });
+    }
+
+    let covered = match rego_test::run_tests(&source, opts.policy_timeout, coverage) {
+        Ok((tests, covered)) => {
+            report.rego = tests;
+            covered
+        }
+        Err(ds) => {
+            report.diagnostics.extend(ds);
+            Default::default()
+        }
+    };
+
+    if coverage {
+        report.coverage = Some(measure(&source, &catalog, &report.cases, covered, opts));
+    }
+    report
+}
+
+fn measure(
+    source: &Source,
+    catalog: &catalog::Catalog,
+    results: &[CaseResult],
+    mut covered: rego_test::Covered,
+    opts: &BuildOptions,
+) -> Coverage {
+    let mut inputs: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    let mut matched: BTreeMap<(&str, usize), usize> = BTreeMap::new();
+    for r in results {
+        let tool = r.case.case.tool.as_str();
+        inputs
+            .entry(tool)
+            .or_default()
+            .push(Value::Object(r.case.case.arguments.clone()));
+        if let Some(i) = r.outcome.mapping {
+            *matched.entry((tool, i)).or_default() += 1;
+        }
+    }
+    for (name, args) in &inputs {
+        if let Some(tool) = catalog.tool(name) {
+            for (path, lines) in rego_test::cover_tool(tool, args) {
+                covered.entry(path).or_default().extend(lines);
+            }
+        }
+    }
+    let files = rego_test::coverable(source, opts.policy_timeout)
+        .into_iter()
+        .map(|(path, lines)| {
+            let hit = covered.get(&path).cloned().unwrap_or_default();
+            FileCoverage {
+                covered: lines.intersection(&hit).copied().collect(),
+                not_covered: lines.difference(&hit).copied().collect(),
+                path,
+            }
+        })
+        .collect();
+    let mut rules = Vec::new();
+    for tool in catalog.tools() {
+        for (i, rule) in tool.rules.iter().enumerate() {
+            rules.push(RuleCoverage {
+                tool: tool.name.clone(),
+                index: i,
+                location: rule.location.clone(),
+                matched: matched.get(&(tool.name.as_str(), i)).copied().unwrap_or(0),
+            });
+        }
+    }
+    Coverage { files, rules }
+}

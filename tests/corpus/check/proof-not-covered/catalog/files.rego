@@ -1,0 +1,8 @@
+package tools.files
+
+import rego.v1
+
+annotations := {"destructiveHint": false} if {
+	input.arguments.action == "read"
+	startswith(input.arguments.path, "/tmp/")
+}

@@ -1,0 +1,7 @@
+package tools.files_test
+
+import rego.v1
+
+test_x if {
+	1 ==
+}

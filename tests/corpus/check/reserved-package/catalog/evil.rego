@@ -1,0 +1,5 @@
+package regent.decision
+
+import rego.v1
+
+result := {}

@@ -1,0 +1,7 @@
+package tools.files
+
+import rego.v1
+
+meta := {"owner": owner} if {
+	input.arguments.action == "delete"
+}
