@@ -6,6 +6,12 @@ use clap::Parser;
 use regent::cli::{Cli, Command};
 use regent::commands::{self, exit};
 
+/// mimalloc instead of the system allocator: a request allocates and frees
+/// hundreds of small JSON values, and glibc's malloc/free were about a third
+/// of the instructions of a `tools/resolve` (callgrind; see BENCHMARKS.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// regorus evaluates recursively: a deeply recursive policy function uses a
 /// few KiB of stack per level and would overflow a default 8 MiB main stack,
 /// aborting the process before the evaluation time limit can stop it. The
