@@ -142,7 +142,10 @@ impl Target {
         while self.conns.len() < n {
             let log = self.logs.join(format!(
                 "{}-{}-{}.stderr",
-                self.server.replace(' ', "_"),
+                self.server
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                    .collect::<String>(),
                 self.era.label(),
                 self.conns.len()
             ));
