@@ -180,8 +180,16 @@ pub fn arguments_digest(args: &Value) -> String {
     let mut canonical = Vec::new();
     write_canonical(args, &mut canonical);
     let digest = Sha256::digest(&canonical);
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
+    // Hex by table: a `format!` per byte was 32 allocations, most of the cost
+    // of a decision-log entry (BENCHMARKS.md).
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(7 + 2 * digest.len());
+    out.push_str("sha256:");
+    for b in digest.iter() {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0x0f)]));
+    }
+    out
 }
 
 fn write_canonical(v: &Value, out: &mut Vec<u8>) {

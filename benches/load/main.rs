@@ -113,6 +113,9 @@ fn opts() -> Opts {
     o
 }
 
+/// regent with its decision log sent to /dev/null.
+pub const NO_LOG: &str = "regent, decision log to /dev/null";
+
 /// How requests are sent on each connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
@@ -139,7 +142,10 @@ impl Target {
         while self.conns.len() < n {
             let log = self.logs.join(format!(
                 "{}-{}-{}.stderr",
-                self.server.replace(' ', "_"),
+                self.server
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                    .collect::<String>(),
                 self.era.label(),
                 self.conns.len()
             ));
@@ -421,6 +427,22 @@ fn main() {
         conns: Vec::new(),
         logs: logs.clone(),
     });
+    // The decision log (issue 3) writes a line per resolve, to stderr by
+    // default. The same server with the log sent to /dev/null shows what the
+    // log costs.
+    if help.contains("--decision-log") {
+        let mut spawn = regent(&one_tool);
+        spawn.args.insert(1, "--decision-log".into());
+        spawn.args.insert(2, "/dev/null".into());
+        targets.push(Target {
+            server: NO_LOG,
+            era: Era::Legacy,
+            spawn,
+            workloads: vec![Workload::List, Workload::Resolve],
+            conns: Vec::new(),
+            logs: logs.clone(),
+        });
+    }
     if features.exec.is_ok() {
         let call = catalogs::call(root).expect("call catalog");
         targets.push(Target {

@@ -348,29 +348,32 @@ fn targets(s: &mut String, run: &Run) {
             s,
             "\n`tools/resolve` throughput, regent ÷ TypeScript peer, in every mode (ratio: the median over rounds of the ratio within each round):\n"
         );
-        let _ = writeln!(s, "| mode | clients | regent req/s | peer req/s | ratio |");
-        let _ = writeln!(s, "| --- | ---: | ---: | ---: | ---: |");
+        let _ = writeln!(
+            s,
+            "| mode | clients | regent req/s | peer req/s | ratio | regent, decision log to /dev/null, req/s | ratio |"
+        );
+        let _ = writeln!(s, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
         for mode in [Mode::Pipelined, Mode::Serial] {
             for &c in &run.opts.clients {
-                let a = rate_of(run, REGENT, l, Workload::Resolve, mode, c);
-                let b = rate_of(run, PEER, l, Workload::Resolve, mode, c);
+                let cell = |server| find(run, server, l, Workload::Resolve, mode, c);
+                let rate = |server| cell(server).and_then(Cell::rate);
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {} | {} | {} |",
                     match mode {
                         Mode::Pipelined => "pipelined",
                         Mode::Serial => "request/response",
                     },
                     c,
-                    fmt_opt(a, fmt_rate),
-                    fmt_opt(b, fmt_rate),
-                    fmt_opt(
-                        round_ratio(
-                            find(run, REGENT, l, Workload::Resolve, mode, c),
-                            find(run, PEER, l, Workload::Resolve, mode, c)
-                        ),
-                        |r| format!("{r:.2}×")
-                    )
+                    fmt_opt(rate(REGENT), fmt_rate),
+                    fmt_opt(rate(PEER), fmt_rate),
+                    fmt_opt(round_ratio(cell(REGENT), cell(PEER)), |r| format!(
+                        "{r:.2}×"
+                    )),
+                    fmt_opt(rate(crate::NO_LOG), fmt_rate),
+                    fmt_opt(round_ratio(cell(crate::NO_LOG), cell(PEER)), |r| format!(
+                        "{r:.2}×"
+                    )),
                 );
             }
         }
