@@ -16,3 +16,4 @@ pub mod reload;
 pub mod source;
 pub mod state;
 pub mod testing;
+pub mod timestamp;
