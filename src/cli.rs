@@ -37,8 +37,8 @@ pub struct ToolingArgs {
     #[arg(value_name = "PATH", default_value = ".")]
     pub paths: Vec<PathBuf>,
 
-    /// The longest one policy evaluation may run, in milliseconds
-    #[arg(long, value_name = "MS", default_value_t = 100)]
+    /// The longest one policy evaluation may run, in milliseconds (wall-clock)
+    #[arg(long, value_name = "MS", default_value_t = crate::catalog::DEFAULT_POLICY_TIMEOUT_MS)]
     pub policy_timeout_ms: u64,
 }
 
@@ -99,8 +99,8 @@ pub struct ResolveArgs {
     #[arg(long = "config", value_name = "PATH", default_value = ".")]
     pub config: Vec<PathBuf>,
 
-    /// The longest one policy evaluation may run, in milliseconds
-    #[arg(long, value_name = "MS", default_value_t = 100)]
+    /// The longest one policy evaluation may run, in milliseconds (wall-clock)
+    #[arg(long, value_name = "MS", default_value_t = crate::catalog::DEFAULT_POLICY_TIMEOUT_MS)]
     pub policy_timeout_ms: u64,
 
     /// Also show, on stderr, which YAML or Rego rule produced each field that differs from the listing
@@ -123,8 +123,8 @@ pub struct CatalogArgs {
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<PathBuf>,
 
-    /// The longest one policy evaluation may run, in milliseconds
-    #[arg(long, value_name = "MS", default_value_t = 100)]
+    /// The longest one policy evaluation may run, in milliseconds (wall-clock)
+    #[arg(long, value_name = "MS", default_value_t = crate::catalog::DEFAULT_POLICY_TIMEOUT_MS)]
     pub policy_timeout_ms: u64,
 }
 
@@ -149,6 +149,14 @@ pub struct ServeArgs {
     /// How long a 2026-07-28 requestState stays valid, in seconds
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     pub request_state_ttl: u64,
+
+    /// Do not watch PATH... for changes (SIGHUP still reloads)
+    #[arg(long)]
+    pub no_watch: bool,
+
+    /// Keep the reload status as JSON in FILE, rewritten atomically after every reload attempt
+    #[arg(long, value_name = "FILE")]
+    pub status_file: Option<PathBuf>,
 
     #[command(flatten)]
     pub http: HttpArgs,

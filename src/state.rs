@@ -4,44 +4,71 @@
 //! Requests call [`CatalogState::current`] once and keep that `Arc` until they
 //! answer, so a swap never mixes two revisions in one request. Only a whole,
 //! successfully built catalog is ever swapped in; a failed build leaves the
-//! previous one serving (the reload logic that decides this lives with the
-//! watcher, not here).
+//! previous one serving (the reload logic that decides this lives in
+//! `reload`, not here). Sessions that must tell clients about a changed tool
+//! list wait on [`CatalogState::listing_changes`]; whoever swaps decides when
+//! to announce one.
 
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
+use tokio::sync::watch;
 
 use crate::catalog::Catalog;
 
 /// What an operator can ask about reloads without reading logs.
 #[derive(Debug, Clone)]
 pub struct ReloadStatus {
+    /// The serving catalog's revision digest (sha256 of every file).
     pub revision: String,
+    /// Digest of what `tools/list` shows for the serving catalog, once known.
+    pub listing: Option<String>,
+    /// How many tools the serving catalog has.
+    pub tools: usize,
+    /// When the serving catalog was swapped in (or loaded at start-up).
     pub loaded_at: SystemTime,
+    /// When the latest reload attempt finished, successful or not.
+    pub attempted_at: SystemTime,
+    /// How long the latest attempt took, from reading files to swapping.
+    pub last_duration: Option<Duration>,
     /// The error of the latest attempt, when it failed; `None` after a success.
     pub last_error: Option<String>,
     pub successes: u64,
     pub failures: u64,
+    /// How many swaps changed what `tools/list` shows (and were announced).
+    pub listing_changes: u64,
+    /// Whether the files are being watched (false with `--no-watch`).
+    pub watching: bool,
 }
 
 pub struct CatalogState {
     current: ArcSwap<Catalog>,
     status: Mutex<ReloadStatus>,
+    /// A generation counter bumped each time the tool listing changes.
+    listing: watch::Sender<u64>,
 }
 
 impl CatalogState {
     pub fn new(catalog: Catalog) -> CatalogState {
+        let now = SystemTime::now();
         let status = ReloadStatus {
             revision: catalog.revision.clone(),
-            loaded_at: SystemTime::now(),
+            listing: None,
+            tools: catalog.tools().len(),
+            loaded_at: now,
+            attempted_at: now,
+            last_duration: None,
             last_error: None,
             successes: 1,
             failures: 0,
+            listing_changes: 0,
+            watching: false,
         };
         CatalogState {
             current: ArcSwap::from_pointee(catalog),
             status: Mutex::new(status),
+            listing: watch::Sender::new(0),
         }
     }
 
@@ -52,27 +79,78 @@ impl CatalogState {
 
     /// Replaces the snapshot; returns the one it replaced.
     pub fn swap(&self, catalog: Catalog) -> Arc<Catalog> {
+        self.swap_with(catalog, None, false, None)
+    }
+
+    /// Replaces the snapshot and records, in the same status update, the
+    /// digest of its tool listing and how long the reload took. When
+    /// `listing_changed`, sessions waiting on [`Self::listing_changes`] are
+    /// woken after the pointer moved, so a client that lists tools on
+    /// hearing it sees the new catalog.
+    pub fn swap_with(
+        &self,
+        catalog: Catalog,
+        listing: Option<String>,
+        listing_changed: bool,
+        took: Option<Duration>,
+    ) -> Arc<Catalog> {
         let revision = catalog.revision.clone();
+        let tools = catalog.tools().len();
+        let mut s = self.lock();
         let old = self.current.swap(Arc::new(catalog));
-        let mut s = self.status.lock().unwrap_or_else(|p| p.into_inner());
+        let now = SystemTime::now();
         s.revision = revision;
-        s.loaded_at = SystemTime::now();
+        s.listing = listing;
+        s.tools = tools;
+        s.loaded_at = now;
+        s.attempted_at = now;
+        s.last_duration = took;
         s.last_error = None;
         s.successes += 1;
+        if listing_changed {
+            s.listing_changes += 1;
+            self.listing.send_modify(|g| *g += 1);
+        }
         old
     }
 
     /// Records a failed reload; the current snapshot keeps serving.
     pub fn record_failure(&self, error: String) {
-        let mut s = self.status.lock().unwrap_or_else(|p| p.into_inner());
+        let mut s = self.lock();
+        s.attempted_at = SystemTime::now();
+        s.last_duration = None;
         s.last_error = Some(error);
         s.failures += 1;
     }
 
+    /// Records an attempt that found the files identical to the serving
+    /// revision: nothing to swap, and any earlier error no longer applies.
+    pub fn record_unchanged(&self, took: Duration) {
+        let mut s = self.lock();
+        s.attempted_at = SystemTime::now();
+        s.last_duration = Some(took);
+        s.last_error = None;
+    }
+
+    /// Sets the listing digest of the serving catalog (at start-up).
+    pub fn record_listing(&self, listing: String) {
+        self.lock().listing = Some(listing);
+    }
+
+    pub fn set_watching(&self, watching: bool) {
+        self.lock().watching = watching;
+    }
+
     pub fn status(&self) -> ReloadStatus {
-        self.status
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.lock().clone()
+    }
+
+    /// A receiver that wakes when the tool listing changes.
+    pub fn listing_changes(&self) -> watch::Receiver<u64> {
+        self.listing.subscribe()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ReloadStatus> {
+        self.status.lock().unwrap_or_else(|p| p.into_inner())
     }
 }

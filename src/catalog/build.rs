@@ -41,19 +41,34 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         .tools()
         .filter_map(|(_, _, t)| t.policy.as_deref())
         .collect();
+    // The tool package that owns each policy: the longest claimed package
+    // that is the policy's package or a dotted prefix of it. Found by walking
+    // the package's own prefixes, so the cost does not grow with the number
+    // of tools (a 500-tool catalog would otherwise pay 500 x 500 comparisons
+    // per tool).
     let owner_of = |package: &str| -> Option<&str> {
-        claimed
-            .iter()
-            .copied()
-            .filter(|c| package == *c || package.starts_with(&format!("{c}.")))
-            .max_by_key(|c| c.len())
+        let mut candidate = package;
+        loop {
+            if let Some(c) = claimed.get(candidate) {
+                return Some(*c);
+            }
+            candidate = &candidate[..candidate.rfind('.')?];
+        }
     };
+    let mut owned: HashMap<&str, Vec<&PolicyFile>> = HashMap::new();
+    let mut library_files: Vec<&PolicyFile> = Vec::new();
+    for p in &policies {
+        match owner_of(&p.package) {
+            Some(owner) => owned.entry(owner).or_default().push(p),
+            None => library_files.push(p),
+        }
+    }
 
     // The base engine holds what every tool may read: library packages (those
     // no tool claims) and the data documents.
     let mut base = policy::new_engine(opts.policy_timeout);
     let mut library = Vec::new();
-    for p in policies.iter().filter(|p| owner_of(&p.package).is_none()) {
+    for p in library_files {
         match policy::add_policy(&mut base, &p.path, p.text) {
             Ok(_) => library.push((p.path.as_str(), p.package.as_str())),
             Err(d) => diags.push(d),
@@ -73,18 +88,27 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         }
     }
 
-    let mut tools = Vec::new();
-    for (file, at, decl) in source.tools() {
-        let own: Vec<&PolicyFile> = policies
-            .iter()
-            .filter(|p| decl.policy.is_some() && owner_of(&p.package) == decl.policy.as_deref())
-            .collect();
-        let shared = Shared {
-            all: &policies,
-            base: &base,
-            library: &library,
-        };
-        match compile_tool(file, &at, decl, &own, &shared, opts) {
+    // Tools compile independently (each gets its own copy of the base
+    // engine), so they are spread over the cores; results keep declaration
+    // order. A tool takes a fraction of a millisecond, so small catalogs stay
+    // on one thread.
+    let shared = Shared {
+        all: &policies,
+        base: &base,
+        library: &library,
+    };
+    let decls: Vec<_> = source.tools().collect();
+    let compiled = crate::par::map_ordered(&decls, 32, |(file, at, decl)| {
+        let own: &[&PolicyFile] = decl
+            .policy
+            .as_deref()
+            .and_then(|pkg| owned.get(pkg))
+            .map_or(&[], Vec::as_slice);
+        compile_tool(file, at, decl, own, &shared, opts)
+    });
+    let mut tools = Vec::with_capacity(compiled.len());
+    for c in compiled {
+        match c {
             Ok((tool, mut ds)) => {
                 diags.0.append(&mut ds);
                 tools.push(tool);
@@ -116,34 +140,36 @@ fn parse_policies<'a>(
     opts: &BuildOptions,
     diags: &mut Diagnostics,
 ) -> Vec<PolicyFile<'a>> {
-    let mut out = Vec::new();
-    for file in source
+    let files: Vec<_> = source
         .policies
         .iter()
         .filter(|f| f.kind == FileKind::Policy)
-    {
+        .collect();
+    // Each file is parsed on its own scratch engine, so files are parsed in
+    // parallel; the order (and so the diagnostics) stays the files' order.
+    let parsed = crate::par::map_ordered(&files, 32, |file| {
         let path = file.path.to_string_lossy().to_string();
         let mut scratch = policy::new_engine(opts.policy_timeout);
-        match policy::add_policy(&mut scratch, &path, &file.text) {
-            Ok(pkg) => {
-                let package = pkg.strip_prefix("data.").unwrap_or(&pkg).to_string();
-                if package == "regent" || package.starts_with("regent.") {
-                    diags.push(
-                        Diagnostic::error(
-                            "reserved-package",
-                            package_location(&file.path, &file.text),
-                            format!("package `{package}` is reserved for regent's generated rules"),
-                        )
-                        .with_help("rename the package, for example to `tools.<tool name>`"),
-                    );
-                    continue;
-                }
-                out.push(PolicyFile {
-                    path,
-                    text: &file.text,
-                    package,
-                });
-            }
+        let pkg = policy::add_policy(&mut scratch, &path, &file.text)?;
+        let package = pkg.strip_prefix("data.").unwrap_or(&pkg).to_string();
+        if package == "regent" || package.starts_with("regent.") {
+            return Err(Diagnostic::error(
+                "reserved-package",
+                package_location(&file.path, &file.text),
+                format!("package `{package}` is reserved for regent's generated rules"),
+            )
+            .with_help("rename the package, for example to `tools.<tool name>`"));
+        }
+        Ok(PolicyFile {
+            path,
+            text: &file.text,
+            package,
+        })
+    });
+    let mut out = Vec::new();
+    for p in parsed {
+        match p {
+            Ok(p) => out.push(p),
             Err(d) => diags.push(d),
         }
     }

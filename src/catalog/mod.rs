@@ -31,6 +31,12 @@ pub use hints::{Hint, Hints};
 pub use resolve::{Origin, Resolution, ResolveError};
 pub use schema::ArgError;
 
+/// The default limit on one policy evaluation. Policies take microseconds;
+/// the limit exists only to stop a runaway. regorus measures wall-clock time,
+/// so the limit must leave room for a machine whose cores are busy: at 100 ms,
+/// a scheduling stall on a loaded 2-core machine failed healthy evaluations.
+pub const DEFAULT_POLICY_TIMEOUT_MS: u64 = 1000;
+
 /// Settings that shape how a catalog is compiled.
 #[derive(Debug, Clone)]
 pub struct BuildOptions {
@@ -45,7 +51,7 @@ pub struct BuildOptions {
 impl Default for BuildOptions {
     fn default() -> Self {
         BuildOptions {
-            policy_timeout: Duration::from_millis(100),
+            policy_timeout: Duration::from_millis(DEFAULT_POLICY_TIMEOUT_MS),
             keep_riskier_rules: false,
         }
     }

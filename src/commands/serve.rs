@@ -1,25 +1,52 @@
 //! `regent serve`: load the catalog, then answer MCP on stdio until the
-//! client closes its end (or over HTTP with `--http`: see `serve_http`).
+//! client closes its end (or over HTTP with `--http`: see `serve_http`),
+//! reloading the catalog when its files change or on `SIGHUP` (see `reload`).
 
 use std::sync::Arc;
 
 use rmcp::ServiceExt;
 
-use super::{Failure, exit, load_catalog};
+use super::{Failure, build_options, exit, load_catalog};
 use crate::cli::ServeArgs;
 use crate::decisions::DecisionLog;
 use crate::protocol::Regent;
 use crate::protocol::confirm::RequestStates;
 use crate::protocol::transport::LineTransport;
+use crate::reload;
 use crate::state::CatalogState;
 
 pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
+    check_status_file(args)?;
+    let http = match args.http.http {
+        Some(_) => Some(super::serve_http::prepare(&args.http)?),
+        None => None,
+    };
+    // Policy evaluation takes microseconds and stdio is one connection, so a
+    // single-threaded runtime avoids cross-thread wake-ups on every message.
+    // HTTP serves many connections at once on a multi-threaded one. Reloads
+    // run on their own thread and never block either.
+    let runtime = match &http {
+        Some(_) => super::serve_http::runtime()?,
+        None => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| cannot_run(format!("cannot start the runtime: {e}")))?,
+    };
+    // Take SIGHUP over before the (possibly long) first load: its default
+    // action would kill the server. One that arrives early is kept, and
+    // handled once the reload thread runs.
+    let mut hangup = {
+        let _in_runtime = runtime.enter();
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .map_err(|e| cannot_run(format!("cannot handle SIGHUP: {e}")))?
+    };
+
     let catalog = load_catalog(&args.catalog).map_err(|d| Failure::from_diagnostics(&d))?;
     for w in &catalog.warnings {
         tracing::warn!("{w}");
     }
     tracing::info!(
-        revision = catalog.short_revision(),
+        revision = %catalog.revision,
         tools = catalog.tools().len(),
         "catalog loaded"
     );
@@ -27,44 +54,58 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     let decisions = match &args.decision_log {
         None => DecisionLog::stderr(args.log_arguments),
         Some(path) => DecisionLog::file(path, args.log_arguments).map_err(|e| {
-            Failure::new(
-                exit::CANNOT_RUN,
-                format!(
-                    "error: cannot open the decision log {}: {}",
-                    path.display(),
-                    crate::source::files::lower_io(&e)
-                ),
-            )
+            cannot_run(format!(
+                "cannot open the decision log {}: {}",
+                path.display(),
+                crate::source::files::lower_io(&e)
+            ))
         })?,
     };
-
     let states = match &args.request_state_key_file {
         Some(path) => RequestStates::from_file(path),
         None => RequestStates::generated(),
     }
-    .map_err(|e| Failure::new(exit::CANNOT_RUN, format!("error: {e}")))?
+    .map_err(|e| cannot_run(e.to_string()))?
     .with_ttl(std::time::Duration::from_secs(
         args.request_state_ttl.max(1),
     ));
-    if args.http.http.is_some() {
+    let reloads = reload::start(
+        state.clone(),
+        reload::Settings {
+            paths: args.catalog.paths.clone(),
+            options: build_options(&args.catalog),
+            watch: !args.no_watch,
+            status_file: args.status_file.clone(),
+            debounce: reload::DEBOUNCE,
+        },
+    )
+    .map_err(cannot_run)?;
+    if !args.no_watch {
+        tracing::info!("watching the catalog for changes");
+    }
+
+    let requester = reloads.requester();
+    let forward_hangups = async move {
+        while hangup.recv().await.is_some() {
+            tracing::info!("SIGHUP received");
+            requester.request();
+        }
+    };
+    if let Some(opts) = http {
         let regent = Regent::new(state.clone())
             .with_decision_log(Arc::new(decisions))
             .with_request_states(states);
-        return super::serve_http::run(&args.http, regent, state);
+        let outcome = runtime.block_on(async move {
+            tokio::spawn(forward_hangups);
+            super::serve_http::serve(opts, regent, state).await
+        });
+        reloads.stop();
+        // Requests still running after the grace period are abandoned here.
+        runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+        return outcome;
     }
-
-    // Policy evaluation takes microseconds and stdio is one connection, so a
-    // single-threaded runtime avoids cross-thread wake-ups on every message.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            Failure::new(
-                exit::CANNOT_RUN,
-                format!("error: cannot start the runtime: {e}"),
-            )
-        })?;
-    runtime.block_on(async move {
+    let outcome = runtime.block_on(async move {
+        tokio::spawn(forward_hangups);
         // Non-blocking pipes on fds 0 and 1 when both are pipes; tokio's
         // blocking stdio otherwise (a terminal, a file).
         let (read, write) = rmcp::transport::stdio_pipes();
@@ -73,15 +114,43 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
             .with_request_states(states)
             .serve(LineTransport::new(read, write))
             .await
-            .map_err(|e| {
-                Failure::new(
-                    exit::CANNOT_RUN,
-                    format!("error: mcp session failed to start: {e}"),
-                )
-            })?;
-        service.waiting().await.map_err(|e| {
-            Failure::new(exit::CANNOT_RUN, format!("error: mcp session failed: {e}"))
-        })?;
+            .map_err(|e| cannot_run(format!("mcp session failed to start: {e}")))?;
+        service
+            .waiting()
+            .await
+            .map_err(|e| cannot_run(format!("mcp session failed: {e}")))?;
         Ok(exit::OK)
-    })
+    });
+    reloads.stop();
+    outcome
+}
+
+fn cannot_run(message: String) -> Failure {
+    Failure::new(exit::CANNOT_RUN, format!("error: {message}"))
+}
+
+/// A status file inside a watched directory would be read as a catalog file
+/// (`*.json` is data) and would trigger a reload each time it is written.
+fn check_status_file(args: &ServeArgs) -> Result<(), Failure> {
+    let Some(status) = &args.status_file else {
+        return Ok(());
+    };
+    let status_abs = reload::watch::absolute(status);
+    let is_catalog_file = crate::source::FileKind::of(status).is_some();
+    for p in &args.catalog.paths {
+        let p_abs = reload::watch::absolute(p);
+        if status_abs == p_abs
+            || (is_catalog_file && p_abs.is_dir() && status_abs.starts_with(&p_abs))
+        {
+            return Err(Failure::new(
+                exit::CANNOT_RUN,
+                format!(
+                    "error: the status file {} is inside the catalog path {}, where it would be read as a catalog file\n  = help: put the status file outside the catalog, for example in /run or /tmp",
+                    status.display(),
+                    p.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -12,6 +12,7 @@ pub mod call;
 pub mod confirm;
 mod errors;
 pub mod metered;
+mod notify;
 pub mod transport;
 pub mod wire;
 
@@ -21,9 +22,9 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CustomRequest,
     CustomResult, ErrorCode, ExtensionCapabilities, Implementation, JsonObject, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ServerConfig, Tool as McpTool,
+    ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool as McpTool,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Map, Value, json};
 
@@ -280,6 +281,15 @@ impl ServerHandler for Regent {
             "tools/annotations" => {
                 self.resolve(&catalog, request.params.as_ref(), false, result_type)?
             }
+            // Reload status for operators and tests: the same document as
+            // `--status-file`.
+            "regent/status" => {
+                let mut v = crate::reload::status::to_json(&self.state.status());
+                if result_type {
+                    v["resultType"] = json!("complete");
+                }
+                v
+            }
             // rmcp routes a standard request whose params do not match its
             // type here; that is an invalid-params error, not an unknown method
             // (unless the request's protocol no longer has the method).
@@ -298,6 +308,29 @@ impl ServerHandler for Regent {
             }
         };
         Ok(CustomResult::new(value))
+    }
+
+    /// A 2025-11-25-era session is ready: from now on, tell it when the tool
+    /// list changes.
+    async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
+        tokio::spawn(notify::forward_to_session(
+            ctx.peer,
+            self.state.listing_changes(),
+        ));
+    }
+
+    /// 2026-07-28 `subscriptions/listen`: accept what was asked; rmcp narrows
+    /// it to what the capabilities advertise (only `tools.listChanged`).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, sub: SubscriptionContext) -> Result<(), ErrorData> {
+        notify::run_subscription(sub, self.state.listing_changes()).await;
+        Ok(())
     }
 
     /// The listed tool `name`, for rmcp's check of `Mcp-Param-*` headers

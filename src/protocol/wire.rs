@@ -123,6 +123,28 @@ pub fn hoist(result: &mut Value) {
     }
 }
 
+/// A digest of everything `tools/list` shows for `catalog`: each tool's JSON,
+/// in order. Two catalogs with the same listing digest list the same tools the
+/// same way, so a reload that keeps it (a policy-only change) need not tell
+/// clients that the list changed.
+pub fn listing_digest(catalog: &crate::catalog::Catalog) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for tool in catalog.tools() {
+        let json = Value::Object(tool_json(tool, None));
+        // Serializing a Value cannot fail; the length prefix keeps tool
+        // boundaries unambiguous.
+        let bytes = serde_json::to_vec(&json).unwrap_or_default();
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(&bytes);
+    }
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// Applies [`hoist`] to the result of one outgoing JSON-RPC message, for
 /// transports that see messages only as JSON (HTTP bodies). Returns whether
 /// anything changed, so a caller can pass unchanged bytes through untouched.

@@ -73,31 +73,37 @@ impl Source {
     pub fn load_partial(paths: &[PathBuf]) -> Result<(Source, Diagnostics), Diagnostic> {
         let mut diags = Diagnostics::default();
         let found = files::discover(paths)?;
+        // Reading and parsing are independent per file, so they run in
+        // parallel; hashing and collecting stay in path order.
+        let loaded = crate::par::map_ordered(&found, 16, |(path, kind)| {
+            let file = files::read(path, *kind)?;
+            let parsed = match kind {
+                FileKind::Tools => Some(parse_tool_file(path, &file.text).map(Parsed::Tools)),
+                FileKind::Data => Some(parse_data(path, &file.text).map(Parsed::Data)),
+                FileKind::Policy | FileKind::PolicyTest | FileKind::Cases => None,
+            };
+            Ok::<_, Diagnostic>((file, parsed))
+        });
         let mut source = Source::default();
         let mut hasher = Sha256::new();
-        for (path, kind) in found {
-            let file = match files::read(&path, kind) {
+        for item in loaded {
+            let (file, parsed) = match item {
                 Ok(f) => f,
                 Err(d) => {
                     diags.push(d);
                     continue;
                 }
             };
-            hasher.update(path.to_string_lossy().as_bytes());
+            hasher.update(file.path.to_string_lossy().as_bytes());
             hasher.update([0]);
             hasher.update((file.text.len() as u64).to_le_bytes());
             hasher.update(file.text.as_bytes());
-            match kind {
-                FileKind::Tools => match parse_tool_file(&path, &file.text) {
-                    Ok(t) => source.tool_files.push(t),
-                    Err(d) => diags.push(d),
-                },
-                FileKind::Data => match parse_data(&path, &file.text) {
-                    Ok(d) => source.data.push(d),
-                    Err(d) => diags.push(d),
-                },
-                FileKind::Policy | FileKind::PolicyTest => source.policies.push(file),
-                FileKind::Cases => source.cases.push(file),
+            match (file.kind, parsed) {
+                (_, Some(Ok(Parsed::Tools(t)))) => source.tool_files.push(t),
+                (_, Some(Ok(Parsed::Data(d)))) => source.data.push(d),
+                (_, Some(Err(d))) => diags.push(d),
+                (FileKind::Cases, None) => source.cases.push(file),
+                (_, None) => source.policies.push(file),
             }
         }
         source.digest = hex(&hasher.finalize());
@@ -118,6 +124,12 @@ impl Source {
     }
 }
 
+/// A file parsed by kind; policies and cases stay text.
+enum Parsed {
+    Tools(ToolSource),
+    Data(DataSource),
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -125,12 +137,11 @@ fn hex(bytes: &[u8]) -> String {
 /// Parses a tool file. An empty file (or one holding only comments) declares no tools.
 pub fn parse_tool_file(path: &Path, text: &str) -> Result<ToolSource, Diagnostic> {
     let index = LocationIndex::build(text);
-    let is_empty = matches!(yaml_serde::from_str::<Value>(text), Ok(Value::Null));
-    let model = if is_empty {
-        ToolFile { tools: Vec::new() }
-    } else {
-        yaml_serde::from_str::<ToolFile>(text).map_err(|e| yaml_error(path, &e))?
-    };
+    // One parse: an empty document (or only comments) is `None`; anything
+    // else deserializes, and fails, exactly as a `ToolFile` would.
+    let model = yaml_serde::from_str::<Option<ToolFile>>(text)
+        .map_err(|e| yaml_error(path, &e))?
+        .unwrap_or(ToolFile { tools: Vec::new() });
     Ok(ToolSource {
         path: path.to_path_buf(),
         model,
@@ -253,6 +264,30 @@ fn check_duplicate_names(source: &Source, diags: &mut Diagnostics) {
             );
         } else {
             first.insert(&tool.name, here);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_tool_files_declare_nothing_and_errors_read_as_before() {
+        for empty in ["", "\n", "# only a comment\n", "---\n", "~\n", "null\n"] {
+            let t = parse_tool_file(Path::new("t.yaml"), empty)
+                .unwrap_or_else(|d| panic!("{empty:?}: {d}"));
+            assert!(t.model.tools.is_empty(), "{empty:?}");
+        }
+        for bad in [
+            "tools: 5\n",
+            "tool:\n  - name: x\n",
+            "- a\n",
+            "tools:\n  - name: x\n    inputSchema: {}\n    bogus: 1\n",
+        ] {
+            let direct = yaml_serde::from_str::<ToolFile>(bad).unwrap_err();
+            let d = parse_tool_file(Path::new("t.yaml"), bad).unwrap_err();
+            assert_eq!(d, yaml_error(Path::new("t.yaml"), &direct), "{bad:?}");
         }
     }
 }

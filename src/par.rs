@@ -1,0 +1,80 @@
+//! Spreading independent work over the machine's cores while keeping results
+//! in input order, for the parts of a catalog (re)load that grow with the
+//! catalog: parsing files and compiling tools.
+//!
+//! Plain scoped threads, each taking every n-th item: no pool to keep alive
+//! between reloads, nothing shared but the inputs, and results come back in
+//! the order the inputs were given, so diagnostics and tool order stay
+//! deterministic. Small inputs run on the calling thread.
+
+use std::num::NonZeroUsize;
+
+/// Stack size of worker threads; see `main.rs` for why it is large.
+pub const STACK_SIZE: usize = 512 * 1024 * 1024;
+
+/// `f` applied to every item, in parallel when there is enough work; the
+/// results are in the order of `items`. `min_per_thread` is the fewest items
+/// worth a thread.
+pub fn map_ordered<T, R, F>(items: &[T], min_per_thread: usize, f: F) -> Vec<R>
+where
+    T: Sync,
+    R: Send,
+    F: Fn(&T) -> R + Sync,
+{
+    let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    let threads = cores.min(items.len() / min_per_thread.max(1)).max(1);
+    if threads == 1 {
+        return items.iter().map(&f).collect();
+    }
+    let f = &f;
+    // Thread k takes items k, k + n, k + 2n, ...: interleaving rather than
+    // contiguous chunks, because costly items cluster (files sorted by path
+    // put all the tool files in one place).
+    let stride = |k: usize| items.iter().skip(k).step_by(threads);
+    let mut parts: Vec<std::vec::IntoIter<R>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (1..threads)
+            .map(|k| {
+                // Compiling a tool evaluates its policy once, and regorus
+                // recurses on the native stack: these threads get the same
+                // large (reserved, not committed) stack as the main thread.
+                std::thread::Builder::new()
+                    .stack_size(STACK_SIZE)
+                    .spawn_scoped(s, move || stride(k).map(f).collect::<Vec<R>>())
+                    .expect("spawn a worker thread")
+            })
+            .collect();
+        // The calling thread does its share instead of idling.
+        let mut parts = vec![stride(0).map(f).collect::<Vec<R>>().into_iter()];
+        for h in handles {
+            match h.join() {
+                Ok(part) => parts.push(part.into_iter()),
+                // A panic in `f` is a bug; let it surface as it would have
+                // without threads.
+                Err(p) => std::panic::resume_unwind(p),
+            }
+        }
+        parts
+    });
+    (0..items.len())
+        .map(|i| parts[i % threads].next().expect("one result per item"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::map_ordered;
+
+    #[test]
+    fn keeps_input_order_whatever_the_chunking() {
+        let items: Vec<usize> = (0..1000).collect();
+        for min in [1, 7, 100, 5000] {
+            let out = map_ordered(&items, min, |x| x * 2);
+            assert_eq!(
+                out,
+                items.iter().map(|x| x * 2).collect::<Vec<_>>(),
+                "min_per_thread {min}"
+            );
+        }
+        assert!(map_ordered(&[] as &[u8], 1, |x| *x).is_empty());
+    }
+}

@@ -1,0 +1,423 @@
+//! Hot reload: rebuild the catalog when its files change (or on `SIGHUP`)
+//! and swap it in whole, without disturbing requests in flight.
+//!
+//! One background thread owns reloading. It waits for a trigger (debounced
+//! file events from [`watch`], a signal, a request), reads and compiles the
+//! complete catalog off the request path, and either swaps it into
+//! [`CatalogState`] in one step or, when anything is wrong, keeps the last
+//! good catalog serving and records every error with its `file:line:column`.
+//! When what `tools/list` shows changed, it announces that after the swap so
+//! sessions can tell their clients; a policy-only change announces nothing.
+//! Telling clients is `protocol`'s job; building is `source` and `catalog`'s.
+
+pub mod status;
+pub mod watch;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use notify_debouncer_full::DebounceEventResult;
+
+use crate::catalog::{self, BuildOptions, Catalog};
+use crate::diag::Diagnostics;
+use crate::protocol::wire;
+use crate::source::Source;
+use crate::state::CatalogState;
+use watch::{WatchPlan, Watcher};
+
+/// How long file events must settle before a reload.
+pub const DEBOUNCE: Duration = Duration::from_millis(250);
+
+/// How reloading is set up for one server.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The catalog paths, as given on the command line.
+    pub paths: Vec<PathBuf>,
+    pub options: BuildOptions,
+    /// Watch the paths for changes (off with `--no-watch`).
+    pub watch: bool,
+    /// Where to keep a JSON copy of the reload status, rewritten at each attempt.
+    pub status_file: Option<PathBuf>,
+    pub debounce: Duration,
+}
+
+/// What one reload attempt did.
+#[derive(Debug)]
+pub enum Outcome {
+    /// A new catalog serves.
+    Swapped {
+        revision: String,
+        listing_changed: bool,
+        took: Duration,
+    },
+    /// The files are byte-for-byte what already serves.
+    Unchanged { took: Duration },
+    /// The catalog has errors; the previous one keeps serving.
+    Failed(Diagnostics),
+}
+
+/// Builds and swaps catalogs for one [`CatalogState`].
+pub struct Reloader {
+    state: Arc<CatalogState>,
+    settings: Settings,
+    /// The listing digest of the serving catalog. Only this reloader swaps,
+    /// so it always matches `state.current()`.
+    listing: String,
+    /// Replaced catalogs that a request may still hold. Freeing a large
+    /// catalog takes tens of milliseconds; holding on to them until nobody
+    /// else does keeps that work on this thread, never on a request's.
+    retired: Vec<Arc<Catalog>>,
+}
+
+impl Reloader {
+    pub fn new(state: Arc<CatalogState>, settings: Settings) -> Reloader {
+        let listing = wire::listing_digest(&state.current());
+        state.record_listing(listing.clone());
+        state.set_watching(settings.watch);
+        let r = Reloader {
+            state,
+            settings,
+            listing,
+            retired: Vec::new(),
+        };
+        r.write_status();
+        r
+    }
+
+    /// One attempt: read, parse, validate, compile and warm the whole catalog,
+    /// then swap it in, or keep the current one and record why not.
+    pub fn reload(&mut self, why: &str) -> Outcome {
+        let started = Instant::now();
+        let outcome = self.attempt(started);
+        match &outcome {
+            Outcome::Swapped {
+                revision,
+                listing_changed,
+                took,
+            } => tracing::info!(
+                revision = %revision,
+                tools = self.state.status().tools,
+                listing_changed = *listing_changed,
+                took_ms = format!("{:.1}", took.as_secs_f64() * 1000.0),
+                "catalog reloaded ({why})"
+            ),
+            Outcome::Unchanged { took } => tracing::info!(
+                revision = %self.state.current().revision,
+                took_ms = format!("{:.1}", took.as_secs_f64() * 1000.0),
+                "catalog unchanged ({why})"
+            ),
+            Outcome::Failed(diags) => {
+                for d in diags.errors() {
+                    match &d.help {
+                        Some(help) => tracing::error!("reload failed: {d} (help: {help})"),
+                        None => tracing::error!("reload failed: {d}"),
+                    }
+                }
+                let n = diags.errors().count();
+                tracing::error!(
+                    revision = %self.state.current().revision,
+                    "reload failed with {n} error{} ({why}); the previous catalog keeps serving",
+                    if n == 1 { "" } else { "s" }
+                );
+            }
+        }
+        self.write_status();
+        outcome
+    }
+
+    fn attempt(&mut self, started: Instant) -> Outcome {
+        let source = match self.read_consistently() {
+            Ok(s) => s,
+            Err(diags) => return self.failed(diags),
+        };
+        // The revision digest covers every file's path and content: equal
+        // digests mean the catalog would be rebuilt identical.
+        if source.digest == self.state.current().revision {
+            let took = started.elapsed();
+            self.state.record_unchanged(took);
+            return Outcome::Unchanged { took };
+        }
+        let catalog = match catalog::build(&source, &self.settings.options) {
+            Ok(c) => c,
+            Err(diags) => return self.failed(diags),
+        };
+        drop(source);
+        for w in &catalog.warnings {
+            tracing::warn!("{w}");
+        }
+        let listing = wire::listing_digest(&catalog);
+        let listing_changed = listing != self.listing;
+        let revision = catalog.revision.clone();
+        let took = started.elapsed();
+        let old = self
+            .state
+            .swap_with(catalog, Some(listing.clone()), listing_changed, Some(took));
+        self.listing = listing;
+        self.retired.push(old);
+        self.reap();
+        Outcome::Swapped {
+            revision,
+            listing_changed,
+            took,
+        }
+    }
+
+    /// Reads the catalog files, again if any of them changed while they were
+    /// read. Files are read one after another, so a change in the middle (a
+    /// ConfigMap's `..data` swap, an editor saving) could otherwise give a
+    /// catalog made of old and new files, which neither version meant. The
+    /// file events of that change would trigger another reload, but only
+    /// after the torn catalog had served.
+    fn read_consistently(&self) -> Result<Source, Diagnostics> {
+        const TRIES: usize = 5;
+        let paths = &self.settings.paths;
+        let mut before = fingerprint(paths);
+        for attempt in 1.. {
+            let loaded = Source::load(paths);
+            let after = fingerprint(paths);
+            if after == before || attempt == TRIES {
+                if after != before {
+                    tracing::warn!(
+                        "catalog files kept changing while being read; using the last read"
+                    );
+                }
+                return loaded;
+            }
+            tracing::debug!("catalog files changed while being read; reading them again");
+            before = after;
+        }
+        unreachable!("the loop returns by its last try")
+    }
+
+    /// Frees the retired catalogs that no request holds any more. With the
+    /// count at one, this reloader holds the only reference, and nobody can
+    /// take a new one: the catalog is no longer in the state.
+    fn reap(&mut self) {
+        self.retired.retain(|c| Arc::strong_count(c) > 1);
+    }
+
+    fn failed(&self, diags: Diagnostics) -> Outcome {
+        let text = diags
+            .errors()
+            .map(|d| match &d.help {
+                Some(h) => format!("{d} (help: {h})"),
+                None => d.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        self.state.record_failure(text);
+        Outcome::Failed(diags)
+    }
+
+    fn write_status(&self) {
+        if let Some(path) = &self.settings.status_file
+            && let Err(e) = status::write_file(path, &self.state.status())
+        {
+            tracing::warn!("cannot write the status file {}: {}", path.display(), e);
+        }
+    }
+}
+
+/// What identifies the content of every catalog file without reading it:
+/// the device, inode, size and modification time of what its path leads to
+/// (through symlinks). A rename save or a ConfigMap swap puts a new inode
+/// there; an in-place write changes the time. Equal fingerprints before and
+/// after a read mean nothing changed in between.
+type Fingerprint = Vec<(PathBuf, Option<(u64, u64, u64, i64, i64)>)>;
+
+fn fingerprint(paths: &[PathBuf]) -> Fingerprint {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(found) = crate::source::files::discover(paths) else {
+        return Vec::new();
+    };
+    found
+        .into_iter()
+        .map(|(path, _)| {
+            let id = std::fs::metadata(&path)
+                .ok()
+                .map(|m| (m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec()));
+            (path, id)
+        })
+        .collect()
+}
+
+/// Why the reload thread wakes up.
+enum Trigger {
+    Files(DebounceEventResult),
+    Signal,
+    Stop,
+}
+
+/// The running reload thread. Dropping it leaves the thread running; call
+/// [`Handle::stop`] to end it.
+pub struct Handle {
+    tx: Sender<Trigger>,
+    thread: JoinHandle<()>,
+}
+
+impl Handle {
+    /// Something that asks for a reload, as `SIGHUP` does; for signal tasks.
+    pub fn requester(&self) -> Requester {
+        Requester(self.tx.clone())
+    }
+
+    /// Ends the thread after any reload in progress.
+    pub fn stop(self) {
+        let _ = self.tx.send(Trigger::Stop);
+        let _ = self.thread.join();
+    }
+}
+
+/// Asks the reload thread for a reload.
+#[derive(Clone)]
+pub struct Requester(Sender<Trigger>);
+
+impl Requester {
+    pub fn request(&self) {
+        let _ = self.0.send(Trigger::Signal);
+    }
+}
+
+/// Starts the reload thread, and the watcher when `settings.watch` is set.
+/// Fails when the paths cannot be watched, so that a server that was asked
+/// to follow its files never silently does not.
+pub fn start(state: Arc<CatalogState>, settings: Settings) -> Result<Handle, String> {
+    let (tx, rx) = mpsc::channel();
+    let watcher = if settings.watch {
+        let events = tx.clone();
+        let mut w = Watcher::new(settings.debounce, move |r: DebounceEventResult| {
+            let _ = events.send(Trigger::Files(r));
+        })
+        .map_err(|e| {
+            format!(
+                "cannot start watching files: {}",
+                e.to_string().to_lowercase()
+            )
+        })?;
+        let plan = WatchPlan::new(&settings.paths);
+        let errors = w.apply(&plan);
+        if !errors.is_empty() {
+            return Err(errors.join("\n"));
+        }
+        Some((w, plan))
+    } else {
+        None
+    };
+    let reloader = Reloader::new(state, settings);
+    let thread = std::thread::Builder::new()
+        .name("regent-reload".into())
+        // Building a catalog evaluates every tool's policy once; regorus
+        // recurses on the native stack (see main.rs).
+        .stack_size(crate::par::STACK_SIZE)
+        .spawn(move || run(reloader, watcher, rx))
+        .map_err(|e| format!("cannot start the reload thread: {e}"))?;
+    Ok(Handle { tx, thread })
+}
+
+fn run(mut reloader: Reloader, mut watcher: Option<(Watcher, WatchPlan)>, rx: Receiver<Trigger>) {
+    lower_priority();
+    loop {
+        let first = if reloader.retired.is_empty() {
+            match rx.recv() {
+                Ok(t) => t,
+                Err(_) => break,
+            }
+        } else {
+            // Requests hold a catalog for microseconds; look again soon.
+            match rx.recv_timeout(RETIRED_POLL) {
+                Ok(t) => t,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    reloader.reap();
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        };
+        // Take everything already queued, so a burst of triggers makes one reload.
+        let mut batch = vec![first];
+        batch.extend(rx.try_iter());
+        let mut reasons: Vec<String> = Vec::new();
+        let mut stop = false;
+        for t in batch {
+            match t {
+                Trigger::Stop => stop = true,
+                Trigger::Signal => reasons.push("reload requested".into()),
+                Trigger::Files(Ok(events)) => {
+                    let Some((_, plan)) = &watcher else { continue };
+                    for e in events.iter().filter(|e| plan.is_relevant_event(e)) {
+                        tracing::debug!(kind = ?e.kind, paths = ?e.paths, "file event");
+                        for p in &e.paths {
+                            let name = p.display().to_string();
+                            if !reasons.contains(&name) {
+                                reasons.push(name);
+                            }
+                        }
+                        if e.need_rescan() {
+                            reasons.push("watcher asked for a rescan".into());
+                        }
+                    }
+                }
+                Trigger::Files(Err(errors)) => {
+                    for e in errors {
+                        tracing::warn!("file watcher: {}", e.to_string().to_lowercase());
+                    }
+                    // Events may have been lost: look at the files again.
+                    reasons.push("file watcher error".into());
+                }
+            }
+        }
+        if stop {
+            break;
+        }
+        if reasons.is_empty() {
+            continue;
+        }
+        // Watch first, then read: a change made after the watches are in
+        // place triggers another reload; one made before is read now.
+        if let Some((w, plan)) = &mut watcher {
+            *plan = WatchPlan::new(&reloader.settings.paths);
+            for e in w.apply(plan) {
+                tracing::warn!("{e}");
+            }
+        }
+        let why = summarize(&reasons);
+        reloader.reload(&why);
+    }
+}
+
+/// How often to look for retired catalogs that can be freed.
+const RETIRED_POLL: Duration = Duration::from_millis(50);
+
+/// Runs this thread (and the threads it starts, which inherit it) at a lower
+/// CPU priority than the threads answering requests: on a machine with few
+/// cores, a rebuild then takes the cycles requests leave, instead of making
+/// requests wait for a time slice.
+fn lower_priority() {
+    // On Linux, PRIO_PROCESS with id 0 applies to the calling thread only.
+    // SAFETY: setpriority takes no pointers; failure only leaves the
+    // priority unchanged, which is harmless.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) };
+    if rc != 0 {
+        tracing::debug!(
+            "cannot lower the reload thread's priority: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+fn summarize(reasons: &[String]) -> String {
+    const SHOWN: usize = 3;
+    let mut s = reasons
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if reasons.len() > SHOWN {
+        s.push_str(&format!(" and {} more", reasons.len() - SHOWN));
+    }
+    s
+}

@@ -1,0 +1,713 @@
+//! Hot reload, end to end: a real `regent serve` process, real files in a
+//! temporary directory changed the ways editors, people and Kubernetes
+//! change them, and a client resolving in a loop throughout. Every answer
+//! must be the old one or the new one, never an error and never a mixture,
+//! and the new one must arrive (within a generous bound: these are not
+//! speed tests; see benches/reload.rs for timings).
+
+mod reload_support;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use reload_support::{PATIENCE, Server, eventually};
+use serde_json::{Value, json};
+
+const LIST_CHANGED: &str = "notifications/tools/list_changed";
+
+fn tool_yaml(rule_meta: &str) -> String {
+    format!(
+        r#"tools:
+  - name: deploy
+    description: Deploy a service
+    inputSchema:
+      type: object
+      properties:
+        env: {{type: string, enum: [dev, prod]}}
+      required: [env]
+    annotations:
+      readOnlyHint: false
+      destructiveHint: true
+      idempotentHint: false
+      openWorldHint: true
+    resolve:
+      - when: {{env: dev}}
+        meta: {{yaml: "{rule_meta}"}}
+    policy: tools.deploy
+"#
+    )
+}
+
+fn policy(answer: &str) -> String {
+    format!("package tools.deploy\n\nimport rego.v1\n\nmeta := {{\"answer\": \"{answer}\"}}\n")
+}
+
+fn extra_tool(name: &str) -> String {
+    format!(
+        "tools:\n  - name: {name}\n    description: Another tool\n    inputSchema:\n      type: object\n      properties: {{}}\n    annotations:\n      readOnlyHint: true\n"
+    )
+}
+
+/// A catalog directory with `deploy.yaml` and `deploy.rego` answering `v1`.
+fn catalog() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("catalog");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("deploy.yaml"), tool_yaml("1")).unwrap();
+    std::fs::write(dir.join("deploy.rego"), policy("v1")).unwrap();
+    (tmp, dir)
+}
+
+fn arg(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The policy's answer in a `tools/resolve` response, or the whole response
+/// when it is not a successful resolution.
+fn answer(resp: &Value) -> Result<String, String> {
+    let result = resp.get("result").ok_or_else(|| resp.to_string())?;
+    let meta = &result["_meta"];
+    match (meta["yaml"].as_str(), meta["answer"].as_str()) {
+        (Some(y), Some(a)) => Ok(format!("yaml {y}, policy {a}")),
+        _ => Err(resp.to_string()),
+    }
+}
+
+fn both(yaml: &str, policy: &str) -> String {
+    format!("yaml {yaml}, policy {policy}")
+}
+
+/// Resolves `deploy` in a loop while `change` happens: every answer must be
+/// `old` or `new`, `new` must come (within [`PATIENCE`]), and once it has
+/// come it must stay. Returns how many resolutions the loop made.
+fn resolve_across(server: &mut Server, old: &str, new: &str, change: impl FnOnce()) -> usize {
+    let args = json!({"env": "dev"});
+    let first = answer(&server.resolve("deploy", args.clone()));
+    assert_eq!(
+        first.as_deref(),
+        Ok(old),
+        "before the change\nstderr:\n{}",
+        server.stderr()
+    );
+    change();
+    let deadline = Instant::now() + PATIENCE;
+    let mut seen: Vec<String> = Vec::new();
+    let mut new_since: Option<usize> = None;
+    loop {
+        let got = answer(&server.resolve("deploy", args.clone()));
+        let ok = match &got {
+            Ok(a) if a == new => true,
+            Ok(a) if a == old && new_since.is_none() => false,
+            other => panic!(
+                "answer {} was {other:?}; expected {old:?} or {new:?} (and never back to {old:?} once {new:?} was seen)\n\
+                 earlier answers: {seen:?}\nstderr:\n{}",
+                seen.len() + 1,
+                server.stderr()
+            ),
+        };
+        seen.push(got.unwrap());
+        if ok && new_since.is_none() {
+            new_since = Some(seen.len());
+        }
+        // Keep resolving a little after the switch: the new answer must stay.
+        if new_since.is_some_and(|n| seen.len() >= n + 25) {
+            return seen.len();
+        }
+        if new_since.is_none() && Instant::now() > deadline {
+            panic!(
+                "still {old:?} after {PATIENCE:?} ({} answers)\nstderr:\n{}",
+                seen.len(),
+                server.stderr()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Saves the way many editors do: write a temporary file beside the target,
+/// then rename it over the original (a new inode at the old name).
+fn atomic_save(path: &Path, text: &str) {
+    let tmp = path.with_file_name(format!(
+        ".{}.tmp{}",
+        path.file_name().unwrap().to_string_lossy(),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+fn read_status_file(path: &Path) -> Option<Value> {
+    let text = std::fs::read_to_string(path).ok()?;
+    Some(
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("status file is not json ({e}): {text}")),
+    )
+}
+
+#[test]
+fn policy_edited_in_place() {
+    let (_tmp, dir) = catalog();
+    let mut s = Server::legacy(&dir, &["."]);
+    resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
+        std::fs::write(dir.join("deploy.rego"), policy("v2")).unwrap();
+    });
+}
+
+#[test]
+fn policy_saved_by_rename() {
+    let (_tmp, dir) = catalog();
+    let mut s = Server::legacy(&dir, &[arg(&dir)]);
+    resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
+        atomic_save(&dir.join("deploy.rego"), &policy("v2"))
+    });
+    // The renamed-over file is still watched: a second save is seen too.
+    resolve_across(&mut s, &both("1", "v2"), &both("1", "v3"), || {
+        atomic_save(&dir.join("deploy.rego"), &policy("v3"))
+    });
+}
+
+#[test]
+fn policy_saved_like_vim() {
+    // vim's default save: probe file `4913`, swap file, original renamed to
+    // a backup `~`, new file written, backup removed. For a moment the policy
+    // does not exist; none of the droppings may reach the catalog.
+    let (_tmp, dir) = catalog();
+    let mut s = Server::legacy(&dir, &[arg(&dir)]);
+    resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
+        let file = dir.join("deploy.rego");
+        std::fs::write(dir.join(".deploy.rego.swp"), "swap").unwrap();
+        std::fs::write(dir.join("4913"), "").unwrap();
+        std::fs::remove_file(dir.join("4913")).unwrap();
+        std::fs::rename(&file, dir.join("deploy.rego~")).unwrap();
+        std::fs::write(&file, policy("v2")).unwrap();
+        std::fs::remove_file(dir.join("deploy.rego~")).unwrap();
+        std::fs::remove_file(dir.join(".deploy.rego.swp")).unwrap();
+    });
+}
+
+#[test]
+fn policy_deleted_then_recreated() {
+    let (_tmp, dir) = catalog();
+    let status = dir.parent().unwrap().join("status.json");
+    let mut s = Server::legacy(&dir, &[arg(&dir), "--status-file", arg(&status)]);
+    resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
+        std::fs::remove_file(dir.join("deploy.rego")).unwrap();
+        // Long enough for a reload to see the policy missing: that reload
+        // fails (the tool names a package nothing defines) and the old
+        // catalog keeps answering.
+        eventually("a failed reload while the policy is missing", || {
+            read_status_file(&status).filter(|v| {
+                v["lastError"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("tools.deploy"))
+            })
+        });
+        std::fs::write(dir.join("deploy.rego"), policy("v2")).unwrap();
+    });
+    let st = eventually("a successful reload", || {
+        read_status_file(&status).filter(|v| v["ok"] == true)
+    });
+    assert!(st["lastError"].is_null(), "{st}");
+}
+
+#[test]
+fn new_tool_file_in_a_new_directory_is_listed_and_announced() {
+    let (_tmp, dir) = catalog();
+    let mut s = Server::legacy(&dir, &[arg(&dir)]);
+    assert_eq!(s.tool_names(), ["deploy"]);
+    let sub = dir.join("more");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::write(sub.join("extra.yaml"), extra_tool("extra")).unwrap();
+    let n = s.wait_notification(LIST_CHANGED, 0);
+    assert!(
+        n.get("params").is_none_or(|p| p.get("_meta").is_none()),
+        "legacy notifications are unscoped: {n}"
+    );
+    assert_eq!(s.tool_names(), ["deploy", "extra"]);
+    let r = s.resolve("extra", json!({}));
+    assert!(
+        r.get("error")
+            .is_some_and(|e| e["data"]["reason"] == "not-resolvable"),
+        "the new tool is served: {r}"
+    );
+    // And deploy kept answering throughout.
+    assert_eq!(
+        answer(&s.resolve("deploy", json!({"env": "dev"}))),
+        Ok(both("1", "v1"))
+    );
+}
+
+#[test]
+fn removed_tool_file_is_unlisted_and_announced() {
+    let (_tmp, dir) = catalog();
+    std::fs::write(dir.join("extra.yaml"), extra_tool("extra")).unwrap();
+    let mut s = Server::legacy(&dir, &[arg(&dir)]);
+    assert_eq!(s.tool_names(), ["deploy", "extra"]);
+    std::fs::remove_file(dir.join("extra.yaml")).unwrap();
+    s.wait_notification(LIST_CHANGED, 0);
+    assert_eq!(s.tool_names(), ["deploy"]);
+    let r = s.resolve("extra", json!({}));
+    assert_eq!(
+        r["error"]["code"], -32602,
+        "an unlisted tool is unknown: {r}"
+    );
+}
+
+#[test]
+fn policy_change_does_not_announce_but_a_tool_change_does() {
+    let (_tmp, dir) = catalog();
+    let mut s = Server::legacy(&dir, &[arg(&dir)]);
+    resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
+        std::fs::write(dir.join("deploy.rego"), policy("v2")).unwrap();
+    });
+    // The swap and the listing bookkeeping happen under one lock, so once the
+    // new answer is visible the status says whether it was announced.
+    let st = s.status();
+    assert_eq!(st["reloads"]["succeeded"], 2, "{st}");
+    assert_eq!(
+        st["listingChanges"], 0,
+        "a policy-only change must not announce: {st}"
+    );
+    // A change to what tools/list shows (a description) is announced.
+    std::fs::write(
+        dir.join("deploy.yaml"),
+        tool_yaml("1").replace("Deploy a service", "Deploy one service"),
+    )
+    .unwrap();
+    s.wait_notification(LIST_CHANGED, 0);
+    let st = s.status();
+    assert_eq!(st["listingChanges"], 1, "{st}");
+    assert_eq!(
+        s.count_notifications(LIST_CHANGED),
+        1,
+        "{:?}",
+        s.notifications
+    );
+}
+
+#[test]
+fn modern_clients_hear_on_their_listen_stream_only() {
+    let (_tmp, dir) = catalog();
+    let mut s = Server::modern(&dir, &[arg(&dir)]);
+    let listen = s.send_request(
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+    );
+    let ack = s.wait_notification("notifications/subscriptions/acknowledged", 0);
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], listen,
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["notifications"]["toolsListChanged"], true,
+        "{ack}"
+    );
+
+    std::fs::write(dir.join("extra.yaml"), extra_tool("extra")).unwrap();
+    let n = s.wait_notification(LIST_CHANGED, 0);
+    assert_eq!(
+        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], listen,
+        "scoped to the stream: {n}"
+    );
+    assert_eq!(s.tool_names(), ["deploy", "extra"]);
+
+    std::fs::remove_file(dir.join("extra.yaml")).unwrap();
+    s.wait_notification(LIST_CHANGED, 1);
+    assert_eq!(s.tool_names(), ["deploy"]);
+    // Every list_changed this session got was scoped: no unscoped copies.
+    for n in s
+        .notifications
+        .iter()
+        .filter(|n| n["method"] == LIST_CHANGED)
+    {
+        assert_eq!(
+            n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], listen,
+            "{n}"
+        );
+    }
+}
+
+/// Lays out `dir` like a Kubernetes ConfigMap mount: the files live in a
+/// timestamped hidden directory, `..data` points at it, and the visible names
+/// are symlinks through `..data`.
+fn configmap_publish(dir: &Path, version: &str, files: &[(&str, String)]) {
+    configmap_publish_n(dir, version.parse().unwrap(), files)
+}
+
+fn configmap_publish_n(dir: &Path, version: usize, files: &[(&str, String)]) {
+    let stamp = format!("..2026_01_01_00_00_{version:02}.000");
+    let data = dir.join(&stamp);
+    std::fs::create_dir(&data).unwrap();
+    for (name, text) in files {
+        std::fs::write(data.join(name), text).unwrap();
+    }
+    let old = std::fs::read_link(dir.join("..data")).ok();
+    let tmp = dir.join("..data_tmp");
+    std::os::unix::fs::symlink(&stamp, &tmp).unwrap();
+    std::fs::rename(&tmp, dir.join("..data")).unwrap();
+    for (name, _) in files {
+        let link = dir.join(name);
+        if std::fs::symlink_metadata(&link).is_err() {
+            std::os::unix::fs::symlink(Path::new("..data").join(name), &link).unwrap();
+        }
+    }
+    if let Some(old) = old {
+        std::fs::remove_dir_all(dir.join(old)).unwrap();
+    }
+}
+
+#[test]
+fn configmap_symlink_swap_changes_tool_and_policy_together() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("mount");
+    std::fs::create_dir(&dir).unwrap();
+    configmap_publish(
+        &dir,
+        "1",
+        &[
+            ("deploy.yaml", tool_yaml("1")),
+            ("deploy.rego", policy("1")),
+        ],
+    );
+    let mut s = Server::legacy(tmp.path(), &["mount"]);
+    // The tool file and the policy change in one swap; an answer that mixes
+    // them ("yaml 1, policy 2" or the reverse) would be a torn reload.
+    resolve_across(&mut s, &both("1", "1"), &both("2", "2"), || {
+        configmap_publish(
+            &dir,
+            "2",
+            &[
+                ("deploy.yaml", tool_yaml("2")),
+                ("deploy.rego", policy("2")),
+            ],
+        );
+    });
+    resolve_across(&mut s, &both("2", "2"), &both("3", "3"), || {
+        configmap_publish(
+            &dir,
+            "3",
+            &[
+                ("deploy.yaml", tool_yaml("3")),
+                ("deploy.rego", policy("3")),
+            ],
+        );
+    });
+}
+
+#[test]
+fn single_files_stay_watched_across_rename_saves() {
+    let (_tmp, dir) = catalog();
+    let yaml = dir.join("deploy.yaml");
+    let rego = dir.join("deploy.rego");
+    // An unrelated file beside them must not be read or matter.
+    std::fs::write(dir.join("other.yaml"), "this: [is not a tool file").unwrap();
+    let mut s = Server::legacy(&dir, &[arg(&yaml), arg(&rego)]);
+    resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
+        atomic_save(&rego, &policy("v2"))
+    });
+    resolve_across(&mut s, &both("1", "v2"), &both("1", "v3"), || {
+        atomic_save(&rego, &policy("v3"))
+    });
+    resolve_across(&mut s, &both("1", "v3"), &both("2", "v3"), || {
+        atomic_save(&yaml, &tool_yaml("2"))
+    });
+    assert_eq!(s.status()["reloads"]["failed"], 0);
+}
+
+#[test]
+fn sighup_reloads_when_not_watching() {
+    let (_tmp, dir) = catalog();
+    let mut s = Server::legacy(&dir, &["--no-watch", arg(&dir)]);
+    assert_eq!(s.status()["watching"], false);
+    std::fs::write(dir.join("deploy.rego"), policy("v2")).unwrap();
+    let pid = s.pid();
+    resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
+        let ok = std::process::Command::new("kill")
+            .args(["-HUP", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    });
+    assert!(s.stderr().contains("SIGHUP received"), "{}", s.stderr());
+}
+
+/// Writes a broken file, checks that the old catalog keeps answering and
+/// that the error names `file:line`, then fixes it and sees the new answer.
+fn broken_then_fixed(file: &str, broken: &str, expect_at: &str, fixed: String, new: &str) {
+    let (_tmp, dir) = catalog();
+    let status = dir.parent().unwrap().join("status.json");
+    let mut s = Server::legacy(&dir, &[arg(&dir), "--status-file", arg(&status)]);
+    let first = read_status_file(&status).expect("status file written at start-up");
+    assert_eq!(first["ok"], true, "{first}");
+    let revision = first["revision"].clone();
+
+    std::fs::write(dir.join(file), broken).unwrap();
+    let st = eventually("the failed reload in the status file", || {
+        read_status_file(&status).filter(|v| v["ok"] == false)
+    });
+    let err = st["lastError"].as_str().unwrap();
+    assert!(
+        err.contains(expect_at),
+        "status error should name {expect_at}: {err}"
+    );
+    assert_eq!(
+        st["revision"], revision,
+        "the previous revision keeps serving: {st}"
+    );
+    let stderr = eventually("the error on stderr", || {
+        Some(s.stderr()).filter(|e| e.contains("reload failed"))
+    });
+    assert!(
+        stderr.contains(expect_at),
+        "stderr should name {expect_at}:\n{stderr}"
+    );
+    // Still answering with the old catalog, and saying so over MCP too.
+    assert_eq!(
+        answer(&s.resolve("deploy", json!({"env": "dev"}))),
+        Ok(both("1", "v1"))
+    );
+    let live = s.status();
+    assert!(
+        live["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains(expect_at)),
+        "{live}"
+    );
+
+    resolve_across(&mut s, &both("1", "v1"), new, || {
+        std::fs::write(dir.join(file), fixed).unwrap()
+    });
+    let st = eventually("the fixed status", || {
+        read_status_file(&status).filter(|v| v["ok"] == true)
+    });
+    assert_ne!(st["revision"], revision);
+}
+
+#[test]
+fn rego_syntax_error_keeps_the_previous_catalog() {
+    broken_then_fixed(
+        "deploy.rego",
+        "package tools.deploy\n\nimport rego.v1\n\nmeta := {\"answer\" \"v2\"}\n",
+        "deploy.rego:5:",
+        policy("v2"),
+        &both("1", "v2"),
+    );
+}
+
+#[test]
+fn invalid_yaml_keeps_the_previous_catalog() {
+    // A tab where YAML wants spaces, on line 3.
+    let broken = tool_yaml("2").replacen("    description:", "\tdescription:", 1);
+    broken_then_fixed(
+        "deploy.yaml",
+        &broken,
+        "deploy.yaml:3:",
+        tool_yaml("2"),
+        &both("2", "v1"),
+    );
+}
+
+#[test]
+fn invalid_input_schema_keeps_the_previous_catalog() {
+    // `type: 12` on line 7 is not a JSON Schema type.
+    let broken =
+        tool_yaml("2").replace("env: {type: string, enum: [dev, prod]}", "env: {type: 12}");
+    broken_then_fixed(
+        "deploy.yaml",
+        &broken,
+        "deploy.yaml:7:",
+        tool_yaml("2"),
+        &both("2", "v1"),
+    );
+}
+
+#[test]
+fn start_up_with_a_bad_catalog_still_fails() {
+    let (_tmp, dir) = catalog();
+    std::fs::write(
+        dir.join("deploy.rego"),
+        "package tools.deploy\n\nmeta := {\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_regent"))
+        .args(["serve", arg(&dir)])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
+    assert!(stderr.contains("deploy.rego:"), "stderr:\n{stderr}");
+}
+
+#[test]
+fn status_file_inside_the_catalog_is_refused() {
+    let (_tmp, dir) = catalog();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_regent"))
+        .args(["serve", arg(&dir), "--status-file"])
+        .arg(dir.join("status.json"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr:\n{stderr}");
+    assert!(
+        stderr.contains("would be read as a catalog file"),
+        "stderr:\n{stderr}"
+    );
+}
+
+#[test]
+fn catalog_directory_removed_and_recreated() {
+    let (tmp, dir) = catalog();
+    let status = tmp.path().join("status.json");
+    let mut s = Server::legacy(tmp.path(), &["catalog", "--status-file", "status.json"]);
+    resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
+        std::fs::remove_dir_all(&dir).unwrap();
+        // While the directory is gone, a reload fails and the old catalog
+        // keeps answering.
+        eventually("a failed reload while the directory is missing", || {
+            read_status_file(&status).filter(|v| {
+                v["lastError"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("catalog"))
+            })
+        });
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("deploy.yaml"), tool_yaml("1")).unwrap();
+        std::fs::write(dir.join("deploy.rego"), policy("v2")).unwrap();
+    });
+    // The new directory is watched, not just read once.
+    resolve_across(&mut s, &both("1", "v2"), &both("1", "v3"), || {
+        std::fs::write(dir.join("deploy.rego"), policy("v3")).unwrap();
+    });
+}
+
+#[test]
+fn release_symlink_switched_to_a_new_directory() {
+    // Deployment tools that keep releases side by side and point a
+    // `current` symlink at one of them.
+    let tmp = tempfile::tempdir().unwrap();
+    for (release, answer) in [("r1", "v1"), ("r2", "v2")] {
+        let d = tmp.path().join(release);
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("deploy.yaml"), tool_yaml("1")).unwrap();
+        std::fs::write(d.join("deploy.rego"), policy(answer)).unwrap();
+    }
+    std::os::unix::fs::symlink("r1", tmp.path().join("current")).unwrap();
+    let mut s = Server::legacy(tmp.path(), &["current"]);
+    resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
+        std::os::unix::fs::symlink("r2", tmp.path().join("current.new")).unwrap();
+        std::fs::rename(tmp.path().join("current.new"), tmp.path().join("current")).unwrap();
+    });
+    // Edits inside the release now serving are seen.
+    resolve_across(&mut s, &both("1", "v2"), &both("1", "v3"), || {
+        std::fs::write(tmp.path().join("r2/deploy.rego"), policy("v3")).unwrap();
+    });
+}
+
+#[test]
+fn configmap_files_given_one_by_one() {
+    // `regent serve mount/deploy.yaml mount/deploy.rego`: the visible names
+    // are symlinks whose content changes only through the `..data` swap.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("mount");
+    std::fs::create_dir(&dir).unwrap();
+    configmap_publish(
+        &dir,
+        "1",
+        &[
+            ("deploy.yaml", tool_yaml("1")),
+            ("deploy.rego", policy("1")),
+        ],
+    );
+    let mut s = Server::legacy(tmp.path(), &["mount/deploy.yaml", "mount/deploy.rego"]);
+    resolve_across(&mut s, &both("1", "1"), &both("2", "2"), || {
+        configmap_publish(
+            &dir,
+            "2",
+            &[
+                ("deploy.yaml", tool_yaml("2")),
+                ("deploy.rego", policy("2")),
+            ],
+        );
+    });
+    resolve_across(&mut s, &both("2", "2"), &both("3", "3"), || {
+        configmap_publish(
+            &dir,
+            "3",
+            &[
+                ("deploy.yaml", tool_yaml("3")),
+                ("deploy.rego", policy("3")),
+            ],
+        );
+    });
+}
+
+#[test]
+fn configmap_swaps_during_reloads_never_tear() {
+    // Swaps arrive while reloads are reading the mount. Filler files sorted
+    // between the policy and the tool file make each read take a while, so
+    // a swap in the middle of one is likely; a reload must then read again
+    // rather than serve the policy of one version with the tool of another.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("mount");
+    std::fs::create_dir(&dir).unwrap();
+    let version = |v: usize| -> Vec<(String, String)> {
+        let mut files = vec![
+            ("deploy.yaml".to_string(), tool_yaml(&v.to_string())),
+            ("deploy.rego".to_string(), policy(&v.to_string())),
+        ];
+        for i in 0..150 {
+            files.push((
+                format!("deploy.s{i:03}.yaml"),
+                extra_tool(&format!("filler_{i:03}")),
+            ));
+        }
+        files
+    };
+    let publish = move |dir: &Path, v: usize| {
+        let files = version(v);
+        let refs: Vec<(&str, String)> =
+            files.iter().map(|(n, t)| (n.as_str(), t.clone())).collect();
+        configmap_publish_n(dir, v, &refs);
+    };
+    publish(&dir, 1);
+    let mut s = Server::legacy(tmp.path(), &["mount"]);
+    const SWAPS: usize = 12;
+    let swapper = {
+        let dir = dir.clone();
+        std::thread::spawn(move || {
+            for v in 2..=SWAPS + 1 {
+                std::thread::sleep(Duration::from_millis(230 + (v as u64 * 37) % 90));
+                publish(&dir, v);
+            }
+        })
+    };
+    let last = both(&(SWAPS + 1).to_string(), &(SWAPS + 1).to_string());
+    let deadline = Instant::now() + PATIENCE + Duration::from_secs(10);
+    let mut seen = Vec::new();
+    loop {
+        let got = answer(&s.resolve("deploy", json!({"env": "dev"})));
+        let a =
+            got.unwrap_or_else(|e| panic!("error while swapping: {e}\nstderr:\n{}", s.stderr()));
+        let (y, p) = a.split_once(", ").unwrap();
+        assert_eq!(
+            y.trim_start_matches("yaml "),
+            p.trim_start_matches("policy "),
+            "torn catalog: {a}; before: {seen:?}"
+        );
+        if seen.last() != Some(&a) {
+            seen.push(a.clone());
+        }
+        if a == last {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never reached {last}; saw {seen:?}\nstderr:\n{}",
+            s.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    swapper.join().unwrap();
+}
