@@ -19,15 +19,18 @@ use crate::state::CatalogState;
 /// The environment variable that may hold the bearer token.
 pub const TOKEN_ENV: &str = "REGENT_AUTH_TOKEN";
 
-/// Stack size of the runtime's threads. Policy evaluation runs on them, and
-/// regorus recurses a few KiB per Rego call, so an unbounded recursive
-/// function must hit the policy time limit before the stack ends; an
-/// overflow aborts the process, and over HTTP that drops every client's
-/// connection. Measured on the release build with the default 1 s limit:
-/// a 512 MiB stack (the main thread's) overflowed on the second such request
-/// (a warm engine recurses deeper within the limit), 256 MiB on the first.
-/// The memory is reserved, not committed, until a deep evaluation touches it.
-pub const WORKER_STACK_SIZE: usize = 1024 * 1024 * 1024;
+/// Stack size of the runtime's threads: the same as every thread that
+/// evaluates policies (`par::STACK_SIZE`, like main.rs). regorus recurses a
+/// few KiB per Rego call, so an unbounded recursive function must hit the
+/// policy time limit before the stack ends; an overflow aborts the process,
+/// and over HTTP that drops every client's connection. The memory is
+/// reserved, not committed, until a deep evaluation touches it.
+///
+/// Measured on the release build with the 1 s default limit: the first
+/// endless-recursion request fails closed, the second overflows, at 512 MiB
+/// and at 1 GiB alike (a warm engine recurses deeper within the same limit),
+/// over stdio as over HTTP. Stack size alone cannot fix that; see the report.
+pub const WORKER_STACK_SIZE: usize = crate::par::STACK_SIZE;
 
 /// Cap on the runtime's blocking threads, each with the stack above.
 const MAX_BLOCKING_THREADS: usize = 64;
