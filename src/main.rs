@@ -6,12 +6,18 @@ use clap::Parser;
 use regent::cli::{Cli, Command};
 use regent::commands::{self, exit};
 
+/// mimalloc instead of the system allocator: a request allocates and frees
+/// hundreds of small JSON values, and glibc's malloc/free were about a third
+/// of the instructions of a `tools/resolve` (callgrind; see BENCHMARKS.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// regorus evaluates recursively: a deeply recursive policy function uses a
 /// few KiB of stack per level and would overflow a default 8 MiB main stack,
 /// aborting the process before the evaluation time limit can stop it. The
 /// program therefore runs on a thread with a large stack; the memory is only
 /// reserved, and committed as it is used.
-pub const STACK_SIZE: usize = 512 * 1024 * 1024;
+pub const STACK_SIZE: usize = 1024 * 1024 * 1024;
 
 fn main() {
     quiet_library_backtraces();

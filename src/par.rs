@@ -10,7 +10,7 @@
 use std::num::NonZeroUsize;
 
 /// Stack size of worker threads; see `main.rs` for why it is large.
-pub const STACK_SIZE: usize = 512 * 1024 * 1024;
+pub const STACK_SIZE: usize = 1024 * 1024 * 1024;
 
 /// `f` applied to every item, in parallel when there is enough work; the
 /// results are in the order of `items`. `min_per_thread` is the fewest items

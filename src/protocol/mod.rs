@@ -264,7 +264,11 @@ impl ServerHandler for Regent {
                 state: request.request_state,
             },
         };
-        call::call(catalog, &cc, &request.name, args, &ctx).await
+        // Boxed: rmcp runs every request in one future type whose size is
+        // that of its largest branch, and a call's state (execution,
+        // confirmation) made it ~9 KB, copied several times when each request
+        // is spawned: ~40% of a tools/resolve's instructions (BENCHMARKS.md).
+        Box::pin(call::call(catalog, &cc, &request.name, args, &ctx)).await
     }
 
     async fn on_custom_request(
@@ -329,7 +333,8 @@ impl ServerHandler for Regent {
     }
 
     async fn listen(&self, sub: SubscriptionContext) -> Result<(), ErrorData> {
-        notify::run_subscription(sub, self.state.listing_changes()).await;
+        // Boxed for the same reason as `call_tool`.
+        Box::pin(notify::run_subscription(sub, self.state.listing_changes())).await;
         Ok(())
     }
 

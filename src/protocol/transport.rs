@@ -10,13 +10,18 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use std::borrow::Cow;
 
 use rmcp::model::{
-    ClientJsonRpcMessage, CustomResult, ErrorCode, JsonRpcMessage, ServerJsonRpcMessage,
-    ServerResult,
+    ClientJsonRpcMessage, ClientRequest, CustomRequest, CustomResult, ErrorCode, Extensions,
+    JsonRpcMessage, JsonRpcRequest, JsonRpcVersion2_0, RequestId, RequestMetaObject,
+    ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::RoleServer;
 use rmcp::transport::Transport;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::Mutex;
@@ -30,6 +35,12 @@ pub struct LineTransport<R, W> {
     read: BufReader<R>,
     line: Vec<u8>,
     write: Arc<Mutex<BufWriter<W>>>,
+    /// Whether the reader has run out of buffered input and waits for the
+    /// client. Answers are flushed at once while it does; while it still has
+    /// requests to hand out (a client that pipelines), answers collect in
+    /// the write buffer and go out together when it runs dry: one write(2)
+    /// for many answers instead of one each.
+    reader_idle: Arc<AtomicBool>,
 }
 
 impl<R, W> LineTransport<R, W>
@@ -42,6 +53,22 @@ where
             read: BufReader::with_capacity(64 * 1024, read),
             line: Vec::with_capacity(4096),
             write: Arc::new(Mutex::new(BufWriter::with_capacity(64 * 1024, write))),
+            reader_idle: Arc::new(AtomicBool::new(true)),
+        }
+    }
+
+    /// Flushes the answers waiting in the write buffer. Called before the
+    /// reader waits for input, so no answer is held back while the client
+    /// waits for it. Ordering with [`Transport::send`]: the flag is set
+    /// before the lock is taken here, and `send` reads it under the lock, so
+    /// an answer written after this flush sees the flag and flushes itself.
+    async fn flush_before_waiting(&self) {
+        self.reader_idle.store(true, Ordering::SeqCst);
+        let mut w = self.write.lock().await;
+        if !w.buffer().is_empty()
+            && let Err(e) = w.flush().await
+        {
+            tracing::debug!("stdout flush failed: {e}");
         }
     }
 
@@ -52,7 +79,11 @@ where
         self.line.clear();
         let mut oversized = false;
         loop {
+            if self.read.buffer().is_empty() {
+                self.flush_before_waiting().await;
+            }
             let buf = self.read.fill_buf().await?;
+            self.reader_idle.store(false, Ordering::SeqCst);
             if buf.is_empty() {
                 return Ok(if self.line.is_empty() && !oversized {
                     None
@@ -107,12 +138,18 @@ where
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let bytes = encode(item);
         let write = self.write.clone();
+        let reader_idle = self.reader_idle.clone();
         async move {
             let mut bytes = bytes?;
             bytes.push(b'\n');
             let mut w = write.lock().await;
             w.write_all(&bytes).await?;
-            w.flush().await
+            // While the reader still has requests buffered it will flush
+            // when it runs dry (see `reader_idle`); otherwise flush now.
+            if reader_idle.load(Ordering::SeqCst) {
+                w.flush().await?;
+            }
+            Ok(())
         }
     }
 
@@ -139,6 +176,9 @@ where
             let text = trim(&self.line);
             if text.is_empty() {
                 continue;
+            }
+            if let Some(msg) = custom_request(text) {
+                return Some(msg);
             }
             match serde_json::from_slice::<ClientJsonRpcMessage>(text) {
                 Ok(msg) => return Some(msg),
@@ -176,6 +216,70 @@ where
         let mut w = self.write.lock().await;
         w.flush().await
     }
+}
+
+/// The methods regent serves through rmcp's custom-request hook.
+const CUSTOM_METHODS: [&str; 2] = ["tools/resolve", "tools/annotations"];
+
+/// Parses a request for one of [`CUSTOM_METHODS`] straight into rmcp's
+/// `CustomRequest`.
+///
+/// rmcp parses every incoming message as `ClientRequest`, an untagged union
+/// of all the request types it knows, trying each in turn; a method it does
+/// not know fails every attempt (formatting an error message for each) before
+/// it lands on `CustomRequest`. That was a quarter of the instructions of a
+/// `tools/resolve` (callgrind; see BENCHMARKS.md). This builds the same value
+/// directly and, as rmcp's own deserializer does, moves `params._meta` into
+/// the request's extensions, where the era checks and `ctx.meta` read it.
+/// Anything unusual (no id, `params` or `_meta` not an object, a malformed
+/// envelope) returns `None` and takes rmcp's path, so errors stay rmcp's.
+fn custom_request(text: &[u8]) -> Option<ClientJsonRpcMessage> {
+    #[derive(Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<Cow<'a, str>>,
+    }
+    #[derive(Deserialize)]
+    struct Envelope {
+        #[allow(dead_code)]
+        jsonrpc: JsonRpcVersion2_0,
+        id: RequestId,
+        method: String,
+        #[serde(default)]
+        params: Option<Value>,
+    }
+    // A borrowed probe first: the other methods pay only for a scan.
+    let probe: Method = serde_json::from_slice(text).ok()?;
+    if !CUSTOM_METHODS.contains(&probe.method?.as_ref()) {
+        return None;
+    }
+    let Envelope {
+        id, method, params, ..
+    } = serde_json::from_slice(text).ok()?;
+    let mut extensions = Extensions::new();
+    let params = match params {
+        None => None,
+        Some(Value::Object(mut p)) => {
+            match p.remove("_meta") {
+                None => {}
+                Some(Value::Object(meta)) => {
+                    extensions.insert(RequestMetaObject::from(meta));
+                }
+                Some(_) => return None,
+            }
+            Some(Value::Object(p))
+        }
+        Some(_) => return None,
+    };
+    let request = CustomRequest {
+        method,
+        params,
+        extensions,
+    };
+    Some(JsonRpcMessage::Request(JsonRpcRequest::new(
+        id,
+        ClientRequest::CustomRequest(request),
+    )))
 }
 
 fn trim(mut s: &[u8]) -> &[u8] {

@@ -1,0 +1,611 @@
+//! End-to-end load generator for regent (issue 6): starts the release binary,
+//! drives it over stdio (one server process per client, as MCP clients run
+//! stdio servers) with raw JSON-RPC lines, and measures throughput and
+//! latency for `tools/resolve`, `tools/annotations`, `tools/call` and the
+//! floor requests (`tools/list` of a one-tool catalog, `ping`), next to the
+//! SEP's TypeScript reference server on the official SDK, all interleaved in
+//! one run so their ratios hold on a noisy machine. Then the scale points:
+//! start-up, memory, resolve latency and reload time for catalogs of 1 to
+//! 10,000 tools. It writes the tables into BENCHMARKS.md and
+//! benches/summary.md.
+//!
+//!     cargo bench --bench load                # the full run (about 5 minutes)
+//!     cargo bench --bench load -- --quick     # a smoke run, writes nothing
+//!
+//! Options after `--`: `--quick`, `--rounds N`, `--requests N` (pipelined,
+//! per client per round), `--serial-requests N`, `--window N`,
+//! `--clients 1,2`, `--scale 1,100,1000,10000`, `--no-peer`, `--no-scale`,
+//! `--no-write`, `--bin PATH` (measure another regent binary, e.g. an older
+//! build, for before/after comparisons).
+//!
+//! Features that the binary does not have yet (tools/call execution, hot
+//! reload, HTTP) are detected from `regent serve --help` or from a failed
+//! start and reported as "not available in this build".
+
+mod catalogs;
+mod http;
+mod machine;
+mod peer;
+mod report;
+mod scale;
+mod stats;
+mod stdio;
+mod workload;
+
+use std::path::PathBuf;
+use std::sync::Barrier;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use stats::Samples;
+use stdio::{Conn, RunOut, Spawn};
+use workload::{Era, Workload};
+
+/// Command-line options.
+#[derive(Debug, Clone)]
+pub struct Opts {
+    pub rounds: usize,
+    pub requests: usize,
+    pub serial_requests: usize,
+    pub window: usize,
+    pub clients: Vec<usize>,
+    pub scale: Vec<usize>,
+    pub peer: bool,
+    pub write: bool,
+    pub quick: bool,
+    pub bin: PathBuf,
+}
+
+fn opts() -> Opts {
+    let mut o = Opts {
+        rounds: 5,
+        requests: 20_000,
+        serial_requests: 5_000,
+        window: 32,
+        clients: vec![1, 2],
+        scale: vec![1, 100, 1_000, 10_000],
+        peer: true,
+        write: true,
+        quick: false,
+        bin: PathBuf::from(env!("CARGO_BIN_EXE_regent")),
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let list = |v: &str| -> Vec<usize> {
+        v.split(',')
+            .map(|x| {
+                x.trim()
+                    .replace('_', "")
+                    .parse()
+                    .expect("a list of numbers")
+            })
+            .collect()
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let val = || args.get(i + 1).cloned().expect("a value after the option");
+        let mut takes_value = true;
+        match args[i].as_str() {
+            "--rounds" => o.rounds = val().parse().expect("--rounds N"),
+            "--requests" => o.requests = val().parse().expect("--requests N"),
+            "--serial-requests" => o.serial_requests = val().parse().expect("--serial-requests N"),
+            "--window" => o.window = val().parse().expect("--window N"),
+            "--clients" => o.clients = list(&val()),
+            "--scale" => o.scale = list(&val()),
+            "--bin" => o.bin = PathBuf::from(val()),
+            "--no-peer" => (o.peer, takes_value) = (false, false),
+            "--no-scale" => (o.scale, takes_value) = (Vec::new(), false),
+            "--no-write" => (o.write, takes_value) = (false, false),
+            "--quick" => {
+                o.quick = true;
+                o.write = false;
+                o.rounds = 1;
+                o.requests = 3_000;
+                o.serial_requests = 1_000;
+                o.scale = vec![1, 100];
+                takes_value = false;
+            }
+            // `cargo bench` passes `--bench`; anything else is ignored too.
+            _ => takes_value = false,
+        }
+        i += if takes_value { 2 } else { 1 };
+    }
+    o
+}
+
+/// How requests are sent on each connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Up to `window` requests in flight per connection.
+    Pipelined,
+    /// One request at a time: send, wait for the answer, send the next.
+    Serial,
+}
+
+/// A server under test, with the connections opened to it so far (one
+/// process each).
+pub struct Target {
+    pub server: &'static str,
+    pub era: Era,
+    pub spawn: Spawn,
+    pub workloads: Vec<Workload>,
+    pub conns: Vec<Conn>,
+    pub logs: PathBuf,
+}
+
+impl Target {
+    /// Opens connections until there are `n`, each warmed up.
+    fn connect(&mut self, n: usize, warmup: usize) -> Result<(), String> {
+        while self.conns.len() < n {
+            let log = self.logs.join(format!(
+                "{}-{}-{}.stderr",
+                self.server.replace(' ', "_"),
+                self.era.label(),
+                self.conns.len()
+            ));
+            let mut c = Conn::spawn(&self.spawn, self.era, &log)?;
+            c.handshake()?;
+            for &w in &self.workloads {
+                c.once(w)?;
+                let b = Barrier::new(1);
+                let out = c.run_pipelined(w, warmup_for(w, warmup), 16, &b);
+                if let Some(e) = out.first_error {
+                    return Err(format!("warm-up of {}: {e}", w.method()));
+                }
+            }
+            self.conns.push(c);
+        }
+        Ok(())
+    }
+}
+
+/// Execution forks a process per call: far fewer of those.
+fn warmup_for(w: Workload, n: usize) -> usize {
+    if w == Workload::Call { n / 50 } else { n }
+}
+
+/// One measured cell: a server, a request, a mode and a number of clients,
+/// over every round.
+#[derive(Debug)]
+pub struct Cell {
+    pub server: &'static str,
+    pub era: Era,
+    pub workload: Workload,
+    pub mode: Mode,
+    pub clients: usize,
+    pub requests_per_client: usize,
+    /// Aggregate requests per second, one figure per round.
+    pub rates: Vec<f64>,
+    pub samples: Samples,
+    pub errors: usize,
+    pub first_error: Option<String>,
+}
+
+impl Cell {
+    pub fn rate(&self) -> Option<f64> {
+        if self.errors > 0 {
+            return None;
+        }
+        stats::median(self.rates.clone())
+    }
+}
+
+/// Runs one round of one cell: every client at once, released together.
+fn measure(
+    target: &mut Target,
+    w: Workload,
+    mode: Mode,
+    clients: usize,
+    n: usize,
+    window: usize,
+) -> (f64, Vec<RunOut>) {
+    let conns = &mut target.conns[..clients];
+    let pids: Vec<u32> = conns.iter().map(|c| c.pid).collect();
+    let guard = Watchdog::start(pids, Duration::from_secs(120));
+    let barrier = Barrier::new(clients);
+    let outs: Vec<RunOut> = thread::scope(|s| {
+        let handles: Vec<_> = conns
+            .iter_mut()
+            .map(|c| {
+                let b = &barrier;
+                s.spawn(move || match mode {
+                    Mode::Pipelined => c.run_pipelined(w, n, window, b),
+                    Mode::Serial => c.run_serial(w, n, b),
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("client thread"))
+            .collect()
+    });
+    guard.stop();
+    let start = outs.iter().filter_map(|o| o.start).min();
+    let end = outs.iter().filter_map(|o| o.end).max();
+    let total: usize = outs.iter().map(|o| o.samples.nanos.len()).sum();
+    let rate = match (start, end) {
+        (Some(s), Some(e)) => stats::rate(total, e - s),
+        _ => 0.0,
+    };
+    (rate, outs)
+}
+
+/// Kills the given processes if a measurement hangs past its deadline, so a
+/// stuck server fails the cell instead of the whole run.
+struct Watchdog {
+    done: mpsc::Sender<()>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl Watchdog {
+    fn start(pids: Vec<u32>, limit: Duration) -> Watchdog {
+        let (done, wait) = mpsc::channel();
+        let thread = thread::spawn(move || {
+            if let Err(mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(limit) {
+                eprintln!("load: a measurement ran past {limit:?}; stopping its servers");
+                for pid in pids {
+                    let _ = std::process::Command::new("kill")
+                        .args(["-9", &pid.to_string()])
+                        .status();
+                }
+            }
+        });
+        Watchdog { done, thread }
+    }
+
+    fn stop(self) {
+        let _ = self.done.send(());
+        let _ = self.thread.join();
+    }
+}
+
+/// What the binary under test can do.
+#[derive(Debug, Clone)]
+pub struct Features {
+    /// `Err` says why tools/call cannot be measured.
+    pub exec: Result<(), String>,
+    /// `regent serve --status-file` (hot reload, issue 4).
+    pub reload: bool,
+    /// `regent serve --http ADDR` (issue 8).
+    pub http: bool,
+}
+
+fn serve_help(bin: &std::path::Path) -> String {
+    std::process::Command::new(bin)
+        .args(["serve", "--help"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+/// Whether a tool with a `run:` section loads and its call succeeds.
+fn detect_exec(bin: &std::path::Path, root: &std::path::Path) -> Result<(), String> {
+    let dir = catalogs::call(root).map_err(|e| e.to_string())?;
+    let spawn = Spawn {
+        program: bin.to_path_buf(),
+        args: vec!["serve".into(), dir.to_string_lossy().into_owned()],
+        dir: None,
+    };
+    let log = root.join("detect-exec.stderr");
+    let mut c = Conn::spawn(&spawn, Era::Legacy, &log)?;
+    let first_line = |c: &Conn| {
+        c.stderr_tail()
+            .lines()
+            .find(|l| l.contains("error"))
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    };
+    if c.handshake().is_err() {
+        let why = first_line(&c);
+        return Err(format!(
+            "the binary does not load a tool with a `run:` section ({why})"
+        ));
+    }
+    c.once(Workload::Call)
+        .map(|_| ())
+        .map_err(|e| format!("tools/call of `echo ok` failed: {e}"))
+}
+
+/// Everything the report needs.
+pub struct Run {
+    pub opts: Opts,
+    pub machine: machine::Machine,
+    pub load_before: String,
+    pub load_after: String,
+    pub started: String,
+    pub took: Duration,
+    pub features: Features,
+    pub peer: Result<String, String>,
+    pub cells: Vec<Cell>,
+    pub http: Vec<Cell>,
+    /// Why a server was not measured over HTTP.
+    pub http_notes: Vec<String>,
+    pub scale: Vec<scale::Point>,
+    pub notes: Vec<String>,
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` does not, and a
+    // test run should not start a five-minute measurement or rewrite files.
+    if !std::env::args().any(|a| a == "--bench") {
+        eprintln!("load: not run (measure with `cargo bench --bench load`)");
+        return;
+    }
+    let opts = opts();
+    let t0 = Instant::now();
+    let machine = machine::describe();
+    let load_before = machine::loadavg();
+    let started = utc_now();
+    eprintln!(
+        "load: {} cores, {}, load average {load_before}; binary {}",
+        machine.cores,
+        machine.cpu,
+        opts.bin.display()
+    );
+    let mut notes = Vec::new();
+    if !opts.bin.to_string_lossy().contains("/release/")
+        && opts.bin.as_path() == std::path::Path::new(env!("CARGO_BIN_EXE_regent"))
+    {
+        notes.push(format!(
+            "the binary {} is not a release build: run this with `cargo bench`",
+            opts.bin.display()
+        ));
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let root = tmp.path();
+    let logs = root.join("logs");
+    std::fs::create_dir_all(&logs).expect("log dir");
+    let one_tool = catalogs::one_tool(root).expect("write the one-tool catalog");
+
+    let help = serve_help(&opts.bin);
+    let features = Features {
+        exec: detect_exec(&opts.bin, root),
+        reload: help.contains("--status-file"),
+        http: help.contains("--http"),
+    };
+    if let Err(e) = &features.exec {
+        eprintln!("load: tools/call: not available in this build ({e})");
+    }
+    if !features.reload {
+        eprintln!(
+            "load: reload: not available in this build (`regent serve --help` has no --status-file)"
+        );
+    }
+    if !features.http {
+        eprintln!("load: HTTP: not available in this build (`regent serve --help` has no --http)");
+    }
+
+    let peer = if opts.peer {
+        peer::prepare().map(|spawn| (spawn, peer::sdk_version()))
+    } else {
+        Err("skipped (--no-peer)".into())
+    };
+    if let Err(e) = &peer {
+        eprintln!("load: TypeScript peer: not measured ({e})");
+    }
+
+    let regent = |dir: &PathBuf| Spawn {
+        program: opts.bin.clone(),
+        args: vec!["serve".into(), dir.to_string_lossy().into_owned()],
+        dir: None,
+    };
+    let mut targets = vec![Target {
+        server: "regent",
+        era: Era::Legacy,
+        spawn: regent(&one_tool),
+        workloads: vec![
+            Workload::List,
+            Workload::Ping,
+            Workload::Resolve,
+            Workload::Annotations,
+        ],
+        conns: Vec::new(),
+        logs: logs.clone(),
+    }];
+    if let Ok((spawn, _)) = &peer {
+        targets.push(Target {
+            server: "TypeScript SDK (SEP reference)",
+            era: Era::Legacy,
+            spawn: spawn.clone(),
+            workloads: vec![Workload::List, Workload::Ping, Workload::Resolve],
+            conns: Vec::new(),
+            logs: logs.clone(),
+        });
+    }
+    targets.push(Target {
+        server: "regent",
+        era: Era::Modern,
+        spawn: regent(&one_tool),
+        workloads: vec![Workload::List, Workload::Resolve],
+        conns: Vec::new(),
+        logs: logs.clone(),
+    });
+    if features.exec.is_ok() {
+        let call = catalogs::call(root).expect("call catalog");
+        targets.push(Target {
+            server: "regent",
+            era: Era::Legacy,
+            spawn: regent(&call),
+            workloads: vec![Workload::Call],
+            conns: Vec::new(),
+            logs: logs.clone(),
+        });
+    }
+
+    let cells = throughput(&opts, &mut targets, &mut notes);
+    drop(targets);
+
+    let regent_http = features.http.then(|| regent(&one_tool));
+    let (http, mut http_notes) = http::run(&opts, regent_http.as_ref(), peer.is_ok(), &logs);
+    if !features.http {
+        http_notes.insert(
+            0,
+            "regent over HTTP: not available in this build (`regent serve --help` has no --http)"
+                .into(),
+        );
+    }
+    notes.extend(
+        http_notes
+            .iter()
+            .filter(|n| !n.contains("not available"))
+            .cloned(),
+    );
+
+    let scale = scale::run(&opts, root, &features);
+
+    let run = Run {
+        load_after: machine::loadavg(),
+        took: t0.elapsed(),
+        opts,
+        machine,
+        load_before,
+        started,
+        features,
+        peer: peer.map(|(_, v)| v),
+        cells,
+        http,
+        http_notes,
+        scale,
+        notes,
+    };
+    let text = report::render(&run);
+    println!("{text}");
+    if run.opts.write {
+        match report::write(&run, &text) {
+            Ok(paths) => eprintln!("load: wrote {paths}"),
+            Err(e) => eprintln!("load: cannot write the report: {e}"),
+        }
+    }
+}
+
+/// The stdio cells: every round runs every cell once, workloads side by side
+/// across servers, so a burst of background load hits all of them alike.
+fn throughput(opts: &Opts, targets: &mut [Target], notes: &mut Vec<String>) -> Vec<Cell> {
+    let max_clients = opts.clients.iter().copied().max().unwrap_or(1);
+    let warmup = (opts.requests / 4).max(500);
+    let mut broken: Vec<bool> = vec![false; targets.len()];
+    for (i, t) in targets.iter_mut().enumerate() {
+        eprintln!(
+            "load: starting {} × {} ({})",
+            max_clients,
+            t.server,
+            t.era.label()
+        );
+        if let Err(e) = t.connect(max_clients, warmup) {
+            notes.push(format!(
+                "{} ({}) could not be measured: {e}",
+                t.server,
+                t.era.label()
+            ));
+            eprintln!("load: {} ({}): {e}", t.server, t.era.label());
+            broken[i] = true;
+        }
+    }
+    let mut cells: Vec<Cell> = Vec::new();
+    let all_workloads = [
+        Workload::List,
+        Workload::Ping,
+        Workload::Resolve,
+        Workload::Annotations,
+        Workload::Call,
+    ];
+    for round in 0..opts.rounds {
+        eprintln!(
+            "load: round {}/{} (load average {})",
+            round + 1,
+            opts.rounds,
+            machine::loadavg()
+        );
+        for mode in [Mode::Pipelined, Mode::Serial] {
+            for &clients in &opts.clients {
+                for w in all_workloads {
+                    for (ti, t) in targets.iter_mut().enumerate() {
+                        if broken[ti] || !t.workloads.contains(&w) {
+                            continue;
+                        }
+                        let n = match mode {
+                            Mode::Pipelined => opts.requests,
+                            Mode::Serial => opts.serial_requests,
+                        };
+                        // A call forks a process: a fixed, smaller count.
+                        let n = if w == Workload::Call {
+                            (n / 20).max(100)
+                        } else {
+                            n
+                        };
+                        let (rate, outs) = measure(t, w, mode, clients, n, opts.window);
+                        let idx = match cells.iter().position(|c| {
+                            c.server == t.server
+                                && c.era == t.era
+                                && c.workload == w
+                                && c.mode == mode
+                                && c.clients == clients
+                        }) {
+                            Some(i) => i,
+                            None => {
+                                cells.push(Cell {
+                                    server: t.server,
+                                    era: t.era,
+                                    workload: w,
+                                    mode,
+                                    clients,
+                                    requests_per_client: n,
+                                    rates: Vec::new(),
+                                    samples: Samples::default(),
+                                    errors: 0,
+                                    first_error: None,
+                                });
+                                cells.len() - 1
+                            }
+                        };
+                        let cell = &mut cells[idx];
+                        cell.rates.push(rate);
+                        for o in outs {
+                            cell.samples.extend(&o.samples);
+                            cell.errors += o.errors;
+                            if cell.first_error.is_none() {
+                                cell.first_error = o.first_error;
+                            }
+                        }
+                        if let Some(e) = &cell.first_error {
+                            eprintln!("load: {} {} failed: {e}", t.server, w.method());
+                            broken[ti] = cell.errors > 0 && outs_fatal(e);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    cells
+}
+
+/// A dead server cannot serve the remaining cells.
+fn outs_fatal(e: &str) -> bool {
+    e.contains("end of output") || e.contains("failed:")
+}
+
+/// The current time in UTC as `YYYY-MM-DD HH:MM`, from the system clock.
+fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        rem / 3600,
+        (rem % 3600) / 60
+    )
+}

@@ -1,0 +1,206 @@
+//! The requests the load generator sends, as raw JSON-RPC lines, and how a
+//! sampled response is checked. The same bytes go to every server, so regent
+//! and the TypeScript peer parse identical input.
+
+use std::io::Write;
+
+use serde_json::Value;
+
+/// The protocol era a connection speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Era {
+    /// `initialize` handshake, 2025-11-25.
+    Legacy,
+    /// No handshake; every request carries `_meta` with 2026-07-28.
+    Modern,
+}
+
+impl Era {
+    pub fn label(self) -> &'static str {
+        match self {
+            Era::Legacy => "2025-11-25",
+            Era::Modern => "2026-07-28",
+        }
+    }
+}
+
+/// One kind of request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Workload {
+    /// `tools/list` of a one-tool catalog: answered from memory, no policy.
+    List,
+    /// `ping` (legacy era only): the smallest request there is.
+    Ping,
+    /// `tools/resolve` of `manage_files`, cycling through its four actions.
+    Resolve,
+    /// `tools/annotations` (the older draft), same arguments.
+    Annotations,
+    /// `tools/call` of a tool that runs `echo ok`.
+    Call,
+    /// `tools/resolve` of generated tool `tool_N`, decided by its own Rego
+    /// policy (the scale catalogs).
+    ResolvePolicy(usize),
+}
+
+/// The four actions of the SEP's table, and what each resolves to
+/// (readOnly, destructive, idempotent, openWorld).
+pub const ACTIONS: [(&str, [bool; 4]); 4] = [
+    ("read", [true, false, true, false]),
+    ("append", [false, false, false, false]),
+    ("replace", [false, true, true, false]),
+    ("delete", [false, true, true, false]),
+];
+
+const MODERN_META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"regent-load","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+impl Workload {
+    pub fn method(self) -> &'static str {
+        match self {
+            Workload::List => "tools/list",
+            Workload::Ping => "ping",
+            Workload::Resolve => "tools/resolve",
+            Workload::Annotations => "tools/annotations",
+            Workload::Call => "tools/call",
+            Workload::ResolvePolicy(_) => "tools/resolve",
+        }
+    }
+
+    /// How it is named in the tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            Workload::List => "tools/list (floor)",
+            Workload::Ping => "ping (floor)",
+            Workload::Resolve => "tools/resolve",
+            Workload::Annotations => "tools/annotations",
+            Workload::Call => "tools/call `echo ok`",
+            Workload::ResolvePolicy(_) => "tools/resolve (Rego policy)",
+        }
+    }
+
+    /// Appends request `id` as one line (with its newline) to `out`.
+    pub fn write_line(self, era: Era, id: u64, out: &mut Vec<u8>) {
+        let action = ACTIONS[(id % 4) as usize].0;
+        let meta = match era {
+            Era::Legacy => "",
+            Era::Modern => MODERN_META,
+        };
+        let sep = if meta.is_empty() { "" } else { "," };
+        let _ = write!(
+            out,
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"{}""#,
+            self.method()
+        );
+        let _ = match self {
+            Workload::List | Workload::Ping if meta.is_empty() => Ok(()),
+            Workload::List | Workload::Ping => write!(out, r#","params":{{{meta}}}"#),
+            Workload::Resolve | Workload::Annotations => write!(
+                out,
+                r#","params":{{"name":"manage_files","arguments":{{"path":"notes/todo.txt","action":"{action}","content":"hello"}}{sep}{meta}}}"#
+            ),
+            Workload::Call => write!(
+                out,
+                r#","params":{{"name":"echo","arguments":{{}}{sep}{meta}}}"#
+            ),
+            Workload::ResolvePolicy(k) => write!(
+                out,
+                r#","params":{{"name":"tool_{k}","arguments":{{"mode":"get"}}{sep}{meta}}}"#
+            ),
+        };
+        out.extend_from_slice(b"}\n");
+    }
+
+    /// Checks a full response to request `id`: the right shape and, for
+    /// resolution, the SEP's annotations for that action.
+    pub fn check(self, id: u64, response: &Value) -> Result<(), String> {
+        let result = response
+            .get("result")
+            .ok_or_else(|| format!("no result in {response}"))?;
+        let want = ACTIONS[(id % 4) as usize];
+        let hints = |a: &Value| -> Result<(), String> {
+            let got = [
+                "readOnlyHint",
+                "destructiveHint",
+                "idempotentHint",
+                "openWorldHint",
+            ]
+            .map(|k| a.get(k).and_then(Value::as_bool));
+            if got.map(Some) == want.1.map(|b| Some(Some(b))) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "action {} resolved to {a}, the SEP says {:?}",
+                    want.0, want.1
+                ))
+            }
+        };
+        match self {
+            Workload::List => match result.get("tools").and_then(Value::as_array) {
+                Some(t) if t.len() == 1 => Ok(()),
+                _ => Err(format!("expected one tool in {result}")),
+            },
+            Workload::Ping => match result.as_object() {
+                Some(_) => Ok(()),
+                None => Err(format!("ping result is not an object: {result}")),
+            },
+            Workload::Resolve => hints(
+                result
+                    .pointer("/tool/annotations")
+                    .ok_or_else(|| format!("no tool.annotations in {result}"))?,
+            ),
+            Workload::Annotations => hints(
+                result
+                    .get("annotations")
+                    .ok_or_else(|| format!("no annotations in {result}"))?,
+            ),
+            Workload::ResolvePolicy(_) => {
+                let a = result
+                    .pointer("/tool/annotations")
+                    .ok_or_else(|| format!("no tool.annotations in {result}"))?;
+                if a.get("readOnlyHint") == Some(&Value::Bool(true))
+                    && a.get("destructiveHint") == Some(&Value::Bool(false))
+                {
+                    Ok(())
+                } else {
+                    Err(format!("the policy's answer is missing from {a}"))
+                }
+            }
+            Workload::Call => {
+                if result.get("isError").and_then(Value::as_bool) == Some(true) {
+                    return Err(format!("the call failed: {result}"));
+                }
+                match result.get("content").and_then(Value::as_array) {
+                    Some(c) if !c.is_empty() => Ok(()),
+                    _ => Err(format!("no content in {result}")),
+                }
+            }
+        }
+    }
+}
+
+/// The request id of a response line, found without parsing the whole line
+/// (the client must stay cheap next to the server it measures). Servers put
+/// `"id"` first (rmcp) or last (the TypeScript SDK); nothing we request has
+/// an `"id"` key inside its result.
+pub fn response_id(line: &[u8]) -> Option<u64> {
+    let at = find(line, b"\"id\":")? + 5;
+    let digits = line[at..]
+        .iter()
+        .skip_while(|b| **b == b' ')
+        .take_while(|b| b.is_ascii_digit());
+    let mut id: u64 = 0;
+    let mut any = false;
+    for d in digits {
+        id = id.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+        any = true;
+    }
+    any.then_some(id)
+}
+
+/// Whether a response line is a JSON-RPC error.
+pub fn is_error(line: &[u8]) -> bool {
+    find(line, b"\"error\":").is_some()
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
