@@ -17,13 +17,21 @@ use crate::state::CatalogState;
 
 pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     check_status_file(args)?;
+    let http = match args.http.http {
+        Some(_) => Some(super::serve_http::prepare(&args.http)?),
+        None => None,
+    };
     // Policy evaluation takes microseconds and stdio is one connection, so a
     // single-threaded runtime avoids cross-thread wake-ups on every message.
-    // Reloads run on their own thread and never block it.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| cannot_run(format!("cannot start the runtime: {e}")))?;
+    // HTTP serves many connections at once on a multi-threaded one. Reloads
+    // run on their own thread and never block either.
+    let runtime = match &http {
+        Some(_) => super::serve_http::runtime()?,
+        None => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| cannot_run(format!("cannot start the runtime: {e}")))?,
+    };
     // Take SIGHUP over before the (possibly long) first load: its default
     // action would kill the server. One that arrives early is kept, and
     // handled once the reload thread runs.
@@ -77,34 +85,27 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     }
 
     let requester = reloads.requester();
-    if args.http.http.is_some() {
-        // HTTP runs its own multi-threaded runtime; this one is left to turn
-        // SIGHUP into reload requests, on a thread of its own.
-        std::thread::Builder::new()
-            .name("regent-sighup".into())
-            .spawn(move || {
-                runtime.block_on(async move {
-                    while hangup.recv().await.is_some() {
-                        tracing::info!("SIGHUP received");
-                        requester.request();
-                    }
-                })
-            })
-            .map_err(|e| cannot_run(format!("cannot start the SIGHUP thread: {e}")))?;
+    let forward_hangups = async move {
+        while hangup.recv().await.is_some() {
+            tracing::info!("SIGHUP received");
+            requester.request();
+        }
+    };
+    if let Some(opts) = http {
         let regent = Regent::new(state.clone())
             .with_decision_log(Arc::new(decisions))
             .with_request_states(states);
-        let outcome = super::serve_http::run(&args.http, regent, state);
+        let outcome = runtime.block_on(async move {
+            tokio::spawn(forward_hangups);
+            super::serve_http::serve(opts, regent, state).await
+        });
         reloads.stop();
+        // Requests still running after the grace period are abandoned here.
+        runtime.shutdown_timeout(std::time::Duration::from_secs(1));
         return outcome;
     }
     let outcome = runtime.block_on(async move {
-        tokio::spawn(async move {
-            while hangup.recv().await.is_some() {
-                tracing::info!("SIGHUP received");
-                requester.request();
-            }
-        });
+        tokio::spawn(forward_hangups);
         // Non-blocking pipes on fds 0 and 1 when both are pipes; tokio's
         // blocking stdio otherwise (a terminal, a file).
         let (read, write) = rmcp::transport::stdio_pipes();

@@ -1,6 +1,8 @@
 //! `regent serve --http ADDR`: turn the command-line flags into checked
-//! [`HttpOptions`], start a multi-threaded runtime, and serve until SIGINT or
-//! SIGTERM. What is served, and how requests are guarded, is `http`'s job.
+//! [`HttpOptions`] (before the catalog loads, so a bad flag fails fast), build
+//! the multi-threaded runtime, and serve until SIGINT or SIGTERM. Loading the
+//! catalog and reloading it are `serve`'s, as for stdio; what is served, and
+//! how requests are guarded, is `http`'s job.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -17,27 +19,34 @@ use crate::state::CatalogState;
 /// The environment variable that may hold the bearer token.
 pub const TOKEN_ENV: &str = "REGENT_AUTH_TOKEN";
 
-/// Stack size of the runtime's threads: the same as the stdio main thread
-/// (`STACK_SIZE` in main.rs). Policy evaluation runs on them, and regorus
-/// recurses a few KiB per Rego call, so an unbounded recursive function must
-/// hit the policy time limit before the stack ends; an overflow would abort
-/// the process and every client's connection with it. Measured on the
-/// release build: 256 MiB held for a 500 ms limit and overflowed at 1 s. The
-/// memory is reserved, not committed, until a deep evaluation touches it.
-const WORKER_STACK_SIZE: usize = 1024 * 1024 * 1024;
+/// Stack size of the runtime's threads: the same as every thread that
+/// evaluates policies (`par::STACK_SIZE`, like main.rs). regorus recurses a
+/// few KiB per Rego call, so an unbounded recursive function must hit the
+/// policy time limit before the stack ends; an overflow aborts the process,
+/// and over HTTP that drops every client's connection. The memory is
+/// reserved, not committed, until a deep evaluation touches it.
+///
+/// Measured on the release build with the 1 s default limit: the first
+/// endless-recursion request fails closed, the second overflows, at 512 MiB
+/// and at 1 GiB alike (a warm engine recurses deeper within the same limit),
+/// over stdio as over HTTP. Stack size alone cannot fix that; see the report.
+pub const WORKER_STACK_SIZE: usize = crate::par::STACK_SIZE;
 
 /// Cap on the runtime's blocking threads, each with the stack above.
 const MAX_BLOCKING_THREADS: usize = 64;
 
-pub fn run<H>(args: &HttpArgs, handler: H, state: Arc<CatalogState>) -> Result<i32, Failure>
-where
-    H: ServerHandler + Clone,
-{
+/// Checks the flags and reads the token: the HTTP options, before anything
+/// is loaded.
+pub fn prepare(args: &HttpArgs) -> Result<HttpOptions, Failure> {
     let env_token = std::env::var(TOKEN_ENV).ok();
     let opts = options(args, env_token).map_err(|m| Failure::new(exit::CANNOT_RUN, m))?;
     warn_about_exposure(&opts, args);
+    Ok(opts)
+}
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+/// The runtime HTTP serving runs on: one worker per core, big stacks.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("regent-http")
         .thread_stack_size(WORKER_STACK_SIZE)
@@ -48,10 +57,22 @@ where
                 exit::CANNOT_RUN,
                 format!("error: cannot start the runtime: {e}"),
             )
-        })?;
+        })
+}
+
+/// Serves `handler` over HTTP until SIGINT or SIGTERM, then shuts down
+/// gracefully. Runs inside [`runtime`].
+pub async fn serve<H>(
+    opts: HttpOptions,
+    handler: H,
+    state: Arc<CatalogState>,
+) -> Result<i32, Failure>
+where
+    H: ServerHandler + Clone,
+{
     let addr = opts.addr;
     let auth = opts.auth_token.is_some();
-    let result = runtime.block_on(async move {
+    let result = async {
         let shutdown = shutdown_signal()?;
         http::serve(
             opts,
@@ -68,9 +89,8 @@ where
             },
         )
         .await
-    });
-    // Requests still running after the grace period are abandoned here.
-    runtime.shutdown_timeout(Duration::from_secs(1));
+    }
+    .await;
     result.map(|()| exit::OK).map_err(|e| {
         Failure::new(
             exit::CANNOT_RUN,
