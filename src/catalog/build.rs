@@ -290,6 +290,7 @@ fn compile_tool(
                 title: decl.title.clone(),
                 description: decl.description.clone(),
                 input_schema: decl.input_schema.clone(),
+                listed_input_schema: decl.input_schema.clone(),
                 output_schema: decl.output_schema.clone(),
                 annotations_title: decl.annotations.as_ref().and_then(|a| a.title.clone()),
                 listed,

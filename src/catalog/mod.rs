@@ -78,7 +78,12 @@ pub struct Tool {
     pub name: String,
     pub title: Option<String>,
     pub description: Option<String>,
+    /// The whole input schema: what arguments are validated against once
+    /// every parameter has its value.
     pub input_schema: Value,
+    /// The input schema `tools/list` shows: `input_schema` without the
+    /// parameters the server fills itself (parameter resolvers).
+    pub listed_input_schema: Value,
     pub output_schema: Option<Value>,
     /// `annotations.title`, MCP's display name kept beside the hints.
     pub annotations_title: Option<String>,

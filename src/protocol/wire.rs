@@ -28,7 +28,7 @@ pub fn tool_json(tool: &Tool, resolution: Option<&Resolution<'_>>) -> Map<String
     if let Some(d) = &tool.description {
         t.insert("description".into(), json!(d));
     }
-    t.insert("inputSchema".into(), tool.input_schema.clone());
+    t.insert("inputSchema".into(), tool.listed_input_schema.clone());
     if let Some(o) = &tool.output_schema {
         t.insert("outputSchema".into(), o.clone());
     }
