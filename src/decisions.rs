@@ -7,32 +7,35 @@
 //! execution ended and how long it took. Secrets are never in a line: they
 //! are read by `exec` at the moment of use and never pass through here.
 //!
-//! This module writes lines; what goes in them is decided by `protocol`,
-//! which sees both the decision and the outcome.
+//! This module writes lines, off the request path: a request queues its
+//! entry and a writer thread ([`writer`]) digests, formats and writes it.
+//! What goes in them is decided by `protocol`, which sees both the decision
+//! and the outcome.
+
+mod writer;
 
 use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::Path;
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::timestamp::rfc3339;
+pub use writer::{CAPACITY, STALL_AFTER, Stalled};
+use writer::{Sink, Writer};
 
-/// Where decision lines go.
+/// Where decision lines go. Lines are written by a thread of their own
+/// ([`writer`]): recording an entry queues it and returns.
 pub struct DecisionLog {
-    sink: Mutex<Box<dyn Write + Send>>,
-    log_arguments: bool,
+    writer: Writer,
 }
 
 impl DecisionLog {
     /// Lines to standard error (beside regent's other logs).
     pub fn stderr(log_arguments: bool) -> DecisionLog {
         DecisionLog {
-            sink: Mutex::new(Box::new(std::io::stderr())),
-            log_arguments,
+            writer: Writer::new(Sink::Stderr, log_arguments),
         }
     }
 
@@ -40,21 +43,31 @@ impl DecisionLog {
     pub fn file(path: &Path, log_arguments: bool) -> std::io::Result<DecisionLog> {
         let f = OpenOptions::new().create(true).append(true).open(path)?;
         Ok(DecisionLog {
-            sink: Mutex::new(Box::new(f)),
-            log_arguments,
+            writer: Writer::new(Sink::File(f), log_arguments),
         })
     }
 
-    /// Writes one entry as one line. A failed write is reported in regent's
-    /// log and does not fail the request: the decision was already made.
-    pub fn record(&self, entry: &Entry) {
-        let mut line =
-            serde_json::to_vec(&entry.to_json(self.log_arguments)).expect("json values serialize");
-        line.push(b'\n');
-        let mut sink = self.sink.lock().unwrap_or_else(|p| p.into_inner());
-        if let Err(e) = sink.write_all(&line).and_then(|()| sink.flush()) {
-            tracing::error!("cannot write the decision log: {e}");
-        }
+    /// Queues one entry, to be written as one line. Waits while the queue is
+    /// full; fails only when the log has stalled (see [`writer`]): the
+    /// caller must then not act on the decision. A failed write is reported
+    /// in regent's log and does not fail the request: the decision was
+    /// already made.
+    pub fn record(&self, entry: Entry) -> Result<(), Stalled> {
+        self.writer.push(entry)
+    }
+
+    /// Whether entries are refused because the log has stalled; a call
+    /// checks this before it runs anything.
+    pub fn is_stalled(&self) -> bool {
+        self.writer.is_stalled()
+    }
+
+    /// Writes every queued line, flushes and stops the writer thread. Entries
+    /// recorded later are written directly. Serving calls this on every way
+    /// out (end of input, SIGTERM/SIGINT, HTTP shutdown); dropping the log
+    /// does it too.
+    pub fn close(&self) {
+        self.writer.close();
     }
 }
 
@@ -76,12 +89,18 @@ pub enum Verdict {
 }
 
 /// One decision, and for calls what followed it.
+///
+/// Built on the request path, so it holds the raw parts: the digest, the id
+/// of a resolve line and the JSON are made by the writer thread.
 #[derive(Debug, Clone)]
 pub struct Entry {
-    pub id: String,
+    /// Calls carry their id in the result, so it is made with the entry;
+    /// `None` (resolve lines, whose answers carry no id) gets a fresh one
+    /// when the line is written.
+    pub id: Option<String>,
     pub kind: Kind,
     /// The JSON-RPC method: `tools/resolve`, `tools/annotations`, `tools/call`.
-    pub method: String,
+    pub method: &'static str,
     pub tool: String,
     pub arguments: Value,
     /// The resolved annotations, when resolution succeeded.
@@ -97,13 +116,21 @@ pub struct Entry {
 }
 
 impl Entry {
-    pub fn new(kind: Kind, method: &str, tool: &str, arguments: &Value, revision: &str) -> Entry {
+    /// A call entry has its id from the start; a resolve entry gets one
+    /// when written.
+    pub fn new(
+        kind: Kind,
+        method: &'static str,
+        tool: &str,
+        arguments: Value,
+        revision: &str,
+    ) -> Entry {
         Entry {
-            id: new_id(),
+            id: (kind == Kind::Call).then(new_id),
             kind,
-            method: method.to_string(),
+            method,
             tool: tool.to_string(),
-            arguments: arguments.clone(),
+            arguments,
             annotations: None,
             verdict: Verdict::Error("undecided".into()),
             revision: revision.to_string(),
@@ -113,11 +140,16 @@ impl Entry {
         }
     }
 
-    /// The line, as JSON.
-    pub fn to_json(&self, log_arguments: bool) -> Value {
+    /// The id the line carries (fresh for a resolve entry).
+    pub fn id(&self) -> String {
+        self.id.clone().unwrap_or_else(new_id)
+    }
+
+    /// The line, as JSON, for an entry recorded at `time`.
+    pub fn to_json(&self, time: SystemTime, log_arguments: bool) -> Value {
         let mut m = Map::new();
-        m.insert("time".into(), json!(rfc3339(SystemTime::now())));
-        m.insert("id".into(), json!(self.id));
+        m.insert("time".into(), json!(rfc3339(time)));
+        m.insert("id".into(), json!(self.id()));
         m.insert(
             "kind".into(),
             json!(match self.kind {
@@ -250,12 +282,16 @@ mod tests {
             Kind::Call,
             "tools/call",
             "t",
-            &json!({"p": "secret-ish"}),
+            json!({"p": "secret-ish"}),
             "r",
         );
         e.verdict = Verdict::Denied(vec!["no".into()]);
-        let quiet = e.to_json(false).to_string();
+        let quiet = e.to_json(UNIX_EPOCH, false).to_string();
         assert!(!quiet.contains("secret-ish"), "{quiet}");
-        assert!(e.to_json(true).to_string().contains("secret-ish"));
+        assert!(
+            e.to_json(UNIX_EPOCH, true)
+                .to_string()
+                .contains("secret-ish")
+        );
     }
 }

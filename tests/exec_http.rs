@@ -10,7 +10,7 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use exec_support::{Era, Start, catalog, is_error, repo_path, text};
+use exec_support::{Era, Start, catalog, decision_id, is_error, repo_path, text};
 use serde_json::{Value, json};
 
 /// One request as the server received it.
@@ -405,6 +405,8 @@ async fn authentication_comes_from_the_environment_or_files() {
         server.take().is_empty(),
         "a call without its secret was sent"
     );
+    // Once this call's line is in the log, every earlier one is too.
+    r.decision(&decision_id(&res));
     let log = std::fs::read_to_string(&r.log).unwrap();
     for secret in ["token-abc", "key-xyz", "s3cret", "YWxpY2U6"] {
         assert!(!log.contains(secret), "secret {secret} in the decision log");

@@ -2,6 +2,11 @@
 //! `tools/resolve`, results and errors alike. Both run as the built binary
 //! on the same catalog in a temp dir; the server is spoken to over stdio
 //! with a 2026-07-28 request, whose result carries `resultType`.
+//!
+//! Over stdio the server writes these answers as text around the tool's
+//! listed members serialized once (`protocol::answer`), while `regent
+//! resolve` builds them as JSON values: this test is what holds the two
+//! equal, so its catalog uses every member a resolved tool can have.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -25,6 +30,31 @@ const TOOLS: &str = r#"tools:
     policy: tools.files
   - name: static
     inputSchema: {type: object}
+  - name: rich
+    title: Rich tool
+    description: Every member a resolved tool can carry
+    inputSchema:
+      type: object
+      properties:
+        mode: {type: string, enum: [plain, secret, risky, ask]}
+      required: [mode]
+    outputSchema:
+      type: object
+      properties:
+        ok: {type: boolean}
+    annotations: {title: Rich, readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true}
+    meta: {team: "quotes \" and \\ and ünïcode"}
+    securitySchemes: [{type: noauth}]
+    resolve:
+      - when: {mode: plain}
+        annotations: {readOnlyHint: true, destructiveHint: false}
+        meta: {rule: plain}
+      - when: {mode: secret}
+        securitySchemes: [{type: oauth2, scopes: [read]}]
+      - when: {mode: risky}
+        deny: [too risky, "and \"quoted\""]
+      - when: {mode: ask}
+        confirm: Really do it?
 "#;
 
 const POLICY: &str = r#"package tools.files
@@ -41,7 +71,7 @@ annotations.destructiveHint := true if {
 meta := {"scratch": true} if startswith(input.arguments.path, "/tmp/")
 "#;
 
-fn server_answers(dir: &Path, requests: &[Value]) -> Vec<Value> {
+fn server_answers(dir: &Path, requests: &[Value], method: &str) -> Vec<Value> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_regent"))
         .args(["serve", "catalog"])
         .current_dir(dir)
@@ -67,8 +97,7 @@ fn server_answers(dir: &Path, requests: &[Value]) -> Vec<Value> {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {},
         });
-        let msg =
-            json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/resolve", "params": params});
+        let msg = json!({"jsonrpc": "2.0", "id": i + 1, "method": method, "params": params});
         writeln!(stdin, "{msg}").unwrap();
         stdin.flush().unwrap();
         let line = rx
@@ -108,9 +137,14 @@ fn cli_prints_what_the_server_answers() {
         json!({"name": "files", "arguments": {"path": 7, "action": "read"}}),
         json!({"name": "nope", "arguments": {}}),
         json!({"name": "static", "arguments": {}}),
+        json!({"name": "rich", "arguments": {"mode": "plain"}}),
+        json!({"name": "rich", "arguments": {"mode": "secret"}}),
+        json!({"name": "rich", "arguments": {"mode": "risky"}}),
+        json!({"name": "rich", "arguments": {"mode": "ask"}}),
     ];
-    let answers = server_answers(tmp.path(), &requests);
-    for (req, answer) in requests.iter().zip(&answers) {
+    let answers = server_answers(tmp.path(), &requests, "tools/resolve");
+    let annotations = server_answers(tmp.path(), &requests, "tools/annotations");
+    for ((req, answer), annotated) in requests.iter().zip(&answers).zip(&annotations) {
         let (code, printed) =
             cli_answer(tmp.path(), req["name"].as_str().unwrap(), &req["arguments"]);
         let expected = match (answer.get("result"), answer.get("error")) {
@@ -131,6 +165,17 @@ fn cli_prints_what_the_server_answers() {
             serde_json::to_string_pretty(&printed).unwrap(),
             serde_json::to_string_pretty(&expected).unwrap()
         );
+        // tools/annotations answers with the same annotations, or the
+        // same error.
+        let expected = match printed.get("annotations") {
+            Some(a) if code == 0 => json!({"resultType": "complete", "annotations": a}),
+            _ => printed.clone(),
+        };
+        let got = annotated
+            .get("result")
+            .or_else(|| annotated.get("error"))
+            .unwrap_or_else(|| panic!("not a JSON-RPC answer: {annotated}"));
+        assert_eq!(got, &expected, "tools/annotations for {req}");
     }
     // The cases cover a result, a riskier-than-listed error, invalid
     // arguments, an unknown tool and a tool that cannot be resolved.
@@ -138,4 +183,22 @@ fn cli_prints_what_the_server_answers() {
     assert!(answers[2]["error"]["code"] == -32603);
     assert!(answers[3]["error"]["code"] == -32602);
     assert!(answers[5]["error"]["data"]["reason"] == "not-resolvable");
+    let tool = &answers[6]["result"]["tool"];
+    for key in ["title", "description", "outputSchema", "securitySchemes"] {
+        assert!(tool.get(key).is_some(), "no {key} in {tool}");
+    }
+    assert_eq!(tool["annotations"]["title"], "Rich");
+    assert_eq!(answers[6]["result"]["_meta"]["rule"], "plain");
+    assert_eq!(
+        answers[7]["result"]["tool"]["securitySchemes"][0]["type"],
+        "oauth2"
+    );
+    assert_eq!(
+        answers[8]["result"]["_meta"]["regent/decision"]["allowed"],
+        false
+    );
+    assert_eq!(
+        answers[9]["result"]["_meta"]["regent/decision"]["confirm"],
+        "Really do it?"
+    );
 }

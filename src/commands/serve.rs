@@ -51,7 +51,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         "catalog loaded"
     );
     let state = Arc::new(CatalogState::new(catalog));
-    let decisions = match &args.decision_log {
+    let decisions = Arc::new(match &args.decision_log {
         None => DecisionLog::stderr(args.log_arguments),
         Some(path) => DecisionLog::file(path, args.log_arguments).map_err(|e| {
             cannot_run(format!(
@@ -60,7 +60,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
                 crate::source::files::lower_io(&e)
             ))
         })?,
-    };
+    });
     let states = match &args.request_state_key_file {
         Some(path) => RequestStates::from_file(path),
         None => RequestStates::generated(),
@@ -93,7 +93,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     };
     if let Some(opts) = http {
         let regent = Regent::new(state.clone())
-            .with_decision_log(Arc::new(decisions))
+            .with_decision_log(decisions.clone())
             .with_request_states(states);
         let outcome = runtime.block_on(async move {
             tokio::spawn(forward_hangups);
@@ -102,19 +102,32 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         reloads.stop();
         // Requests still running after the grace period are abandoned here.
         runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+        // Every decision made is written before the process exits.
+        decisions.close();
         return outcome;
     }
+    let log = decisions.clone();
     let outcome = runtime.block_on(async move {
         tokio::spawn(forward_hangups);
         // Non-blocking pipes on fds 0 and 1 when both are pipes; tokio's
         // blocking stdio otherwise (a terminal, a file).
         let (read, write) = rmcp::transport::stdio_pipes();
+        // SIGTERM and SIGINT end the session as the end of input does, so
+        // the decision log is written out before the process exits.
+        let stop = super::serve_http::shutdown_signal()
+            .map_err(|e| cannot_run(format!("cannot handle SIGTERM and SIGINT: {e}")))?;
         let service = Regent::new(state)
-            .with_decision_log(Arc::new(decisions))
+            .with_decision_log(log)
             .with_request_states(states)
+            .with_text_answers()
             .serve(LineTransport::new(read, write))
             .await
             .map_err(|e| cannot_run(format!("mcp session failed to start: {e}")))?;
+        let token = service.cancellation_token();
+        tokio::spawn(async move {
+            stop.await;
+            token.cancel();
+        });
         service
             .waiting()
             .await
@@ -122,6 +135,8 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         Ok(exit::OK)
     });
     reloads.stop();
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    decisions.close();
     outcome
 }
 

@@ -99,8 +99,8 @@ where
     })
 }
 
-/// Resolves when SIGINT or SIGTERM arrives.
-fn shutdown_signal() -> std::io::Result<impl Future<Output = ()> + Send> {
+/// Resolves when SIGINT or SIGTERM arrives (stdio serving uses it too).
+pub(super) fn shutdown_signal() -> std::io::Result<impl Future<Output = ()> + Send> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;

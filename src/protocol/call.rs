@@ -47,6 +47,12 @@ pub fn decision_json(id: Option<&str>, reasons: &[String]) -> Value {
     Value::Object(m)
 }
 
+/// Queues a call's decision-log line. The call already checked that the log
+/// takes lines; one refused after that is counted in the log's `gap` line.
+fn record(log: &DecisionLog, entry: Entry) {
+    let _ = log.record(entry);
+}
+
 /// Where a call's answers come from and go to, beside its arguments.
 pub struct CallContext<'a> {
     pub log: &'a DecisionLog,
@@ -64,13 +70,28 @@ pub async fn call(
     ctx: &RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, ErrorData> {
     let log = cc.log;
-    let mut entry = Entry::new(Kind::Call, "tools/call", name, &args, &catalog.revision);
+    // Fail closed: nothing runs while the audit log cannot take decisions.
+    // A decision recorded after this check, should the log stall in the
+    // meantime, is counted in the log's `gap` line (see `decisions`).
+    if log.is_stalled() {
+        return Err(ErrorData::internal_error(
+            crate::decisions::Stalled::default().to_string(),
+            None,
+        ));
+    }
+    let mut entry = Entry::new(
+        Kind::Call,
+        "tools/call",
+        name,
+        args.clone(),
+        &catalog.revision,
+    );
     let r = match catalog.resolve(name, &args) {
         Ok(r) => r,
         Err(e) => {
             if !matches!(e, ResolveError::UnknownTool(_)) {
                 entry.verdict = Verdict::Error(e.to_string());
-                log.record(&entry);
+                record(log, entry);
             }
             return Err(errors::resolve_error(&catalog, &e));
         }
@@ -80,12 +101,12 @@ pub async fn call(
     let mut meta = Map::new();
     meta.insert(
         DECISION_META.into(),
-        decision_json(Some(&entry.id), &r.deny),
+        decision_json(entry.id.as_deref(), &r.deny),
     );
 
     if !r.allowed() {
         entry.verdict = Verdict::Denied(r.deny.clone());
-        log.record(&entry);
+        record(log, entry);
         let mut text = format!("regent refused to run {name}: this call is denied");
         for reason in &r.deny {
             text.push_str("\n- ");
@@ -111,7 +132,7 @@ pub async fn call(
                     json!({"refused": why, "confirmation": action}),
                 );
                 entry.refused = Some(why);
-                log.record(&entry);
+                record(log, entry);
                 let text = format!(
                     "regent did not run {name}: the user was asked \"{message}\" and answered {action}"
                 );
@@ -119,7 +140,7 @@ pub async fn call(
             }
             Err(e) => {
                 entry.refused = Some(e.message.to_string());
-                log.record(&entry);
+                record(log, entry);
                 return Err(e);
             }
         }
@@ -128,7 +149,7 @@ pub async fn call(
     let refuse = |mut entry: Entry, mut meta: Map<String, Value>, why: String| {
         meta.insert(EXECUTION_META.into(), json!({"refused": why}));
         entry.refused = Some(why.clone());
-        log.record(&entry);
+        record(log, entry);
         result(
             vec![format!("regent did not run {name}: {why}")],
             None,
@@ -157,7 +178,7 @@ pub async fn call(
 
     entry.outcome = Some(outcome.status.to_json());
     entry.duration = Some(outcome.duration);
-    log.record(&entry);
+    record(log, entry);
     let mut execution = outcome.status.to_json();
     if let Value::Object(m) = &mut execution {
         m.insert(

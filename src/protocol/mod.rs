@@ -8,6 +8,7 @@
 //! transport ([`transport`]). Deciding anything is the catalog's job; this
 //! layer only translates.
 
+pub mod answer;
 pub mod call;
 pub mod confirm;
 mod errors;
@@ -31,6 +32,7 @@ use serde_json::{Map, Value, json};
 use crate::catalog::Catalog;
 use crate::decisions::{DecisionLog, Entry, Kind, Verdict};
 use crate::state::CatalogState;
+use answer::Answer;
 pub use errors::resolve_error;
 
 /// regent's MCP server: a view of the live catalog.
@@ -39,6 +41,8 @@ pub struct Regent {
     state: Arc<CatalogState>,
     decisions: Arc<DecisionLog>,
     states: Arc<confirm::RequestStates>,
+    /// Set when the transport writes text answers verbatim (see `answer`).
+    listed: Option<Arc<answer::Listed>>,
 }
 
 impl Regent {
@@ -53,7 +57,16 @@ impl Regent {
             state,
             decisions: Arc::new(DecisionLog::stderr(false)),
             states: Arc::new(states),
+            listed: None,
         }
+    }
+
+    /// Answers `tools/resolve` and `tools/annotations` with JSON text under
+    /// `answer::RAW_KEY`, for a transport that writes it verbatim (the stdio
+    /// [`transport::LineTransport`] does; rmcp's own transports do not).
+    pub fn with_text_answers(mut self) -> Regent {
+        self.listed = Some(Arc::new(answer::Listed::default()));
+        self
     }
 
     /// Seals and opens `requestState` with `states` (a configured key).
@@ -75,29 +88,38 @@ fn has_result_type(ctx: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
 }
 
-/// The `name` and `arguments` of a `tools/resolve`-shaped request.
-fn name_and_arguments(params: Option<&Value>) -> Result<(String, Value), ErrorData> {
-    let params = params.and_then(Value::as_object).ok_or_else(|| {
-        ErrorData::invalid_params("params must be an object with `name` and `arguments`", None)
-    })?;
-    let name = params
-        .get("name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| ErrorData::invalid_params("params.name must be a string", None))?;
-    let arguments = match params.get("arguments") {
+/// The `name` and `arguments` of a `tools/resolve`-shaped request, taken
+/// out of `params` (no copy of the arguments).
+fn name_and_arguments(params: Option<Value>) -> Result<(String, Value), ErrorData> {
+    let Some(Value::Object(mut params)) = params else {
+        return Err(ErrorData::invalid_params(
+            "params must be an object with `name` and `arguments`",
+            None,
+        ));
+    };
+    let name = match params.remove("name") {
+        Some(Value::String(name)) => name,
+        _ => {
+            return Err(ErrorData::invalid_params(
+                "params.name must be a string",
+                None,
+            ));
+        }
+    };
+    let arguments = match params.remove("arguments") {
         None | Some(Value::Null) => Value::Object(Map::new()),
-        Some(v @ Value::Object(_)) => v.clone(),
+        Some(v @ Value::Object(_)) => v,
         Some(other) => {
             return Err(ErrorData::invalid_params(
                 format!(
                     "params.arguments must be an object, got {}",
-                    json_type(other)
+                    json_type(&other)
                 ),
                 Some(json!({"tool": name})),
             ));
         }
     };
-    Ok((name.to_string(), arguments))
+    Ok((name, arguments))
 }
 
 fn json_type(v: &Value) -> &'static str {
@@ -112,16 +134,23 @@ fn json_type(v: &Value) -> &'static str {
 }
 
 impl Regent {
-    /// Answers `tools/resolve` or `tools/annotations` and writes the
+    /// Answers `tools/resolve` or `tools/annotations` and queues the
     /// decision-log line.
     fn resolve(
         &self,
         catalog: &Catalog,
-        params: Option<&Value>,
+        params: Option<Value>,
         full: bool,
         result_type: bool,
-    ) -> Result<Value, ErrorData> {
-        resolve_logged(catalog, params, full, result_type, Some(&self.decisions))
+    ) -> Result<Answer, ErrorData> {
+        resolve_logged(
+            catalog,
+            params,
+            full,
+            result_type,
+            Some(&self.decisions),
+            self.listed.as_deref(),
+        )
     }
 }
 
@@ -134,16 +163,17 @@ pub fn resolve_result(
     full: bool,
     result_type: bool,
 ) -> Result<Value, ErrorData> {
-    resolve_logged(catalog, params, full, result_type, None)
+    resolve_logged(catalog, params.cloned(), full, result_type, None, None).map(Answer::into_value)
 }
 
 fn resolve_logged(
     catalog: &Catalog,
-    params: Option<&Value>,
+    params: Option<Value>,
     full: bool,
     result_type: bool,
     log: Option<&DecisionLog>,
-) -> Result<Value, ErrorData> {
+    listed: Option<&answer::Listed>,
+) -> Result<Answer, ErrorData> {
     let (name, args) = name_and_arguments(params)?;
     let tool = catalog
         .tool(&name)
@@ -159,33 +189,63 @@ fn resolve_logged(
     } else {
         "tools/annotations"
     };
-    let mut entry = Entry::new(Kind::Resolve, method, &name, &args, &catalog.revision);
-    let r = catalog.resolve(&name, &args).map_err(|e| {
-        entry.verdict = Verdict::Error(e.to_string());
-        if let Some(log) = log {
-            log.record(&entry);
+    let r = match catalog.resolve(&name, &args) {
+        Ok(r) => r,
+        Err(e) => {
+            if let Some(log) = log {
+                let mut entry = Entry::new(Kind::Resolve, method, &name, args, &catalog.revision);
+                entry.verdict = Verdict::Error(e.to_string());
+                // The answer is an error either way.
+                let _ = log.record(entry);
+            }
+            return Err(errors::resolve_error(catalog, &e));
         }
-        errors::resolve_error(catalog, &e)
-    })?;
-    entry.annotations = Some(wire::annotations(tool, Some(&r)));
-    entry.verdict = if r.allowed() {
-        Verdict::Allowed
-    } else {
-        Verdict::Denied(r.deny.clone())
+    };
+    let annotations = wire::annotations(tool, Some(&r));
+    let answer = match listed {
+        // Text for the stdio transport: the listed members are made once per
+        // catalog revision, the rest is written without building values.
+        Some(listed) => Answer::Text(answer::resolved(&answer::Parts {
+            result_type,
+            full,
+            name: &name,
+            annotations: &annotations,
+            resolution: &r,
+            listed: &listed.members(&catalog.revision, tool),
+        })),
+        None => Answer::Value(answer_value(&name, &r, &annotations, full, result_type)),
     };
     if let Some(log) = log {
-        log.record(&entry);
+        let verdict = if r.allowed() {
+            Verdict::Allowed
+        } else {
+            Verdict::Denied(r.deny.clone())
+        };
+        let mut entry = Entry::new(Kind::Resolve, method, &name, args, &catalog.revision);
+        entry.annotations = Some(annotations);
+        entry.verdict = verdict;
+        // Fail closed: a decision the audit log cannot take is not given.
+        log.record(entry)
+            .map_err(|stalled| ErrorData::internal_error(stalled.to_string(), None))?;
     }
+    Ok(answer)
+}
+
+/// The answer as a value (see `answer::resolved` for the same as text).
+fn answer_value(
+    name: &str,
+    r: &crate::catalog::Resolution<'_>,
+    annotations: &Map<String, Value>,
+    full: bool,
+    result_type: bool,
+) -> Value {
     let mut out = Map::new();
     if result_type {
         out.insert("resultType".into(), json!("complete"));
     }
     if full {
         out.insert("name".into(), json!(name));
-        out.insert(
-            "annotations".into(),
-            Value::Object(wire::annotations(tool, Some(&r))),
-        );
+        out.insert("annotations".into(), Value::Object(annotations.clone()));
         // The decision a call with these arguments would get, without
         // an id: resolution stays deterministic.
         let mut meta = r.meta.clone();
@@ -201,15 +261,12 @@ fn resolve_logged(
         out.insert("_meta".into(), Value::Object(meta));
         out.insert(
             "tool".into(),
-            Value::Object(wire::tool_json(tool, Some(&r))),
+            Value::Object(wire::resolved_tool_json(r.tool, r, annotations.clone())),
         );
     } else {
-        out.insert(
-            "annotations".into(),
-            Value::Object(wire::annotations(tool, Some(&r))),
-        );
+        out.insert("annotations".into(), Value::Object(annotations.clone()));
     }
-    Ok(Value::Object(out))
+    Value::Object(out)
 }
 
 impl ServerHandler for Regent {
@@ -279,12 +336,12 @@ impl ServerHandler for Regent {
         let catalog = self.state.current();
         let result_type = has_result_type(&ctx);
         let value = match request.method.as_str() {
-            "tools/resolve" => {
-                self.resolve(&catalog, request.params.as_ref(), true, result_type)?
-            }
-            "tools/annotations" => {
-                self.resolve(&catalog, request.params.as_ref(), false, result_type)?
-            }
+            "tools/resolve" => self
+                .resolve(&catalog, request.params, true, result_type)?
+                .into_value(),
+            "tools/annotations" => self
+                .resolve(&catalog, request.params, false, result_type)?
+                .into_value(),
             // Reload status for operators and tests: the same document as
             // `--status-file`.
             "regent/status" => {

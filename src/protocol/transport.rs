@@ -12,8 +12,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use std::borrow::Cow;
-
 use rmcp::model::{
     ClientJsonRpcMessage, ClientRequest, CustomRequest, CustomResult, ErrorCode, Extensions,
     JsonRpcMessage, JsonRpcRequest, JsonRpcVersion2_0, RequestId, RequestMetaObject,
@@ -26,14 +24,24 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::Mutex;
 
-use super::wire;
+use super::{answer, wire};
 
 /// The longest line accepted; longer ones are answered with an error and skipped.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
 
 pub struct LineTransport<R, W> {
     read: BufReader<R>,
+    /// The line being read. It lives here, not in [`Self::read_line`]'s
+    /// future, because rmcp races `receive` against other events and drops
+    /// it when they win: a line half read when that happens is finished by
+    /// the next call instead of being lost.
     line: Vec<u8>,
+    /// Whether `line` holds a whole line already handed out (cleared by the
+    /// next read), and whether the line being read is over [`MAX_LINE`].
+    line_done: bool,
+    oversized: bool,
+    /// Error responses of our own not yet written (see `reply_error`).
+    unsent: Vec<Vec<u8>>,
     write: Arc<Mutex<BufWriter<W>>>,
     /// Whether the reader has run out of buffered input and waits for the
     /// client. Answers are flushed at once while it does; while it still has
@@ -52,6 +60,9 @@ where
         LineTransport {
             read: BufReader::with_capacity(64 * 1024, read),
             line: Vec::with_capacity(4096),
+            line_done: false,
+            oversized: false,
+            unsent: Vec::new(),
             write: Arc::new(Mutex::new(BufWriter::with_capacity(64 * 1024, write))),
             reader_idle: Arc::new(AtomicBool::new(true)),
         }
@@ -73,11 +84,15 @@ where
     }
 
     /// Reads one line into `self.line`, keeping at most [`MAX_LINE`] bytes.
-    /// Returns `Ok(false)` at end of input and `Ok(true)` with an oversized
-    /// flag set in the second value.
+    /// Returns `None` at end of input, else whether the line was oversized.
+    /// Cancel-safe: dropped while waiting for input, it keeps what it has
+    /// read, and the next call goes on from there.
     async fn read_line(&mut self) -> std::io::Result<Option<bool>> {
-        self.line.clear();
-        let mut oversized = false;
+        if self.line_done {
+            self.line.clear();
+            self.oversized = false;
+            self.line_done = false;
+        }
         loop {
             if self.read.buffer().is_empty() {
                 self.flush_before_waiting().await;
@@ -85,10 +100,11 @@ where
             let buf = self.read.fill_buf().await?;
             self.reader_idle.store(false, Ordering::SeqCst);
             if buf.is_empty() {
-                return Ok(if self.line.is_empty() && !oversized {
+                self.line_done = true;
+                return Ok(if self.line.is_empty() && !self.oversized {
                     None
                 } else {
-                    Some(oversized)
+                    Some(self.oversized)
                 });
             }
             let (chunk, done) = match buf.iter().position(|&b| b == b'\n') {
@@ -96,21 +112,30 @@ where
                 None => (buf, false),
             };
             let n = chunk.len();
-            if !oversized && self.line.len() + n <= MAX_LINE {
+            if !self.oversized && self.line.len() + n <= MAX_LINE {
                 self.line.extend_from_slice(chunk);
             } else {
-                oversized = true;
+                self.oversized = true;
                 self.line.clear();
             }
             self.read.consume(n);
             if done {
-                return Ok(Some(oversized));
+                self.line_done = true;
+                return Ok(Some(self.oversized));
             }
         }
     }
 
-    /// Writes one error response that rmcp never saw (the line did not parse).
-    async fn reply_error(&self, id: Value, code: ErrorCode, message: &str, data: Option<Value>) {
+    /// Writes one error response that rmcp never saw (the line did not
+    /// parse). The bytes wait in `self.unsent` until written, so a `receive`
+    /// dropped while waiting for the writer still answers, on its next call.
+    async fn reply_error(
+        &mut self,
+        id: Value,
+        code: ErrorCode,
+        message: &str,
+        data: Option<Value>,
+    ) {
         let mut err = json!({"code": code.0, "message": message});
         if let Some(d) = data {
             err["data"] = d;
@@ -118,10 +143,22 @@ where
         let msg = json!({"jsonrpc": "2.0", "id": id, "error": err});
         let mut bytes = serde_json::to_vec(&msg).unwrap_or_default();
         bytes.push(b'\n');
-        let mut w = self.write.lock().await;
-        if w.write_all(&bytes).await.is_ok() {
-            let _ = w.flush().await;
+        self.unsent.push(bytes);
+        self.send_unsent().await;
+    }
+
+    /// Writes the error responses left by a dropped `receive`.
+    async fn send_unsent(&mut self) {
+        if self.unsent.is_empty() {
+            return;
         }
+        let mut w = self.write.lock().await;
+        for bytes in self.unsent.drain(..) {
+            if w.write_all(&bytes).await.is_err() {
+                return;
+            }
+        }
+        let _ = w.flush().await;
     }
 }
 
@@ -154,6 +191,7 @@ where
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        self.send_unsent().await;
         loop {
             let oversized = match self.read_line().await {
                 Ok(Some(o)) => o,
@@ -235,11 +273,6 @@ const CUSTOM_METHODS: [&str; 2] = ["tools/resolve", "tools/annotations"];
 /// envelope) returns `None` and takes rmcp's path, so errors stay rmcp's.
 fn custom_request(text: &[u8]) -> Option<ClientJsonRpcMessage> {
     #[derive(Deserialize)]
-    struct Method<'a> {
-        #[serde(borrow)]
-        method: Option<Cow<'a, str>>,
-    }
-    #[derive(Deserialize)]
     struct Envelope {
         #[allow(dead_code)]
         jsonrpc: JsonRpcVersion2_0,
@@ -248,14 +281,18 @@ fn custom_request(text: &[u8]) -> Option<ClientJsonRpcMessage> {
         #[serde(default)]
         params: Option<Value>,
     }
-    // A borrowed probe first: the other methods pay only for a scan.
-    let probe: Method = serde_json::from_slice(text).ok()?;
-    if !CUSTOM_METHODS.contains(&probe.method?.as_ref()) {
+    // A byte search first: other messages pay only for it, not for a parse.
+    // A line that merely mentions a method name is parsed once and handed
+    // to rmcp, as before.
+    if !CUSTOM_METHODS.iter().any(|m| contains(text, m.as_bytes())) {
         return None;
     }
     let Envelope {
         id, method, params, ..
     } = serde_json::from_slice(text).ok()?;
+    if !CUSTOM_METHODS.contains(&method.as_str()) {
+        return None;
+    }
     let mut extensions = Extensions::new();
     let params = match params {
         None => None,
@@ -282,6 +319,23 @@ fn custom_request(text: &[u8]) -> Option<ClientJsonRpcMessage> {
     )))
 }
 
+/// Whether `needle` (not empty) occurs in `hay`.
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    let (first, rest) = match needle.split_first() {
+        Some(split) => split,
+        None => return true,
+    };
+    let mut from = 0;
+    while let Some(i) = hay[from..].iter().position(|b| b == first) {
+        let at = from + i + 1;
+        if hay[at..].starts_with(rest) {
+            return true;
+        }
+        from = at;
+    }
+    false
+}
+
 fn trim(mut s: &[u8]) -> &[u8] {
     // A UTF-8 byte order mark and CR/LF around a message are tolerated.
     if let Some(rest) = s.strip_prefix(b"\xEF\xBB\xBF") {
@@ -293,6 +347,20 @@ fn trim(mut s: &[u8]) -> &[u8] {
 /// Serializes an outgoing message, rewriting the results rmcp types too
 /// narrowly for the tool-resolution fields.
 fn encode(item: ServerJsonRpcMessage) -> std::io::Result<Vec<u8>> {
+    // A result that is already JSON text (`answer`) is written as it is,
+    // inside the envelope rmcp would write: jsonrpc, id, result.
+    if let JsonRpcMessage::Response(resp) = &item
+        && let ServerResult::CustomResult(CustomResult(result)) = &resp.result
+        && let Some(text) = answer::raw_text(result)
+    {
+        let mut out = Vec::with_capacity(text.len() + 48);
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        serde_json::to_writer(&mut out, &resp.id)?;
+        out.extend_from_slice(br#","result":"#);
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'}');
+        return Ok(out);
+    }
     let item = match item {
         JsonRpcMessage::Response(mut resp)
             if matches!(

@@ -20,6 +20,33 @@ pub const HOIST_KEY: &str = "x-regent/hoist";
 /// `resolution` is given. `name`, `title`, `description` and both schemas are
 /// the listed ones in either case.
 pub fn tool_json(tool: &Tool, resolution: Option<&Resolution<'_>>) -> Map<String, Value> {
+    tool_json_with(tool, resolution, annotations(tool, resolution))
+}
+
+/// [`tool_json`] for a resolution whose annotations ([`annotations`]) the
+/// caller has already built, so they are built once per request.
+pub fn resolved_tool_json(
+    tool: &Tool,
+    resolution: &Resolution<'_>,
+    annotations: Map<String, Value>,
+) -> Map<String, Value> {
+    tool_json_with(tool, Some(resolution), annotations)
+}
+
+fn tool_json_with(
+    tool: &Tool,
+    resolution: Option<&Resolution<'_>>,
+    annotations: Map<String, Value>,
+) -> Map<String, Value> {
+    let mut t = listed_parts(tool);
+    t.extend(decided_parts(tool, resolution, annotations));
+    t
+}
+
+/// The members of a tool's JSON that resolution never changes, in listing
+/// order: `name`, `title`, `description`, `inputSchema`, `outputSchema`.
+/// They come first in the tool object; [`decided_parts`] follow.
+pub fn listed_parts(tool: &Tool) -> Map<String, Value> {
     let mut t = Map::new();
     t.insert("name".into(), json!(tool.name));
     if let Some(title) = &tool.title {
@@ -32,10 +59,19 @@ pub fn tool_json(tool: &Tool, resolution: Option<&Resolution<'_>>) -> Map<String
     if let Some(o) = &tool.output_schema {
         t.insert("outputSchema".into(), o.clone());
     }
-    t.insert(
-        "annotations".into(),
-        Value::Object(annotations(tool, resolution)),
-    );
+    t
+}
+
+/// The members of a tool's JSON after [`listed_parts`]: `annotations` (as
+/// given), `_meta`, `securitySchemes` (listed, or as `resolution` decided)
+/// and the resolvability flags.
+pub fn decided_parts(
+    tool: &Tool,
+    resolution: Option<&Resolution<'_>>,
+    annotations: Map<String, Value>,
+) -> Map<String, Value> {
+    let mut t = Map::new();
+    t.insert("annotations".into(), Value::Object(annotations));
     let mut meta = resolution.map_or_else(|| tool.meta.clone(), |r| r.meta.clone());
     if tool.is_resolvable() {
         meta.insert(EXTENSION.into(), json!({"resolvable": true}));

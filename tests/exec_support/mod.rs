@@ -220,9 +220,26 @@ impl Regent {
             .collect()
     }
 
-    /// The decision-log line with this id.
+    /// Every decision-log line so far, once `ready` holds for them. regent
+    /// writes the log from a thread of its own, a moment after it answers,
+    /// so a test waits for the lines it expects (up to 20 s, then returns
+    /// what there is for the assertion to show).
+    pub fn decisions_when(&self, ready: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let lines = self.decisions();
+            if ready(&lines) || std::time::Instant::now() > deadline {
+                return lines;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// The decision-log line with this id (waiting for it as
+    /// [`Self::decisions_when`] does). Lines are written in order, so every
+    /// decision made before it is in the log too.
     pub fn decision(&self, id: &str) -> Value {
-        self.decisions()
+        self.decisions_when(|lines| lines.iter().any(|d| d["id"] == json!(id)))
             .into_iter()
             .find(|d| d["id"] == json!(id))
             .unwrap_or_else(|| {

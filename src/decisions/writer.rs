@@ -1,0 +1,481 @@
+//! The decision log's writer thread: requests hand it entries, and it turns
+//! them into lines and writes them, so no request waits for a write(2).
+//!
+//! Requests push [`Pending`] entries onto a bounded queue and go on; the
+//! thread takes everything queued at once, formats each line into its buffer
+//! and writes the buffer when the queue runs dry (or the buffer is large).
+//! A client that reads the log right after an answer therefore finds the
+//! line within a scheduling delay, and lines never sit in a buffer while
+//! the server is idle.
+//!
+//! Backpressure, deliberately: this is an audit log, so a decision is never
+//! dropped to keep up. When [`CAPACITY`] entries are waiting, the request
+//! that wants to add one waits for room. If no room appears within
+//! [`STALL_AFTER`] (the destination is blocked: a full pipe nobody reads, a
+//! hung disk), the log is *stalled*: that entry and every later one are
+//! refused at once, not queued, and [`DecisionLog::record`] says so, so the
+//! caller fails closed (see `protocol`). The first line the thread writes
+//! once it makes progress again is a `gap` line with how many decisions went
+//! unlogged. A blocked destination thus costs each request at most
+//! [`STALL_AFTER`], once, and never wedges the server.
+//!
+//! Closing ([`DecisionLog::close`]) writes everything queued, flushes and
+//! joins the thread; a line recorded after that is written directly. What
+//! goes into a line is `Entry`'s business ([`super::Entry::to_json`]).
+//!
+//! [`DecisionLog::record`]: super::DecisionLog::record
+//! [`DecisionLog::close`]: super::DecisionLog::close
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::json;
+
+use super::Entry;
+use crate::timestamp::rfc3339;
+
+/// How many entries may wait for the writer before requests wait for room.
+/// At a few hundred bytes each, a full queue is about a megabyte.
+pub const CAPACITY: usize = 4096;
+/// How long a request waits for room in a full queue before the log counts
+/// as stalled.
+pub const STALL_AFTER: Duration = Duration::from_secs(5);
+/// How long closing waits for the writer to finish before giving up on it
+/// (its destination is blocked; the process is exiting anyway).
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
+/// The buffer is written out once it holds this much, even while entries
+/// keep arriving.
+const BUFFER: usize = 64 * 1024;
+
+/// Where lines go.
+pub enum Sink {
+    /// Standard error, locked for each write so regent's other log lines
+    /// (which also go there) never land inside a decision line.
+    Stderr,
+    File(File),
+}
+
+impl Sink {
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Sink::Stderr => {
+                let mut err = std::io::stderr().lock();
+                err.write_all(bytes)?;
+                err.flush()
+            }
+            Sink::File(f) => f.write_all(bytes),
+        }
+    }
+}
+
+/// An entry and the moment it was recorded (the line's `time`).
+struct Pending {
+    entry: Entry,
+    time: SystemTime,
+}
+
+/// The decision could not be logged: the writer has not made room for
+/// [`STALL_AFTER`].
+#[derive(Debug, Clone, Copy)]
+pub struct Stalled {
+    pub waiting: usize,
+    pub after: Duration,
+}
+
+impl Default for Stalled {
+    fn default() -> Stalled {
+        Stalled {
+            waiting: CAPACITY,
+            after: STALL_AFTER,
+        }
+    }
+}
+
+impl std::fmt::Display for Stalled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the decision log is not being written: {} decisions have waited more than {} ms for its destination\n  = help: regent refuses decisions it cannot log; check that standard error (or the --decision-log file) is read and writable",
+            self.waiting,
+            self.after.as_millis()
+        )
+    }
+}
+
+struct State {
+    queue: VecDeque<Pending>,
+    /// The writer sleeps until told; only then does a push notify it, so a
+    /// busy writer costs a request no wake-up call.
+    writer_waiting: bool,
+    /// Requests waiting for room, and `close` waiting for the end: the
+    /// writer signals `room` only when someone waits.
+    room_waiters: usize,
+    closed: bool,
+    finished: bool,
+    stalled: bool,
+    /// Decisions refused while stalled, not yet reported in a `gap` line.
+    missed: u64,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Signalled when there is work for the writer (or it should close).
+    work: Condvar,
+    /// Signalled when the writer took the queue (room) or finished.
+    room: Condvar,
+    /// The buffer and the sink; the writer holds this while it writes, and
+    /// a line recorded after closing is written through it directly.
+    out: Mutex<Output>,
+    log_arguments: bool,
+    capacity: usize,
+    stall_after: Duration,
+}
+
+impl Shared {
+    fn stalled(&self) -> Stalled {
+        Stalled {
+            waiting: self.capacity,
+            after: self.stall_after,
+        }
+    }
+}
+
+struct Output {
+    sink: Sink,
+    buf: Vec<u8>,
+}
+
+impl Output {
+    fn line(&mut self, entry: &Entry, time: SystemTime, log_arguments: bool) {
+        let v = entry.to_json(time, log_arguments);
+        // Serializing a Value into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut self.buf, &v);
+        self.buf.push(b'\n');
+    }
+
+    fn gap(&mut self, missed: u64, why: Stalled) {
+        let v = json!({
+            "time": rfc3339(SystemTime::now()),
+            "kind": "gap",
+            "missed": missed,
+            "error": why.to_string(),
+        });
+        let _ = serde_json::to_writer(&mut self.buf, &v);
+        self.buf.push(b'\n');
+    }
+
+    /// Writes the buffer out. A failed write is reported in regent's log and
+    /// the lines are dropped: the decisions were already made and answered.
+    fn flush(&mut self) {
+        if self.buf.is_empty() {
+            return;
+        }
+        if let Err(e) = self.sink.write_all(&self.buf) {
+            tracing::error!("cannot write the decision log: {e}");
+        }
+        self.buf.clear();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The queue and its thread, started on the first entry.
+pub struct Writer {
+    shared: Arc<Shared>,
+    /// Set once the thread was started (or could not be): the check every
+    /// entry makes, without taking a lock.
+    started: AtomicBool,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Writer {
+    pub fn new(sink: Sink, log_arguments: bool) -> Writer {
+        Writer::with_limits(sink, log_arguments, CAPACITY, STALL_AFTER)
+    }
+
+    /// A writer with another queue size and stall bound (tests).
+    pub fn with_limits(
+        sink: Sink,
+        log_arguments: bool,
+        capacity: usize,
+        stall_after: Duration,
+    ) -> Writer {
+        Writer {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State {
+                    queue: VecDeque::new(),
+                    writer_waiting: false,
+                    room_waiters: 0,
+                    closed: false,
+                    finished: false,
+                    stalled: false,
+                    missed: 0,
+                }),
+                work: Condvar::new(),
+                room: Condvar::new(),
+                out: Mutex::new(Output {
+                    sink,
+                    buf: Vec::with_capacity(BUFFER),
+                }),
+                log_arguments,
+                capacity: capacity.max(1),
+                stall_after,
+            }),
+            started: AtomicBool::new(false),
+            thread: Mutex::new(None),
+        }
+    }
+
+    /// Queues `entry`, waiting for room when the queue is full (see the
+    /// module docs for how long, and what happens then).
+    pub fn push(&self, entry: Entry) -> Result<(), Stalled> {
+        let time = SystemTime::now();
+        self.start();
+        let shared = &*self.shared;
+        let mut st = lock(&shared.state);
+        if st.queue.len() >= shared.capacity && !st.closed {
+            if st.stalled {
+                st.missed += 1;
+                return Err(shared.stalled());
+            }
+            let deadline = Instant::now() + shared.stall_after;
+            while st.queue.len() >= shared.capacity && !st.closed {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    st.stalled = true;
+                    st.missed += 1;
+                    return Err(shared.stalled());
+                }
+                st.room_waiters += 1;
+                st = shared
+                    .room
+                    .wait_timeout(st, left)
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
+                st.room_waiters -= 1;
+            }
+        }
+        if st.closed {
+            // The thread is gone (or going): write the line here.
+            drop(st);
+            let mut out = lock(&shared.out);
+            out.line(&entry, time, shared.log_arguments);
+            out.flush();
+            return Ok(());
+        }
+        st.queue.push_back(Pending { entry, time });
+        if st.writer_waiting {
+            st.writer_waiting = false;
+            shared.work.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Whether an entry would be refused at once because the log is stalled.
+    pub fn is_stalled(&self) -> bool {
+        lock(&self.shared.state).stalled
+    }
+
+    fn start(&self) {
+        if self.started.load(Ordering::Acquire) {
+            return;
+        }
+        let mut thread = lock(&self.thread);
+        if self.started.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let shared = self.shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("regent-decisions".into())
+            .spawn(move || run(&shared));
+        match spawned {
+            Ok(handle) => *thread = Some(handle),
+            Err(e) => {
+                // Without a thread, lines are written directly (as after
+                // closing): slower, but nothing is lost.
+                tracing::error!("cannot start the decision-log writer, writing directly: {e}");
+                lock(&self.shared.state).closed = true;
+            }
+        }
+    }
+
+    /// Writes what is queued, flushes, and joins the thread; later entries
+    /// are written directly. Gives up waiting after [`CLOSE_WAIT`] when the
+    /// destination is blocked.
+    pub fn close(&self) {
+        let shared = &*self.shared;
+        let handle = {
+            let mut thread = lock(&self.thread);
+            // No thread starts after this.
+            self.started.store(true, Ordering::Release);
+            thread.take()
+        };
+        let mut st = lock(&shared.state);
+        st.closed = true;
+        let Some(handle) = handle else {
+            return;
+        };
+        shared.work.notify_one();
+        let deadline = Instant::now() + CLOSE_WAIT;
+        while !st.finished {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            st.room_waiters += 1;
+            st = shared
+                .room
+                .wait_timeout(st, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+            st.room_waiters -= 1;
+        }
+        drop(st);
+        let _ = handle.join();
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// The writer thread: take the whole queue, format it, write when the queue
+/// runs dry or the buffer is full, sleep until more comes.
+fn run(shared: &Shared) {
+    let mut batch: VecDeque<Pending> = VecDeque::new();
+    let mut written_since_flush = false;
+    loop {
+        let missed;
+        {
+            let mut st = lock(&shared.state);
+            loop {
+                if !st.queue.is_empty() {
+                    break;
+                }
+                if written_since_flush {
+                    // Dry: write out what is buffered before sleeping.
+                    drop(st);
+                    lock(&shared.out).flush();
+                    written_since_flush = false;
+                    st = lock(&shared.state);
+                    continue;
+                }
+                if st.closed {
+                    st.finished = true;
+                    shared.room.notify_all();
+                    return;
+                }
+                st.writer_waiting = true;
+                st = shared.work.wait(st).unwrap_or_else(|p| p.into_inner());
+            }
+            std::mem::swap(&mut st.queue, &mut batch);
+            st.stalled = false;
+            missed = std::mem::take(&mut st.missed);
+            if st.room_waiters > 0 {
+                shared.room.notify_all();
+            }
+        }
+        let mut out = lock(&shared.out);
+        if missed > 0 {
+            out.gap(missed, shared.stalled());
+        }
+        for p in batch.drain(..) {
+            out.line(&p.entry, p.time, shared.log_arguments);
+            if out.buf.len() >= BUFFER {
+                out.flush();
+            }
+        }
+        written_since_flush = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decisions::{Kind, Verdict};
+    use serde_json::Value;
+    use std::io::Read;
+
+    fn entry(i: usize) -> Entry {
+        let mut e = Entry::new(Kind::Resolve, "tools/resolve", "t", json!({"i": i}), "rev");
+        e.verdict = Verdict::Allowed;
+        e
+    }
+
+    fn lines(text: &str) -> Vec<Value> {
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    }
+
+    #[test]
+    fn every_entry_is_written_once_in_order_by_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.jsonl");
+        let w = Writer::new(Sink::File(File::create(&path).unwrap()), false);
+        let n = 10_000;
+        for i in 0..n {
+            w.push(entry(i)).unwrap();
+        }
+        w.close();
+        // After closing, lines are written directly.
+        w.push(entry(n)).unwrap();
+        let got = lines(&std::fs::read_to_string(&path).unwrap());
+        assert_eq!(got.len(), n + 1);
+        let want: Vec<String> = (0..=n)
+            .map(|i| crate::decisions::arguments_digest(&json!({"i": i})))
+            .collect();
+        let digests: Vec<&str> = got
+            .iter()
+            .map(|l| l["argumentsDigest"].as_str().unwrap())
+            .collect();
+        assert_eq!(digests, want);
+        let ids: std::collections::HashSet<&str> =
+            got.iter().map(|l| l["id"].as_str().unwrap()).collect();
+        assert_eq!(ids.len(), n + 1, "resolve lines get distinct ids");
+    }
+
+    #[test]
+    fn a_blocked_destination_stalls_the_log_and_the_gap_is_reported() {
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        let sink = Sink::File(File::from(std::os::fd::OwnedFd::from(writer)));
+        let w = Writer::with_limits(sink, false, 8, Duration::from_millis(50));
+        // Nobody reads the pipe: once it is full the thread blocks, the
+        // queue fills, and a request waits for room, then is refused.
+        let mut accepted = 0;
+        let first_refusal = loop {
+            match w.push(entry(accepted)) {
+                Ok(()) => accepted += 1,
+                Err(e) => break e,
+            }
+            assert!(accepted < 100_000, "the log never stalled");
+        };
+        assert_eq!(first_refusal.waiting, 8);
+        assert!(w.is_stalled());
+        // While stalled, refusals come at once.
+        assert!(w.push(entry(accepted)).is_err());
+
+        let drain = std::thread::spawn(move || {
+            let mut text = String::new();
+            reader.read_to_string(&mut text).unwrap();
+            text
+        });
+        w.close();
+        drop(w); // closes the pipe's write end
+        let got = lines(&drain.join().unwrap());
+        let decisions = got.iter().filter(|l| l["kind"] == json!("resolve")).count();
+        assert_eq!(decisions, accepted, "every accepted decision is written");
+        let gaps: Vec<&Value> = got.iter().filter(|l| l["kind"] == json!("gap")).collect();
+        assert_eq!(gaps.len(), 1, "{gaps:?}");
+        assert_eq!(gaps[0]["missed"], json!(2));
+    }
+}

@@ -1,0 +1,161 @@
+//! The decision log as `regent serve` writes it from its writer thread:
+//! every decision of a pipelined stream is answered and logged, and the
+//! ways serving ends (end of input, SIGTERM) write every line before the
+//! process exits. Runs the built binary on a catalog in a temp dir.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const TOOL: &str = r#"tools:
+  - name: manage_files
+    inputSchema:
+      type: object
+      properties:
+        path: {type: string}
+        action: {type: string, enum: [read, append, replace, delete]}
+      required: [path, action]
+    annotations: {readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false}
+    resolve:
+      - when: {action: read}
+        annotations: {readOnlyHint: true, destructiveHint: false, idempotentHint: true}
+"#;
+
+const HANDSHAKE: &str = concat!(
+    r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+    "\n",
+    r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    "\n"
+);
+
+/// `n` resolve requests with ids 1..=n, after the handshake.
+fn requests(n: usize) -> String {
+    let mut s = HANDSHAKE.to_string();
+    for id in 1..=n {
+        let action = ["read", "append", "replace", "delete"][id % 4];
+        s.push_str(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/resolve","params":{{"name":"manage_files","arguments":{{"path":"notes/{id}.txt","action":"{action}"}}}}}}"#
+        ));
+        s.push('\n');
+    }
+    s
+}
+
+fn catalog(dir: &Path) -> std::path::PathBuf {
+    let cat = dir.join("catalog");
+    std::fs::create_dir(&cat).unwrap();
+    std::fs::write(cat.join("tools.yaml"), TOOL).unwrap();
+    cat
+}
+
+fn log_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad log line {l}: {e}")))
+        .collect()
+}
+
+/// Waits for the child to exit, killing it after a generous bound.
+fn wait(child: &mut Child) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("regent serve did not exit");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The ids of result answers; panics on an error answer.
+fn answered_ids(lines: impl Iterator<Item = String>) -> BTreeSet<u64> {
+    lines
+        .map(|l| serde_json::from_str::<Value>(&l).unwrap())
+        .filter(|m| m.get("id").is_some_and(|id| id != 0))
+        .map(|m| {
+            assert!(m.get("result").is_some(), "not a result: {m}");
+            m["id"].as_u64().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn a_pipelined_stream_is_answered_and_logged_in_full_by_the_end_of_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    // Far more than one 64 KiB read: lines are split across reads, which
+    // once lost a request whenever rmcp dropped a half-finished read.
+    let n = 3000;
+    let input = tmp.path().join("requests.jsonl");
+    std::fs::write(&input, requests(n)).unwrap();
+    let log = tmp.path().join("decisions.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_regent"))
+        .arg("serve")
+        .arg("--no-watch")
+        .arg("--decision-log")
+        .arg(&log)
+        .arg(&cat)
+        .stdin(std::fs::File::open(&input).unwrap())
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let ids = answered_ids(text.lines().map(str::to_string));
+    assert_eq!(ids, (1..=n as u64).collect(), "every request is answered");
+    let logged = log_lines(&log);
+    assert_eq!(logged.len(), n, "one decision line per resolve");
+    assert!(logged.iter().all(|l| l["kind"] == "resolve"));
+}
+
+#[test]
+fn sigterm_ends_stdio_serving_after_writing_every_decision() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let log = tmp.path().join("decisions.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_regent"))
+        .arg("serve")
+        .arg("--no-watch")
+        .arg("--decision-log")
+        .arg(&log)
+        .arg(&cat)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let n = 500;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(requests(n).as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut lines = Vec::new();
+    // The initialize answer, then one per request.
+    for _ in 0..=n {
+        let mut line = String::new();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "stdout closed early"
+        );
+        lines.push(line);
+    }
+    assert_eq!(answered_ids(lines.into_iter()).len(), n);
+    // stdin stays open: only the signal ends the session.
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = wait(&mut child);
+    drop(stdin);
+    assert!(status.success(), "SIGTERM is a clean shutdown: {status:?}");
+    assert_eq!(log_lines(&log).len(), n, "every decision is in the log");
+}
