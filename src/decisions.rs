@@ -145,55 +145,65 @@ impl Entry {
         self.id.clone().unwrap_or_else(new_id)
     }
 
-    /// The line, as JSON, for an entry recorded at `time`.
-    pub fn to_json(&self, time: SystemTime, log_arguments: bool) -> Value {
-        let mut m = Map::new();
-        m.insert("time".into(), json!(rfc3339(time)));
-        m.insert("id".into(), json!(self.id()));
-        m.insert(
-            "kind".into(),
-            json!(match self.kind {
-                Kind::Resolve => "resolve",
-                Kind::Call => "call",
-            }),
-        );
-        m.insert("method".into(), json!(self.method));
-        m.insert("tool".into(), json!(self.tool));
-        m.insert(
-            "argumentsDigest".into(),
-            json!(arguments_digest(&self.arguments)),
-        );
+    /// The line (without its newline) for an entry recorded at `time`,
+    /// written straight to JSON text: this runs for every decision.
+    pub fn line(&self, time: SystemTime, log_arguments: bool, out: &mut Vec<u8>) {
+        // Writing strings and values into a Vec cannot fail.
+        fn member<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, key: &str, value: &T) {
+            out.push(b',');
+            let _ = serde_json::to_writer(&mut *out, key);
+            out.push(b':');
+            let _ = serde_json::to_writer(&mut *out, value);
+        }
+        out.extend_from_slice(br#"{"time":"#);
+        let _ = serde_json::to_writer(&mut *out, &rfc3339(time));
+        member(out, "id", &self.id());
+        let kind = match self.kind {
+            Kind::Resolve => "resolve",
+            Kind::Call => "call",
+        };
+        member(out, "kind", kind);
+        member(out, "method", self.method);
+        member(out, "tool", &self.tool);
+        member(out, "argumentsDigest", &arguments_digest(&self.arguments));
         if log_arguments {
-            m.insert("arguments".into(), self.arguments.clone());
+            member(out, "arguments", &self.arguments);
         }
         if let Some(a) = &self.annotations {
-            m.insert("annotations".into(), Value::Object(a.clone()));
+            member(out, "annotations", a);
         }
         match &self.verdict {
             Verdict::Allowed => {
-                m.insert("decision".into(), json!("allowed"));
-                m.insert("reasons".into(), json!([]));
+                member(out, "decision", "allowed");
+                member(out, "reasons", &[] as &[String]);
             }
             Verdict::Denied(reasons) => {
-                m.insert("decision".into(), json!("denied"));
-                m.insert("reasons".into(), json!(reasons));
+                member(out, "decision", "denied");
+                member(out, "reasons", reasons);
             }
             Verdict::Error(why) => {
-                m.insert("decision".into(), json!("error"));
-                m.insert("error".into(), json!(why));
+                member(out, "decision", "error");
+                member(out, "error", why);
             }
         }
-        m.insert("revision".into(), json!(self.revision));
+        member(out, "revision", &self.revision);
         if let Some(r) = &self.refused {
-            m.insert("refused".into(), json!(r));
+            member(out, "refused", r);
         }
         if let Some(o) = &self.outcome {
-            m.insert("outcome".into(), o.clone());
+            member(out, "outcome", o);
         }
         if let Some(d) = self.duration {
-            m.insert("durationMs".into(), json!(millis(d)));
+            member(out, "durationMs", &json!(millis(d)));
         }
-        Value::Object(m)
+        out.push(b'}');
+    }
+
+    /// The line, as JSON.
+    pub fn to_json(&self, time: SystemTime, log_arguments: bool) -> Value {
+        let mut line = Vec::new();
+        self.line(time, log_arguments, &mut line);
+        serde_json::from_slice(&line).expect("a decision line is JSON")
     }
 }
 
@@ -292,6 +302,59 @@ mod tests {
             e.to_json(UNIX_EPOCH, true)
                 .to_string()
                 .contains("secret-ish")
+        );
+    }
+
+    #[test]
+    fn a_call_line_has_every_field_in_order() {
+        let mut e = Entry::new(Kind::Call, "tools/call", "t", json!({"b": 1, "a": 2}), "r");
+        e.annotations = Some(Map::from_iter([("readOnlyHint".to_string(), json!(true))]));
+        e.verdict = Verdict::Allowed;
+        e.refused = Some("why".into());
+        e.outcome = Some(json!({"exitCode": 0}));
+        e.duration = Some(Duration::from_micros(12_500));
+        let line = e.to_json(UNIX_EPOCH, true);
+        let keys: Vec<&str> = line
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "time",
+                "id",
+                "kind",
+                "method",
+                "tool",
+                "argumentsDigest",
+                "arguments",
+                "annotations",
+                "decision",
+                "reasons",
+                "revision",
+                "refused",
+                "outcome",
+                "durationMs"
+            ]
+        );
+        assert_eq!(line["time"], json!("1970-01-01T00:00:00.000Z"));
+        assert_eq!(line["id"], json!(e.id.clone().unwrap()));
+        assert_eq!(
+            line["argumentsDigest"],
+            json!(arguments_digest(&json!({"a": 2, "b": 1})))
+        );
+        assert_eq!(line["reasons"], json!([]));
+        assert_eq!(line["durationMs"], json!(12.5));
+        let mut denied = Entry::new(Kind::Resolve, "tools/resolve", "t", json!({}), "r");
+        denied.verdict = Verdict::Error("boom".into());
+        let line = denied.to_json(UNIX_EPOCH, false);
+        assert_eq!(line["decision"], json!("error"));
+        assert_eq!(line["error"], json!("boom"));
+        assert!(
+            line["id"].as_str().is_some_and(|id| id.len() == 36),
+            "{line}"
         );
     }
 }

@@ -21,7 +21,7 @@
 //!
 //! Closing ([`DecisionLog::close`]) writes everything queued, flushes and
 //! joins the thread; a line recorded after that is written directly. What
-//! goes into a line is `Entry`'s business ([`super::Entry::to_json`]).
+//! goes into a line is `Entry`'s business ([`super::Entry::line`]).
 //!
 //! [`DecisionLog::record`]: super::DecisionLog::record
 //! [`DecisionLog::close`]: super::DecisionLog::close
@@ -152,9 +152,7 @@ struct Output {
 
 impl Output {
     fn line(&mut self, entry: &Entry, time: SystemTime, log_arguments: bool) {
-        let v = entry.to_json(time, log_arguments);
-        // Serializing a Value into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut self.buf, &v);
+        entry.line(time, log_arguments, &mut self.buf);
         self.buf.push(b'\n');
     }
 
