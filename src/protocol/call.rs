@@ -24,11 +24,12 @@ use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, MetaObject};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
-use super::confirm::{self, Answer, RequestStates, Retry};
+use super::input::{self, RequestStates, Retry};
 use super::{errors, wire};
 use crate::catalog::{Catalog, ResolveError};
 use crate::decisions::{DecisionLog, Entry, Kind, Verdict};
 use crate::exec::{self, Outcome, RunSpec};
+use crate::fill::{self, Fill, Replies, Reply};
 
 /// `_meta` key of the decision on call and resolve results:
 /// `{"id"?, "allowed": bool, "reasons": [..]}` (`id` on calls only).
@@ -65,17 +66,86 @@ pub async fn call(
 ) -> Result<CallToolResponse, ErrorData> {
     let log = cc.log;
     let mut entry = Entry::new(Kind::Call, "tools/call", name, &args, &catalog.revision);
-    let r = match catalog.resolve(name, &args) {
-        Ok(r) => r,
-        Err(e) => {
-            if !matches!(e, ResolveError::UnknownTool(_)) {
-                entry.verdict = Verdict::Error(e.to_string());
+    let fail = |mut entry: Entry, e: ResolveError| {
+        if !matches!(e, ResolveError::UnknownTool(_)) {
+            entry.verdict = Verdict::Error(e.to_string());
+            log.record(&entry);
+        }
+        errors::resolve_error(&catalog, &e)
+    };
+    let Some(tool) = catalog.tool(name) else {
+        return Err(fail(entry, ResolveError::UnknownTool(name.to_string())));
+    };
+    if let Some(r) = fill::supplied_by_client(tool, &args) {
+        return Err(errors::server_filled(tool, r));
+    }
+    // What the client answered so far: nothing yet on a 2025-11-25 session
+    // (questions are asked live below), the sealed earlier rounds plus this
+    // retry's answers on 2026-07-28.
+    let digest_cell = std::sync::OnceLock::new();
+    let digest =
+        || -> &str { digest_cell.get_or_init(|| crate::decisions::arguments_digest(&args)) };
+    let mut replies = if cc.mrtr && (cc.retry.state.is_some() || cc.retry.responses.is_some()) {
+        input::open(cc.states, &cc.retry, name, digest()).inspect_err(|e| {
+            entry.refused = Some(e.message.to_string());
+            log.record(&entry);
+        })?
+    } else {
+        Replies::new()
+    };
+
+    // 1. Check what the model sent, then fill the parameters the server
+    //    provides, asking the client where a resolver needs it.
+    if !tool.resolvers.is_empty()
+        && let Err(e) = catalog.validate_partial(name, &args)
+    {
+        return Err(fail(entry, e));
+    }
+    let full = loop {
+        match fill::fill(tool, &args, &replies, fill::Mode::Call) {
+            Ok(Fill::Done(full)) => break full,
+            Ok(Fill::Refused(why)) => {
+                let mut meta = Map::new();
+                meta.insert(EXECUTION_META.into(), json!({"refused": why}));
+                entry.refused = Some(why.clone());
                 log.record(&entry);
+                let text = format!("regent did not run {name}: {why}");
+                return Ok(result(vec![text], None, true, meta).into());
             }
-            return Err(errors::resolve_error(&catalog, &e));
+            Ok(Fill::Ask(questions)) => {
+                if cc.mrtr {
+                    // Not a decision yet: the retry writes the log line.
+                    return input::input_required(
+                        cc.states,
+                        ctx,
+                        &questions,
+                        &replies,
+                        name,
+                        digest(),
+                    )
+                    .map(Into::into)
+                    .inspect_err(|e| {
+                        entry.refused = Some(e.message.to_string());
+                        log.record(&entry);
+                    });
+                }
+                let answered = input::ask_live(ctx, &questions, name)
+                    .await
+                    .inspect_err(|e| {
+                        entry.refused = Some(e.message.to_string());
+                        log.record(&entry);
+                    })?;
+                replies.extend(answered);
+            }
+            Err(e) => return Err(fail(entry, e)),
         }
     };
-    let tool = r.tool;
+
+    // 2. Decide on the whole arguments.
+    let r = match catalog.resolve(name, &full) {
+        Ok(r) => r,
+        Err(e) => return Err(fail(entry, e)),
+    };
     entry.annotations = Some(wire::annotations(tool, Some(&r)));
     let mut meta = Map::new();
     meta.insert(
@@ -95,35 +165,52 @@ pub async fn call(
     }
     entry.verdict = Verdict::Allowed;
 
+    // 3. Ask for the confirmation the decision requires, once.
     if let Some(message) = &r.confirm {
-        let digest = crate::decisions::arguments_digest(&args);
-        let answer = confirm::ask(cc.states, ctx, cc.mrtr, &cc.retry, name, &digest, message).await;
-        match answer {
-            Ok(Answer::Accepted) => {}
-            Ok(Answer::InputRequired(ir)) => {
-                // Not a decision yet: the retry writes the log line.
-                return Ok(ir.into());
+        let reply = match replies.get(input::CONFIRM_KEY) {
+            Some(reply) => reply.clone(),
+            None => {
+                let question = [input::confirmation(message)];
+                let asked = if cc.mrtr {
+                    match input::input_required(cc.states, ctx, &question, &replies, name, digest())
+                    {
+                        // Not a decision yet: the retry writes the log line.
+                        Ok(ir) => return Ok(ir.into()),
+                        Err(e) => Err(e),
+                    }
+                } else {
+                    input::ask_live(ctx, &question, name).await
+                };
+                match asked {
+                    Ok(mut answered) => answered.remove(0).1,
+                    Err(e) => {
+                        entry.refused = Some(e.message.to_string());
+                        log.record(&entry);
+                        return Err(e);
+                    }
+                }
             }
-            Ok(Answer::Refused(action)) => {
-                let why = format!("the user did not confirm the call ({action})");
-                meta.insert(
-                    EXECUTION_META.into(),
-                    json!({"refused": why, "confirmation": action}),
-                );
-                entry.refused = Some(why);
-                log.record(&entry);
-                let text = format!(
-                    "regent did not run {name}: the user was asked \"{message}\" and answered {action}"
-                );
-                return Ok(result(vec![text], None, true, meta).into());
-            }
-            Err(e) => {
-                entry.refused = Some(e.message.to_string());
-                log.record(&entry);
-                return Err(e);
-            }
+        };
+        let action = match reply {
+            Reply::Elicit { action, .. } => action,
+            Reply::Roots { .. } => fill::Action::Cancel,
+        };
+        if action != fill::Action::Accept {
+            let action = action.as_str();
+            let why = format!("the user did not confirm the call ({action})");
+            meta.insert(
+                EXECUTION_META.into(),
+                json!({"refused": why, "confirmation": action}),
+            );
+            entry.refused = Some(why);
+            log.record(&entry);
+            let text = format!(
+                "regent did not run {name}: the user was asked \"{message}\" and answered {action}"
+            );
+            return Ok(result(vec![text], None, true, meta).into());
         }
     }
+    let args = full;
 
     let refuse = |mut entry: Entry, mut meta: Map<String, Value>, why: String| {
         meta.insert(EXECUTION_META.into(), json!({"refused": why}));

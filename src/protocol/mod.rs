@@ -9,8 +9,8 @@
 //! layer only translates.
 
 pub mod call;
-pub mod confirm;
 mod errors;
+pub mod input;
 pub mod metered;
 mod notify;
 pub mod transport;
@@ -38,7 +38,7 @@ pub use errors::resolve_error;
 pub struct Regent {
     state: Arc<CatalogState>,
     decisions: Arc<DecisionLog>,
-    states: Arc<confirm::RequestStates>,
+    states: Arc<input::RequestStates>,
 }
 
 impl Regent {
@@ -47,7 +47,7 @@ impl Regent {
     /// `requestState` values are sealed with a key generated here; use
     /// [`Regent::with_request_states`] for a configured one.
     pub fn new(state: Arc<CatalogState>) -> Regent {
-        let states = confirm::RequestStates::generated()
+        let states = input::RequestStates::generated()
             .unwrap_or_else(|e| panic!("no request-state key: {e}"));
         Regent {
             state,
@@ -57,7 +57,7 @@ impl Regent {
     }
 
     /// Seals and opens `requestState` with `states` (a configured key).
-    pub fn with_request_states(mut self, states: confirm::RequestStates) -> Regent {
+    pub fn with_request_states(mut self, states: input::RequestStates) -> Regent {
         self.states = Arc::new(states);
         self
     }
@@ -160,7 +160,33 @@ fn resolve_logged(
         "tools/annotations"
     };
     let mut entry = Entry::new(Kind::Resolve, method, &name, &args, &catalog.revision);
-    let r = catalog.resolve(&name, &args).map_err(|e| {
+    // A client's preflight sees what its call would: the parameters the
+    // server fills by itself are filled, those the client would be asked for
+    // are absent. `regent resolve` and `regent test` take arguments as given,
+    // so that a case can supply a resolved parameter as a fixture.
+    let filled;
+    let args = if log.is_some() && !tool.resolvers.is_empty() {
+        if let Some(r) = crate::fill::supplied_by_client(tool, &args) {
+            return Err(errors::server_filled(tool, r));
+        }
+        catalog
+            .validate_partial(&name, &args)
+            .map_err(|e| errors::resolve_error(catalog, &e))?;
+        filled = match crate::fill::fill(
+            tool,
+            &args,
+            &Default::default(),
+            crate::fill::Mode::Preflight,
+        ) {
+            Ok(crate::fill::Fill::Done(v)) => v,
+            Ok(_) => args.clone(),
+            Err(e) => return Err(errors::resolve_error(catalog, &e)),
+        };
+        &filled
+    } else {
+        &args
+    };
+    let r = catalog.resolve(&name, args).map_err(|e| {
         entry.verdict = Verdict::Error(e.to_string());
         if let Some(log) = log {
             log.record(&entry);
@@ -259,7 +285,7 @@ impl ServerHandler for Regent {
             log: &self.decisions,
             states: &self.states,
             mrtr: has_result_type(&ctx),
-            retry: confirm::Retry {
+            retry: input::Retry {
                 responses: request.input_responses,
                 state: request.request_state,
             },
