@@ -135,6 +135,20 @@ pub fn compile(
             );
             continue;
         };
+        // Checked before the source, so both problems show at once.
+        let mut ok = true;
+        for (i, need) in r.needs.iter().enumerate() {
+            if props.is_none_or(|p| !p.contains_key(need)) {
+                ok = false;
+                diags.push(unknown_need(
+                    file.locate(&r_at.key("needs").index(i)),
+                    decl,
+                    param,
+                    need,
+                    props,
+                ));
+            }
+        }
         let Some(source) = source(file, &r_at, decl, param, prop, r, diags) else {
             continue;
         };
@@ -156,19 +170,6 @@ pub fn compile(
         }
         needs.sort();
         needs.dedup();
-        let mut ok = true;
-        for (i, need) in r.needs.iter().enumerate() {
-            if props.is_none_or(|p| !p.contains_key(need)) {
-                ok = false;
-                diags.push(unknown_need(
-                    file.locate(&r_at.key("needs").index(i)),
-                    decl,
-                    param,
-                    need,
-                    props,
-                ));
-            }
-        }
         if let Source::Elicit(e) = &source {
             for name in e.message.args() {
                 if props.is_none_or(|p| !p.contains_key(name)) {
