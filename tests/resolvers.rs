@@ -116,6 +116,22 @@ async fn decline_cancel_and_missing_capabilities_refuse_the_call() {
                 text(&res)
             );
             assert!(!text(&res).contains("api|"), "the tool ran: {res}");
+            // The audit log says the call was refused before any decision.
+            let last = r.decisions().pop().expect("a decision-log line");
+            assert!(
+                last["refused"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains(&format!("answered {word}")),
+                "{last}"
+            );
+            assert!(
+                last["error"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with("no decision"),
+                "{last}"
+            );
             r.close().await;
         }
 

@@ -66,6 +66,10 @@ pub async fn call(
 ) -> Result<CallToolResponse, ErrorData> {
     let log = cc.log;
     let mut entry = Entry::new(Kind::Call, "tools/call", name, &args, &catalog.revision);
+    // Until the policy has decided, a refusal (a spent state, a declined
+    // question for a parameter) is logged as made before any decision.
+    entry.verdict =
+        Verdict::Error("no decision: the call was refused before the policy ran".into());
     let fail = |mut entry: Entry, e: ResolveError| {
         if !matches!(e, ResolveError::UnknownTool(_)) {
             entry.verdict = Verdict::Error(e.to_string());
