@@ -181,8 +181,8 @@ fn bad_state(tool: &str) -> ErrorData {
 
 /// 2026-07-28: the replies a retry carries: those of earlier rounds, sealed
 /// in its state, and its `inputResponses` to the questions that state asked.
-/// Answers to questions that were not asked are ignored; answers without a
-/// state prove nothing and are refused.
+/// Answers to questions that were not asked are ignored; answers to
+/// regent's questions without a state prove nothing and are refused.
 pub fn open(
     states: &RequestStates,
     retry: &Retry,
@@ -190,7 +190,15 @@ pub fn open(
     args_digest: &str,
 ) -> Result<Replies, ErrorData> {
     let Some(state) = &retry.state else {
-        if retry.responses.as_ref().is_some_and(|r| !r.is_empty()) {
+        // An answer to one of regent's questions without the state that
+        // asked it proves nothing: refuse it. Answers under other keys are
+        // ignored, and the questions are asked (SEP-2322 asks servers to
+        // re-request rather than fail).
+        if retry
+            .responses
+            .as_ref()
+            .is_some_and(|r| r.keys().any(|k| k.starts_with("regent/")))
+        {
             return Err(bad_state(tool));
         }
         return Ok(Replies::new());
