@@ -8,6 +8,7 @@ pub mod commands;
 pub mod decisions;
 pub mod diag;
 pub mod exec;
+pub mod fill;
 pub mod http;
 pub mod metrics;
 pub mod par;

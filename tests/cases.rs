@@ -57,6 +57,9 @@ struct Expect {
     deny: Option<Value>,
     #[serde(default)]
     error: Option<String>,
+    /// A message, or `true`/`false` for whether there is a question.
+    #[serde(default)]
+    confirm: Option<Value>,
 }
 
 fn empty_object() -> Value {
@@ -163,6 +166,17 @@ fn check(response: &Value, expect: &Expect, label: &str) {
             decision["allowed"],
             json!(want.as_array().is_some_and(|a| a.is_empty())),
             "{label}: allowed disagrees with the reasons: {decision}"
+        );
+    }
+    if let Some(want) = &expect.confirm {
+        let got = result["_meta"]["regent/decision"].get("confirm");
+        let ok = match want {
+            Value::Bool(asked) => got.is_some() == *asked,
+            message => got == Some(message),
+        };
+        assert!(
+            ok,
+            "{label}: confirm\n  expected: {want}\n  actual:   {got:?}"
         );
     }
     if let Some(s) = &expect.security_schemes {

@@ -258,7 +258,18 @@ fn input_required_round_trip_and_refused_states() {
     assert_eq!(r["result"]["isError"], json!(true), "{r}");
     assert!(!marker.exists());
 
-    // Accepted with the state: runs.
+    // A state is spent once opened: the same one, now answered accept,
+    // is refused, so a recorded answer cannot be replayed.
+    let r = raw.call(args.clone(), Some(accept()), Some(&state));
+    assert_eq!(r["error"]["code"], json!(-32602), "{r}");
+    assert!(!marker.exists(), "a spent state ran the tool");
+
+    // A fresh round, accepted: runs.
+    let again = raw.call(args.clone(), None, None);
+    let state = again["result"]["requestState"]
+        .as_str()
+        .expect("requestState")
+        .to_string();
     let r = raw.call(args.clone(), Some(accept()), Some(&state));
     assert_eq!(r["result"]["isError"], json!(false), "{r}");
     assert_eq!(r["result"]["resultType"], json!("complete"), "{r}");

@@ -1,7 +1,7 @@
 //! The git example, run for real on a fresh repository through rmcp's client
 //! in both protocol eras: read-only commands read, commit adds, reset --hard
-//! and clean destroy, and a repository "path" that is really an option never
-//! reaches git.
+//! and clean destroy. The repository comes from the client's roots: a model
+//! cannot name it, and an option disguised as an argument never reaches git.
 
 mod exec_support;
 
@@ -47,14 +47,10 @@ async fn the_git_example_reads_adds_and_destroys_as_its_annotations_say() {
             .without("GIT_AUTHOR_EMAIL")
             .without("GIT_COMMITTER_NAME")
             .without("GIT_COMMITTER_EMAIL")
+            .roots(&[&format!("file://{}", repo.display())])
             .connect(era)
             .await;
-        let repo_s = repo.to_str().unwrap();
-        let call = |args: serde_json::Value| {
-            let mut a = args;
-            a["repo"] = json!(repo_s);
-            r.call("git", a)
-        };
+        let call = |args: serde_json::Value| r.call("git", args);
 
         let res = call(json!({"command": "status"})).await;
         assert!(!is_error(&res), "{era:?}: {res}");
@@ -92,14 +88,20 @@ async fn the_git_example_reads_adds_and_destroys_as_its_annotations_say() {
         assert!(!is_error(&res), "{}", text(&res));
         assert!(!repo.join("junk.txt").exists());
 
-        // An option disguised as a repository never reaches git.
+        // The model cannot choose the repository: `repo` is not listed,
+        // and a call that sends it is refused before anything runs.
+        let listed = r.client.list_all_tools().await.unwrap();
+        let schema = serde_json::to_value(&listed[0].input_schema).unwrap();
+        assert!(schema["properties"].get("repo").is_none(), "{schema}");
+        assert_eq!(schema["required"], json!(["command"]), "{schema}");
         let marker = tmp.path().join("pwned");
         let evil = format!("--upload-pack=touch {}", marker.display());
-        let res = r
-            .call("git", json!({"repo": evil, "command": "status"}))
-            .await;
-        assert!(is_error(&res));
-        assert!(text(&res).contains("starts with `-`"), "{}", text(&res));
+        let err = r
+            .try_call("git", json!({"repo": evil, "command": "status"}))
+            .await
+            .expect_err("repo is filled by the server");
+        assert!(err.to_string().contains("filled by the server"), "{err}");
+        // An option disguised as another argument never reaches git either.
         let res = call(json!({"command": "reset_hard", "ref": "--hard"})).await;
         assert!(is_error(&res));
         assert!(text(&res).contains("argument `ref`"), "{}", text(&res));
@@ -113,10 +115,7 @@ async fn the_git_example_reads_adds_and_destroys_as_its_annotations_say() {
             ("clean", false, true),
         ] {
             let resolved = r
-                .resolve(
-                    "git",
-                    json!({"repo": repo_s, "command": command, "message": "m"}),
-                )
+                .resolve("git", json!({"command": command, "message": "m"}))
                 .await;
             assert_eq!(
                 resolved["annotations"]["readOnlyHint"],
@@ -129,6 +128,11 @@ async fn the_git_example_reads_adds_and_destroys_as_its_annotations_say() {
                 "{command}"
             );
         }
+        // Each of the nine calls that got past argument checks asked for
+        // the roots once (2025-11-25: one roots/list during the call;
+        // 2026-07-28: one input round); the refused one and the preflights
+        // asked nothing.
+        assert_eq!(r.roots_listed(), 9, "{era:?}");
         r.close().await;
     }
 }

@@ -38,6 +38,8 @@ const DEFS: &[(&str, &str)] = &[
     ("StaticAnnotations", "/tools/0/annotations"),
     ("MappingRule", "/tools/0/resolve/0"),
     ("HintValues", "/tools/0/resolve/0/annotations"),
+    ("Resolver", "/tools/0/resolvers/p"),
+    ("Elicit", "/tools/0/resolvers/p/elicit"),
 ];
 
 fn def_schema(name: &str) -> Value {
@@ -53,7 +55,8 @@ fn minimal_tool_file() -> Value {
         "name": "probe",
         "inputSchema": {"type": "object"},
         "annotations": {},
-        "resolve": [{"annotations": {}}]
+        "resolve": [{"annotations": {}}],
+        "resolvers": {"p": {"elicit": {"message": "m"}}}
     }]})
 }
 
@@ -66,6 +69,13 @@ fn sample(prop: &Value) -> Value {
             // The JSON Schema meta-schema: the simplest tool argument schema.
             None => json!({"type": "object"}),
         };
+    }
+    if let Some(first) = prop
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.iter().find(|v| !v.is_null()))
+    {
+        return first.clone();
     }
     if let Some(any) = prop.get("anyOf").and_then(Value::as_array) {
         return sample_def(any[0]["$ref"].as_str().unwrap().rsplit('/').next().unwrap());
@@ -183,15 +193,16 @@ fn required_keys_match_the_model() {
 /// builder checks them against the meta-schema); the published schema
 /// checks the meta-schema itself, so there it may be stricter.
 fn free_json(def: &str, key: &str) -> bool {
-    def == "Tool" && matches!(key, "inputSchema" | "outputSchema")
+    (def == "Tool" && matches!(key, "inputSchema" | "outputSchema"))
+        || (def == "Elicit" && key == "schema")
 }
 
 /// Where the model is looser than anyone should rely on, the schema stays
 /// strict on purpose. Each entry says why; keep this list short.
 fn known_quirk(def: &str, key: &str, probe: &Value) -> bool {
     // YAML reads `name: null` as the text "null"; a tool named "null" is a
-    // mistake, and editors should say so.
-    def == "Tool" && key == "name" && probe.is_null()
+    // mistake, and editors should say so. The same for a question.
+    ((def == "Tool" && key == "name") || (def == "Elicit" && key == "message")) && probe.is_null()
 }
 
 #[test]

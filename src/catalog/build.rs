@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::generate;
 use super::hints::Hints;
 use super::policy::{self, EnginePool};
+use super::resolvers;
 use super::run;
 use super::schema;
 use super::{BuildOptions, Catalog, Field, Rule, Tool};
@@ -255,8 +256,17 @@ fn compile_tool(
     let rules = compile_rules(file, at, decl, &listed, &mut diags);
     let mut warnings = Vec::new();
     let run = run::compile(file, at, decl, &mut diags, &mut warnings);
+    let mut resolvers = resolvers::compile(file, at, decl, &mut diags);
+    let resolver_rules: Vec<(usize, String)> = resolvers
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| match &r.source {
+            resolvers::Source::Policy { rule, .. } => Some((i, rule.clone())),
+            _ => None,
+        })
+        .collect();
 
-    let needs_engine = !rules.is_empty() || decl.policy.is_some();
+    let needs_engine = !rules.is_empty() || decl.policy.is_some() || !resolver_rules.is_empty();
     if let Some(pkg) = &decl.policy
         && own.is_empty()
     {
@@ -272,15 +282,46 @@ fn compile_tool(
     let mut engines = None;
     let mut plan = Vec::new();
     if needs_engine && !blocking(&diags) {
-        match tool_engine(decl, own, base, library) {
-            Ok((engine, p)) => {
+        let rule_refs: Vec<&str> = resolver_rules.iter().map(|(_, r)| r.as_str()).collect();
+        match tool_engine(decl, own, base, library, &rule_refs) {
+            Ok((engine, p, steps)) => {
                 engines = Some(EnginePool::new(engine));
                 plan = p;
+                for ((i, _), step) in resolver_rules.iter().zip(steps) {
+                    match step {
+                        Ok(step) => {
+                            if let resolvers::Source::Policy { step: s, .. } =
+                                &mut resolvers[*i].source
+                            {
+                                *s = Some(step);
+                            }
+                        }
+                        Err(d) => diags.push(d.located_or(resolvers[*i].location.clone())),
+                    }
+                }
             }
             Err(d) => diags.push(d.located_or(location.clone())),
         }
     }
 
+    // Arguments as a client (or a test case) sends them: resolved parameters
+    // may be missing, but a value given for one is still checked.
+    let partial_validator = if resolvers.is_empty() {
+        None
+    } else {
+        match jsonschema::validator_for(&resolvers::partial_schema(&decl.input_schema, &resolvers))
+        {
+            Ok(v) => Some(v),
+            Err(e) => {
+                diags.push(Diagnostic::error(
+                    "invalid-schema",
+                    file.locate(&at.key("inputSchema")),
+                    format!("inputSchema without its resolved parameters cannot be compiled: {e}"),
+                ));
+                None
+            }
+        }
+    };
     let ok = !blocking(&diags);
     diags.append(&mut warnings);
     match validator {
@@ -290,7 +331,7 @@ fn compile_tool(
                 title: decl.title.clone(),
                 description: decl.description.clone(),
                 input_schema: decl.input_schema.clone(),
-                listed_input_schema: decl.input_schema.clone(),
+                listed_input_schema: resolvers::listed_schema(&decl.input_schema, &resolvers),
                 output_schema: decl.output_schema.clone(),
                 annotations_title: decl.annotations.as_ref().and_then(|a| a.title.clone()),
                 listed,
@@ -300,6 +341,8 @@ fn compile_tool(
                 policy: decl.policy.clone(),
                 location,
                 validator,
+                partial_validator,
+                resolvers,
                 output_validator,
                 engines,
                 run,
@@ -437,7 +480,8 @@ fn tool_engine(
     own: &[&PolicyFile],
     base: &regorus::Engine,
     library: &[(&str, &str)],
-) -> Result<(regorus::Engine, Vec<(Field, policy::Step)>), LocatedError> {
+    resolver_rules: &[&str],
+) -> Result<ToolEngine, LocatedError> {
     let mut engine = base.clone();
     // Every module that could declare a contract rule: (file, package).
     let modules: Vec<(&str, &str)> = own
@@ -508,11 +552,61 @@ fn tool_engine(
         }
         plan.push((field, step));
     }
-    Ok((engine, plan))
+    let steps = resolver_rules
+        .iter()
+        .map(|rule| resolver_step(&mut engine, &modules, rule))
+        .collect();
+    Ok((engine, plan, steps))
+}
+
+/// A prepared engine, its per-request plan, and one step (or the reason
+/// there is none) per policy resolver rule.
+type ToolEngine = (
+    regorus::Engine,
+    Vec<(Field, policy::Step)>,
+    Vec<Result<policy::Step, LocatedError>>,
+);
+
+/// The step that evaluates a policy resolver's rule, checked to exist and
+/// evaluated once on the sample input (which the engine holds).
+fn resolver_step(
+    engine: &mut regorus::Engine,
+    modules: &[(&str, &str)],
+    rule: &str,
+) -> Result<policy::Step, LocatedError> {
+    let dotted = rule.strip_prefix("data.").unwrap_or(rule);
+    let declared = modules.iter().any(|(file, package)| {
+        dotted
+            .strip_prefix(&format!("{package}."))
+            .is_some_and(|root| {
+                engine
+                    .has_declared_rule_rooted_at(file, root)
+                    .unwrap_or(true)
+            })
+    });
+    if !declared {
+        return Err(LocatedError::Undeclared(rule.to_string()));
+    }
+    let mut step = policy::Step {
+        path: rule.to_string(),
+        by_query: false,
+    };
+    match step.eval(engine) {
+        Ok(_) => Ok(step),
+        Err(e) if policy::is_undeclared(&e) => {
+            step.by_query = true;
+            step.eval(engine)
+                .map_err(|e| LocatedError::Eval(e.location, e.message))?;
+            Ok(step)
+        }
+        Err(e) => Err(LocatedError::Eval(e.location, e.message)),
+    }
 }
 
 enum LocatedError {
     Diag(Diagnostic),
+    /// A resolver's rule that no loaded module declares.
+    Undeclared(String),
     Eval(Option<Location>, String),
 }
 
@@ -520,6 +614,12 @@ impl LocatedError {
     fn located_or(self, fallback: Location) -> Diagnostic {
         match self {
             LocatedError::Diag(d) => d,
+            LocatedError::Undeclared(rule) => Diagnostic::error(
+                "resolver-policy",
+                fallback,
+                format!("no policy module declares the resolver rule `{rule}`"),
+            )
+            .with_help("define the rule in the tool's policy package, or fix its name"),
             LocatedError::Eval(loc, msg) => Diagnostic::error(
                 "policy-eval",
                 loc.unwrap_or(fallback),

@@ -17,6 +17,7 @@ pub mod proof;
 pub mod rego_ast;
 pub mod rego_test;
 mod resolve;
+pub mod resolvers;
 pub mod run;
 pub mod schema;
 
@@ -95,7 +96,13 @@ pub struct Tool {
     /// The Rego package holding this tool's policy.
     pub policy: Option<String>,
     pub location: Location,
+    /// The whole input schema, for arguments once every parameter is filled.
     validator: jsonschema::Validator,
+    /// The input schema without requiring resolved parameters, for what a
+    /// client or test case sends; `None` when the tool has no resolvers.
+    partial_validator: Option<jsonschema::Validator>,
+    /// Parameters the server fills, in dependency order.
+    pub resolvers: Vec<resolvers::Resolver>,
     /// Compiled once at load, for results of tools that declare `outputSchema`.
     output_validator: Option<jsonschema::Validator>,
     /// Absent for tools with neither mapping rules nor a policy.
@@ -140,6 +147,31 @@ impl Tool {
             .as_ref()
             .map(|v| schema::validate(v, output))
             .unwrap_or_default()
+    }
+
+    /// The resolver of `param`, if the server fills it.
+    pub fn resolver(&self, param: &str) -> Option<&resolvers::Resolver> {
+        self.resolvers.iter().find(|r| r.param == param)
+    }
+
+    /// Every reason `args` fails the whole input schema: for arguments once
+    /// the server has filled its parameters.
+    pub fn validate_complete(&self, args: &Value) -> Vec<ArgError> {
+        schema::validate(&self.validator, args)
+    }
+
+    /// Evaluates a `policy` resolver's rule for `args` (the arguments known
+    /// so far). `None`: undefined for these arguments.
+    pub fn eval_resolver(
+        &self,
+        step: &policy::Step,
+        args: &Value,
+    ) -> Result<Option<Value>, policy::EvalError> {
+        let Some(engines) = &self.engines else {
+            return Ok(None);
+        };
+        let mut out = engines.eval([step], policy::input(&self.name, args))?;
+        Ok(out.pop().flatten())
     }
 
     /// The rules one resolution evaluates, with what each answers.

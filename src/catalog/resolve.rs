@@ -147,6 +147,24 @@ impl Catalog {
         Ok(r)
     }
 
+    /// Checks `args` as a client sends them (resolved parameters may be
+    /// missing), without evaluating anything.
+    pub fn validate_partial(&self, name: &str, args: &Value) -> Result<&Tool, ResolveError> {
+        let tool = self
+            .tool(name)
+            .ok_or_else(|| ResolveError::UnknownTool(name.to_string()))?;
+        let validator = tool.partial_validator.as_ref().unwrap_or(&tool.validator);
+        let errors = schema::validate(validator, args);
+        if errors.is_empty() {
+            Ok(tool)
+        } else {
+            Err(ResolveError::InvalidArguments {
+                tool: name.to_string(),
+                errors,
+            })
+        }
+    }
+
     /// Validates and layers like [`Catalog::resolve`] but does not apply the
     /// never-riskier check, so that `regent check` can see how risky a
     /// resolution would be. Never answer a client with this.
@@ -154,7 +172,10 @@ impl Catalog {
         let tool = self
             .tool(name)
             .ok_or_else(|| ResolveError::UnknownTool(name.to_string()))?;
-        let errors = schema::validate(&tool.validator, args);
+        let errors = schema::validate(
+            tool.partial_validator.as_ref().unwrap_or(&tool.validator),
+            args,
+        );
         if !errors.is_empty() {
             return Err(ResolveError::InvalidArguments {
                 tool: name.to_string(),

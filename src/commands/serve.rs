@@ -10,7 +10,7 @@ use super::{Failure, build_options, exit, load_catalog};
 use crate::cli::ServeArgs;
 use crate::decisions::DecisionLog;
 use crate::protocol::Regent;
-use crate::protocol::confirm::RequestStates;
+use crate::protocol::input::RequestStates;
 use crate::protocol::transport::LineTransport;
 use crate::reload;
 use crate::state::CatalogState;

@@ -24,11 +24,12 @@ use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, MetaObject};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
-use super::confirm::{self, Answer, RequestStates, Retry};
+use super::input::{self, RequestStates, Retry};
 use super::{errors, wire};
 use crate::catalog::{Catalog, ResolveError};
 use crate::decisions::{DecisionLog, Entry, Kind, Verdict};
 use crate::exec::{self, Outcome, RunSpec};
+use crate::fill::{self, Fill, Replies, Reply};
 
 /// `_meta` key of the decision on call and resolve results:
 /// `{"id"?, "allowed": bool, "reasons": [..]}` (`id` on calls only).
@@ -47,12 +48,6 @@ pub fn decision_json(id: Option<&str>, reasons: &[String]) -> Value {
     Value::Object(m)
 }
 
-/// Queues a call's decision-log line. The call already checked that the log
-/// takes lines; one refused after that is counted in the log's `gap` line.
-fn record(log: &DecisionLog, entry: Entry) {
-    let _ = log.record(entry);
-}
-
 /// Where a call's answers come from and go to, beside its arguments.
 pub struct CallContext<'a> {
     pub log: &'a DecisionLog,
@@ -60,6 +55,14 @@ pub struct CallContext<'a> {
     /// Whether the request uses the 2026-07-28 protocol (multi round-trip input).
     pub mrtr: bool,
     pub retry: Retry,
+}
+
+/// Queues a call's decision-log line. The call checked that the log takes
+/// lines before anything ran; a line refused after that is counted in the
+/// log's `gap` line. A copy: a call may log after changing its entry, and
+/// costs far more than one clone anyway.
+fn record(log: &DecisionLog, entry: &Entry) {
+    let _ = log.record(entry.clone());
 }
 
 pub async fn call(
@@ -86,17 +89,90 @@ pub async fn call(
         args.clone(),
         &catalog.revision,
     );
-    let r = match catalog.resolve(name, &args) {
-        Ok(r) => r,
-        Err(e) => {
-            if !matches!(e, ResolveError::UnknownTool(_)) {
-                entry.verdict = Verdict::Error(e.to_string());
-                record(log, entry);
+    // Until the policy has decided, a refusal (a spent state, a declined
+    // question for a parameter) is logged as made before any decision.
+    entry.verdict =
+        Verdict::Error("no decision: the call was refused before the policy ran".into());
+    let fail = |mut entry: Entry, e: ResolveError| {
+        if !matches!(e, ResolveError::UnknownTool(_)) {
+            entry.verdict = Verdict::Error(e.to_string());
+            record(log, &entry);
+        }
+        errors::resolve_error(&catalog, &e)
+    };
+    let Some(tool) = catalog.tool(name) else {
+        return Err(fail(entry, ResolveError::UnknownTool(name.to_string())));
+    };
+    if let Some(r) = fill::supplied_by_client(tool, &args) {
+        return Err(errors::server_filled(tool, r));
+    }
+    // What the client answered so far: nothing yet on a 2025-11-25 session
+    // (questions are asked live below), the sealed earlier rounds plus this
+    // retry's answers on 2026-07-28.
+    let digest_cell = std::sync::OnceLock::new();
+    let digest =
+        || -> &str { digest_cell.get_or_init(|| crate::decisions::arguments_digest(&args)) };
+    let mut replies = if cc.mrtr && (cc.retry.state.is_some() || cc.retry.responses.is_some()) {
+        input::open(cc.states, &cc.retry, name, digest()).inspect_err(|e| {
+            entry.refused = Some(e.message.to_string());
+            record(log, &entry);
+        })?
+    } else {
+        Replies::new()
+    };
+
+    // 1. Check what the model sent, then fill the parameters the server
+    //    provides, asking the client where a resolver needs it.
+    if !tool.resolvers.is_empty()
+        && let Err(e) = catalog.validate_partial(name, &args)
+    {
+        return Err(fail(entry, e));
+    }
+    let full = loop {
+        match fill::fill(tool, &args, &replies, fill::Mode::Call) {
+            Ok(Fill::Done(full)) => break full,
+            Ok(Fill::Refused(why)) => {
+                let mut meta = Map::new();
+                meta.insert(EXECUTION_META.into(), json!({"refused": why}));
+                entry.refused = Some(why.clone());
+                record(log, &entry);
+                let text = format!("regent did not run {name}: {why}");
+                return Ok(result(vec![text], None, true, meta).into());
             }
-            return Err(errors::resolve_error(&catalog, &e));
+            Ok(Fill::Ask(questions)) => {
+                if cc.mrtr {
+                    // Not a decision yet: the retry writes the log line.
+                    return input::input_required(
+                        cc.states,
+                        ctx,
+                        &questions,
+                        &replies,
+                        name,
+                        digest(),
+                    )
+                    .map(Into::into)
+                    .inspect_err(|e| {
+                        entry.refused = Some(e.message.to_string());
+                        record(log, &entry);
+                    });
+                }
+                let answered = input::ask_live(ctx, &questions, name)
+                    .await
+                    .inspect_err(|e| {
+                        entry.refused = Some(e.message.to_string());
+                        record(log, &entry);
+                    })?;
+                replies.extend(answered);
+            }
+            Err(e) => return Err(fail(entry, e)),
         }
     };
-    let tool = r.tool;
+
+    // 2. Decide on the whole arguments.
+    let r = match catalog.resolve(name, &full) {
+        Ok(r) => r,
+        Err(e) => return Err(fail(entry, e)),
+    };
     entry.annotations = Some(wire::annotations(tool, Some(&r)));
     let mut meta = Map::new();
     meta.insert(
@@ -106,7 +182,7 @@ pub async fn call(
 
     if !r.allowed() {
         entry.verdict = Verdict::Denied(r.deny.clone());
-        record(log, entry);
+        record(log, &entry);
         let mut text = format!("regent refused to run {name}: this call is denied");
         for reason in &r.deny {
             text.push_str("\n- ");
@@ -116,40 +192,57 @@ pub async fn call(
     }
     entry.verdict = Verdict::Allowed;
 
+    // 3. Ask for the confirmation the decision requires, once.
     if let Some(message) = &r.confirm {
-        let digest = crate::decisions::arguments_digest(&args);
-        let answer = confirm::ask(cc.states, ctx, cc.mrtr, &cc.retry, name, &digest, message).await;
-        match answer {
-            Ok(Answer::Accepted) => {}
-            Ok(Answer::InputRequired(ir)) => {
-                // Not a decision yet: the retry writes the log line.
-                return Ok(ir.into());
+        let reply = match replies.get(input::CONFIRM_KEY) {
+            Some(reply) => reply.clone(),
+            None => {
+                let question = [input::confirmation(message)];
+                let asked = if cc.mrtr {
+                    match input::input_required(cc.states, ctx, &question, &replies, name, digest())
+                    {
+                        // Not a decision yet: the retry writes the log line.
+                        Ok(ir) => return Ok(ir.into()),
+                        Err(e) => Err(e),
+                    }
+                } else {
+                    input::ask_live(ctx, &question, name).await
+                };
+                match asked {
+                    Ok(mut answered) => answered.remove(0).1,
+                    Err(e) => {
+                        entry.refused = Some(e.message.to_string());
+                        record(log, &entry);
+                        return Err(e);
+                    }
+                }
             }
-            Ok(Answer::Refused(action)) => {
-                let why = format!("the user did not confirm the call ({action})");
-                meta.insert(
-                    EXECUTION_META.into(),
-                    json!({"refused": why, "confirmation": action}),
-                );
-                entry.refused = Some(why);
-                record(log, entry);
-                let text = format!(
-                    "regent did not run {name}: the user was asked \"{message}\" and answered {action}"
-                );
-                return Ok(result(vec![text], None, true, meta).into());
-            }
-            Err(e) => {
-                entry.refused = Some(e.message.to_string());
-                record(log, entry);
-                return Err(e);
-            }
+        };
+        let action = match reply {
+            Reply::Elicit { action, .. } => action,
+            Reply::Roots { .. } => fill::Action::Cancel,
+        };
+        if action != fill::Action::Accept {
+            let action = action.as_str();
+            let why = format!("the user did not confirm the call ({action})");
+            meta.insert(
+                EXECUTION_META.into(),
+                json!({"refused": why, "confirmation": action}),
+            );
+            entry.refused = Some(why);
+            record(log, &entry);
+            let text = format!(
+                "regent did not run {name}: the user was asked \"{message}\" and answered {action}"
+            );
+            return Ok(result(vec![text], None, true, meta).into());
         }
     }
+    let args = full;
 
     let refuse = |mut entry: Entry, mut meta: Map<String, Value>, why: String| {
         meta.insert(EXECUTION_META.into(), json!({"refused": why}));
         entry.refused = Some(why.clone());
-        record(log, entry);
+        record(log, &entry);
         result(
             vec![format!("regent did not run {name}: {why}")],
             None,
@@ -178,7 +271,7 @@ pub async fn call(
 
     entry.outcome = Some(outcome.status.to_json());
     entry.duration = Some(outcome.duration);
-    record(log, entry);
+    record(log, &entry);
     let mut execution = outcome.status.to_json();
     if let Value::Object(m) = &mut execution {
         m.insert(

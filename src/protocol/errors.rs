@@ -16,6 +16,22 @@ pub fn unknown_tool(name: &str) -> ErrorData {
 }
 
 /// The JSON-RPC error for a failed resolution.
+/// A client sent a value for a parameter the server fills itself.
+pub fn server_filled(
+    tool: &crate::catalog::Tool,
+    r: &crate::catalog::resolvers::Resolver,
+) -> ErrorData {
+    ErrorData::invalid_params(
+        format!(
+            "argument {} of tool {} is filled by the server (from {}), not by the client; remove it from the arguments",
+            r.param,
+            tool.name,
+            r.describe()
+        ),
+        Some(json!({"tool": tool.name, "argument": r.param, "reason": "server-filled"})),
+    )
+}
+
 pub fn resolve_error(catalog: &Catalog, e: &ResolveError) -> ErrorData {
     let revision = catalog.short_revision();
     match e {

@@ -10,8 +10,8 @@
 
 pub mod answer;
 pub mod call;
-pub mod confirm;
 mod errors;
+pub mod input;
 pub mod metered;
 mod notify;
 pub mod transport;
@@ -40,7 +40,7 @@ pub use errors::resolve_error;
 pub struct Regent {
     state: Arc<CatalogState>,
     decisions: Arc<DecisionLog>,
-    states: Arc<confirm::RequestStates>,
+    states: Arc<input::RequestStates>,
     /// Set when the transport writes text answers verbatim (see `answer`).
     listed: Option<Arc<answer::Listed>>,
 }
@@ -51,7 +51,7 @@ impl Regent {
     /// `requestState` values are sealed with a key generated here; use
     /// [`Regent::with_request_states`] for a configured one.
     pub fn new(state: Arc<CatalogState>) -> Regent {
-        let states = confirm::RequestStates::generated()
+        let states = input::RequestStates::generated()
             .unwrap_or_else(|e| panic!("no request-state key: {e}"));
         Regent {
             state,
@@ -70,7 +70,7 @@ impl Regent {
     }
 
     /// Seals and opens `requestState` with `states` (a configured key).
-    pub fn with_request_states(mut self, states: confirm::RequestStates) -> Regent {
+    pub fn with_request_states(mut self, states: input::RequestStates) -> Regent {
         self.states = Arc::new(states);
         self
     }
@@ -189,7 +189,34 @@ fn resolve_logged(
     } else {
         "tools/annotations"
     };
-    let r = match catalog.resolve(&name, &args) {
+    // A client's preflight sees what its call would: the parameters the
+    // server fills by itself are filled, those the client would be asked for
+    // are absent. `regent resolve` and `regent test` take arguments as given,
+    // so that a case can supply a resolved parameter as a fixture.
+    let filled;
+    let decided_on = if log.is_some() && !tool.resolvers.is_empty() {
+        if let Some(r) = crate::fill::supplied_by_client(tool, &args) {
+            return Err(errors::server_filled(tool, r));
+        }
+        catalog
+            .validate_partial(&name, &args)
+            .map_err(|e| errors::resolve_error(catalog, &e))?;
+        filled = match crate::fill::fill(
+            tool,
+            &args,
+            &Default::default(),
+            crate::fill::Mode::Preflight,
+        ) {
+            Ok(crate::fill::Fill::Done(v)) => v,
+            Ok(_) => args.clone(),
+            Err(e) => return Err(errors::resolve_error(catalog, &e)),
+        };
+        &filled
+    } else {
+        &args
+    };
+    // The log records the arguments as the client sent them.
+    let r = match catalog.resolve(&name, decided_on) {
         Ok(r) => r,
         Err(e) => {
             if let Some(log) = log {
@@ -316,7 +343,7 @@ impl ServerHandler for Regent {
             log: &self.decisions,
             states: &self.states,
             mrtr: has_result_type(&ctx),
-            retry: confirm::Retry {
+            retry: input::Retry {
                 responses: request.input_responses,
                 state: request.request_state,
             },

@@ -8,6 +8,7 @@
 pub mod files;
 pub mod locate;
 pub mod model;
+pub mod resolvers;
 pub mod run;
 
 use std::path::{Path, PathBuf};

@@ -50,6 +50,9 @@ pub struct ToolDecl {
     /// tool can be listed and resolved but not called.
     #[serde(default)]
     pub run: Option<Run>,
+    /// Parameters the server fills instead of the model (see `source::resolvers`).
+    #[serde(default)]
+    pub resolvers: super::resolvers::Resolvers,
 }
 
 /// The four MCP hints plus the display title MCP keeps beside them.
@@ -156,4 +159,5 @@ pub const TOOL_KEYS: &[&str] = &[
     "resolve",
     "policy",
     "run",
+    "resolvers",
 ];

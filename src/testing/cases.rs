@@ -10,6 +10,8 @@
 //!       meta: {...}                        # likewise, against the resolved _meta
 //!       securitySchemes: [...]             # the resolved securitySchemes, exactly
 //!       deny: [...]                        # the resolution's deny list, in any order
+//!       confirm: "Delete notes.txt?"      # the question a call would ask; `true`:
+//!                                          # any question; `false`: none
 //!       error: "invalid arguments"         # resolution fails; message contains this
 //! ```
 //!
@@ -58,6 +60,18 @@ pub struct Expect {
     pub deny: Option<Vec<Value>>,
     #[serde(default)]
     pub error: Option<String>,
+    /// The confirmation a call would ask for: the exact message, `true` for
+    /// any, `false` for none.
+    #[serde(default)]
+    pub confirm: Option<ConfirmExpect>,
+}
+
+/// `expect.confirm`: a message, or whether there is one at all.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum ConfirmExpect {
+    Asked(bool),
+    Message(String),
 }
 
 /// A case with where it was written.
@@ -96,6 +110,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<LocatedCase>, Diagnostic> {
             && e.security_schemes.is_none()
             && e.deny.is_none()
             && e.error.is_none()
+            && e.confirm.is_none()
         {
             let (line, column) = index.locate(&at.key("expect"));
             return Err(Diagnostic::error(
@@ -104,7 +119,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<LocatedCase>, Diagnostic> {
                 format!("case {} expects nothing, so it could never fail", i + 1),
             )
             .with_help(
-                "add `annotations`, `meta`, `securitySchemes`, `deny` or `error` under `expect`",
+                "add `annotations`, `meta`, `securitySchemes`, `deny`, `confirm` or `error` under `expect`",
             ));
         }
         out.push(LocatedCase {
@@ -198,6 +213,24 @@ pub fn run(catalog: &Catalog, c: &Case) -> Outcome {
                 expected: Value::Array(want.clone()).to_string(),
                 actual: show(got),
                 ok: got == Some(&Value::Array(want.clone())),
+            });
+        }
+        if let Some(want) = &e.confirm {
+            // tools/resolve shows the question in its decision `_meta`.
+            let got = result.pointer("/_meta/regent~1decision/confirm");
+            let (expected, ok) = match want {
+                ConfirmExpect::Message(m) => (json!(m).to_string(), got == Some(&json!(m))),
+                ConfirmExpect::Asked(true) => ("a question".to_string(), got.is_some()),
+                ConfirmExpect::Asked(false) => ("no question".to_string(), got.is_none()),
+            };
+            rows.push(Row {
+                field: "confirm".into(),
+                expected,
+                actual: match got {
+                    Some(v) => v.to_string(),
+                    None => "no question".to_string(),
+                },
+                ok,
             });
         }
         if let Some(want) = &e.deny {

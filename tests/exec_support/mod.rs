@@ -22,10 +22,17 @@ use serde_json::{Value, json};
 /// rmcp's client, answering elicitation as told: `None` declares no
 /// elicitation capability at all. Every question asked is recorded in
 /// `asked` (its message), so tests can count them.
+/// `roots`, when set, declares the roots capability and is what
+/// `roots/list` answers (URIs); `answers` fills an accepted question's
+/// fields by name.
 #[derive(Clone)]
 pub struct TestClient {
     pub elicit: Option<ElicitationAction>,
     pub asked: Arc<Mutex<Vec<String>>>,
+    pub roots: Option<Vec<String>>,
+    pub answers: serde_json::Map<String, Value>,
+    /// How many times `roots/list` was answered.
+    pub roots_listed: Arc<Mutex<usize>>,
 }
 
 impl ClientHandler for TestClient {
@@ -33,6 +40,9 @@ impl ClientHandler for TestClient {
         let mut caps = ClientCapabilities::default();
         if self.elicit.is_some() {
             caps.elicitation = Some(serde_json::from_value(json!({"form": {}})).unwrap());
+        }
+        if self.roots.is_some() {
+            caps.roots = Some(Default::default());
         }
         InitializeRequestParams::new(caps, Implementation::new("regent-exec-tests", "1"))
     }
@@ -42,16 +52,51 @@ impl ClientHandler for TestClient {
         request: ElicitRequestParams,
         _ctx: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
-        let message = match &request {
-            ElicitRequestParams::FormElicitationParams { message, .. } => message.clone(),
-            other => format!("{other:?}"),
+        let (message, fields) = match &request {
+            ElicitRequestParams::FormElicitationParams {
+                message,
+                requested_schema,
+                ..
+            } => {
+                let schema = serde_json::to_value(requested_schema).unwrap();
+                let fields: Vec<String> = schema["properties"]
+                    .as_object()
+                    .map(|p| p.keys().cloned().collect())
+                    .unwrap_or_default();
+                (message.clone(), fields)
+            }
+            other => (format!("{other:?}"), Vec::new()),
         };
         self.asked.lock().unwrap().push(message);
         let action = self.elicit.clone().expect("asked without the capability");
-        let content = matches!(action, ElicitationAction::Accept).then(|| json!({}));
+        let content = matches!(action, ElicitationAction::Accept).then(|| {
+            let mut c = serde_json::Map::new();
+            for f in fields {
+                if let Some(v) = self.answers.get(&f) {
+                    c.insert(f, v.clone());
+                }
+            }
+            c
+        });
         let mut r = ElicitResult::new(action);
-        r.content = content;
+        r.content = content.map(Value::Object);
         Ok(r)
+    }
+
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        _ctx: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        *self.roots_listed.lock().unwrap() += 1;
+        let roots: Vec<Value> = self
+            .roots
+            .clone()
+            .expect("roots listed without the capability")
+            .into_iter()
+            .map(|uri| json!({"uri": uri}))
+            .collect();
+        Ok(serde_json::from_value(json!({ "roots": roots })).unwrap())
     }
 }
 
@@ -97,6 +142,8 @@ pub struct Start<'a> {
     pub extra_args: Vec<&'a str>,
     /// How the client answers elicitation (default: accept).
     pub elicit: Option<ElicitationAction>,
+    pub roots: Option<Vec<String>>,
+    pub answers: serde_json::Map<String, Value>,
 }
 
 impl<'a> Start<'a> {
@@ -107,7 +154,21 @@ impl<'a> Start<'a> {
             removed: Vec::new(),
             extra_args: Vec::new(),
             elicit: Some(ElicitationAction::Accept),
+            roots: None,
+            answers: serde_json::Map::new(),
         }
+    }
+
+    /// The client declares roots and lists these URIs.
+    pub fn roots(mut self, uris: &[&str]) -> Self {
+        self.roots = Some(uris.iter().map(|u| u.to_string()).collect());
+        self
+    }
+
+    /// An accepted question's field `name` is answered with `value`.
+    pub fn answer(mut self, name: &str, value: Value) -> Self {
+        self.answers.insert(name.to_string(), value);
+        self
     }
 
     /// The client answers every question with `action`; `None`: it
@@ -159,6 +220,9 @@ impl<'a> Start<'a> {
         let handler = TestClient {
             elicit: self.elicit.clone(),
             asked: Arc::new(Mutex::new(Vec::new())),
+            roots: self.roots.clone(),
+            answers: self.answers.clone(),
+            roots_listed: Arc::new(Mutex::new(0)),
         };
         let client = handler
             .serve_with_lifecycle((stdout, stdin), era.mode())
@@ -253,6 +317,11 @@ impl Regent {
     /// The messages of every question the client was asked so far.
     pub fn asked(&self) -> Vec<String> {
         self.client.service().asked.lock().unwrap().clone()
+    }
+
+    /// How many times the client answered `roots/list`.
+    pub fn roots_listed(&self) -> usize {
+        *self.client.service().roots_listed.lock().unwrap()
     }
 
     pub async fn close(self) {

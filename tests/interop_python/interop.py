@@ -265,6 +265,61 @@ async def confirm_run(binary: str, mode: str, over_http: bool) -> None:
     shutil.rmtree(tmp)
 
 
+async def resolvers_run(binary: str, mode: str, over_http: bool) -> None:
+    """Parameter resolvers (tests/fixtures/resolvers): the organisation from
+    the server's environment, the region from a policy, the approver from
+    the user (through the SDK's elicitation callback), the working directory
+    from the client's roots (its list_roots callback), and a policy-driven
+    confirmation; each question asked once, in both eras."""
+    from mcp.types import ElicitResult, ListRootsResult, Root
+
+    catalog = ROOT / "tests" / "fixtures" / "resolvers"
+    os.environ["DEPLOY_ORG"] = "eu-acme"
+    http = HttpServer(binary, catalog) if over_http else None
+    params = http.client() if http else StdioServerParameters(
+        command=binary, args=["serve", str(catalog)], env=dict(os.environ))
+    mode = f"{'http' if http else 'stdio'} {mode}"
+    asked: list[str] = []
+    listed: list[int] = []
+
+    async def elicit(context: Any, p: Any) -> Any:
+        asked.append(p.message)
+        fields = list((p.requested_schema or {}).get("properties", {}))
+        if fields == ["approver"]:
+            return ElicitResult(action="accept", content={"approver": "alice"})
+        return ElicitResult(action="decline" if "frozen" in p.message else "accept", content={})
+
+    async def roots(context: Any) -> Any:
+        listed.append(1)
+        return ListRootsResult(roots=[Root(uri="file:///srv/work%20tree/")])
+
+    async with Client(params, mode=mode.split()[-1], read_timeout_seconds=20,
+                      elicitation_callback=elicit, list_roots_callback=roots) as client:
+        tools = await client.list_tools()
+        schema = tools.tools[0].input_schema
+        check(f"[{mode}] resolved parameters are hidden from tools/list",
+              list(schema.get("properties", {})) == ["service"] and schema.get("required") == ["service"], schema)
+        r = await client.call_tool("deploy", {"service": "api"})
+        text = " ".join(c.text for c in r.content if hasattr(c, "text"))
+        check(f"[{mode}] env -> policy -> elicit chain and roots fill the call",
+              not r.is_error and text == "api|eu-acme|eu-west-1|alice|/srv/work tree", r)
+        check(f"[{mode}] the user was asked once, with what the chain found",
+              asked == ["Who approves deploying api to eu-west-1 for eu-acme?"], asked)
+        check(f"[{mode}] roots were listed once", len(listed) == 1, listed)
+        r = await client.call_tool("deploy", {"service": "billing"})
+        check(f"[{mode}] confirmation after the resolvers, approver not asked twice",
+              not r.is_error and asked[1:] == ["Who approves deploying billing to eu-west-1 for eu-acme?",
+                                               "Deploy billing, approved by alice?"], (r, asked))
+        try:
+            await client.call_tool("deploy", {"service": "api", "org": "evil"})
+            check(f"[{mode}] a server-filled argument from the client is refused", False, "no error")
+        except MCPError as e:
+            check(f"[{mode}] a server-filled argument from the client is refused",
+                  e.error.code == -32602 and "filled by the server" in e.error.message, e.error)
+    if http:
+        http.stop()
+
+
 async def refused_without_token(http: HttpServer) -> None:
     """The SDK reports a refused connection as a generic error, so the
     server's own count of 401 answers says why it was refused."""
@@ -292,6 +347,7 @@ async def main() -> int:
             with anyio.fail_after(60):
                 await run(binary, mode, http)
                 await confirm_run(binary, mode, over_http)
+                await resolvers_run(binary, mode, over_http)
         except Exception as e:  # a crash is a failure with its reason, not a traceback wall
             check(f"[{'http' if http else 'stdio'} {mode}] session", False, repr(e))
     if http:

@@ -1,0 +1,415 @@
+//! Questions for the client during a call, in both protocol eras: the
+//! user's answers (elicitation), the client's roots, and the confirmation a
+//! policy asks for.
+//!
+//! What to ask is decided elsewhere (`fill` for parameter resolvers, the
+//! catalog's `confirm` rule); this module only puts neutral
+//! [`Question`]s on the wire and turns the answers into [`Reply`]s:
+//!
+//! - 2025-11-25 sessions: the server sends `elicitation/create` and
+//!   `roots/list` to the client while the `tools/call` is in flight and
+//!   waits for each answer ([`ask_live`]).
+//! - 2026-07-28 requests: the server answers `resultType: "input_required"`
+//!   with every question of the round in `inputRequests` and a
+//!   `requestState` sealed with an HMAC ([`RequestStates`]). The state
+//!   carries the replies of earlier rounds, so each question is asked once;
+//!   it is bound (as associated data) to the tool and a digest of the
+//!   arguments, expires, and is accepted once: a state that was altered,
+//!   expired, issued for other arguments, or already used is refused with
+//!   one error that does not say which.
+//!
+//! A client that did not declare the capability a question needs gets a
+//! JSON-RPC error (-32021): a required answer is never skipped. Running the
+//! tool is left to `call`.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rmcp::ErrorData;
+#[allow(deprecated)]
+use rmcp::model::ListRootsResult;
+use rmcp::model::{
+    ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, InputRequest, InputRequests,
+    InputRequiredResult, RequestStateCodec, SealOptions,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{Map, Value, json};
+
+use crate::fill::{Action, Question, Replies, Reply};
+
+/// The key of the confirmation question in `inputRequests`/`inputResponses`.
+pub const CONFIRM_KEY: &str = "regent/confirm";
+
+/// How long a sealed `requestState` stays valid.
+pub const STATE_TTL: Duration = Duration::from_secs(600);
+
+/// The confirmation question: a message and nothing to fill in.
+pub fn confirmation(message: &str) -> Question {
+    Question::Elicit {
+        key: CONFIRM_KEY.to_string(),
+        message: message.to_string(),
+        schema: json!({"type": "object", "properties": {}}),
+    }
+}
+
+/// Seals and opens `requestState` values with the server's HMAC key, and
+/// remembers which states were used so that none is accepted twice.
+pub struct RequestStates {
+    codec: RequestStateCodec,
+    ttl: Duration,
+    /// Nonces of opened states, with when they expire; pruned as states
+    /// expire, so this holds at most one TTL's worth of retries.
+    used: Mutex<HashMap<String, Instant>>,
+}
+
+impl RequestStates {
+    /// A codec with `key` (at least 32 bytes).
+    pub fn new(key: Vec<u8>) -> Result<RequestStates, String> {
+        let codec = RequestStateCodec::try_new(key).map_err(|e| e.to_string())?;
+        Ok(RequestStates {
+            codec,
+            ttl: STATE_TTL,
+            used: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// A codec with 32 random bytes from the operating system: states do
+    /// not survive a restart, which only costs the client one more round.
+    pub fn generated() -> Result<RequestStates, String> {
+        RequestStates::new(random_bytes(32)?)
+    }
+
+    /// Reads a key file: its bytes, with one trailing newline removed.
+    pub fn from_file(path: &std::path::Path) -> Result<RequestStates, String> {
+        let mut key = std::fs::read(path).map_err(|e| {
+            format!(
+                "cannot read the request-state key file {}: {}",
+                path.display(),
+                crate::source::files::lower_io(&e)
+            )
+        })?;
+        if key.last() == Some(&b'\n') {
+            key.pop();
+        }
+        RequestStates::new(key).map_err(|e| {
+            format!(
+                "request-state key file {}: {e}; write at least 32 random bytes to it, for example with `head -c 32 /dev/urandom > {}`",
+                path.display(),
+                path.display()
+            )
+        })
+    }
+
+    /// Sets the lifetime of new states (tests use a short one).
+    pub fn with_ttl(mut self, ttl: Duration) -> RequestStates {
+        self.ttl = ttl;
+        self
+    }
+
+    fn seal(&self, payload: &Value, bound_to: &[u8]) -> String {
+        let bytes = serde_json::to_vec(payload).unwrap_or_default();
+        self.codec.seal_with(
+            &bytes,
+            &SealOptions::new().associated_data(bound_to).ttl(self.ttl),
+        )
+    }
+
+    /// Opens `sealed` and spends it: the same state opens once.
+    fn open(&self, sealed: &str, bound_to: &[u8]) -> Result<Value, String> {
+        let bytes = self
+            .codec
+            .open_with(sealed, bound_to)
+            .map_err(|e| e.to_string())?;
+        let payload: Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+        let nonce = payload
+            .get("nonce")
+            .and_then(Value::as_str)
+            .ok_or("the state has no nonce")?;
+        let now = Instant::now();
+        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        used.retain(|_, expires| *expires > now);
+        if used.contains_key(nonce) {
+            return Err("the state was already used".into());
+        }
+        used.insert(nonce.to_string(), now + self.ttl);
+        Ok(payload)
+    }
+}
+
+fn random_bytes(n: usize) -> Result<Vec<u8>, String> {
+    let mut bytes = vec![0u8; n];
+    let mut f = std::fs::File::open("/dev/urandom")
+        .map_err(|e| format!("cannot open /dev/urandom: {e}"))?;
+    std::io::Read::read_exact(&mut f, &mut bytes)
+        .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+    Ok(bytes)
+}
+
+fn nonce() -> String {
+    let bytes = random_bytes(16).unwrap_or_else(|_| {
+        // Without the OS's randomness a nonce need only be unique per
+        // process, which a counter and the clock give.
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("{n}-{:?}", std::time::SystemTime::now()).into_bytes()
+    });
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What the retried request carried for multi-round-trip input.
+#[derive(Debug, Default)]
+pub struct Retry {
+    pub responses: Option<std::collections::BTreeMap<String, Value>>,
+    pub state: Option<String>,
+}
+
+/// What a state is bound to: the tool and the digest of its arguments.
+fn binding(tool: &str, args_digest: &str) -> Vec<u8> {
+    format!("regent/input\0{tool}\0{args_digest}").into_bytes()
+}
+
+/// The one error for every unusable `requestState`.
+fn bad_state(tool: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!(
+            "the requestState of this call to {tool} is invalid, expired, already used, or was issued for other arguments; the tool did not run; call again without requestState and inputResponses"
+        ),
+        Some(json!({"tool": tool, "reason": "invalid-request-state"})),
+    )
+}
+
+/// 2026-07-28: the replies a retry carries: those of earlier rounds, sealed
+/// in its state, and its `inputResponses` to the questions that state asked.
+/// Answers to questions that were not asked are ignored; answers to
+/// regent's questions without a state prove nothing and are refused.
+pub fn open(
+    states: &RequestStates,
+    retry: &Retry,
+    tool: &str,
+    args_digest: &str,
+) -> Result<Replies, ErrorData> {
+    let Some(state) = &retry.state else {
+        // An answer to one of regent's questions without the state that
+        // asked it proves nothing: refuse it. Answers under other keys are
+        // ignored, and the questions are asked (SEP-2322 asks servers to
+        // re-request rather than fail).
+        if retry
+            .responses
+            .as_ref()
+            .is_some_and(|r| r.keys().any(|k| k.starts_with("regent/")))
+        {
+            return Err(bad_state(tool));
+        }
+        return Ok(Replies::new());
+    };
+    let payload = states
+        .open(state, &binding(tool, args_digest))
+        .map_err(|why| {
+            tracing::info!(tool, why, "refused a requestState");
+            bad_state(tool)
+        })?;
+    let mut replies: Replies = payload
+        .get("replies")
+        .cloned()
+        .map(serde_json::from_value)
+        .transpose()
+        .map_err(|_| bad_state(tool))?
+        .unwrap_or_default();
+    let asked = payload.get("asked").and_then(Value::as_object);
+    for (key, kind) in asked.into_iter().flatten() {
+        let Some(answer) = retry.responses.as_ref().and_then(|r| r.get(key)) else {
+            continue;
+        };
+        let reply = match kind.as_str() {
+            Some("roots") => roots_reply(tool, key, answer)?,
+            _ => elicit_reply(tool, key, answer)?,
+        };
+        replies.insert(key.clone(), reply);
+    }
+    Ok(replies)
+}
+
+fn elicit_reply(tool: &str, key: &str, answer: &Value) -> Result<Reply, ErrorData> {
+    let result: ElicitResult = serde_json::from_value(answer.clone()).map_err(|e| {
+        ErrorData::invalid_params(
+            format!(
+                "inputResponses[{key}] of this call to {tool} is not an elicitation result: {e}"
+            ),
+            Some(json!({"tool": tool, "key": key})),
+        )
+    })?;
+    Ok(from_elicit(result))
+}
+
+// Roots are deprecated in rmcp 3.9.0 (SEP-2577) but still part of both
+// protocol eras regent serves; the issue asks for them explicitly.
+#[allow(deprecated)]
+fn roots_reply(tool: &str, key: &str, answer: &Value) -> Result<Reply, ErrorData> {
+    let result: ListRootsResult = serde_json::from_value(answer.clone()).map_err(|e| {
+        ErrorData::invalid_params(
+            format!("inputResponses[{key}] of this call to {tool} is not a roots list: {e}"),
+            Some(json!({"tool": tool, "key": key})),
+        )
+    })?;
+    Ok(Reply::Roots {
+        uris: result.roots.into_iter().map(|r| r.uri).collect(),
+    })
+}
+
+/// Only an explicit accept counts as one; anything else (including actions
+/// a later protocol may add) is a refusal.
+fn from_elicit(result: ElicitResult) -> Reply {
+    let action = match result.action {
+        ElicitationAction::Accept => Action::Accept,
+        ElicitationAction::Decline => Action::Decline,
+        _ => Action::Cancel,
+    };
+    Reply::Elicit {
+        action,
+        content: result.content,
+    }
+}
+
+/// Whether the client declared form elicitation for this request.
+fn can_elicit(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.client_capabilities()
+        .and_then(|c| c.elicitation)
+        .is_some_and(|e| e.form.is_some() || e.url.is_none())
+}
+
+fn can_list_roots(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.client_capabilities().and_then(|c| c.roots).is_some()
+}
+
+/// The error for a client that cannot be asked `q`, if it cannot.
+fn check_capability(
+    ctx: &RequestContext<RoleServer>,
+    tool: &str,
+    q: &Question,
+) -> Result<(), ErrorData> {
+    let (ok, capability, what, required) = match q {
+        Question::Elicit { key, .. } if key == CONFIRM_KEY => (
+            can_elicit(ctx),
+            "elicitation",
+            "the user's confirmation for these arguments",
+            json!({"elicitation": {"form": {}}}),
+        ),
+        Question::Elicit { .. } => (
+            can_elicit(ctx),
+            "elicitation",
+            "an answer from the user",
+            json!({"elicitation": {"form": {}}}),
+        ),
+        Question::Roots { .. } => (
+            can_list_roots(ctx),
+            "roots",
+            "the client's roots",
+            json!({"roots": {}}),
+        ),
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(ErrorData::new(
+        ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        format!(
+            "tool {tool} needs {what}, but the client did not declare the {capability} capability; the tool did not run"
+        ),
+        Some(json!({"tool": tool, "requiredCapabilities": required})),
+    ))
+}
+
+fn elicit_params(message: &str, schema: &Value) -> Result<ElicitRequestParams, ErrorData> {
+    serde_json::from_value(json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": schema,
+    }))
+    .map_err(|e| ErrorData::internal_error(format!("cannot build the question: {e}"), None))
+}
+
+/// 2026-07-28: the `input_required` answer asking `questions`, with a state
+/// that carries `replies` (everything answered so far) to the retry.
+pub fn input_required(
+    states: &RequestStates,
+    ctx: &RequestContext<RoleServer>,
+    questions: &[Question],
+    replies: &Replies,
+    tool: &str,
+    args_digest: &str,
+) -> Result<InputRequiredResult, ErrorData> {
+    let mut requests = InputRequests::new();
+    let mut asked = Map::new();
+    for q in questions {
+        check_capability(ctx, tool, q)?;
+        let (request, kind) = match q {
+            Question::Elicit {
+                message, schema, ..
+            } => (
+                json!({
+                    "method": "elicitation/create",
+                    "params": serde_json::to_value(elicit_params(message, schema)?).unwrap_or_default(),
+                }),
+                "elicit",
+            ),
+            Question::Roots { .. } => (json!({"method": "roots/list"}), "roots"),
+        };
+        let request: InputRequest = serde_json::from_value(request).map_err(|e| {
+            ErrorData::internal_error(format!("cannot build the input request: {e}"), None)
+        })?;
+        requests.insert(q.key().to_string(), request);
+        asked.insert(q.key().to_string(), json!(kind));
+    }
+    let payload = json!({
+        "asked": asked,
+        "replies": serde_json::to_value(replies).unwrap_or_default(),
+        "nonce": nonce(),
+    });
+    let state = states.seal(&payload, &binding(tool, args_digest));
+    Ok(InputRequiredResult::new(Some(requests), Some(state)))
+}
+
+#[allow(deprecated)]
+/// 2025-11-25: asks each question now, in order, and returns the replies.
+/// Cancelling the call while waiting answers the open question with cancel.
+pub async fn ask_live(
+    ctx: &RequestContext<RoleServer>,
+    questions: &[Question],
+    tool: &str,
+) -> Result<Vec<(String, Reply)>, ErrorData> {
+    let mut out = Vec::new();
+    for q in questions {
+        check_capability(ctx, tool, q)?;
+        let failed = |e: rmcp::service::ServiceError| {
+            ErrorData::internal_error(
+                format!("asking the client for input to {tool} failed: {e}; the tool did not run"),
+                Some(json!({"tool": tool})),
+            )
+        };
+        let reply = match q {
+            Question::Elicit {
+                message, schema, ..
+            } => {
+                let params = elicit_params(message, schema)?;
+                tokio::select! {
+                    r = ctx.peer.create_elicitation(params) => from_elicit(r.map_err(failed)?),
+                    _ = ctx.ct.cancelled() => Reply::Elicit { action: Action::Cancel, content: None },
+                }
+            }
+            Question::Roots { .. } => {
+                tokio::select! {
+                    r = ctx.peer.list_roots() => Reply::Roots {
+                        uris: r.map_err(failed)?.roots.into_iter().map(|r| r.uri).collect(),
+                    },
+                    _ = ctx.ct.cancelled() => return Err(ErrorData::internal_error(
+                        format!("the call to {tool} was cancelled while waiting for the client's roots"),
+                        Some(json!({"tool": tool})),
+                    )),
+                }
+            }
+        };
+        out.push((q.key().to_string(), reply));
+    }
+    Ok(out)
+}
