@@ -463,7 +463,10 @@ pub fn summary(run: &Run) -> String {
         "<!-- written by `cargo bench --bench load` ({}, {} cores, {}); do not edit by hand -->",
         run.started, run.machine.cores, run.machine.cpu
     );
-    let _ = writeln!(s, "| measured over stdio | regent | TypeScript SDK peer |");
+    let _ = writeln!(
+        s,
+        "| measured (over stdio unless noted) | regent | TypeScript SDK peer |"
+    );
     let _ = writeln!(s, "| --- | ---: | ---: |");
     let _ = writeln!(
         s,
@@ -492,6 +495,36 @@ pub fn summary(run: &Run) -> String {
         "| `tools/resolve` round trip p99, 2 clients | {} | |",
         fmt_opt(serial2.map(|x| x.p99), fmt_nanos)
     );
+    // Over HTTP, one request at a time per connection; each server speaks
+    // the era it supports (regent the stateless 2026-07-28, the peer a
+    // 2025-11-25 session), which the row names.
+    let http = |server: &str, clients: usize| {
+        run.http
+            .iter()
+            .find(|c| c.server == server && c.workload == Workload::Resolve && c.clients == clients)
+    };
+    for clients in [1, 2] {
+        let (r, p) = (http(REGENT, clients), http(PEER, clients));
+        if r.is_none() && p.is_none() {
+            continue;
+        }
+        let cell = |c: Option<&Cell>| match c {
+            Some(c) => format!(
+                "{} req/s, p50 {} ({})",
+                fmt_opt(c.rate(), fmt_rate),
+                fmt_opt(c.samples.summary().map(|x| x.p50), fmt_nanos),
+                c.era.label()
+            ),
+            None => "not measured".to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "| `tools/resolve` over HTTP, {clients} client{}, one request at a time each | {} | {} |",
+            if clients == 1 { "" } else { "s" },
+            cell(r),
+            cell(p)
+        );
+    }
     for p in run
         .scale
         .iter()
