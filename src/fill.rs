@@ -312,14 +312,7 @@ fn describe(problems: &[crate::catalog::ArgError]) -> String {
     problems
         .iter()
         .take(3)
-        .map(|p| {
-            let at = if p.instance_path.is_empty() {
-                "/"
-            } else {
-                &p.instance_path
-            };
-            format!("{at}: {}", p.message)
-        })
+        .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("; ")
 }

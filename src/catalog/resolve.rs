@@ -82,12 +82,7 @@ impl std::fmt::Display for ResolveError {
             ResolveError::InvalidArguments { tool, errors } => {
                 write!(f, "invalid arguments for tool {tool}")?;
                 for e in errors.iter().take(3) {
-                    let at = if e.instance_path.is_empty() {
-                        "/"
-                    } else {
-                        &e.instance_path
-                    };
-                    write!(f, "; {at}: {}", e.message)?;
+                    write!(f, "; {e}")?;
                 }
                 Ok(())
             }

@@ -15,6 +15,18 @@ pub struct ArgError {
     pub message: String,
 }
 
+impl std::fmt::Display for ArgError {
+    /// `/path: message`, with `/` for the whole object.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = if self.instance_path.is_empty() {
+            "/"
+        } else {
+            &self.instance_path
+        };
+        write!(f, "{at}: {}", self.message)
+    }
+}
+
 /// Checks `schema` against its meta-schema and compiles it. `what` names the
 /// schema in messages (`inputSchema`).
 pub fn compile(

@@ -333,17 +333,7 @@ fn report(
                 if problems.is_empty() {
                     result(vec![output], Some(value), false, meta)
                 } else {
-                    let list: Vec<String> = problems
-                        .iter()
-                        .map(|p| {
-                            let at = if p.instance_path.is_empty() {
-                                "/"
-                            } else {
-                                &p.instance_path
-                            };
-                            format!("{at}: {}", p.message)
-                        })
-                        .collect();
+                    let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
                     result(
                         vec![
                             output,
