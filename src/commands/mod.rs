@@ -9,7 +9,7 @@ pub mod test;
 
 use std::time::Duration;
 
-use crate::catalog::{self, BuildOptions, Catalog};
+use crate::catalog::{self, BuildOptions, Catalog, budget};
 use crate::cli::CatalogArgs;
 use crate::diag::Diagnostics;
 use crate::source::Source;
@@ -67,7 +67,10 @@ impl Failure {
 
 pub fn build_options(args: &CatalogArgs) -> BuildOptions {
     BuildOptions {
-        policy_timeout: Duration::from_millis(args.policy_timeout_ms.max(1)),
+        policy_limits: budget::Limits {
+            time: Duration::from_millis(args.policy_timeout_ms.max(1)),
+            memory: args.policy_memory_mb.max(1).saturating_mul(1024 * 1024),
+        },
         ..BuildOptions::default()
     }
 }

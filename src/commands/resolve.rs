@@ -23,6 +23,7 @@ pub fn run(args: &ResolveArgs) -> Result<i32, Failure> {
     let catalog = load_catalog(&CatalogArgs {
         paths: args.config.clone(),
         policy_timeout_ms: args.policy_timeout_ms,
+        policy_memory_mb: args.policy_memory_mb,
     })
     .map_err(|d| Failure::from_diagnostics(&d))?;
 
@@ -59,7 +60,7 @@ fn help(reason: &str) -> &'static str {
         "not-resolvable" => {
             "the tool has no resolve rules and no policy, so its listing is its only answer"
         }
-        "policy-error" | "policy-timeout" => {
+        "policy-error" | "policy-timeout" | "policy-memory" => {
             "run `regent check` on the catalog to find the failing rule"
         }
         "riskier-than-listed" => {
