@@ -278,7 +278,9 @@ impl Writer {
         Ok(())
     }
 
-    /// Whether an entry would be refused at once because the log is stalled.
+    /// Whether an entry would be refused at once because the log is stalled
+    /// (tests; callers use [`Writer::refuse_if_stalled`], which counts).
+    #[cfg(test)]
     pub fn is_stalled(&self) -> bool {
         lock(&self.shared.state).stalled
     }
