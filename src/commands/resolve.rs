@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Failure, exit, load_catalog};
+use super::{Failure, exit, load_catalog, print_stdout};
 use crate::catalog::explain;
 use crate::cli::{CatalogArgs, ResolveArgs};
 use crate::diag::Style;
@@ -32,11 +32,11 @@ pub fn run(args: &ResolveArgs) -> Result<i32, Failure> {
     let answer = crate::protocol::resolve_result(&catalog, Some(&params), true, true);
     let code = match &answer {
         Ok(v) => {
-            println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+            print_stdout(&(serde_json::to_string_pretty(v).unwrap_or_default() + "\n"))?;
             exit::OK
         }
         Err(e) => {
-            println!("{}", serde_json::to_string_pretty(e).unwrap_or_default());
+            print_stdout(&(serde_json::to_string_pretty(e).unwrap_or_default() + "\n"))?;
             let reason = e
                 .data
                 .as_ref()
