@@ -163,8 +163,14 @@ pub fn yaml_error(path: &Path, e: &yaml_serde::Error) -> Diagnostic {
         && !message.contains("missing field")
         && !message.contains("invalid type")
         && !message.contains("invalid value");
+    // yaml_serde stops expanding aliases past its limits (a "billion laughs"
+    // file would otherwise take all memory) and says so without a location.
+    let expansion = message.contains("repetition limit exceeded")
+        || message.contains("recursion limit exceeded");
     let code = if message.contains("unknown field") {
         "unknown-key"
+    } else if expansion {
+        "yaml-limit"
     } else if is_syntax {
         "yaml-syntax"
     } else {
@@ -173,6 +179,10 @@ pub fn yaml_error(path: &Path, e: &yaml_serde::Error) -> Diagnostic {
     let mut d = Diagnostic::error(code, Location::new(path, line, column), message.clone());
     if let Some(help) = suggest_key(&message) {
         d = d.with_help(help);
+    } else if expansion {
+        d = d.with_help(
+            "the file expands YAML aliases (`*name`) or nests past what regent reads; write the values out instead of repeating anchors",
+        );
     } else if code == "yaml-shape" && message.contains("missing field") {
         d = d.with_help("add the missing key; see the file format in the README");
     } else if code == "yaml-shape" {

@@ -1,0 +1,2 @@
+package tools.t
+annotations := {"readOnlyHint": true}
