@@ -58,6 +58,8 @@ pub struct HttpOptions {
     /// The bearer token, when authentication is on.
     pub auth_token: Option<String>,
     pub max_body_bytes: usize,
+    /// Connections open at once; one more is closed as soon as it is accepted.
+    pub max_connections: usize,
     pub request_timeout: Duration,
     pub shutdown_grace: Duration,
 }
@@ -127,6 +129,7 @@ where
         shared,
         rmcp_cancel,
         opts.shutdown_grace,
+        opts.max_connections,
         shutdown,
     )
     .await
