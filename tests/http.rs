@@ -1167,3 +1167,16 @@ fn tool_calls_past_the_limit_are_refused_and_run_nothing() {
     let r = reply.join().unwrap().response_to(&msg["id"]);
     assert_eq!(r["result"]["content"][0]["text"], json!("again"), "{r}");
 }
+
+#[test]
+fn a_connection_that_sends_nothing_is_closed_after_the_header_timeout() {
+    // Without this, idle connections would hold places under
+    // --max-connections for ever (hyper's header timeout starts at the first
+    // byte). The timeout is 10 s; the read gives up after 20.
+    let http = HttpServer::start(&[&catalog("examples/manage_files")]);
+    let mut s = connect(http.addr);
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(&mut s, &mut raw).expect("the server closes the connection");
+    assert!(raw.is_empty(), "{}", String::from_utf8_lossy(&raw));
+    http.wait_for_metric(None, "regent_http_connections_open", 1.0);
+}

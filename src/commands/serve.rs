@@ -19,6 +19,11 @@ use crate::state::CatalogState;
 
 pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     check_status_file(args)?;
+    if args.max_concurrent_calls == 0 {
+        return Err(cannot_run(
+            "--max-concurrent-calls must be at least 1".into(),
+        ));
+    }
     let http = match args.http.http {
         Some(_) => Some(super::serve_http::prepare(&args.http)?),
         None => None,
@@ -86,11 +91,6 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         tracing::info!("watching the catalog for changes");
     }
 
-    if args.max_concurrent_calls == 0 {
-        return Err(cannot_run(
-            "--max-concurrent-calls must be at least 1".into(),
-        ));
-    }
     let metrics = Arc::new(Metrics::new());
     let calls = Arc::new(CallLimit::new(args.max_concurrent_calls, metrics.clone()));
 

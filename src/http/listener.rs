@@ -61,7 +61,6 @@ impl Drop for Open {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 pub async fn run(
     bound: Bound,
     app: Router,
@@ -107,13 +106,27 @@ pub async fn run(
                 shared.metrics.connections_open.inc();
                 let open = Open { _permit: permit, shared: shared.clone() };
                 let _ = stream.set_nodelay(true);
-                let conn = builder
-                    .serve_connection_with_upgrades(TokioIo::new(stream), service.clone())
-                    .into_owned();
-                let conn = graceful.watch(conn);
+                let builder = builder.clone();
+                let service = service.clone();
+                let watcher = graceful.watcher();
                 tokio::spawn(async move {
                     let _open = open;
-                    if let Err(e) = conn.await {
+                    // hyper's header timeout starts with the first byte: a
+                    // connection that never sends one would keep its place
+                    // under the limit for ever. (`peek`, not `readable`, which
+                    // may wake before any byte is there.)
+                    let mut first = [0u8; 1];
+                    if tokio::time::timeout(HEADER_READ_TIMEOUT, stream.peek(&mut first))
+                        .await
+                        .is_err()
+                    {
+                        tracing::debug!("connection from {peer} sent nothing; closing it");
+                        return;
+                    }
+                    let conn = builder
+                        .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                        .into_owned();
+                    if let Err(e) = watcher.watch(conn).await {
                         tracing::debug!("connection from {peer} ended: {e}");
                     }
                 });

@@ -10,12 +10,16 @@
 //!   `Mcp-Name` headers, sessions.
 //! - [`guard`] adds what rmcp lacks: the same `Host`/`Origin` checks on the
 //!   operator routes, bearer authentication (401), a deadline per request,
-//!   refusing new requests once shutdown has begun (503), and the count of
-//!   requests in flight that shutdown waits for.
+//!   413 from `Content-Length` before the body is read, JSON-RPC errors
+//!   (400, -32700/-32600) for bodies that are not JSON-RPC, refusing new
+//!   requests once shutdown has begun (503), and the count of requests in
+//!   flight that shutdown waits for.
+//! - `end_session` makes a `DELETE` of an unknown session 404.
 //! - [`hoist`] rewrites `/mcp` response bodies so the wire shape matches the
 //!   stdio transport's (the tool-resolution fields rmcp's types drop).
-//! - [`listener`] accepts connections (header read timeout) and runs the
-//!   graceful shutdown.
+//! - [`listener`] accepts connections (at most `--max-connections`, header
+//!   read timeout from the moment of connecting) and runs the graceful
+//!   shutdown.
 //!
 //! Deciding anything about tools is the protocol layer's and the catalog's
 //! job; this module only carries MCP over HTTP and guards the door.
