@@ -639,4 +639,28 @@ mod tests {
         assert!(!exact.matches(&Origin::parse("https://app.example:8443").unwrap()));
         assert!(!rule.matches(&Origin::parse("null").unwrap()));
     }
+
+    async fn answer_of(body: &[u8]) -> (StatusCode, serde_json::Value) {
+        let r = json_rpc_error_for(body, "why");
+        let status = r.status();
+        let bytes = axum::body::to_bytes(r.into_body(), 1 << 16).await.unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[tokio::test]
+    async fn unparsable_bodies_get_json_rpc_errors_like_stdio_lines() {
+        let (status, v) = answer_of(b"{oops").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            v,
+            serde_json::json!({"jsonrpc": "2.0", "id": null,
+                "error": {"code": -32700, "message": "Parse error", "data": {"reason": "why"}}})
+        );
+        let (_, v) = answer_of(br#"{"id": "a", "x": 1}"#).await;
+        assert_eq!(v["id"], "a");
+        assert_eq!(v["error"]["code"], -32600);
+        let (_, v) = answer_of(br#"{"id": {"no": 1}}"#).await;
+        assert_eq!(v["id"], serde_json::Value::Null);
+        assert_eq!(v["error"]["code"], -32600);
+    }
 }

@@ -461,3 +461,29 @@ fn result(
     r.meta = Some(MetaObject(meta));
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_call_limit_refuses_past_its_size_and_frees_places_on_drop() {
+        let metrics = Arc::new(Metrics::new());
+        let limit = CallLimit::new(2, metrics.clone());
+        let a = limit.try_enter().expect("first");
+        let _b = limit.try_enter().expect("second");
+        let e = limit.try_enter().err().expect("third is refused");
+        assert_eq!(e.code.0, -32603);
+        assert!(e.message.starts_with("server busy"), "{}", e.message);
+        assert_eq!(
+            e.data,
+            Some(json!({"reason": "capacity", "maxConcurrentCalls": 2}))
+        );
+        assert_eq!(metrics.calls_in_flight.get(), 2);
+        assert_eq!(metrics.calls_refused.get(), 1);
+        drop(a);
+        assert_eq!(metrics.calls_in_flight.get(), 1);
+        let _c = limit.try_enter().expect("room again");
+        assert_eq!(metrics.calls_in_flight.get(), 2);
+    }
+}
