@@ -171,6 +171,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub status_file: Option<PathBuf>,
 
+    /// The most tool executions (tools/call) running at once, over all sessions; one more is refused with -32603
+    #[arg(long, value_name = "N", default_value_t = crate::protocol::call::DEFAULT_MAX_CONCURRENT_CALLS)]
+    pub max_concurrent_calls: usize,
+
     #[command(flatten)]
     pub http: HttpArgs,
 }
@@ -202,6 +206,10 @@ pub struct HttpArgs {
     /// The largest request body accepted, in bytes
     #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024, requires = "http")]
     pub max_body_bytes: usize,
+
+    /// The most HTTP connections open at once; past it a new connection is closed at once
+    #[arg(long, value_name = "N", default_value_t = 1024, requires = "http")]
+    pub max_connections: usize,
 
     /// The longest one MCP request may take, from its first byte to the end of its response, in seconds
     #[arg(long, value_name = "SECS", default_value_t = 120, requires = "http")]

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Upper bounds (seconds) for resolution latency: a warm evaluation takes
@@ -84,6 +84,46 @@ pub struct Metrics {
     http_responses: Mutex<BTreeMap<(&'static str, u16), u64>>,
     pub resolve_seconds: Histogram,
     pub call_seconds: Histogram,
+    /// Tool executions running now (`tools/call` past its decision).
+    pub calls_in_flight: Gauge,
+    /// Tool executions refused because `--max-concurrent-calls` were running.
+    pub calls_refused: Counter,
+    /// HTTP connections open now.
+    pub connections_open: Gauge,
+    /// HTTP connections closed at once because `--max-connections` were open.
+    pub connections_refused: Counter,
+}
+
+/// A gauge that goes up and down.
+#[derive(Default)]
+pub struct Gauge(AtomicI64);
+
+impl Gauge {
+    pub fn inc(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn dec(&self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> i64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A counter without labels.
+#[derive(Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    pub fn inc(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 impl Default for Metrics {
@@ -100,6 +140,10 @@ impl Metrics {
             http_responses: Mutex::new(BTreeMap::new()),
             resolve_seconds: Histogram::new(RESOLVE_BUCKETS),
             call_seconds: Histogram::new(CALL_BUCKETS),
+            calls_in_flight: Gauge::default(),
+            calls_refused: Counter::default(),
+            connections_open: Gauge::default(),
+            connections_refused: Counter::default(),
         }
     }
 
@@ -166,6 +210,35 @@ impl Metrics {
                 "regent_http_responses_total{{route=\"{}\",code=\"{status}\"}} {n}",
                 escape(route)
             );
+        }
+        for (name, help, kind, value) in [
+            (
+                "regent_calls_in_flight",
+                "Tool executions running now (tools/call past its decision)",
+                "gauge",
+                self.calls_in_flight.get().to_string(),
+            ),
+            (
+                "regent_calls_refused_total",
+                "tools/call refused because --max-concurrent-calls executions were running",
+                "counter",
+                self.calls_refused.get().to_string(),
+            ),
+            (
+                "regent_http_connections_open",
+                "HTTP connections open now",
+                "gauge",
+                self.connections_open.get().to_string(),
+            ),
+            (
+                "regent_http_connections_refused_total",
+                "HTTP connections closed at once because --max-connections were open",
+                "counter",
+                self.connections_refused.get().to_string(),
+            ),
+        ] {
+            header(out, name, help, kind);
+            let _ = writeln!(out, "{name} {value}");
         }
     }
 }

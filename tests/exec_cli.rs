@@ -94,6 +94,13 @@ tools:
   - name: endless
     inputSchema: {type: object}
     run: {cli: {program: yes, maxOutput: 64KiB}}
+  - name: read_pipe
+    description: reads a named pipe to its end, so a test decides when the call ends
+    inputSchema:
+      type: object
+      properties: {path: {type: string}}
+      required: [path]
+    run: {cli: {program: cat, args: ["--", "{path}"], timeout: 60s}}
   - name: fails
     inputSchema: {type: object}
     run: {cli: {program: sh, args: [-c, "echo partial; echo something broke >&2; exit 3"]}}
@@ -552,5 +559,109 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
         } else {
             std::fs::copy(e.path(), target).unwrap();
         }
+    }
+}
+
+/// Whether a process has `arg` among its arguments.
+fn running_with(arg: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .is_ok_and(|c| c.split(|&b| b == 0).any(|a| a == arg.as_bytes()))
+    })
+}
+
+fn mkfifo(path: &std::path::Path) -> String {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mkfifo {}", path.display());
+    path.display().to_string()
+}
+
+#[tokio::test]
+async fn calls_past_the_concurrency_limit_are_refused_and_start_nothing() {
+    use std::os::unix::fs::OpenOptionsExt;
+    for era in Era::ALL {
+        let dir = setup();
+        let r = Start::new(dir.path())
+            .arg("--max-concurrent-calls")
+            .arg("2")
+            .connect(era)
+            .await;
+        let pipes: Vec<String> = (0..4)
+            .map(|i| mkfifo(&dir.path().join(format!("pipe{i}"))))
+            .collect();
+        let first = r.call("read_pipe", json!({"path": pipes[0]}));
+        let second = r.call("read_pipe", json!({"path": pipes[1]}));
+        let more = async {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while !(running_with(&pipes[0]) && running_with(&pipes[1])) {
+                assert!(
+                    Instant::now() < deadline,
+                    "{era:?}: the first two never ran"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let mut refused = Vec::new();
+            for p in &pipes[2..] {
+                match r.try_call("read_pipe", json!({"path": p})).await {
+                    Err(rmcp::ServiceError::McpError(e)) => refused.push(e),
+                    other => panic!("{era:?}: a third call was not refused: {other:?}"),
+                }
+                assert!(!running_with(p), "{era:?}: a refused call started {p}");
+            }
+            for p in &pipes[..2] {
+                let mut f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_NONBLOCK)
+                    .open(p)
+                    .unwrap();
+                std::io::Write::write_all(&mut f, b"done").unwrap();
+            }
+            refused
+        };
+        let (a, b, refused) = tokio::join!(first, second, more);
+        for res in [a, b] {
+            assert!(!is_error(&res), "{era:?}: {res}");
+            assert_eq!(text(&res), "done", "{era:?}: {res}");
+        }
+        assert_eq!(refused.len(), 2);
+        for e in &refused {
+            assert_eq!(e.code.0, -32603, "{era:?}: {e:?}");
+            assert!(e.message.contains("server busy"), "{era:?}: {e:?}");
+            let data = e.data.clone().unwrap_or_default();
+            assert_eq!(data["reason"], json!("capacity"), "{era:?}: {e:?}");
+            assert_eq!(data["maxConcurrentCalls"], json!(2), "{era:?}: {e:?}");
+        }
+        // Both refusals are in the decision log, after the policy allowed them.
+        let busy = |lines: &[Value]| {
+            lines
+                .iter()
+                .filter(|l| {
+                    l["refused"]
+                        .as_str()
+                        .is_some_and(|r| r.contains("server busy"))
+                })
+                .count()
+        };
+        let lines = r.decisions_when(|l| busy(l) == 2);
+        assert_eq!(busy(&lines), 2, "{era:?}: {lines:?}");
+        // Room again once the first two ended.
+        let p = mkfifo(&dir.path().join("again"));
+        let call = r.call("read_pipe", json!({"path": p}));
+        let release = async {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while !running_with(&p) {
+                assert!(Instant::now() < deadline, "{era:?}: the call never ran");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let mut f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+            std::io::Write::write_all(&mut f, b"again").unwrap();
+        };
+        let (res, ()) = tokio::join!(call, release);
+        assert_eq!(text(&res), "again", "{era:?}: {res}");
+        r.close().await;
     }
 }

@@ -957,3 +957,226 @@ fn reloads_show_in_health_and_metrics_and_the_old_catalog_keeps_serving() {
     http.wait_for_metric(None, "regent_catalog_loads_total{outcome=\"failure\"}", 2.0);
     assert_eq!(names(&mut c), ["one", "two"]);
 }
+
+#[test]
+fn a_content_length_over_the_cap_is_refused_before_the_body_arrives() {
+    let http = HttpServer::start(&[
+        "--max-body-bytes",
+        "1000",
+        &catalog("examples/manage_files"),
+    ]);
+    for era in Era::ALL {
+        let c = McpHttp::connect(http.addr, era);
+        let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+        // The head announces 100 kB and no byte of the body is ever sent: the
+        // answer cannot wait for it (it used to wait for the request
+        // deadline, 120 s, and answer 408).
+        let mut head = String::from_utf8(c.req(&msg, "tools/list").head(http.addr)).unwrap();
+        head = head.replace(
+            &format!("Content-Length: {}\r\n", msg.to_string().len()),
+            "Content-Length: 100000\r\n",
+        );
+        assert!(head.contains("Content-Length: 100000"), "{head}");
+        let mut s = connect(http.addr);
+        s.write_all(head.as_bytes()).unwrap();
+        let resp = read_response(&mut s);
+        assert_eq!(resp.status, 413, "{era:?}: {}", resp.text());
+        assert!(
+            resp.text().contains("exceeds 1000 bytes"),
+            "{era:?}: {}",
+            resp.text()
+        );
+    }
+    let mut c = McpHttp::connect(http.addr, Era::Modern);
+    let r = c.resolve("manage_files", json!({"path": "a", "action": "read"}));
+    assert_eq!(r["annotations"]["readOnlyHint"], json!(true));
+}
+
+#[test]
+fn a_body_that_is_not_json_rpc_gets_a_json_rpc_error() {
+    let http = HttpServer::start(&[&catalog("examples/manage_files")]);
+    for era in Era::ALL {
+        let mut c = McpHttp::connect(http.addr, era);
+        let msg = c.message("tools/list", json!({}));
+        for (body, code, id) in [
+            (&b"{not json"[..], -32700, json!(null)),
+            (b"", -32700, json!(null)),
+            (br#"{"id": 7, "hello": "world"}"#, -32600, json!(7)),
+        ] {
+            let resp = http.send(&c.req(&msg, "tools/list").body(body.to_vec()));
+            let shown = String::from_utf8_lossy(body);
+            assert_eq!(resp.status, 400, "{era:?} {shown}: {}", resp.text());
+            assert_eq!(
+                resp.header("content-type"),
+                Some("application/json"),
+                "{era:?} {shown}"
+            );
+            let answer: Value = serde_json::from_slice(&resp.body)
+                .unwrap_or_else(|e| panic!("{era:?} {shown}: not JSON ({e}): {}", resp.text()));
+            assert_eq!(answer["jsonrpc"], json!("2.0"), "{answer}");
+            assert_eq!(answer["id"], id, "{era:?} {shown}: {answer}");
+            assert_eq!(
+                answer["error"]["code"],
+                json!(code),
+                "{era:?} {shown}: {answer}"
+            );
+            assert!(
+                answer["error"]["data"]["reason"].is_string(),
+                "{era:?} {shown}: {answer}"
+            );
+        }
+        // A wrong Content-Type is still rmcp's 415.
+        let mut wrong_type = c.req(&msg, "tools/list");
+        wrong_type
+            .headers
+            .retain(|(k, _)| !k.eq_ignore_ascii_case("content-type"));
+        let resp = http.send(&wrong_type.header("Content-Type", "text/plain"));
+        assert_eq!(resp.status, 415, "{era:?}: {}", resp.text());
+        let r = c.resolve("manage_files", json!({"path": "a", "action": "read"}));
+        assert_eq!(r["annotations"]["readOnlyHint"], json!(true), "{era:?}");
+    }
+}
+
+#[test]
+fn deleting_an_unknown_session_is_404() {
+    let http = HttpServer::start(&[&catalog("examples/manage_files")]);
+    let c = McpHttp::connect(http.addr, Era::Legacy);
+    let session = c.session.clone().unwrap();
+    let delete = |id: &str| {
+        let mut r = Req::get("/mcp")
+            .header("Mcp-Session-Id", id)
+            .header("MCP-Protocol-Version", "2025-11-25");
+        r.method = "DELETE".into();
+        http.send(&r)
+    };
+    let resp = delete("no-such-session");
+    assert_eq!(resp.status, 404, "{}", resp.text());
+    let resp = delete(&session);
+    assert_eq!(resp.status, 204, "{}", resp.text());
+    // Ended: a second DELETE, like any request naming it, finds nothing.
+    let resp = delete(&session);
+    assert_eq!(resp.status, 404, "{}", resp.text());
+    let msg = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {}});
+    assert_eq!(c.post(&msg, "tools/list").status, 404);
+}
+
+#[test]
+fn connections_past_the_limit_are_closed_at_once() {
+    let http = HttpServer::start(&["--max-connections", "4", &catalog("examples/manage_files")]);
+    // Two idle connections plus the scrape's own (one slot to spare, for a
+    // scrape whose predecessor the server has not yet seen closed).
+    let mut held: Vec<TcpStream> = (0..2).map(|_| connect(http.addr)).collect();
+    http.wait_for_metric(None, "regent_http_connections_open", 3.0);
+    held.push(connect(http.addr));
+    held.push(connect(http.addr));
+    // The fifth is told and closed, without sending anything.
+    let mut s = connect(http.addr);
+    let resp = read_response(&mut s);
+    assert_eq!(resp.status, 503, "{}", resp.text());
+    assert!(resp.text().contains("--max-connections"), "{}", resp.text());
+    // One closes; the server serves again, and counted the refusal. (Until
+    // it has seen the close, a scrape is refused, and may be reset.)
+    drop(held.pop());
+    let deadline = Instant::now() + WAIT;
+    let metrics = loop {
+        let mut s = connect(http.addr);
+        let _ = s.write_all(&Req::get("/metrics").head(http.addr));
+        let mut raw = Vec::new();
+        if std::io::Read::read_to_end(&mut s, &mut raw).is_ok() {
+            let resp = common::http::parse_response(&raw);
+            if resp.status == 200 {
+                break resp.text();
+            }
+        }
+        assert!(Instant::now() < deadline, "never served again");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let value = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in\n{metrics}"))
+    };
+    assert_eq!(value("regent_http_connections_open"), 4.0, "{metrics}");
+    assert!(
+        value("regent_http_connections_refused_total") >= 1.0,
+        "{metrics}"
+    );
+    drop(held);
+    http.wait_for_metric(None, "regent_http_connections_open", 1.0);
+}
+
+#[test]
+fn tool_calls_past_the_limit_are_refused_and_run_nothing() {
+    let tools = PipeTool::new();
+    let http = HttpServer::start(&["--max-concurrent-calls", "2", &tools.catalog()]);
+    // Two calls run (one per era: the limit is the server's, not a session's).
+    let mut running = Vec::new();
+    for era in Era::ALL {
+        let mut c = McpHttp::connect(http.addr, era);
+        let pipe = tools.pipe(&format!("running-{era:?}"));
+        let (msg, req) = call_pipe(&mut c, &pipe);
+        let addr = http.addr;
+        let reply = std::thread::spawn(move || send(addr, &req));
+        PipeTool::wait_for_reader(&pipe, true);
+        running.push((era, pipe, msg, reply));
+    }
+    http.wait_for_metric(None, "regent_calls_in_flight", 2.0);
+    // Two more, one per era, are refused at once and start no process.
+    for era in Era::ALL {
+        let mut c = McpHttp::connect(http.addr, era);
+        let pipe = tools.pipe(&format!("refused-{era:?}"));
+        let (msg, req) = call_pipe(&mut c, &pipe);
+        let resp = send(http.addr, &req);
+        assert_eq!(resp.status, 200, "{era:?}: {}", resp.text());
+        let r = resp.response_to(&msg["id"]);
+        assert_eq!(r["error"]["code"], json!(-32603), "{era:?}: {r}");
+        assert_eq!(
+            r["error"]["data"]["reason"],
+            json!("capacity"),
+            "{era:?}: {r}"
+        );
+        assert_eq!(
+            r["error"]["data"]["maxConcurrentCalls"],
+            json!(2),
+            "{era:?}: {r}"
+        );
+        assert!(
+            !PipeTool::reader_alive(&pipe),
+            "{era:?}: a process was started"
+        );
+    }
+    assert_eq!(http.metric(None, "regent_calls_refused_total"), Some(2.0));
+    assert_eq!(http.metric(None, "regent_calls_in_flight"), Some(2.0));
+    for (era, pipe, msg, reply) in running {
+        PipeTool::release(&pipe, "done");
+        let resp = reply.join().unwrap();
+        let r = resp.response_to(&msg["id"]);
+        assert_eq!(r["result"]["isError"], json!(false), "{era:?}: {r}");
+    }
+    http.wait_for_metric(None, "regent_calls_in_flight", 0.0);
+    // Room again.
+    let mut c = McpHttp::connect(http.addr, Era::Modern);
+    let pipe = tools.pipe("after");
+    let (msg, req) = call_pipe(&mut c, &pipe);
+    let addr = http.addr;
+    let reply = std::thread::spawn(move || send(addr, &req));
+    PipeTool::wait_for_reader(&pipe, true);
+    PipeTool::release(&pipe, "again");
+    let r = reply.join().unwrap().response_to(&msg["id"]);
+    assert_eq!(r["result"]["content"][0]["text"], json!("again"), "{r}");
+}
+
+#[test]
+fn a_connection_that_sends_nothing_is_closed_after_the_header_timeout() {
+    // Without this, idle connections would hold places under
+    // --max-connections for ever (hyper's header timeout starts at the first
+    // byte). The timeout is 10 s; the read gives up after 20.
+    let http = HttpServer::start(&[&catalog("examples/manage_files")]);
+    let mut s = connect(http.addr);
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(&mut s, &mut raw).expect("the server closes the connection");
+    assert!(raw.is_empty(), "{}", String::from_utf8_lossy(&raw));
+    http.wait_for_metric(None, "regent_http_connections_open", 1.0);
+}

@@ -9,7 +9,9 @@ use rmcp::ServiceExt;
 use super::{Failure, build_options, exit, load_catalog};
 use crate::cli::ServeArgs;
 use crate::decisions::DecisionLog;
+use crate::metrics::Metrics;
 use crate::protocol::Regent;
+use crate::protocol::call::CallLimit;
 use crate::protocol::input::RequestStates;
 use crate::protocol::transport::LineTransport;
 use crate::reload;
@@ -17,6 +19,11 @@ use crate::state::CatalogState;
 
 pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     check_status_file(args)?;
+    if args.max_concurrent_calls == 0 {
+        return Err(cannot_run(
+            "--max-concurrent-calls must be at least 1".into(),
+        ));
+    }
     let http = match args.http.http {
         Some(_) => Some(super::serve_http::prepare(&args.http)?),
         None => None,
@@ -85,6 +92,9 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         tracing::info!("watching the catalog for changes");
     }
 
+    let metrics = Arc::new(Metrics::new());
+    let calls = Arc::new(CallLimit::new(args.max_concurrent_calls, metrics.clone()));
+
     let requester = reloads.requester();
     let forward_hangups = async move {
         while hangup.recv().await.is_some() {
@@ -95,10 +105,11 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     if let Some(opts) = http {
         let regent = Regent::new(state.clone())
             .with_decision_log(decisions.clone())
-            .with_request_states(states);
+            .with_request_states(states)
+            .with_call_limit(calls);
         let outcome = runtime.block_on(async move {
             tokio::spawn(forward_hangups);
-            super::serve_http::serve(opts, regent, state).await
+            super::serve_http::serve(opts, regent, state, metrics).await
         });
         reloads.stop();
         // Requests still running after the grace period are abandoned here.
@@ -120,6 +131,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         let service = Regent::new(state)
             .with_decision_log(log)
             .with_request_states(states)
+            .with_call_limit(calls)
             .with_text_answers()
             .serve(LineTransport::new(read, write))
             .await

@@ -66,6 +66,7 @@ pub async fn serve<H>(
     opts: HttpOptions,
     handler: H,
     state: Arc<CatalogState>,
+    metrics: Arc<Metrics>,
 ) -> Result<i32, Failure>
 where
     H: ServerHandler + Clone,
@@ -74,20 +75,13 @@ where
     let auth = opts.auth_token.is_some();
     let result = async {
         let shutdown = shutdown_signal()?;
-        http::serve(
-            opts,
-            handler,
-            state,
-            Arc::new(Metrics::new()),
-            shutdown,
-            |bound| {
-                tracing::info!(
-                    auth = if auth { "bearer" } else { "none" },
-                    "serving MCP at http://{}/mcp (health: /healthz, metrics: /metrics)",
-                    bound.addr
-                );
-            },
-        )
+        http::serve(opts, handler, state, metrics, shutdown, |bound| {
+            tracing::info!(
+                auth = if auth { "bearer" } else { "none" },
+                "serving MCP at http://{}/mcp (health: /healthz, metrics: /metrics)",
+                bound.addr
+            );
+        })
         .await
     }
     .await;
@@ -155,6 +149,9 @@ pub fn options(args: &HttpArgs, env_token: Option<String>) -> Result<HttpOptions
     if args.max_body_bytes == 0 {
         return Err("error: --max-body-bytes must be at least 1".into());
     }
+    if args.max_connections == 0 {
+        return Err("error: --max-connections must be at least 1".into());
+    }
     if args.request_timeout_secs == 0 {
         return Err("error: --request-timeout-secs must be at least 1".into());
     }
@@ -164,6 +161,7 @@ pub fn options(args: &HttpArgs, env_token: Option<String>) -> Result<HttpOptions
         allowed_origins,
         auth_token,
         max_body_bytes: args.max_body_bytes,
+        max_connections: args.max_connections,
         request_timeout: Duration::from_secs(args.request_timeout_secs),
         shutdown_grace: Duration::from_secs(args.shutdown_grace_secs),
     })

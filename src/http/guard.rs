@@ -7,6 +7,11 @@
 //! - [`deadline_and_track`]: one deadline per MCP request, covering its body,
 //!   its handler and its response stream, and the count of requests in
 //!   flight that a graceful shutdown waits for;
+//! - [`body_cap`]: 413 at once when `Content-Length` is over the body cap,
+//!   without waiting for the body (rmcp refuses only once the bytes arrive);
+//! - [`json_rpc_parse_errors`]: a body that is not a JSON-RPC message gets
+//!   400 with a JSON-RPC error (-32700, or -32600 for JSON that is not a
+//!   message), as on stdio, instead of rmcp's 415 with plain text;
 //! - [`refuse_when_draining`]: 503 for anything new once shutdown began;
 //! - [`count_responses`]: HTTP responses by route and status, for `/metrics`.
 
@@ -40,6 +45,7 @@ pub struct Shared {
     hosts: Vec<HostRule>,
     origins: Vec<OriginRule>,
     request_timeout: Duration,
+    max_body_bytes: usize,
     draining: AtomicBool,
     in_flight: AtomicUsize,
     idle: Notify,
@@ -62,6 +68,7 @@ impl Shared {
                 .filter_map(|o| OriginRule::parse(o))
                 .collect(),
             request_timeout: opts.request_timeout,
+            max_body_bytes: opts.max_body_bytes,
             draining: AtomicBool::new(false),
             in_flight: AtomicUsize::new(0),
             idle: Notify::new(),
@@ -95,7 +102,7 @@ fn digest(s: &str) -> [u8; 32] {
     Sha256::digest(s.as_bytes()).into()
 }
 
-fn plain(status: StatusCode, text: impl Into<String>) -> Response {
+pub(super) fn plain(status: StatusCode, text: impl Into<String>) -> Response {
     let mut r = (status, text.into()).into_response();
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -140,6 +147,143 @@ pub async fn authenticate(State(s): State<Arc<Shared>>, req: Request, next: Next
         HeaderValue::from_static(challenge),
     );
     r
+}
+
+/// 413 for a request whose `Content-Length` is over `--max-body-bytes`,
+/// before any of its body is read; the connection is closed after the
+/// answer, since the body is never read. (A chunked body has no length: rmcp
+/// refuses it with 413 as soon as the bytes it has read pass the cap.)
+pub async fn body_cap(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let length = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if let Some(n) = length
+        && n > s.max_body_bytes as u64
+    {
+        let mut r = plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "Payload Too Large: request body exceeds {} bytes (Content-Length: {n})",
+                s.max_body_bytes
+            ),
+        );
+        r.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return r;
+    }
+    next.run(req).await
+}
+
+/// How rmcp's Streamable HTTP service begins the 415 it gives a body that
+/// does not deserialize as a JSON-RPC message (its other 415, for a wrong
+/// `Content-Type`, is left alone).
+const RMCP_UNPARSABLE: &str = "fail to deserialize request body";
+
+/// A `POST` body that rmcp could not read as a JSON-RPC message is answered
+/// as the stdio transport answers such a line: HTTP 400 with a JSON-RPC
+/// error, id `null`, code -32700 ("Parse error") when the body is not JSON,
+/// or -32600 ("Invalid request", with the body's `id` when it has a usable
+/// one) when it is JSON but not a message; `data.reason` says why.
+///
+/// rmcp answers both with 415 and plain text and has no hook for it, so the
+/// body's frames are kept (reference-counted, not copied) while the request
+/// runs, and looked at only when rmcp gave that 415.
+pub async fn json_rpc_parse_errors(req: Request, next: Next) -> Response {
+    if req.method() != Method::POST {
+        return next.run(req).await;
+    }
+    let kept = Arc::new(std::sync::Mutex::new(Vec::<Bytes>::new()));
+    let (parts, body) = req.into_parts();
+    let req = Request::from_parts(
+        parts,
+        Body::new(Keep {
+            inner: body,
+            kept: kept.clone(),
+        }),
+    );
+    let resp = next.run(req).await;
+    if resp.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let Ok(text) = axum::body::to_bytes(body, 64 * 1024).await else {
+        return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "Unsupported Media Type");
+    };
+    let Some(reason) = std::str::from_utf8(&text)
+        .ok()
+        .and_then(|t| t.strip_prefix(RMCP_UNPARSABLE))
+    else {
+        return Response::from_parts(parts, Body::from(text));
+    };
+    let body: Vec<u8> = {
+        let frames = kept.lock().unwrap_or_else(|p| p.into_inner());
+        frames.iter().flat_map(|b| b.iter().copied()).collect()
+    };
+    json_rpc_error_for(&body, reason.trim())
+}
+
+/// The 400 answer for a body that is not a JSON-RPC message.
+fn json_rpc_error_for(body: &[u8], reason: &str) -> Response {
+    let (id, code, message) = match serde_json::from_slice::<serde_json::Value>(body) {
+        Err(_) => (serde_json::Value::Null, -32700, "Parse error"),
+        Ok(v) => (
+            v.get("id")
+                .filter(|id| id.is_string() || id.is_number())
+                .cloned()
+                .unwrap_or(serde_json::Value::Null),
+            -32600,
+            "Invalid request",
+        ),
+    };
+    let answer = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": code, "message": message, "data": {"reason": reason}},
+    });
+    let mut r = (StatusCode::BAD_REQUEST, answer.to_string()).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// A request body whose frames are kept (cheap clones of `Bytes`) for a
+/// look after the response.
+struct Keep {
+    inner: Body,
+    kept: Arc<std::sync::Mutex<Vec<Bytes>>>,
+}
+
+impl http_body::Body for Keep {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let r = Pin::new(&mut self.inner).poll_frame(cx);
+        if let Poll::Ready(Some(Ok(frame))) = &r
+            && let Some(data) = frame.data_ref()
+        {
+            self.kept
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(data.clone());
+        }
+        r
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// 503 for every request that arrives after shutdown began; the connection
@@ -494,5 +638,29 @@ mod tests {
         assert!(exact.matches(&Origin::parse("https://app.example").unwrap()));
         assert!(!exact.matches(&Origin::parse("https://app.example:8443").unwrap()));
         assert!(!rule.matches(&Origin::parse("null").unwrap()));
+    }
+
+    async fn answer_of(body: &[u8]) -> (StatusCode, serde_json::Value) {
+        let r = json_rpc_error_for(body, "why");
+        let status = r.status();
+        let bytes = axum::body::to_bytes(r.into_body(), 1 << 16).await.unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[tokio::test]
+    async fn unparsable_bodies_get_json_rpc_errors_like_stdio_lines() {
+        let (status, v) = answer_of(b"{oops").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            v,
+            serde_json::json!({"jsonrpc": "2.0", "id": null,
+                "error": {"code": -32700, "message": "Parse error", "data": {"reason": "why"}}})
+        );
+        let (_, v) = answer_of(br#"{"id": "a", "x": 1}"#).await;
+        assert_eq!(v["id"], "a");
+        assert_eq!(v["error"]["code"], -32600);
+        let (_, v) = answer_of(br#"{"id": {"no": 1}}"#).await;
+        assert_eq!(v["id"], serde_json::Value::Null);
+        assert_eq!(v["error"]["code"], -32600);
     }
 }

@@ -11,6 +11,10 @@
 //! 3. wait, up to the grace period, for MCP requests in flight to finish;
 //! 4. cancel rmcp's token, which ends sessions and their SSE streams;
 //! 5. wait briefly for the connections to close.
+//!
+//! Connections are bounded (`--max-connections`): one accepted while the
+//! limit is open is answered `503` (best effort, without waiting on the
+//! client) and closed at once, so it costs no task and no buffers.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -42,15 +46,32 @@ pub async fn bind(addr: SocketAddr) -> std::io::Result<Bound> {
     Ok(Bound { listener, addr })
 }
 
+/// What a connection past `--max-connections` is told before it is closed.
+const TOO_MANY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: 61\r\n\r\nService Unavailable: too many connections (--max-connections)";
+
+/// One open connection: its place under the limit and in the gauge.
+struct Open {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    shared: Arc<Shared>,
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.shared.metrics.connections_open.dec();
+    }
+}
+
 pub async fn run(
     bound: Bound,
     app: Router,
     shared: Arc<Shared>,
     rmcp_cancel: CancellationToken,
     grace: Duration,
+    max_connections: usize,
     shutdown: impl Future<Output = ()> + Send,
 ) -> std::io::Result<()> {
     let Bound { listener, addr } = bound;
+    let connections = Arc::new(tokio::sync::Semaphore::new(max_connections.max(1)));
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -74,13 +95,38 @@ pub async fn run(
                         continue;
                     }
                 };
+                let Ok(permit) = connections.clone().try_acquire_owned() else {
+                    shared.metrics.connections_refused.inc();
+                    tracing::debug!("refused a connection from {peer}: {max_connections} open (--max-connections)");
+                    // Best effort: a full send buffer just loses the text.
+                    let _ = stream.try_write(TOO_MANY);
+                    drop(stream);
+                    continue;
+                };
+                shared.metrics.connections_open.inc();
+                let open = Open { _permit: permit, shared: shared.clone() };
                 let _ = stream.set_nodelay(true);
-                let conn = builder
-                    .serve_connection_with_upgrades(TokioIo::new(stream), service.clone())
-                    .into_owned();
-                let conn = graceful.watch(conn);
+                let builder = builder.clone();
+                let service = service.clone();
+                let watcher = graceful.watcher();
                 tokio::spawn(async move {
-                    if let Err(e) = conn.await {
+                    let _open = open;
+                    // hyper's header timeout starts with the first byte: a
+                    // connection that never sends one would keep its place
+                    // under the limit for ever. (`peek`, not `readable`, which
+                    // may wake before any byte is there.)
+                    let mut first = [0u8; 1];
+                    if tokio::time::timeout(HEADER_READ_TIMEOUT, stream.peek(&mut first))
+                        .await
+                        .is_err()
+                    {
+                        tracing::debug!("connection from {peer} sent nothing; closing it");
+                        return;
+                    }
+                    let conn = builder
+                        .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                        .into_owned();
+                    if let Err(e) = watcher.watch(conn).await {
                         tracing::debug!("connection from {peer} ended: {e}");
                     }
                 });

@@ -10,12 +10,16 @@
 //!   `Mcp-Name` headers, sessions.
 //! - [`guard`] adds what rmcp lacks: the same `Host`/`Origin` checks on the
 //!   operator routes, bearer authentication (401), a deadline per request,
-//!   refusing new requests once shutdown has begun (503), and the count of
-//!   requests in flight that shutdown waits for.
+//!   413 from `Content-Length` before the body is read, JSON-RPC errors
+//!   (400, -32700/-32600) for bodies that are not JSON-RPC, refusing new
+//!   requests once shutdown has begun (503), and the count of requests in
+//!   flight that shutdown waits for.
+//! - `end_session` makes a `DELETE` of an unknown session 404.
 //! - [`hoist`] rewrites `/mcp` response bodies so the wire shape matches the
 //!   stdio transport's (the tool-resolution fields rmcp's types drop).
-//! - [`listener`] accepts connections (header read timeout) and runs the
-//!   graceful shutdown.
+//! - [`listener`] accepts connections (at most `--max-connections`, header
+//!   read timeout from the moment of connecting) and runs the graceful
+//!   shutdown.
 //!
 //! Deciding anything about tools is the protocol layer's and the catalog's
 //! job; this module only carries MCP over HTTP and guards the door.
@@ -58,6 +62,8 @@ pub struct HttpOptions {
     /// The bearer token, when authentication is on.
     pub auth_token: Option<String>,
     pub max_body_bytes: usize,
+    /// Connections open at once; one more is closed as soon as it is accepted.
+    pub max_connections: usize,
     pub request_timeout: Duration,
     pub shutdown_grace: Duration,
 }
@@ -111,14 +117,11 @@ where
         .with_legacy_session_mode(true)
         .with_cancellation_token(rmcp_cancel.clone());
     let handler = Metered::new(handler, metrics.clone());
-    let mcp = StreamableHttpService::new(
-        move || Ok(handler.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let sessions: Sessions = Arc::new(LocalSessionManager::default());
+    let mcp = StreamableHttpService::new(move || Ok(handler.clone()), sessions.clone(), config);
 
     let shared = Arc::new(guard::Shared::new(&opts, state.clone(), metrics.clone()));
-    let app = router(mcp, shared.clone());
+    let app = router(mcp, sessions, shared.clone());
     let bound = listener::bind(opts.addr).await?;
     on_bound(&bound);
     listener::run(
@@ -127,28 +130,55 @@ where
         shared,
         rmcp_cancel,
         opts.shutdown_grace,
+        opts.max_connections,
         shutdown,
     )
     .await
 }
 
-/// rmcp answers a session's DELETE with 202 Accepted; the official Python
-/// SDK expects 200 or 204 and warns on anything else. The session is gone by
-/// the time rmcp answers, so 204 No Content says exactly that (the spec does
-/// not pin a status, and the conformance suite accepts any 2xx).
-async fn session_end_is_204(
+/// The sessions of the 2025-11-25 era, shared with the `DELETE` check.
+type Sessions = Arc<LocalSessionManager>;
+
+/// Ending a session with `DELETE /mcp`.
+///
+/// rmcp answers a session's DELETE with 202 Accepted, whether or not the
+/// session exists. An unknown (or already ended) session is 404, as for
+/// every other request that names one. A known session's end is 204 No
+/// Content: the official Python SDK expects 200 or 204 and warns on
+/// anything else, and the session is gone by the time rmcp answers (the spec
+/// does not pin a status; the conformance suite accepts any 2xx). Whether
+/// the session existed is looked up before rmcp runs but used only when rmcp
+/// accepted the request, so its own refusals (Host, Origin, a missing
+/// session id) keep their status.
+async fn end_session(
+    axum::extract::State(sessions): axum::extract::State<Sessions>,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    let is_delete = req.method() == http::Method::DELETE;
+    use rmcp::transport::streamable_http_server::session::SessionManager;
+    if req.method() != http::Method::DELETE {
+        return next.run(req).await;
+    }
+    let known = match req
+        .headers()
+        .get(rmcp::transport::common::http_header::HEADER_SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+    {
+        Some(id) => sessions.has_session(&id.into()).await.unwrap_or(true),
+        None => true,
+    };
     let mut resp = next.run(req).await;
-    if is_delete && resp.status() == http::StatusCode::ACCEPTED {
-        *resp.status_mut() = http::StatusCode::NO_CONTENT;
+    if resp.status() == http::StatusCode::ACCEPTED {
+        if known {
+            *resp.status_mut() = http::StatusCode::NO_CONTENT;
+        } else {
+            return guard::plain(http::StatusCode::NOT_FOUND, "Not Found: Session not found");
+        }
     }
     resp
 }
 
-fn router<S>(mcp: S, shared: Arc<guard::Shared>) -> Router
+fn router<S>(mcp: S, sessions: Sessions, shared: Arc<guard::Shared>) -> Router
 where
     S: tower::Service<
             axum::extract::Request,
@@ -166,7 +196,9 @@ where
     let mcp_routes = Router::new()
         .route_service("/mcp", mcp)
         .layer(axum::middleware::from_fn(hoist::rewrite))
-        .layer(axum::middleware::from_fn(session_end_is_204))
+        .layer(axum::middleware::from_fn(guard::json_rpc_parse_errors))
+        .layer(from_fn_with_state(sessions, end_session))
+        .layer(from_fn_with_state(shared.clone(), guard::body_cap))
         .layer(from_fn_with_state(shared.clone(), guard::authenticate))
         .layer(from_fn_with_state(
             shared.clone(),

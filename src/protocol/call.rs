@@ -16,6 +16,14 @@
 //!
 //! Every call writes one decision-log line, whatever the path, and the
 //! result's `_meta` carries the decision id under [`DECISION_META`].
+//!
+//! Executions are bounded across all sessions and transports by one
+//! [`CallLimit`] (`serve --max-concurrent-calls`): a call that would start
+//! one more execution than the limit is refused at once with -32603 (data
+//! `{"reason": "capacity", ...}`) and runs nothing. The permit is taken after
+//! the decision and the rendering, right before the process starts or the
+//! request is sent, and held until it ends: waiting for a policy or for the
+//! user's confirmation does not count.
 
 use std::sync::Arc;
 
@@ -30,6 +38,66 @@ use crate::catalog::{Catalog, ResolveError};
 use crate::decisions::{DecisionLog, Entry, Kind, Verdict};
 use crate::exec::{self, Outcome, RunSpec};
 use crate::fill::{self, Fill, Replies, Reply};
+use crate::metrics::Metrics;
+
+/// The default of `serve --max-concurrent-calls`.
+pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 64;
+
+/// The bound on tool executions running at once, shared by every session
+/// and transport of one server.
+pub struct CallLimit {
+    permits: Arc<tokio::sync::Semaphore>,
+    max: usize,
+    metrics: Arc<Metrics>,
+}
+
+impl CallLimit {
+    /// At most `max` (at least 1) executions at once, counted in `metrics`.
+    pub fn new(max: usize, metrics: Arc<Metrics>) -> CallLimit {
+        let max = max.max(1);
+        CallLimit {
+            permits: Arc::new(tokio::sync::Semaphore::new(max)),
+            max,
+            metrics,
+        }
+    }
+
+    /// A permit for one execution, or the error that refuses the call when
+    /// `max` are running. Never waits.
+    pub fn try_enter(&self) -> Result<CallPermit, ErrorData> {
+        match self.permits.clone().try_acquire_owned() {
+            Ok(permit) => {
+                self.metrics.calls_in_flight.inc();
+                Ok(CallPermit {
+                    _permit: permit,
+                    metrics: self.metrics.clone(),
+                })
+            }
+            Err(_) => {
+                self.metrics.calls_refused.inc();
+                Err(ErrorData::internal_error(
+                    format!(
+                        "server busy: {} tool calls are already running (--max-concurrent-calls); nothing was run, try again later",
+                        self.max
+                    ),
+                    Some(json!({"reason": "capacity", "maxConcurrentCalls": self.max})),
+                ))
+            }
+        }
+    }
+}
+
+/// One execution's place under the [`CallLimit`], given back when dropped.
+pub struct CallPermit {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    metrics: Arc<Metrics>,
+}
+
+impl Drop for CallPermit {
+    fn drop(&mut self) {
+        self.metrics.calls_in_flight.dec();
+    }
+}
 
 /// `_meta` key of the decision on call and resolve results:
 /// `{"id"?, "allowed": bool, "reasons": [..]}` (`id` on calls only).
@@ -55,6 +123,8 @@ pub struct CallContext<'a> {
     /// Whether the request uses the 2026-07-28 protocol (multi round-trip input).
     pub mrtr: bool,
     pub retry: Retry,
+    /// The bound on executions running at once.
+    pub limit: &'a CallLimit,
 }
 
 /// Queues a call's decision-log line. The call checked that the log takes
@@ -258,13 +328,26 @@ pub async fn call(
         let why = "no run case of the tool matches these arguments";
         return Ok(refuse(entry, meta, why.to_string()).into());
     };
+    // Past the limit nothing starts: the refusal is logged, the client gets
+    // a JSON-RPC error.
+    let busy = |mut entry: Entry, e: ErrorData| {
+        entry.refused = Some(e.message.to_string());
+        record(log, &entry);
+        e
+    };
     let outcome = match spec {
         RunSpec::Cli(c) => match c.prepare(&args) {
-            Ok(p) => exec::cli::run(&p, c.timeout, c.max_output, ctx.ct.cancelled()).await,
+            Ok(p) => {
+                let _permit = cc.limit.try_enter().map_err(|e| busy(entry.clone(), e))?;
+                exec::cli::run(&p, c.timeout, c.max_output, ctx.ct.cancelled()).await
+            }
             Err(refusal) => return Ok(refuse(entry, meta, refusal.0).into()),
         },
         RunSpec::Http(h) => match h.prepare(&args) {
-            Ok(p) => exec::http::run(h, p, ctx.ct.cancelled()).await,
+            Ok(p) => {
+                let _permit = cc.limit.try_enter().map_err(|e| busy(entry.clone(), e))?;
+                exec::http::run(h, p, ctx.ct.cancelled()).await
+            }
             Err(refusal) => return Ok(refuse(entry, meta, refusal.0).into()),
         },
     };
@@ -377,4 +460,30 @@ fn result(
     r.structured_content = structured;
     r.meta = Some(MetaObject(meta));
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_call_limit_refuses_past_its_size_and_frees_places_on_drop() {
+        let metrics = Arc::new(Metrics::new());
+        let limit = CallLimit::new(2, metrics.clone());
+        let a = limit.try_enter().expect("first");
+        let _b = limit.try_enter().expect("second");
+        let e = limit.try_enter().err().expect("third is refused");
+        assert_eq!(e.code.0, -32603);
+        assert!(e.message.starts_with("server busy"), "{}", e.message);
+        assert_eq!(
+            e.data,
+            Some(json!({"reason": "capacity", "maxConcurrentCalls": 2}))
+        );
+        assert_eq!(metrics.calls_in_flight.get(), 2);
+        assert_eq!(metrics.calls_refused.get(), 1);
+        drop(a);
+        assert_eq!(metrics.calls_in_flight.get(), 1);
+        let _c = limit.try_enter().expect("room again");
+        assert_eq!(metrics.calls_in_flight.get(), 2);
+    }
 }

@@ -43,6 +43,8 @@ pub struct Regent {
     states: Arc<input::RequestStates>,
     /// Set when the transport writes text answers verbatim (see `answer`).
     listed: Option<Arc<answer::Listed>>,
+    /// The bound on tool executions running at once, over every session.
+    calls: Arc<call::CallLimit>,
 }
 
 impl Regent {
@@ -58,7 +60,17 @@ impl Regent {
             decisions: Arc::new(DecisionLog::stderr(false)),
             states: Arc::new(states),
             listed: None,
+            calls: Arc::new(call::CallLimit::new(
+                call::DEFAULT_MAX_CONCURRENT_CALLS,
+                Arc::new(crate::metrics::Metrics::new()),
+            )),
         }
+    }
+
+    /// Bounds tool executions with `limit` (shared by every clone).
+    pub fn with_call_limit(mut self, limit: Arc<call::CallLimit>) -> Regent {
+        self.calls = limit;
+        self
     }
 
     /// Answers `tools/resolve` and `tools/annotations` with JSON text under
@@ -347,6 +359,7 @@ impl ServerHandler for Regent {
                 responses: request.input_responses,
                 state: request.request_state,
             },
+            limit: &self.calls,
         };
         // Boxed: rmcp runs every request in one future type whose size is
         // that of its largest branch, and a call's state (execution,
