@@ -654,7 +654,7 @@ impl LocatedError {
                 loc.unwrap_or(fallback),
                 format!("policy fails when evaluated on a sample input: {msg}"),
             )
-            .with_help("fix the rule; regorus reports unknown functions, wrong arity and recursion only when a rule runs"),
+            .with_help("fix the rule; regorus reports unknown functions, wrong arity and unsafe variables only when a rule runs"),
         }
     }
 }
