@@ -603,9 +603,12 @@ fn analyze(modules: &[PolicyModule]) -> Analysis {
             }
         }
     }
+    // Rules by the constant part of their head (`p.annotations.readOnlyHint`
+    // for `annotations.readOnlyHint := ...`, `p.x` for `x[k] := ...`), so
+    // that rules defining parts of one document may read each other.
     let rule_paths: BTreeSet<String> = defs
         .iter()
-        .map(|d| format!("{}.{}", d.package, d.name()))
+        .map(|d| node_name(&d.package, &d.path))
         .collect();
 
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -628,11 +631,7 @@ fn analyze(modules: &[PolicyModule]) -> Analysis {
             .collect();
         for rule in &m.module.policy {
             let (head_refr, locals) = rule_locals(rule);
-            let me = format!(
-                "{}.{}",
-                m.package,
-                path_of(head_refr).first().cloned().unwrap_or_default()
-            );
+            let me = node_name(&m.package, &path_of(head_refr));
             // A cycle is shown at its first definition that can recurse
             // (a `default` cannot), or its `default` if that is all there is.
             if let Rule::Default { .. } = rule.as_ref() {
@@ -918,6 +917,17 @@ fn bound_in_query(q: &Query, locals: &mut BTreeSet<String>) {
     }
 }
 
+/// A rule's node in the dependency graph: its package and the constant
+/// part of its head.
+fn node_name(package: &str, head: &[String]) -> String {
+    let mut name = package.to_string();
+    for c in head.iter().take_while(|c| *c != "[_]") {
+        name.push('.');
+        name.push_str(c);
+    }
+    name
+}
+
 /// What names mean inside one rule.
 struct Scope<'a> {
     package: &'a str,
@@ -941,55 +951,57 @@ fn refs_in(e: &Expr, scope: &Scope, edges: &mut BTreeSet<String>) -> bool {
     let Some(first) = path.first() else {
         return true;
     };
-    let absolute: Option<Vec<String>> = if first == "data" {
-        Some(path[1..].to_vec())
+    // The reference as a path from `data`, and how many of its first
+    // components must match (a bare name never means a shorter path than
+    // its own package's rule).
+    let absolute: Option<(Vec<String>, usize)> = if first == "data" {
+        Some((path[1..].to_vec(), 1))
     } else if scope.locals.contains(first) || first == "input" {
         None
     } else if let Some(target) = scope.aliases.get(first) {
         target.strip_prefix("data.").map(|t| {
-            t.split('.')
+            let abs: Vec<String> = t
+                .split('.')
                 .map(str::to_string)
                 .chain(path[1..].iter().cloned())
-                .collect()
+                .collect();
+            (abs, 1)
         })
     } else {
-        let candidate = format!("{}.{first}", scope.package);
-        if scope.rule_paths.contains(&candidate) {
-            edges.insert(candidate);
-        }
-        None
+        let abs: Vec<String> = scope
+            .package
+            .split('.')
+            .map(str::to_string)
+            .chain(path.iter().cloned())
+            .collect();
+        let min = abs.len() - path.len() + 1;
+        Some((abs, min))
     };
-    if let Some(abs) = absolute {
-        // The longest prefix that names a rule; else every rule under the
-        // constant part of the path.
-        let named = (1..=abs.len())
+    if let Some((abs, min)) = absolute {
+        let constant: Vec<&str> = abs
+            .iter()
+            .map(String::as_str)
+            .take_while(|c| *c != "[_]")
+            .collect();
+        // The rule the path reaches into (the longest prefix that names
+        // one) ...
+        if let Some(c) = (min.max(1)..=constant.len())
             .rev()
-            .map(|n| abs[..n].join("."))
-            .find(|c| scope.rule_paths.contains(c));
-        match named {
-            Some(c) => {
-                edges.insert(c);
-            }
-            None => {
-                let constant: Vec<&String> = abs.iter().take_while(|c| *c != "[_]").collect();
-                if !constant.is_empty() {
-                    let prefix = format!(
-                        "{}.",
-                        constant
-                            .iter()
-                            .map(|c| c.as_str())
-                            .collect::<Vec<_>>()
-                            .join(".")
-                    );
-                    edges.extend(
-                        scope
-                            .rule_paths
-                            .range(prefix.clone()..)
-                            .take_while(|r| r.starts_with(&prefix))
-                            .cloned(),
-                    );
-                }
-            }
+            .map(|n| constant[..n].join("."))
+            .find(|c| scope.rule_paths.contains(c))
+        {
+            edges.insert(c);
+        }
+        // ... and every rule under the path (`data.lib` reads all of lib).
+        if constant.len() >= min.max(1) {
+            let prefix = format!("{}.", constant.join("."));
+            edges.extend(
+                scope
+                    .rule_paths
+                    .range(prefix.clone()..)
+                    .take_while(|r| r.starts_with(&prefix))
+                    .cloned(),
+            );
         }
     }
     // Indexes of a reference may refer to rules too.
@@ -1535,6 +1547,14 @@ mod tests {
     fn locals_and_acyclic_chains_are_not_recursion() {
         let text = "package t\nimport rego.v1\na := 1\nb := a + 1\nc(a) := a\nd := x if { x := c(b) }\ne := [a | some a in [1]]\n";
         assert!(cycles_of(&[("a.rego", text)]).is_empty());
+        // Rules that define parts of one document may read each other.
+        let parts = "package t\nimport rego.v1\nannotations.readOnlyHint := true if input.x\nannotations.destructiveHint := false if annotations.readOnlyHint\nmeta := {\"a\": annotations}\n";
+        assert!(cycles_of(&[("a.rego", parts)]).is_empty());
+        let parts = format!("{parts}annotations.idempotentHint := true if meta.a\n");
+        assert_eq!(
+            cycles_of(&[("a.rego", &parts)]),
+            vec![vec!["t.meta", "t.annotations.idempotentHint"]]
+        );
     }
 
     #[test]
