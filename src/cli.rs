@@ -40,6 +40,10 @@ pub struct ToolingArgs {
     /// The longest one policy evaluation may run, in milliseconds (wall-clock)
     #[arg(long, value_name = "MS", default_value_t = crate::catalog::DEFAULT_POLICY_TIMEOUT_MS)]
     pub policy_timeout_ms: u64,
+
+    /// The most memory size-driving builtins (numbers.range, sprintf, concat…) may produce in one policy evaluation, in MiB
+    #[arg(long, value_name = "MB", default_value_t = crate::catalog::budget::DEFAULT_POLICY_MEMORY_MB)]
+    pub policy_memory_mb: u64,
 }
 
 impl ToolingArgs {
@@ -47,6 +51,7 @@ impl ToolingArgs {
         CatalogArgs {
             paths: self.paths.clone(),
             policy_timeout_ms: self.policy_timeout_ms,
+            policy_memory_mb: self.policy_memory_mb,
         }
     }
 }
@@ -103,6 +108,10 @@ pub struct ResolveArgs {
     #[arg(long, value_name = "MS", default_value_t = crate::catalog::DEFAULT_POLICY_TIMEOUT_MS)]
     pub policy_timeout_ms: u64,
 
+    /// The most memory size-driving builtins (numbers.range, sprintf, concat…) may produce in one policy evaluation, in MiB
+    #[arg(long, value_name = "MB", default_value_t = crate::catalog::budget::DEFAULT_POLICY_MEMORY_MB)]
+    pub policy_memory_mb: u64,
+
     /// Also show, on stderr, which YAML or Rego rule produced each field that differs from the listing
     #[arg(long)]
     pub explain: bool,
@@ -126,6 +135,10 @@ pub struct CatalogArgs {
     /// The longest one policy evaluation may run, in milliseconds (wall-clock)
     #[arg(long, value_name = "MS", default_value_t = crate::catalog::DEFAULT_POLICY_TIMEOUT_MS)]
     pub policy_timeout_ms: u64,
+
+    /// The most memory size-driving builtins (numbers.range, sprintf, concat…) may produce in one policy evaluation, in MiB
+    #[arg(long, value_name = "MB", default_value_t = crate::catalog::budget::DEFAULT_POLICY_MEMORY_MB)]
+    pub policy_memory_mb: u64,
 }
 
 #[derive(Debug, Args)]

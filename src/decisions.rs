@@ -57,9 +57,12 @@ impl DecisionLog {
     }
 
     /// Whether entries are refused because the log has stalled; a call
-    /// checks this before it runs anything.
+    /// checks this before it runs anything, and refuses itself when it is.
+    /// A true answer therefore counts one refused decision in the log's
+    /// next `gap` line: it must be asked once per decision, and only by a
+    /// caller that then refuses it.
     pub fn is_stalled(&self) -> bool {
-        self.writer.is_stalled()
+        self.writer.refuse_if_stalled()
     }
 
     /// Writes every queued line, flushes and stops the writer thread. Entries

@@ -54,7 +54,10 @@ fn real_main() -> i32 {
     match outcome {
         Ok(code) => code,
         Err(failure) => {
-            eprintln!("{}", failure.message);
+            // An empty message is a quiet exit (stdout's reader went away).
+            if !failure.message.is_empty() {
+                eprintln!("{}", failure.message);
+            }
             failure.code
         }
     }

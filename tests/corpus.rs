@@ -13,6 +13,19 @@
 //! stdout_json: {...}             # stdout parsed as JSON must contain this (objects by subset)
 //! ```
 //!
+//! Cases under `tests/corpus/hostile/` are hostile policies and arguments:
+//! every command runs under an address-space cap (`prlimit --as`), so a
+//! guard that fails cannot take the machine down, and they may add how
+//! `regent serve` on the same catalog must behave:
+//!
+//! ```yaml
+//! serve:
+//!   refuses: "recursive"          # serve must exit non-zero, saying this on stderr; or:
+//!   requests:                     # tools/resolve in order, on one server
+//!     - {tool: batch, arguments: {n: 1e10}, error: policy-memory}   # -32603 with this data.reason
+//!     - {tool: ping, arguments: {}}                                   # must answer
+//! ```
+//!
 //! Every example under `examples/` is a test too: `check` and `test` must
 //! both pass on it. libtest-mimic turns each directory into its own test, so
 //! a failure names the case and `cargo test --test corpus NAME` runs one.
@@ -21,6 +34,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use libtest_mimic::{Arguments, Failed, Trial};
+
+#[path = "common/mod.rs"]
+mod common;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -37,7 +53,35 @@ struct Expect {
     stderr_contains: Vec<String>,
     #[serde(default)]
     stdout_json: Option<Value>,
+    #[serde(default)]
+    serve: Option<ServeExpect>,
 }
+
+/// How `regent serve` on the case's catalog must behave.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServeExpect {
+    /// Serve must refuse to start, saying this on stderr.
+    #[serde(default)]
+    refuses: Option<String>,
+    #[serde(default)]
+    requests: Vec<ServeRequest>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServeRequest {
+    tool: String,
+    arguments: Value,
+    /// The request must fail with -32603 and this `data.reason`.
+    #[serde(default)]
+    error: Option<String>,
+}
+
+/// The address space a hostile case's process may take: far below the
+/// machine's memory, far above what regent needs (its thread stacks are
+/// reserved, not used, and count here).
+const HOSTILE_ADDRESS_SPACE: u64 = 8 << 30;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -79,8 +123,29 @@ struct Run {
     stderr: String,
 }
 
+/// `regent` itself, or under an address-space cap for hostile cases.
+fn command(capped: bool) -> Command {
+    if capped {
+        let mut cmd = Command::new("prlimit");
+        cmd.arg(format!("--as={HOSTILE_ADDRESS_SPACE}"))
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_regent"));
+        cmd
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_regent"))
+    }
+}
+
+fn is_hostile(dir: &Path) -> bool {
+    dir.components().any(|c| c.as_os_str() == "hostile")
+}
+
 fn regent(dir: &Path, args: &[String]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_regent"))
+    regent_in(dir, args, false)
+}
+
+fn regent_in(dir: &Path, args: &[String], capped: bool) -> Run {
+    let out = command(capped)
         .args(args)
         .current_dir(dir)
         .env_remove("NO_COLOR")
@@ -130,7 +195,8 @@ fn run_case(case: &Path) -> Result<(), Failed> {
     copy_dir(case, tmp.path());
     std::fs::remove_file(tmp.path().join("expect.yaml")).unwrap();
 
-    let run = regent(tmp.path(), &expect.args);
+    let capped = is_hostile(case);
+    let run = regent_in(tmp.path(), &expect.args, capped);
     // Not a terminal: no colour codes.
     if run.stdout.contains('\x1b') || run.stderr.contains('\x1b') {
         return Err(format!(
@@ -165,7 +231,72 @@ fn run_case(case: &Path) -> Result<(), Failed> {
         }
     }
     if let Some(want) = &expect.diagnostics {
-        check_diagnostics(tmp.path(), &expect, want, &run)?;
+        check_diagnostics(tmp.path(), &expect, want, &run, capped)?;
+    }
+    if let Some(serve) = &expect.serve {
+        check_serve(tmp.path(), &expect.args, serve, capped)?;
+    }
+    Ok(())
+}
+
+/// Runs `regent serve` with the arguments `check` was given (paths and the
+/// limits, which both commands take) and holds it to `want`.
+fn check_serve(
+    dir: &Path,
+    args: &[String],
+    want: &ServeExpect,
+    capped: bool,
+) -> Result<(), Failed> {
+    let mut cmd = command(capped);
+    cmd.arg("serve")
+        .args(&args[1..])
+        .current_dir(dir)
+        .env_remove("RUST_LOG")
+        .env("NO_COLOR", "1");
+    if let Some(message) = &want.refuses {
+        let out = cmd
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("the regent binary runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.success() || !stderr.contains(message.as_str()) {
+            return Err(format!(
+                "serve was expected to refuse to start saying {message:?}; exit {:?}\n--- stderr:\n{stderr}",
+                out.status.code()
+            )
+            .into());
+        }
+        return Ok(());
+    }
+    let mut server = common::Server::spawn(common::Era::Legacy, cmd);
+    for r in &want.requests {
+        let answer = server.request(
+            "tools/resolve",
+            serde_json::json!({"name": r.tool, "arguments": r.arguments}),
+        );
+        let shown = || format!("{answer}\n--- stderr:\n{}", server.stderr());
+        match &r.error {
+            Some(reason) => {
+                let e = answer.get("error").ok_or_else(|| {
+                    format!("{} was expected to fail with {reason}: {}", r.tool, shown())
+                })?;
+                if e["code"] != -32603 || e["data"]["reason"] != reason.as_str() {
+                    return Err(
+                        format!("{} failed otherwise than {reason}: {}", r.tool, shown()).into(),
+                    );
+                }
+            }
+            None => {
+                if answer.get("result").is_none() {
+                    return Err(format!("{} was expected to answer: {}", r.tool, shown()).into());
+                }
+            }
+        }
+    }
+    // Still alive after every request: closing stdin ends it cleanly.
+    let status = server.finish();
+    if !status.success() {
+        return Err(format!("serve exited with {status} after the requests").into());
     }
     Ok(())
 }
@@ -178,11 +309,12 @@ fn check_diagnostics(
     expect: &Expect,
     want: &[ExpectedDiagnostic],
     human: &Run,
+    capped: bool,
 ) -> Result<(), Failed> {
     let mut args = expect.args.clone();
     args.push("--format".into());
     args.push("json".into());
-    let run = regent(dir, &args);
+    let run = regent_in(dir, &args, capped);
     if run.code != expect.exit {
         return Err(format!(
             "--format json: expected exit code {}, got {}\n{}",

@@ -159,3 +159,138 @@ fn sigterm_ends_stdio_serving_after_writing_every_decision() {
     assert!(status.success(), "SIGTERM is a clean shutdown: {status:?}");
     assert_eq!(log_lines(&log).len(), n, "every decision is in the log");
 }
+
+/// A tool that can be called; it runs `true`.
+const CALLABLE: &str = r#"tools:
+  - name: noop
+    inputSchema: {type: object}
+    annotations: {readOnlyHint: true}
+    run: {cli: {program: "true"}}
+"#;
+
+/// Reads answers from `stdout` until one has each id in `ids`; returns
+/// them by id.
+fn answers_for(
+    stdout: &mut impl BufRead,
+    ids: std::ops::RangeInclusive<u64>,
+) -> std::collections::BTreeMap<u64, Value> {
+    let mut got = std::collections::BTreeMap::new();
+    while got.len() < ids.clone().count() {
+        let mut line = String::new();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "stdout closed early"
+        );
+        let m: Value = serde_json::from_str(&line).unwrap();
+        if let Some(id) = m.get("id").and_then(Value::as_u64)
+            && ids.contains(&id)
+        {
+            got.insert(id, m);
+        }
+    }
+    got
+}
+
+fn refused(answer: &Value) -> bool {
+    answer["error"]["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("decision log is not being written"))
+}
+
+#[test]
+fn the_gap_line_counts_every_refused_decision_calls_included() {
+    // The log is a FIFO that is opened but not read: the pipe fills, the
+    // writer blocks, the queue fills, and after the stall bound every
+    // decision is refused. Calls check the log before running; the ones
+    // refused there must be counted in the gap line like refused resolves.
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    std::fs::write(cat.join("noop.yaml"), CALLABLE).unwrap();
+    let fifo = tmp.path().join("decisions.fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            // Opening blocks until regent opens the write end at start-up.
+            let mut f = std::fs::File::open(&fifo).unwrap();
+            go_rx.recv().unwrap();
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut f, &mut text).unwrap();
+            text
+        })
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_regent"))
+        .arg("serve")
+        .arg("--no-watch")
+        .arg("--decision-log")
+        .arg(&fifo)
+        .arg(&cat)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    // More resolves than the queue and the pipe hold together.
+    let resolves = regent::decisions::CAPACITY as u64 + 1500;
+    stdin
+        .write_all(requests(resolves as usize).as_bytes())
+        .unwrap();
+    stdin.flush().unwrap();
+    let first = answers_for(&mut stdout, 1..=resolves);
+    let refused_resolves = first.values().filter(|a| refused(a)).count();
+    assert!(refused_resolves > 0, "the log never stalled");
+    // Now the log is stalled: calls are refused before running.
+    let calls = 40u64;
+    let mut s = String::new();
+    for id in resolves + 1..=resolves + calls {
+        s.push_str(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"noop","arguments":{{}}}}}}"#
+        ));
+        s.push('\n');
+    }
+    stdin.write_all(s.as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    let second = answers_for(&mut stdout, resolves + 1..=resolves + calls);
+    let refused_calls = second.values().filter(|a| refused(a)).count();
+    assert_eq!(
+        refused_calls,
+        calls as usize,
+        "{:?}",
+        second.values().next()
+    );
+    // Let the log flow again, and end the session.
+    go_tx.send(()).unwrap();
+    drop(stdin);
+    let status = wait(&mut child);
+    assert!(status.success(), "{status:?}");
+    let text = reader.join().unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let missed: u64 = lines
+        .iter()
+        .filter(|l| l["kind"] == "gap")
+        .map(|l| l["missed"].as_u64().unwrap())
+        .sum();
+    let logged = lines.iter().filter(|l| l["kind"] == "resolve").count();
+    assert_eq!(
+        missed as usize,
+        refused_resolves + refused_calls,
+        "gap lines: {:?}",
+        lines
+            .iter()
+            .filter(|l| l["kind"] == "gap")
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(logged + refused_resolves, resolves as usize);
+}

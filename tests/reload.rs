@@ -723,3 +723,82 @@ fn configmap_swaps_during_reloads_never_tear() {
     }
     swapper.join().unwrap();
 }
+
+/// Rewrites `path` in place the way `echo >` and many editors do: truncate,
+/// then write, about 2 ms apart. In between, the file is empty.
+fn rewrite_in_place(path: &Path, text: &str) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2));
+    f.write_all(text.as_bytes()).unwrap();
+}
+
+#[test]
+fn fast_in_place_rewrites_never_serve_a_half_written_file() {
+    // 45 truncate-then-write rewrites of the tool file, each holding the
+    // tool. Most follow each other within milliseconds; after every fifth
+    // the writer pauses for about the debounce, so reloads start while the
+    // next rewrites are truncating the file. A reload that read the file
+    // between truncation and write would serve a catalog without `deploy`.
+    const REWRITES: usize = 45;
+    let (_tmp, dir) = catalog();
+    let mut s = Server::legacy(&dir, &["."]);
+    let file = dir.join("deploy.yaml");
+    let writer = {
+        let file = file.clone();
+        std::thread::spawn(move || {
+            for n in 2..=REWRITES + 1 {
+                rewrite_in_place(&file, &tool_yaml(&n.to_string()));
+                let pause = if n % 5 == 0 {
+                    230 + (n as u64 * 29) % 110
+                } else {
+                    2
+                };
+                std::thread::sleep(Duration::from_millis(pause));
+            }
+        })
+    };
+    let last = both(&(REWRITES + 1).to_string(), "v1");
+    let args = json!({"env": "dev"});
+    let mut answers = 0;
+    let mut wrong: Vec<String> = Vec::new();
+    let mut writing = true;
+    let mut deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let got = answer(&s.resolve("deploy", args.clone()));
+        answers += 1;
+        match &got {
+            Ok(a) if !writing && *a == last => break,
+            Ok(_) => {}
+            Err(e) => wrong.push(e.clone()),
+        }
+        if writing && writer.is_finished() {
+            writing = false;
+            deadline = Instant::now() + PATIENCE;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never served the final content {last:?} ({answers} answers)\nstderr:\n{}",
+            s.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    writer.join().unwrap();
+    let unknown = wrong.iter().filter(|e| e.contains("unknown tool")).count();
+    assert!(
+        wrong.is_empty(),
+        "{} of {answers} answers were errors ({unknown} \"unknown tool\"), first: {}\nstderr:\n{}",
+        wrong.len(),
+        wrong[0],
+        s.stderr()
+    );
+    // Every reload of this run read the file whole: none failed.
+    let status = s.status();
+    assert_eq!(status["ok"], json!(true), "{status}");
+    assert_eq!(status["reloads"]["failed"], json!(0), "{status}");
+    assert!(answers > 100, "only {answers} answers");
+}

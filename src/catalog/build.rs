@@ -5,6 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Value;
 
+use super::budget::Limits;
 use super::generate;
 use super::hints::Hints;
 use super::policy::{self, EnginePool};
@@ -89,7 +90,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
 
     // The base engine holds what every tool may read: library packages (those
     // no tool claims) and the data documents.
-    let mut base = policy::new_engine(opts.policy_timeout);
+    let mut base = policy::new_engine(opts.policy_limits);
     let mut library = Vec::new();
     for p in library_files {
         match policy::add_policy(&mut base, &p.path, p.text) {
@@ -177,7 +178,7 @@ fn parse_policies<'a>(
     // parallel; the order (and so the diagnostics) stays the files' order.
     let parsed = crate::par::map_ordered(&files, 32, |file| {
         let path = file.path.to_string_lossy().to_string();
-        let mut scratch = policy::new_engine(opts.policy_timeout);
+        let mut scratch = policy::new_engine(opts.policy_limits);
         let pkg = policy::add_policy(&mut scratch, &path, &file.text)?;
         let package = pkg.strip_prefix("data.").unwrap_or(&pkg).to_string();
         if package == "regent" || package.starts_with("regent.") {
@@ -312,9 +313,9 @@ fn compile_tool(
     let mut plan = Vec::new();
     if needs_engine && !blocking(&diags) {
         let rule_refs: Vec<&str> = resolver_rules.iter().map(|(_, r)| r.as_str()).collect();
-        match tool_engine(decl, own, base, library, &rule_refs) {
+        match tool_engine(decl, own, base, library, &rule_refs, &opts.policy_limits) {
             Ok((engine, p, steps)) => {
-                engines = Some(EnginePool::new(engine));
+                engines = Some(EnginePool::new(engine, opts.policy_limits));
                 plan = p;
                 for ((i, _), step) in resolver_rules.iter().zip(steps) {
                     match step {
@@ -510,6 +511,7 @@ fn tool_engine(
     base: &regorus::Engine,
     library: &[(&str, &str)],
     resolver_rules: &[&str],
+    limits: &Limits,
 ) -> Result<ToolEngine, LocatedError> {
     let mut engine = base.clone();
     // Every module that could declare a contract rule: (file, package).
@@ -568,13 +570,13 @@ fn tool_engine(
             path,
             by_query: false,
         };
-        match step.eval(&mut engine) {
+        match step.eval(&mut engine, limits) {
             Ok(_) => {}
             // Defined by path (`annotations.readOnlyHint := ...`): `eval_rule`
             // refuses the prefix, a query reaches it.
             Err(e) if policy::is_undeclared(&e) => {
                 step.by_query = true;
-                step.eval(&mut engine)
+                step.eval(&mut engine, limits)
                     .map_err(|e| LocatedError::Eval(e.location, e.message))?;
             }
             Err(e) => return Err(LocatedError::Eval(e.location, e.message)),
@@ -583,7 +585,7 @@ fn tool_engine(
     }
     let steps = resolver_rules
         .iter()
-        .map(|rule| resolver_step(&mut engine, &modules, rule))
+        .map(|rule| resolver_step(&mut engine, &modules, rule, limits))
         .collect();
     Ok((engine, plan, steps))
 }
@@ -602,6 +604,7 @@ fn resolver_step(
     engine: &mut regorus::Engine,
     modules: &[(&str, &str)],
     rule: &str,
+    limits: &Limits,
 ) -> Result<policy::Step, LocatedError> {
     let dotted = rule.strip_prefix("data.").unwrap_or(rule);
     let declared = modules.iter().any(|(file, package)| {
@@ -620,11 +623,11 @@ fn resolver_step(
         path: rule.to_string(),
         by_query: false,
     };
-    match step.eval(engine) {
+    match step.eval(engine, limits) {
         Ok(_) => Ok(step),
         Err(e) if policy::is_undeclared(&e) => {
             step.by_query = true;
-            step.eval(engine)
+            step.eval(engine, limits)
                 .map_err(|e| LocatedError::Eval(e.location, e.message))?;
             Ok(step)
         }

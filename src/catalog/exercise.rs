@@ -58,7 +58,66 @@ pub fn samples(tool: &Tool) -> Vec<Value> {
             }
         }
     }
+    // A client may send any number the schema allows, so try the extremes:
+    // a rule that sizes an allocation or a loop by one fails here, in check,
+    // rather than on the first hostile request.
+    for (name, s) in schema::properties(&tool.input_schema).into_iter().flatten() {
+        for v in extremes(s) {
+            let mut m = base.clone();
+            m.insert(name.clone(), v);
+            let v = Value::Object(m);
+            if !out.contains(&v) {
+                out.push(v);
+            }
+        }
+    }
     out
+}
+
+/// The largest magnitude a number argument may take a client, either way:
+/// the schema's bounds, or, without them, a value as large as JSON numbers
+/// carry exactly. Nothing for other types or finite domains.
+fn extremes(s: &Value) -> Vec<Value> {
+    const UNBOUNDED: i64 = 1 << 53;
+    let ty = s.get("type").and_then(Value::as_str);
+    if !matches!(ty, Some("integer" | "number"))
+        || s.get("enum").is_some()
+        || s.get("const").is_some()
+    {
+        return Vec::new();
+    }
+    let bound = |inclusive: &str, exclusive: &str, default: i64| -> Value {
+        if let Some(v) = s.get(inclusive).and_then(Value::as_f64) {
+            return number(v, ty);
+        }
+        if let Some(v) = s.get(exclusive).and_then(Value::as_f64) {
+            // An integer just inside the bound; for numbers the bound itself
+            // is close enough to size an allocation.
+            let step = if default > 0 { -1.0 } else { 1.0 };
+            return number(
+                if ty == Some("integer") {
+                    (v + step).round()
+                } else {
+                    v
+                },
+                ty,
+            );
+        }
+        Value::from(default)
+    };
+    vec![
+        bound("maximum", "exclusiveMaximum", UNBOUNDED),
+        bound("minimum", "exclusiveMinimum", -UNBOUNDED),
+    ]
+}
+
+/// `v` as a JSON number of the schema's type.
+fn number(v: f64, ty: Option<&str>) -> Value {
+    if ty == Some("integer") || v.fract() == 0.0 && v.abs() < 9e15 {
+        Value::from(v as i64)
+    } else {
+        Value::from(v)
+    }
 }
 
 /// Evaluates the decision and every non-function rule the tool's engine
@@ -97,7 +156,12 @@ pub fn exercise(tool: &Tool, samples: &[Value]) -> Vec<Diagnostic> {
                 tool.evaluate_on(&mut engine, args)
                     .map(|m| Some(Value::Object(m)))
             } else {
-                policy::query_value(&mut engine, path, policy::input(&tool.name, args))
+                policy::query_value(
+                    &mut engine,
+                    path,
+                    policy::input(&tool.name, args),
+                    &tool.limits(),
+                )
             };
             if let Err(e) = outcome {
                 // A failed evaluation may leave the engine mid-way; start afresh.
@@ -116,12 +180,20 @@ pub fn exercise(tool: &Tool, samples: &[Value]) -> Vec<Diagnostic> {
                 };
                 out.push(
                     Diagnostic::error(
-                        if e.timed_out { "policy-timeout" } else { "policy-eval" },
+                        if e.timed_out {
+                            "policy-timeout"
+                        } else if e.over_memory_budget() {
+                            "policy-memory"
+                        } else {
+                            "policy-eval"
+                        },
                         e.location.clone().unwrap_or_else(|| tool.location.clone()),
                         format!("{what} fails for arguments {args}: {}", e.message),
                     )
                     .with_help(if e.timed_out {
                         "make the rule cheaper, or raise --policy-timeout-ms"
+                    } else if e.over_memory_budget() {
+                        "bound the argument that sizes this allocation in the input schema (`maximum`, `maxLength`, `maxItems`), or raise --policy-memory-mb"
                     } else {
                         "fix the rule; regorus reports this only when the expression runs, so it would fail these calls in production"
                     }),

@@ -189,6 +189,7 @@ impl<'a> Probe<'a> {
                 &mut e,
                 &generate::rule_ref(&package, &probe_name),
                 policy::input(&self.tool.name, self.args),
+                &self.tool.limits(),
             ) {
                 Ok(v) => v,
                 Err(_) => return fallback,

@@ -7,6 +7,7 @@
 //! swaps the `Arc` (see `state`), so a request that holds one sees one
 //! consistent revision from start to end.
 
+pub mod budget;
 mod build;
 pub mod exercise;
 pub mod explain;
@@ -22,7 +23,6 @@ pub mod run;
 pub mod schema;
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use serde_json::{Map, Value};
 
@@ -41,23 +41,14 @@ pub use schema::ArgError;
 pub const DEFAULT_POLICY_TIMEOUT_MS: u64 = 250;
 
 /// Settings that shape how a catalog is compiled.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct BuildOptions {
-    /// The longest a single policy evaluation may run.
-    pub policy_timeout: Duration,
+    /// What a single policy evaluation may spend: wall-clock time and memory.
+    pub policy_limits: budget::Limits,
     /// Compile a tool even when a YAML rule is riskier than its listing (the
     /// error is still reported). Only `regent check` sets this, so that its
     /// proof can show which arguments reach the rule; never for serving.
     pub keep_riskier_rules: bool,
-}
-
-impl Default for BuildOptions {
-    fn default() -> Self {
-        BuildOptions {
-            policy_timeout: Duration::from_millis(DEFAULT_POLICY_TIMEOUT_MS),
-            keep_riskier_rules: false,
-        }
-    }
 }
 
 /// A YAML mapping rule, compiled: its outputs and where it was written.
@@ -189,9 +180,12 @@ impl Tool {
         args: &Value,
     ) -> Result<Map<String, Value>, policy::EvalError> {
         engine.set_input(policy::input(&self.name, args));
+        let limits = self.limits();
+        // One budget for the whole plan, as a request has.
+        let _scope = budget::Scope::begin();
         let mut out = Map::new();
         for (field, step) in &self.plan {
-            if let Some(v) = step.eval(engine)? {
+            if let Some(v) = step.eval(engine, &limits)? {
                 let key = match field {
                     Field::Mapping => "mapping",
                     Field::Contract(name) => name,
@@ -200,6 +194,13 @@ impl Tool {
             }
         }
         Ok(out)
+    }
+
+    /// What one evaluation of this tool's policy may spend.
+    pub fn limits(&self) -> budget::Limits {
+        self.engines
+            .as_ref()
+            .map_or_else(budget::Limits::default, policy::EnginePool::limits)
     }
 
     /// A fresh copy of this tool's prepared engine, for explain, tests and coverage.

@@ -9,12 +9,12 @@
 
 use std::num::NonZeroU32;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use regorus::Engine;
 use regorus::utils::limits::ExecutionTimerConfig;
 use serde_json::Value;
 
+use super::budget::{self, Limits, Scope};
 use crate::diag::{Diagnostic, Location};
 
 /// A policy failure at evaluation: the engine's message, cleaned up.
@@ -26,22 +26,36 @@ pub struct EvalError {
     pub timed_out: bool,
 }
 
+impl EvalError {
+    /// Whether a memory guard of [`budget`] stopped the evaluation.
+    pub fn over_memory_budget(&self) -> bool {
+        self.message.contains("memory budget")
+    }
+}
+
 /// Engines for one tool: a prepared template and the idle copies.
 pub struct EnginePool {
     template: Engine,
     idle: Mutex<Vec<Engine>>,
+    limits: Limits,
 }
 
 impl EnginePool {
     /// Wraps a template engine that has already been prepared (evaluated once),
     /// so that clones start warm.
-    pub fn new(template: Engine) -> EnginePool {
+    pub fn new(template: Engine, limits: Limits) -> EnginePool {
         // Copies are made on first use: a catalog of thousands of tools, most
         // of them rarely called, should not pay for an idle copy of each.
         EnginePool {
             template,
             idle: Mutex::new(Vec::new()),
+            limits,
         }
+    }
+
+    /// What one evaluation on these engines may spend.
+    pub fn limits(&self) -> Limits {
+        self.limits
     }
 
     /// Evaluates each rule of `rules` with `input` on one engine, returning
@@ -58,7 +72,13 @@ impl EnginePool {
             .pop()
             .unwrap_or_else(|| self.template.clone());
         engine.set_input(input);
-        let out: Result<Vec<_>, _> = steps.into_iter().map(|s| s.eval(&mut engine)).collect();
+        // One budget for the whole plan: the rules of one request share it.
+        let scope = Scope::begin();
+        let out: Result<Vec<_>, _> = steps
+            .into_iter()
+            .map(|s| s.eval(&mut engine, &self.limits))
+            .collect();
+        let out = out.and_then(|v| in_time(&scope, &self.limits).map(|()| v));
         // An engine that failed is not returned: its internal state after an
         // aborted evaluation is not something we want to reason about.
         if out.is_ok() {
@@ -88,25 +108,66 @@ pub struct Step {
 
 impl Step {
     /// Evaluates the step on `engine` with whatever input it holds.
-    pub fn eval(&self, engine: &mut Engine) -> Result<Option<Value>, EvalError> {
+    pub fn eval(&self, engine: &mut Engine, limits: &Limits) -> Result<Option<Value>, EvalError> {
         if self.by_query {
-            eval_query(engine, &self.path)
+            eval_query(engine, &self.path, limits)
         } else {
-            eval_rule(engine, &self.path)
+            eval_rule(engine, &self.path, limits)
         }
     }
 }
 
-/// Evaluates `rule` on `engine` with whatever input it holds.
-pub fn eval_rule(engine: &mut Engine, rule: &str) -> Result<Option<Value>, EvalError> {
+/// Evaluates `rule` on `engine` with whatever input it holds, within `limits`.
+pub fn eval_rule(
+    engine: &mut Engine,
+    rule: &str,
+    limits: &Limits,
+) -> Result<Option<Value>, EvalError> {
+    let scope = Scope::begin();
     let value = engine
         .eval_rule(rule.to_string())
         .map_err(|e| eval_error(&e.to_string()))?;
+    in_time(&scope, limits)?;
+    to_json(value, limits)
+}
+
+/// An answer that arrives after the time limit is not an answer: regorus
+/// cannot interrupt a builtin, so an evaluation can finish late and
+/// "successfully"; using what it returned would fail open.
+fn in_time(scope: &Scope, limits: &Limits) -> Result<(), EvalError> {
+    let took = scope.elapsed();
+    if took > limits.time {
+        return Err(EvalError {
+            message: format!(
+                "policy evaluation exceeded its time limit of {} ms (it took {} ms); its answer was discarded",
+                limits.time.as_millis(),
+                took.as_millis()
+            ),
+            location: None,
+            timed_out: true,
+        });
+    }
+    Ok(())
+}
+
+/// A rule's value as JSON (`None` when undefined). Sets and objects from Rego
+/// come out as JSON arrays and objects; every value a policy can produce has
+/// a JSON form, but a value whose parts are shared can be far larger written
+/// out than in memory, so it is measured against the budget first.
+fn to_json(value: regorus::Value, limits: &Limits) -> Result<Option<Value>, EvalError> {
     if value == regorus::Value::Undefined {
         return Ok(None);
     }
-    // Sets and objects from Rego come out as JSON arrays and objects; every
-    // value a policy can produce has a JSON form.
+    if budget::logical_size(&value, limits.memory).is_none() {
+        return Err(EvalError {
+            message: format!(
+                "policy evaluation exceeded its memory budget: its result would take more than {} bytes written out",
+                limits.memory
+            ),
+            location: None,
+            timed_out: false,
+        });
+    }
     serde_json::to_value(&value)
         .map(Some)
         .map_err(|e| EvalError {
@@ -123,16 +184,23 @@ pub fn query_value(
     engine: &mut Engine,
     query: &str,
     input: regorus::Value,
+    limits: &Limits,
 ) -> Result<Option<Value>, EvalError> {
     engine.set_input(input);
-    eval_query(engine, query)
+    eval_query(engine, query, limits)
 }
 
 /// Evaluates the reference `query` on `engine` with whatever input it holds.
-pub fn eval_query(engine: &mut Engine, query: &str) -> Result<Option<Value>, EvalError> {
+pub fn eval_query(
+    engine: &mut Engine,
+    query: &str,
+    limits: &Limits,
+) -> Result<Option<Value>, EvalError> {
+    let scope = Scope::begin();
     let results = engine
         .eval_query(query.to_string(), false)
         .map_err(|e| eval_error(&e.to_string()))?;
+    in_time(&scope, limits)?;
     let Some(value) = results
         .result
         .into_iter()
@@ -142,25 +210,19 @@ pub fn eval_query(engine: &mut Engine, query: &str) -> Result<Option<Value>, Eva
     else {
         return Ok(None);
     };
-    if value == regorus::Value::Undefined {
-        return Ok(None);
-    }
-    serde_json::to_value(&value)
-        .map(Some)
-        .map_err(|e| EvalError {
-            message: format!("policy produced a value that is not json: {e}"),
-            location: None,
-            timed_out: false,
-        })
+    to_json(value, limits)
 }
 
-/// A new engine with regent's settings: Rego v1 and a time limit on every evaluation.
-pub fn new_engine(timeout: Duration) -> Engine {
+/// A new engine with regent's settings: Rego v1, a time limit on every
+/// evaluation and the memory guards of [`budget`] on size-driving builtins.
+pub fn new_engine(limits: Limits) -> Engine {
     let mut engine = Engine::new();
     engine.set_execution_timer_config(ExecutionTimerConfig {
-        limit: timeout,
+        limit: limits.time,
         check_interval: NonZeroU32::new(32).expect("non-zero"),
     });
+    // Installing on a fresh engine cannot collide with another extension.
+    budget::install(&mut engine, limits).expect("guards install on a fresh engine");
     // A builtin given the wrong type is an error, not a silent undefined:
     // policies make safety claims, so mistakes must be loud.
     engine.set_strict_builtin_errors(true);
@@ -182,6 +244,12 @@ pub fn add_policy(engine: &mut Engine, path: &str, text: &str) -> Result<String,
 pub fn rego_diagnostic(code: &'static str, path: &str, text: &str) -> Diagnostic {
     let location = find_location(text).unwrap_or_else(|| Location::file(path));
     Diagnostic::error(code, location, first_message(text))
+}
+
+/// The message of an error a builtin raised, without its location (the
+/// guard's caller adds the call's own).
+pub(super) fn builtin_message(text: &str) -> String {
+    first_message(text)
 }
 
 fn eval_error(text: &str) -> EvalError {
@@ -271,4 +339,63 @@ pub fn input(tool: &str, args: &Value) -> regorus::Value {
         obj.insert(regorus::Value::from("arguments"), args);
     }
     input
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// An engine holding `rego` (package `p`) under `limits`.
+    fn engine(rego: &str, limits: Limits) -> Engine {
+        let mut e = new_engine(limits);
+        add_policy(&mut e, "p.rego", &format!("package p\n{rego}")).unwrap();
+        e
+    }
+
+    #[test]
+    fn an_answer_after_the_time_limit_is_discarded() {
+        // One builtin call that regorus cannot interrupt and that takes far
+        // longer than a millisecond in any build: regorus' own timer never
+        // gets a chance to fire, so only the check after the call stops it.
+        let limits = Limits {
+            time: Duration::from_millis(1),
+            memory: 1 << 30,
+        };
+        let mut e = engine("x if count(numbers.range(1, 3000000)) > 0", limits);
+        let err = eval_rule(&mut e, "data.p.x", &limits).unwrap_err();
+        assert!(err.timed_out, "{}", err.message);
+        assert!(
+            err.message.contains("time limit of 1 ms"),
+            "{}",
+            err.message
+        );
+        let err = eval_query(&mut e, "data.p.x", &limits).unwrap_err();
+        assert!(err.timed_out, "{}", err.message);
+    }
+
+    #[test]
+    fn a_plan_shares_one_budget() {
+        // Each rule alone fits the budget; the plan's two together do not.
+        let limits = Limits {
+            time: Duration::from_secs(10),
+            memory: 3 << 20,
+        };
+        let rego = "a := count(numbers.range(1, 60000))\nb := count(numbers.range(1, 60000))";
+        let mut e = engine(rego, limits);
+        assert!(eval_rule(&mut e, "data.p.a", &limits).unwrap().is_some());
+        let pool = EnginePool::new(e, limits);
+        let steps = [
+            Step {
+                path: "data.p.a".into(),
+                by_query: false,
+            },
+            Step {
+                path: "data.p.b".into(),
+                by_query: false,
+            },
+        ];
+        let err = pool.eval(&steps, regorus::Value::new_object()).unwrap_err();
+        assert!(err.over_memory_budget(), "{}", err.message);
+    }
 }

@@ -9,10 +9,10 @@
 //! the same rule from the syntax tree.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
 
 use serde_json::Value;
 
+use super::budget::{Limits, Scope};
 use super::rego_ast::{self, RuleKind};
 use super::{Tool, policy};
 use crate::diag::{Diagnostic, Location};
@@ -34,10 +34,10 @@ pub type Covered = BTreeMap<String, BTreeSet<u32>>;
 /// An engine with every policy, test and data file; coverage on when asked.
 fn test_engine(
     source: &Source,
-    timeout: Duration,
+    limits: Limits,
     coverage: bool,
 ) -> Result<regorus::Engine, Vec<Diagnostic>> {
-    let mut engine = policy::new_engine(timeout);
+    let mut engine = policy::new_engine(limits);
     let mut errors = Vec::new();
     for f in &source.policies {
         if let Err(d) = policy::add_policy(&mut engine, &f.path.to_string_lossy(), &f.text) {
@@ -64,10 +64,10 @@ fn test_engine(
 /// lines the tests evaluated.
 pub fn run_tests(
     source: &Source,
-    timeout: Duration,
+    limits: Limits,
     coverage: bool,
 ) -> Result<(Vec<RegoTest>, Covered), Vec<Diagnostic>> {
-    let mut engine = test_engine(source, timeout, coverage)?;
+    let mut engine = test_engine(source, limits, coverage)?;
     let modules = rego_ast::modules(&mut engine);
     let mut seen = BTreeSet::new();
     let mut tests = Vec::new();
@@ -85,7 +85,15 @@ pub fn run_tests(
     let mut covered = Covered::new();
     for (path, location) in tests {
         engine.set_input(regorus::Value::new_object());
-        let failure = match engine.eval_rule(path.clone()) {
+        let scope = Scope::begin();
+        let result = engine.eval_rule(path.clone());
+        let late = scope.elapsed() > limits.time;
+        drop(scope);
+        let failure = match result {
+            Ok(_) if late => Some(format!(
+                "the test exceeded the policy time limit of {} ms; raise --policy-timeout-ms if it is meant to be slow",
+                limits.time.as_millis()
+            )),
             Ok(regorus::Value::Bool(true)) => None,
             Ok(regorus::Value::Undefined) => {
                 Some("the test is undefined: some expression in its body did not hold".to_string())
@@ -100,7 +108,7 @@ pub fn run_tests(
                 // Keep what the failed evaluation covered, then start afresh.
                 if coverage {
                     merge(&mut covered, &engine);
-                    engine = test_engine(source, timeout, coverage)?;
+                    engine = test_engine(source, limits, coverage)?;
                 }
                 Some(format!("error at {}: {}", d.location, d.message))
             }
@@ -146,14 +154,14 @@ pub fn cover_tool(tool: &Tool, inputs: &[Value]) -> Covered {
 }
 
 /// The lines regorus would count in each serving policy file (not tests).
-pub fn coverable(source: &Source, timeout: Duration) -> BTreeMap<String, BTreeSet<u32>> {
+pub fn coverable(source: &Source, limits: Limits) -> BTreeMap<String, BTreeSet<u32>> {
     let mut out = BTreeMap::new();
     for f in source
         .policies
         .iter()
         .filter(|f| f.kind == FileKind::Policy)
     {
-        let mut engine = policy::new_engine(timeout);
+        let mut engine = policy::new_engine(limits);
         let path = f.path.to_string_lossy().to_string();
         if policy::add_policy(&mut engine, &path, &f.text).is_ok() {
             let modules = rego_ast::modules(&mut engine);

@@ -86,7 +86,7 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
         .iter()
         .filter(|f| f.kind == FileKind::PolicyTest)
     {
-        let mut scratch = policy::new_engine(opts.policy_timeout);
+        let mut scratch = policy::new_engine(opts.policy_limits);
         if let Err(d) = policy::add_policy(&mut scratch, &f.path.to_string_lossy(), &f.text) {
             out.push(d);
         }
@@ -153,7 +153,7 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
 /// Lints every serving policy in one engine (packages of all tools side by
 /// side), and flags rules in a tool's package that would change its identity.
 fn lint_policies(source: &Source, opts: &BuildOptions) -> Vec<Diagnostic> {
-    let mut engine = policy::new_engine(opts.policy_timeout);
+    let mut engine = policy::new_engine(opts.policy_limits);
     for f in source
         .policies
         .iter()
@@ -309,9 +309,17 @@ fn proof_diagnostics(
                 out.push(counterexample(source, catalog, tool, c, ""));
             }
             for f in failures {
+                // Which limit stopped it, as exercising the rules says too.
+                let code = if f.message.contains("memory budget") {
+                    "policy-memory"
+                } else if f.message.contains("time limit") {
+                    "policy-timeout"
+                } else {
+                    "policy-eval"
+                };
                 out.push(
                     Diagnostic::error(
-                        "policy-eval",
+                        code,
                         f.location
                             .as_deref()
                             .and_then(parse_location)

@@ -254,6 +254,7 @@ pub fn describe(code: &str) -> &'static str {
         "nondeterministic-builtin" => "a policy calls a builtin whose answer changes between calls",
         "policy-eval" => "a policy fails when evaluated on a sample input",
         "policy-timeout" => "a policy runs past the time limit on a sample input",
+        "policy-memory" => "a policy exceeds its memory budget on a sample input",
         "counterexample" => "some arguments resolve riskier than the listing",
         "listed-looser" => "the listing is riskier than any resolution needs",
         "proof-incomplete" => "the worst-case proof could not evaluate every combination",

@@ -1,7 +1,7 @@
 //! `regent check`: validate a catalog without serving it and print the
 //! report in the chosen format. What is checked lives in `crate::check`.
 
-use super::{Failure, build_options};
+use super::{Failure, build_options, print_stdout};
 use crate::check::{self, report};
 use crate::cli::{CheckArgs, CheckFormat};
 use crate::diag::Style;
@@ -15,7 +15,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         CheckFormat::Json => pretty(&report::json(&r)),
         CheckFormat::Sarif => pretty(&report::sarif(&r)),
     };
-    print!("{text}");
+    print_stdout(&text)?;
     Ok(code)
 }
 

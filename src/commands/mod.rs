@@ -9,7 +9,7 @@ pub mod test;
 
 use std::time::Duration;
 
-use crate::catalog::{self, BuildOptions, Catalog};
+use crate::catalog::{self, BuildOptions, Catalog, budget};
 use crate::cli::CatalogArgs;
 use crate::diag::Diagnostics;
 use crate::source::Source;
@@ -65,9 +65,33 @@ impl Failure {
     }
 }
 
+/// Writes a command's output to stdout. A reader that went away (`regent
+/// check | head -1`) ends the command quietly with exit code 1, as ripgrep
+/// does; `print!` would panic (exit 101) on the broken pipe instead.
+pub fn print_stdout(text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            Err(Failure::new(exit::FOUND_ERRORS, String::new()))
+        }
+        Err(e) => Err(Failure::new(
+            exit::CANNOT_RUN,
+            format!(
+                "error: cannot write to stdout: {}",
+                crate::source::files::lower_io(&e)
+            ),
+        )),
+    }
+}
+
 pub fn build_options(args: &CatalogArgs) -> BuildOptions {
     BuildOptions {
-        policy_timeout: Duration::from_millis(args.policy_timeout_ms.max(1)),
+        policy_limits: budget::Limits {
+            time: Duration::from_millis(args.policy_timeout_ms.max(1)),
+            memory: args.policy_memory_mb.max(1).saturating_mul(1024 * 1024),
+        },
         ..BuildOptions::default()
     }
 }

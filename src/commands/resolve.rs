@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Failure, exit, load_catalog};
+use super::{Failure, exit, load_catalog, print_stdout};
 use crate::catalog::explain;
 use crate::cli::{CatalogArgs, ResolveArgs};
 use crate::diag::Style;
@@ -23,6 +23,7 @@ pub fn run(args: &ResolveArgs) -> Result<i32, Failure> {
     let catalog = load_catalog(&CatalogArgs {
         paths: args.config.clone(),
         policy_timeout_ms: args.policy_timeout_ms,
+        policy_memory_mb: args.policy_memory_mb,
     })
     .map_err(|d| Failure::from_diagnostics(&d))?;
 
@@ -31,11 +32,11 @@ pub fn run(args: &ResolveArgs) -> Result<i32, Failure> {
     let answer = crate::protocol::resolve_result(&catalog, Some(&params), true, true);
     let code = match &answer {
         Ok(v) => {
-            println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+            print_stdout(&(serde_json::to_string_pretty(v).unwrap_or_default() + "\n"))?;
             exit::OK
         }
         Err(e) => {
-            println!("{}", serde_json::to_string_pretty(e).unwrap_or_default());
+            print_stdout(&(serde_json::to_string_pretty(e).unwrap_or_default() + "\n"))?;
             let reason = e
                 .data
                 .as_ref()
@@ -59,7 +60,7 @@ fn help(reason: &str) -> &'static str {
         "not-resolvable" => {
             "the tool has no resolve rules and no policy, so its listing is its only answer"
         }
-        "policy-error" | "policy-timeout" => {
+        "policy-error" | "policy-timeout" | "policy-memory" => {
             "run `regent check` on the catalog to find the failing rule"
         }
         "riskier-than-listed" => {

@@ -77,6 +77,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
             watch: !args.no_watch,
             status_file: args.status_file.clone(),
             debounce: reload::DEBOUNCE,
+            settle: reload::SETTLE,
         },
     )
     .map_err(cannot_run)?;

@@ -1,7 +1,7 @@
 //! `regent test`: run the catalog's YAML cases and Rego tests and print the
 //! results. What a test is lives in `crate::testing`.
 
-use super::{Failure, build_options};
+use super::{Failure, build_options, print_stdout};
 use crate::cli::{TestArgs, TestFormat};
 use crate::diag::Style;
 use crate::testing::{self, report};
@@ -13,7 +13,7 @@ pub fn run(args: &TestArgs) -> Result<i32, Failure> {
         TestFormat::Human => report::human(&r, Style::for_stdout()),
         TestFormat::Junit => report::junit(&r),
     };
-    print!("{text}");
+    print_stdout(&text)?;
     // JUnit has no place for coverage; people still want to see it.
     if let (TestFormat::Junit, Some(cov)) = (args.format, &r.coverage) {
         eprint!("{}", report::coverage(cov, Style::plain()));

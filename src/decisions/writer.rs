@@ -16,8 +16,10 @@
 //! refused at once, not queued, and [`DecisionLog::record`] says so, so the
 //! caller fails closed (see `protocol`). The first line the thread writes
 //! once it makes progress again is a `gap` line with how many decisions went
-//! unlogged. A blocked destination thus costs each request at most
-//! [`STALL_AFTER`], once, and never wedges the server.
+//! unlogged: refused pushes, and calls refused at their check before they
+//! ran anything ([`Writer::refuse_if_stalled`]). A blocked destination thus
+//! costs each request at most [`STALL_AFTER`], once, and never wedges the
+//! server.
 //!
 //! Closing ([`DecisionLog::close`]) writes everything queued, flushes and
 //! joins the thread; a line recorded after that is written directly. What
@@ -276,9 +278,24 @@ impl Writer {
         Ok(())
     }
 
-    /// Whether an entry would be refused at once because the log is stalled.
+    /// Whether an entry would be refused at once because the log is stalled
+    /// (tests; callers use [`Writer::refuse_if_stalled`], which counts).
+    #[cfg(test)]
     pub fn is_stalled(&self) -> bool {
         lock(&self.shared.state).stalled
+    }
+
+    /// For a caller that refuses its decision while the log is stalled
+    /// rather than pushing it (a call checks before it runs anything): true
+    /// when stalled, and the refused decision is then counted in the next
+    /// `gap` line, as a refused [`Writer::push`] is. Without this, calls
+    /// refused at their check appeared in no line at all.
+    pub fn refuse_if_stalled(&self) -> bool {
+        let mut st = lock(&self.shared.state);
+        if st.stalled {
+            st.missed += 1;
+        }
+        st.stalled
     }
 
     fn start(&self) {
@@ -461,6 +478,9 @@ mod tests {
         assert!(w.is_stalled());
         // While stalled, refusals come at once.
         assert!(w.push(entry(accepted)).is_err());
+        // A call refused at its check before running counts as well.
+        assert!(w.refuse_if_stalled());
+        assert!(w.refuse_if_stalled());
 
         let drain = std::thread::spawn(move || {
             let mut text = String::new();
@@ -474,6 +494,23 @@ mod tests {
         assert_eq!(decisions, accepted, "every accepted decision is written");
         let gaps: Vec<&Value> = got.iter().filter(|l| l["kind"] == json!("gap")).collect();
         assert_eq!(gaps.len(), 1, "{gaps:?}");
-        assert_eq!(gaps[0]["missed"], json!(2));
+        assert_eq!(
+            gaps[0]["missed"],
+            json!(4),
+            "two pushes and two checks refused"
+        );
+    }
+
+    #[test]
+    fn a_check_on_a_flowing_log_refuses_and_counts_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.jsonl");
+        let w = Writer::new(Sink::File(File::create(&path).unwrap()), false);
+        w.push(entry(0)).unwrap();
+        assert!(!w.refuse_if_stalled());
+        w.close();
+        let got = lines(&std::fs::read_to_string(&path).unwrap());
+        assert_eq!(got.len(), 1);
+        assert!(got.iter().all(|l| l["kind"] != json!("gap")), "{got:?}");
     }
 }

@@ -51,13 +51,21 @@ pub fn resolve_error(catalog: &Catalog, e: &ResolveError) -> ErrorData {
                 revision,
                 "policy evaluation failed: {message}"
             );
-            let timed_out = message.to_lowercase().contains("time limit")
-                || message.to_lowercase().contains("timed out");
+            let lower = message.to_lowercase();
+            // The budget that stopped it, so a client and the metrics can
+            // tell a hostile argument from a broken policy.
+            let reason = if lower.contains("memory budget") {
+                "policy-memory"
+            } else if lower.contains("time limit") || lower.contains("timed out") {
+                "policy-timeout"
+            } else {
+                "policy-error"
+            };
             ErrorData::internal_error(
                 format!("policy evaluation failed for tool {tool}"),
                 Some(json!({
                     "tool": tool,
-                    "reason": if timed_out { "policy-timeout" } else { "policy-error" },
+                    "reason": reason,
                     "revision": revision,
                 })),
             )

@@ -91,6 +91,7 @@ fn policy_failure(e: &ErrorData) -> Option<&'static str> {
     match reason {
         "policy-error" => Some("policy-error"),
         "policy-timeout" => Some("policy-timeout"),
+        "policy-memory" => Some("policy-memory"),
         "riskier-than-listed" => Some("riskier-than-listed"),
         _ => None,
     }

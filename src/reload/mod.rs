@@ -10,9 +10,11 @@
 //! sessions can tell their clients; a policy-only change announces nothing.
 //! Telling clients is `protocol`'s job; building is `source` and `catalog`'s.
 
+pub mod settle;
 pub mod status;
 pub mod watch;
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -22,7 +24,7 @@ use std::time::{Duration, Instant};
 use notify_debouncer_full::DebounceEventResult;
 
 use crate::catalog::{self, BuildOptions, Catalog};
-use crate::diag::Diagnostics;
+use crate::diag::{Diagnostic, Diagnostics, Location};
 use crate::protocol::wire;
 use crate::source::Source;
 use crate::state::CatalogState;
@@ -30,6 +32,10 @@ use watch::{WatchPlan, Watcher};
 
 /// How long file events must settle before a reload.
 pub const DEBOUNCE: Duration = Duration::from_millis(250);
+
+/// How long a catalog file must keep its size and modification time to be
+/// read as settled, when it changed just before a reload (see [`settle`]).
+pub const SETTLE: Duration = Duration::from_millis(50);
 
 /// How reloading is set up for one server.
 #[derive(Debug, Clone)]
@@ -42,6 +48,8 @@ pub struct Settings {
     /// Where to keep a JSON copy of the reload status, rewritten at each attempt.
     pub status_file: Option<PathBuf>,
     pub debounce: Duration,
+    /// How long a file that just changed must stay unchanged before it is read.
+    pub settle: Duration,
 }
 
 /// What one reload attempt did.
@@ -165,31 +173,87 @@ impl Reloader {
         }
     }
 
-    /// Reads the catalog files, again if any of them changed while they were
-    /// read. Files are read one after another, so a change in the middle (a
-    /// ConfigMap's `..data` swap, an editor saving) could otherwise give a
-    /// catalog made of old and new files, which neither version meant. The
-    /// file events of that change would trigger another reload, but only
-    /// after the torn catalog had served.
+    /// Reads the catalog files once they have settled, and again if any of
+    /// them changed while they were read. Files are read one after another,
+    /// so a change in the middle (a ConfigMap's `..data` swap, an editor
+    /// saving) could otherwise give a catalog made of old and new files,
+    /// which neither version meant; and an in-place save caught between its
+    /// truncation and its write would give an empty file. The file events
+    /// of that change would trigger another reload, but only after the torn
+    /// or empty catalog had served.
+    ///
+    /// A tool file that had tools in the serving catalog and now declares
+    /// none is read again after the settle interval before it is believed.
+    /// Files that never settle within the bounds keep the previous catalog
+    /// serving, with an error naming them in the status; their next change
+    /// triggers another reload.
     fn read_consistently(&self) -> Result<Source, Diagnostics> {
-        const TRIES: usize = 5;
         let paths = &self.settings.paths;
-        let mut before = fingerprint(paths);
-        for attempt in 1.. {
-            let loaded = Source::load(paths);
-            let after = fingerprint(paths);
-            if after == before || attempt == TRIES {
-                if after != before {
-                    tracing::warn!(
-                        "catalog files kept changing while being read; using the last read"
-                    );
+        let interval = self.settings.settle;
+        let served = tool_files(&self.state.current());
+        let mut emptied_rereads = 0;
+        let mut changing = Vec::new();
+        for _ in 0..READ_TRIES {
+            let before = match settle::settle(paths, interval, SETTLE_TRIES) {
+                Ok(fp) => fp,
+                Err(files) => {
+                    changing = files;
+                    continue;
                 }
-                return loaded;
+            };
+            let loaded = Source::load(paths);
+            let after = settle::fingerprint(paths);
+            if after != before {
+                tracing::debug!("catalog files changed while being read; reading them again");
+                changing = settle::recently_changed(&after, interval, std::time::SystemTime::now());
+                continue;
             }
-            tracing::debug!("catalog files changed while being read; reading them again");
-            before = after;
+            if let Ok(source) = &loaded
+                && emptied_rereads < EMPTIED_REREADS
+            {
+                let emptied: Vec<_> = source
+                    .tool_files
+                    .iter()
+                    .filter(|f| f.model.tools.is_empty() && served.contains(&f.path))
+                    .map(|f| f.path.display().to_string())
+                    .collect();
+                if !emptied.is_empty() {
+                    tracing::debug!(
+                        files = ?emptied,
+                        "tool files that had tools now declare none; reading them again once settled"
+                    );
+                    emptied_rereads += 1;
+                    std::thread::sleep(interval);
+                    continue;
+                }
+            }
+            return loaded;
         }
-        unreachable!("the loop returns by its last try")
+        let names = if changing.is_empty() {
+            "the catalog files".to_string()
+        } else {
+            changing
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let at = changing
+            .first()
+            .cloned()
+            .or_else(|| paths.first().cloned())
+            .unwrap_or_default();
+        Err(Diagnostics(vec![
+            Diagnostic::error(
+                "files-unsettled",
+                Location::file(at),
+                format!("{names} kept changing while being read"),
+            )
+            .with_help(
+                "the previous catalog keeps serving; the next change of the files reloads again \
+                 (save atomically: write a temporary file and rename it)",
+            ),
+        ]))
     }
 
     /// Frees the retired catalogs that no request holds any more. With the
@@ -221,28 +285,21 @@ impl Reloader {
     }
 }
 
-/// What identifies the content of every catalog file without reading it:
-/// the device, inode, size and modification time of what its path leads to
-/// (through symlinks). A rename save or a ConfigMap swap puts a new inode
-/// there; an in-place write changes the time. Equal fingerprints before and
-/// after a read mean nothing changed in between.
-type Fingerprint = Vec<(PathBuf, Option<(u64, u64, u64, i64, i64)>)>;
-
-fn fingerprint(paths: &[PathBuf]) -> Fingerprint {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(found) = crate::source::files::discover(paths) else {
-        return Vec::new();
-    };
-    found
-        .into_iter()
-        .map(|(path, _)| {
-            let id = std::fs::metadata(&path)
-                .ok()
-                .map(|m| (m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec()));
-            (path, id)
-        })
+/// The tool files the tools of `catalog` were declared in.
+fn tool_files(catalog: &Catalog) -> HashSet<PathBuf> {
+    catalog
+        .tools()
+        .iter()
+        .map(|t| t.location.file.clone())
         .collect()
 }
+
+/// How many times to read the files before giving up on their settling.
+const READ_TRIES: usize = 5;
+/// How many settle intervals one wait for the files to settle may take.
+const SETTLE_TRIES: usize = 8;
+/// How many times to read again because a tool file lost all its tools.
+const EMPTIED_REREADS: usize = 2;
 
 /// Why the reload thread wakes up.
 enum Trigger {

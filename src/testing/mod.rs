@@ -122,7 +122,7 @@ pub fn run(paths: &[PathBuf], opts: &BuildOptions, coverage: bool) -> TestReport
         report.cases.push(CaseResult { case: c, outcome });
     }
 
-    let covered = match rego_test::run_tests(&source, opts.policy_timeout, coverage) {
+    let covered = match rego_test::run_tests(&source, opts.policy_limits, coverage) {
         Ok((tests, covered)) => {
             report.rego = tests;
             covered
@@ -165,7 +165,7 @@ fn measure(
             }
         }
     }
-    let files = rego_test::coverable(source, opts.policy_timeout)
+    let files = rego_test::coverable(source, opts.policy_limits)
         .into_iter()
         .map(|(path, lines)| {
             let hit = covered.get(&path).cloned().unwrap_or_default();

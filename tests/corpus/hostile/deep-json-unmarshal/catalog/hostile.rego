@@ -1,0 +1,3 @@
+package tools.hostile
+
+deny contains "deep" if count(json.unmarshal(input.arguments.doc)) > 5

@@ -1,0 +1,3 @@
+package tools.hostile
+
+deny contains "too many" if count(numbers.range_step(0, input.arguments.n, 2)) > 100

@@ -1,0 +1,3 @@
+package tools.hostile
+
+deny contains msg if msg := sprintf(input.arguments.format, [1])
