@@ -1140,7 +1140,7 @@ fn input_sized(
             span_location(span),
             format!("the size of this allocation is chosen by the client: `{name}` takes its size from input"),
         )
-        .with_help("bound the argument in the tool's inputSchema (`maximum`, `maxLength`, `maxItems`) or check it before the call; a policy evaluation is not interrupted inside a builtin"),
+        .with_help("bound the argument in the tool's inputSchema (`maximum`, `maxLength`, `maxItems`) or check it before the call; past the evaluation's memory budget every call fails (`policy-memory`)"),
     )
 }
 
