@@ -623,38 +623,26 @@ fn healthz_reports_the_revision_and_metrics_count_what_happened() {
 }
 
 #[test]
-fn endless_policy_recursion_fails_closed_and_the_server_lives_on() {
-    // Evaluation runs on the runtime's worker threads; their stacks must
-    // outlast the policy time limit (an overflow would abort the process).
-    // The limit is set here, not left at the 1 s default: at 1 s, a second
-    // such request overflows a 512 MiB stack in a release build, over stdio
-    // as over HTTP (reported; stack size alone does not fix it).
-    let http = HttpServer::start(&[
-        "--policy-timeout-ms",
-        "200",
-        &catalog("tests/cases/deep_recursion"),
-    ]);
-    for era in Era::ALL {
-        let mut c = McpHttp::connect(http.addr, era);
-        // Twice: a warm engine recurses deeper within the same time limit.
-        for _ in 0..2 {
-            let e = c.expect_error(
-                "tools/resolve",
-                json!({"name": "deep", "arguments": {"n": 1}}),
-            );
-            assert_eq!(e["code"], json!(-32603), "{e}");
-            assert_eq!(e["data"]["reason"], json!("policy-timeout"), "{e}");
+fn a_recursive_policy_is_refused_at_load_over_stdio_and_http() {
+    // Rego forbids recursion; regorus would only notice an endless one while
+    // evaluating (and a conditional one could exhaust the stack first), so
+    // the catalog is refused before serving, from the syntax tree.
+    let dir = catalog("tests/cases/deep_recursion");
+    for http in [false, true] {
+        let mut cmd = regent();
+        cmd.arg("serve");
+        if http {
+            cmd.args(["--http", "127.0.0.1:0"]);
         }
-        let r = c.resolve("deep", json!({"n": 0}));
-        assert_eq!(r["annotations"]["readOnlyHint"], json!(false), "{r}");
+        let out = cmd.arg(&dir).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "http {http}, stderr:\n{stderr}");
+        assert!(
+            stderr.contains("deep.rego:8:1: error: rule data.tools.deep.f is recursive: data.tools.deep.f -> data.tools.deep.f")
+                && stderr.contains("Rego forbids recursion"),
+            "http {http}, stderr:\n{stderr}"
+        );
     }
-    assert_eq!(
-        http.metric(
-            None,
-            "regent_policy_errors_total{reason=\"policy-timeout\"}"
-        ),
-        Some(4.0)
-    );
 }
 
 #[test]

@@ -495,6 +495,18 @@ fn rego_syntax_error_keeps_the_previous_catalog() {
 }
 
 #[test]
+fn recursive_policy_keeps_the_previous_catalog() {
+    // Refused from the syntax tree, before any rule runs.
+    broken_then_fixed(
+        "deploy.rego",
+        "package tools.deploy\n\nimport rego.v1\n\nmeta := {\"answer\": n}\n\nn := count(m)\n\nm := [n]\n",
+        "deploy.rego:7:1: error: rule data.tools.deploy.n is recursive: data.tools.deploy.n -> data.tools.deploy.m -> data.tools.deploy.n",
+        policy("v2"),
+        &both("1", "v2"),
+    );
+}
+
+#[test]
 fn invalid_yaml_keeps_the_previous_catalog() {
     // A tab where YAML wants spaces, on line 3.
     let broken = tool_yaml("2").replacen("    description:", "\tdescription:", 1);

@@ -9,6 +9,7 @@ use super::budget::Limits;
 use super::generate;
 use super::hints::Hints;
 use super::policy::{self, EnginePool};
+use super::rego_ast;
 use super::resolvers;
 use super::run;
 use super::schema;
@@ -21,6 +22,8 @@ struct PolicyFile<'a> {
     path: String,
     text: &'a str,
     package: String,
+    /// The parsed module, for reading the policy as syntax.
+    module: Option<rego_ast::PolicyModule>,
 }
 
 /// Compiles `source`. Every problem found is returned, not only the first.
@@ -57,6 +60,25 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
             candidate = &candidate[..candidate.rfind('.')?];
         }
     };
+    // Recursion is refused statically, before any rule runs: regorus would
+    // only notice an unconditional one, and a conditional one can exhaust
+    // the stack before the time limit. A tool whose engine holds a cycle
+    // is not compiled (nor warmed up); a cycle in a library package, which
+    // every engine holds, stops every tool with a policy.
+    let modules: Vec<rego_ast::PolicyModule> =
+        policies.iter().filter_map(|p| p.module.clone()).collect();
+    let mut recursive: BTreeSet<Option<&str>> = BTreeSet::new();
+    for r in rego_ast::recursion(&modules) {
+        for member in &r.cycle {
+            let package = policies
+                .iter()
+                .map(|p| p.package.as_str())
+                .filter(|p| member.starts_with(&format!("{p}.")))
+                .max_by_key(|p| p.len());
+            recursive.insert(package.and_then(owner_of));
+        }
+        diags.push(r.diagnostic);
+    }
     let mut owned: HashMap<&str, Vec<&PolicyFile>> = HashMap::new();
     let mut library_files: Vec<&PolicyFile> = Vec::new();
     for p in &policies {
@@ -101,6 +123,11 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     };
     let decls: Vec<_> = source.tools().collect();
     let compiled = crate::par::map_ordered(&decls, 32, |(file, at, decl)| {
+        let package = decl.policy.as_deref();
+        if package.is_some() && (recursive.contains(&None) || recursive.contains(&package)) {
+            // Reported above, at the rule.
+            return Err(Vec::new());
+        }
         let own: &[&PolicyFile] = decl
             .policy
             .as_deref()
@@ -162,10 +189,12 @@ fn parse_policies<'a>(
             )
             .with_help("rename the package, for example to `tools.<tool name>`"));
         }
+        let module = rego_ast::modules(&mut scratch).pop();
         Ok(PolicyFile {
             path,
             text: &file.text,
             package,
+            module,
         })
     });
     let mut out = Vec::new();
@@ -628,7 +657,7 @@ impl LocatedError {
                 loc.unwrap_or(fallback),
                 format!("policy fails when evaluated on a sample input: {msg}"),
             )
-            .with_help("fix the rule; regorus reports unknown functions, wrong arity and recursion only when a rule runs"),
+            .with_help("fix the rule; regorus reports unknown functions, wrong arity and unsafe variables only when a rule runs"),
         }
     }
 }

@@ -506,9 +506,86 @@ const NONDETERMINISTIC: &[&str] = &[
     "opa.runtime",
 ];
 
-/// Problems visible without running the policies. `modules` are all the
-/// modules one engine holds, so that calls into library packages resolve.
+/// Builtins whose result grows with an argument, and which arguments choose
+/// the size: (name, argument indexes, only inside a comprehension).
+/// `sprintf` is listed by its format string; its values count only when the
+/// format is not a constant or takes a width from them (`*`).
+const SIZE_DRIVING: &[(&str, &[usize], bool)] = &[
+    ("numbers.range", &[0, 1], false),
+    ("numbers.range_step", &[0, 1, 2], false),
+    ("sprintf", &[0], false),
+    ("replace", &[1, 2], false),
+    ("strings.replace_n", &[0], false),
+    ("concat", &[0, 1], true),
+    ("array.concat", &[0, 1], true),
+];
+
+/// Problems visible without running the policies (unknown functions,
+/// arity, nondeterministic builtins, allocations sized by the client).
+/// `modules` are all the modules one engine holds, so that calls into
+/// library packages resolve. Recursion is a load error: see [`recursion`].
 pub fn lint(modules: &[PolicyModule]) -> Vec<Diagnostic> {
+    analyze(modules).diagnostics
+}
+
+/// A cycle of rules that depend on each other, found in the syntax tree.
+#[derive(Debug, Clone)]
+pub struct Recursion {
+    /// The members, by path without `data.`, starting with the one defined
+    /// first in the files (the cycle closes back to it).
+    pub cycle: Vec<String>,
+    pub diagnostic: Diagnostic,
+}
+
+/// The cycles between rules and functions of `modules`: one per strongly
+/// connected group of the dependency graph (a rule that refers to itself
+/// is one), so a hostile policy cannot make the search explode. Rego
+/// forbids recursion and OPA rejects it when compiling; regorus only
+/// notices an unconditional one when it runs, and a conditional one
+/// (`f(x) := f(x - 1) if x > 0`) may exhaust the stack first, so a catalog
+/// with one is refused at load.
+pub fn recursion(modules: &[PolicyModule]) -> Vec<Recursion> {
+    let Analysis { graph, def_at, .. } = analyze(modules);
+    let mut out: Vec<Recursion> = cycles(&graph, &def_at)
+        .into_iter()
+        .map(|cycle| {
+            let at = def_at.get(&cycle[0]).cloned().unwrap_or_default();
+            let named: Vec<String> = cycle
+                .iter()
+                .chain(std::iter::once(&cycle[0]))
+                .map(|n| format!("data.{n}"))
+                .collect();
+            let diagnostic = Diagnostic::error(
+                "rego-recursion",
+                at,
+                format!("rule {} is recursive: {}", named[0], named.join(" -> ")),
+            )
+            .with_help(
+                "Rego forbids recursion; rewrite it with a comprehension, `walk` or `graph.reachable`",
+            );
+            Recursion { cycle, diagnostic }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        let l = |r: &Recursion| {
+            let at = &r.diagnostic.location;
+            (at.file.clone(), at.line, at.column)
+        };
+        l(a).cmp(&l(b))
+    });
+    out
+}
+
+/// What one pass over the modules finds: the call diagnostics and the
+/// dependency graph between rules (by path without `data.`), with where
+/// each rule is first defined.
+struct Analysis {
+    diagnostics: Vec<Diagnostic>,
+    graph: BTreeMap<String, BTreeSet<String>>,
+    def_at: HashMap<String, Location>,
+}
+
+fn analyze(modules: &[PolicyModule]) -> Analysis {
     let defs = rule_defs(modules);
     let mut out = Vec::new();
 
@@ -526,13 +603,17 @@ pub fn lint(modules: &[PolicyModule]) -> Vec<Diagnostic> {
             }
         }
     }
+    // Rules by the constant part of their head (`p.annotations.readOnlyHint`
+    // for `annotations.readOnlyHint := ...`, `p.x` for `x[k] := ...`), so
+    // that rules defining parts of one document may read each other.
     let rule_paths: BTreeSet<String> = defs
         .iter()
-        .map(|d| format!("{}.{}", d.package, d.name()))
+        .map(|d| node_name(&d.package, &d.path))
         .collect();
 
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut def_at: HashMap<String, Location> = HashMap::new();
+    let mut default_at: HashMap<String, Location> = HashMap::new();
 
     for m in modules {
         let aliases: HashMap<String, String> = m
@@ -550,19 +631,44 @@ pub fn lint(modules: &[PolicyModule]) -> Vec<Diagnostic> {
             .collect();
         for rule in &m.module.policy {
             let (head_refr, locals) = rule_locals(rule);
-            let me = format!(
-                "{}.{}",
-                m.package,
-                path_of(head_refr).first().cloned().unwrap_or_default()
-            );
-            def_at
-                .entry(me.clone())
-                .or_insert_with(|| span_location(rule.span()));
+            let me = node_name(&m.package, &path_of(head_refr));
+            // A cycle is shown at its first definition that can recurse
+            // (a `default` cannot), or its `default` if that is all there is.
+            if let Rule::Default { .. } = rule.as_ref() {
+                default_at
+                    .entry(me.clone())
+                    .or_insert_with(|| span_location(rule.span()));
+            } else {
+                def_at
+                    .entry(me.clone())
+                    .or_insert_with(|| span_location(rule.span()));
+            }
             let mut edges = BTreeSet::new();
+            let tainted = tainted_vars(rule);
+            // Calls inside a comprehension (by address), where a growing
+            // builtin runs once per element.
+            let mut in_compr: BTreeSet<*const Expr> = BTreeSet::new();
+            let mut callees: BTreeSet<*const Expr> = BTreeSet::new();
+            let scope = Scope {
+                package: &m.package,
+                locals: &locals,
+                aliases: &aliases,
+                rule_paths: &rule_paths,
+            };
             walk_rule(rule, &mut |e| {
                 // A rule's own head is not a reference to itself.
-                if std::ptr::eq(e, head_refr.as_ref()) {
+                if std::ptr::eq(e, head_refr.as_ref()) || callees.contains(&(e as *const Expr)) {
                     return false;
+                }
+                if let Expr::ArrayCompr { .. } | Expr::SetCompr { .. } | Expr::ObjectCompr { .. } =
+                    e
+                {
+                    walk_expr(e, &mut |x| {
+                        if let Expr::Call { .. } = x {
+                            in_compr.insert(x as *const Expr);
+                        }
+                        true
+                    });
                 }
                 match e {
                     Expr::Call {
@@ -610,6 +716,15 @@ pub fn lint(modules: &[PolicyModule]) -> Vec<Diagnostic> {
                                         .with_help("see the builtin's signature in the OPA policy reference"),
                                     );
                                 }
+                                if let Some(d) = input_sized(
+                                    &name,
+                                    params,
+                                    root_span(fcn),
+                                    &tainted,
+                                    in_compr.contains(&(e as *const Expr)),
+                                ) {
+                                    out.push(d);
+                                }
                                 if NONDETERMINISTIC.contains(&name.as_str()) {
                                     out.push(
                                         Diagnostic::warning(
@@ -631,44 +746,26 @@ pub fn lint(modules: &[PolicyModule]) -> Vec<Diagnostic> {
                                 .with_help(near_function(&name, &functions)),
                             ),
                         }
-                        // The callee is not a reference to a rule's value.
-                        for p in params {
-                            walk_expr(p, &mut |x| {
-                                refs_in(x, &m.package, &locals, &rule_paths, &mut edges)
-                            });
-                        }
-                        false
+                        // The callee is not a reference to a rule's value;
+                        // the arguments are walked as any expression.
+                        callees.insert(fcn.as_ref() as *const Expr);
+                        true
                     }
-                    _ => refs_in(e, &m.package, &locals, &rule_paths, &mut edges),
+                    _ => refs_in(e, &scope, &mut edges),
                 }
             });
             graph.entry(me).or_default().extend(edges);
         }
     }
 
-    for cycle in cycles(&graph) {
-        let first = &cycle[0];
-        // Point at the member that comes first in the files.
-        let at = cycle
-            .iter()
-            .filter_map(|n| def_at.get(n))
-            .min_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)))
-            .cloned()
-            .unwrap_or_default();
-        out.push(
-            Diagnostic::error(
-                "rego-recursion",
-                at,
-                format!("rules depend on each other in a cycle: {}", {
-                    let mut c = cycle.clone();
-                    c.push(first.clone());
-                    c.join(" -> ")
-                }),
-            )
-            .with_help("Rego forbids recursion; compute one of the values without the others"),
-        );
+    for (name, at) in default_at {
+        def_at.entry(name).or_insert(at);
     }
-    out
+    Analysis {
+        diagnostics: out,
+        graph,
+        def_at,
+    }
 }
 
 fn list_arities(a: &BTreeSet<usize>) -> String {
@@ -820,15 +917,33 @@ fn bound_in_query(q: &Query, locals: &mut BTreeSet<String>) {
     }
 }
 
-/// Records references to rules of this package (by bare name) or of any
-/// package (by `data.` path) as dependency edges.
-fn refs_in(
-    e: &Expr,
-    package: &str,
-    locals: &BTreeSet<String>,
-    rule_paths: &BTreeSet<String>,
-    edges: &mut BTreeSet<String>,
-) -> bool {
+/// A rule's node in the dependency graph: its package and the constant
+/// part of its head.
+fn node_name(package: &str, head: &[String]) -> String {
+    let mut name = package.to_string();
+    for c in head.iter().take_while(|c| *c != "[_]") {
+        name.push('.');
+        name.push_str(c);
+    }
+    name
+}
+
+/// What names mean inside one rule.
+struct Scope<'a> {
+    package: &'a str,
+    /// Names bound in the rule, which shadow rules of the package.
+    locals: &'a BTreeSet<String>,
+    /// Import aliases: `lib` for `import data.lib`, to `data.lib`.
+    aliases: &'a HashMap<String, String>,
+    /// Every rule and function, by path without `data.`.
+    rule_paths: &'a BTreeSet<String>,
+}
+
+/// Records references to rules of this package (by bare name), of any
+/// package (by `data.` path or an imported name) as dependency edges. A
+/// reference to a package or a prefix of one (`data.lib`) depends on every
+/// rule under it.
+fn refs_in(e: &Expr, scope: &Scope, edges: &mut BTreeSet<String>) -> bool {
     let path = match e {
         Expr::RefDot { .. } | Expr::RefBrack { .. } | Expr::Var { .. } => path_of(e),
         _ => return true,
@@ -836,19 +951,57 @@ fn refs_in(
     let Some(first) = path.first() else {
         return true;
     };
-    if first == "data" {
-        // The longest prefix that names a rule.
-        for n in (2..=path.len()).rev() {
-            let candidate = path[1..n].join(".");
-            if rule_paths.contains(&candidate) {
-                edges.insert(candidate);
-                break;
-            }
+    // The reference as a path from `data`, and how many of its first
+    // components must match (a bare name never means a shorter path than
+    // its own package's rule).
+    let absolute: Option<(Vec<String>, usize)> = if first == "data" {
+        Some((path[1..].to_vec(), 1))
+    } else if scope.locals.contains(first) || first == "input" {
+        None
+    } else if let Some(target) = scope.aliases.get(first) {
+        target.strip_prefix("data.").map(|t| {
+            let abs: Vec<String> = t
+                .split('.')
+                .map(str::to_string)
+                .chain(path[1..].iter().cloned())
+                .collect();
+            (abs, 1)
+        })
+    } else {
+        let abs: Vec<String> = scope
+            .package
+            .split('.')
+            .map(str::to_string)
+            .chain(path.iter().cloned())
+            .collect();
+        let min = abs.len() - path.len() + 1;
+        Some((abs, min))
+    };
+    if let Some((abs, min)) = absolute {
+        let constant: Vec<&str> = abs
+            .iter()
+            .map(String::as_str)
+            .take_while(|c| *c != "[_]")
+            .collect();
+        // The rule the path reaches into (the longest prefix that names
+        // one) ...
+        if let Some(c) = (min.max(1)..=constant.len())
+            .rev()
+            .map(|n| constant[..n].join("."))
+            .find(|c| scope.rule_paths.contains(c))
+        {
+            edges.insert(c);
         }
-    } else if first != "input" && !locals.contains(first) {
-        let candidate = format!("{package}.{first}");
-        if rule_paths.contains(&candidate) {
-            edges.insert(candidate);
+        // ... and every rule under the path (`data.lib` reads all of lib).
+        if constant.len() >= min.max(1) {
+            let prefix = format!("{}.", constant.join("."));
+            edges.extend(
+                scope
+                    .rule_paths
+                    .range(prefix.clone()..)
+                    .take_while(|r| r.starts_with(&prefix))
+                    .cloned(),
+            );
         }
     }
     // Indexes of a reference may refer to rules too.
@@ -856,9 +1009,7 @@ fn refs_in(
         let mut cur = e;
         while let Expr::RefDot { refr, .. } | Expr::RefBrack { refr, .. } = cur {
             if let Expr::RefBrack { index, .. } = cur {
-                walk_expr(index, &mut |x| {
-                    refs_in(x, package, locals, rule_paths, edges)
-                });
+                walk_expr(index, &mut |x| refs_in(x, scope, edges));
             }
             cur = refr;
         }
@@ -866,32 +1017,247 @@ fn refs_in(
     false
 }
 
-/// The elementary cycles found by a depth-first search, each reported once
-/// (rotated to start at its smallest name).
-fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
-    let mut found: BTreeSet<Vec<String>> = BTreeSet::new();
-    for start in graph.keys() {
-        let mut stack = vec![(start.clone(), vec![start.clone()])];
-        while let Some((node, path)) = stack.pop() {
-            for next in graph.get(&node).into_iter().flatten() {
-                if next == start {
-                    let min = path
-                        .iter()
-                        .enumerate()
-                        .min_by_key(|(_, n)| *n)
-                        .map_or(0, |(i, _)| i);
-                    let mut c = path[min..].to_vec();
-                    c.extend_from_slice(&path[..min]);
-                    found.insert(c);
-                } else if !path.contains(next) && next > start && path.len() < 32 {
-                    let mut p = path.clone();
-                    p.push(next.clone());
-                    stack.push((next.clone(), p));
+/// The variables of `rule` whose value comes from `input`: bound by `:=`
+/// or `=` (either side a variable) or `some ... in` from an expression that
+/// mentions `input` or another such variable, in the rule's bodies and its
+/// comprehensions. Function arguments and other rules are not followed.
+fn tainted_vars(rule: &Rule) -> BTreeSet<String> {
+    // (variables bound, the expression they are bound from)
+    let mut bindings: Vec<(Vec<String>, Ref<Expr>)> = Vec::new();
+    fn vars_of(e: &Expr) -> Vec<String> {
+        let mut out = Vec::new();
+        walk_expr(e, &mut |x| {
+            if let Expr::Var { value, .. } = x
+                && let Ok(s) = value.as_string()
+            {
+                out.push(s.to_string());
+            }
+            true
+        });
+        out
+    }
+    fn some_in(q: &Query, bindings: &mut Vec<(Vec<String>, Ref<Expr>)>) {
+        for stmt in &q.stmts {
+            if let Literal::SomeIn {
+                key,
+                value,
+                collection,
+                ..
+            } = &stmt.literal
+            {
+                let mut vars = vars_of(value);
+                if let Some(k) = key {
+                    vars.extend(vars_of(k));
+                }
+                bindings.push((vars, collection.clone()));
+            }
+        }
+    }
+    if let Rule::Spec { bodies, .. } = rule {
+        for b in bodies {
+            some_in(&b.query, &mut bindings);
+        }
+    }
+    walk_rule(rule, &mut |e| {
+        match e {
+            Expr::AssignExpr { op, lhs, rhs, .. } => {
+                if let Expr::Var { .. } = lhs.as_ref() {
+                    bindings.push((vars_of(lhs), rhs.clone()));
+                } else if *op == AssignOp::ColEq {
+                    // Destructuring: `[a, b] := input.arguments.pair`.
+                    bindings.push((vars_of(lhs), rhs.clone()));
+                }
+                if *op == AssignOp::Eq
+                    && let Expr::Var { .. } = rhs.as_ref()
+                {
+                    bindings.push((vars_of(rhs), lhs.clone()));
+                }
+            }
+            Expr::ArrayCompr { query, .. }
+            | Expr::SetCompr { query, .. }
+            | Expr::ObjectCompr { query, .. } => some_in(query, &mut bindings),
+            _ => {}
+        }
+        true
+    });
+    let mut tainted = BTreeSet::new();
+    loop {
+        let before = tainted.len();
+        for (vars, from) in &bindings {
+            if mentions_input(from, &tainted) {
+                tainted.extend(vars.iter().cloned());
+            }
+        }
+        if tainted.len() == before {
+            return tainted;
+        }
+    }
+}
+
+/// `e` reads `input` or one of the `tainted` variables.
+fn mentions_input(e: &Expr, tainted: &BTreeSet<String>) -> bool {
+    let mut found = false;
+    walk_expr(e, &mut |x| {
+        if let Expr::Var { value, .. } = x
+            && let Ok(s) = value.as_string()
+            && (s.as_ref() == "input" || tainted.contains(s.as_ref()))
+        {
+            found = true;
+        }
+        !found
+    });
+    found
+}
+
+/// A warning when the builtin `name` grows its result by an argument that
+/// comes from `input`.
+fn input_sized(
+    name: &str,
+    params: &[Ref<Expr>],
+    span: &Span,
+    tainted: &BTreeSet<String>,
+    in_comprehension: bool,
+) -> Option<Diagnostic> {
+    let (_, sized, only_in_compr) = SIZE_DRIVING.iter().find(|(n, _, _)| *n == name)?;
+    if *only_in_compr && !in_comprehension {
+        return None;
+    }
+    let from_input = |i: usize| params.get(i).is_some_and(|p| mentions_input(p, tainted));
+    let mut chosen = sized.iter().any(|i| from_input(*i));
+    if name == "sprintf" && from_input(1) {
+        // The values choose the size only through a width or a format that
+        // is not written in the policy.
+        chosen |= params
+            .first()
+            .is_none_or(|f| const_string(f).is_none_or(|f| f.contains('*')));
+    }
+    if !chosen {
+        return None;
+    }
+    Some(
+        Diagnostic::warning(
+            "input-sized-allocation",
+            span_location(span),
+            format!("the size of this allocation is chosen by the client: `{name}` takes its size from input"),
+        )
+        .with_help("bound the argument in the tool's inputSchema (`maximum`, `maxLength`, `maxItems`) or check it before the call; past the evaluation's memory budget every call fails (`policy-memory`)"),
+    )
+}
+
+/// One cycle per strongly connected group of `graph` (Tarjan's algorithm,
+/// without recursion: the graph comes from the policies). Each cycle starts
+/// at the member defined first in the files and is a shortest way back to
+/// it.
+fn cycles(
+    graph: &BTreeMap<String, BTreeSet<String>>,
+    def_at: &HashMap<String, Location>,
+) -> Vec<Vec<String>> {
+    let names: Vec<&String> = graph
+        .keys()
+        .chain(graph.values().flatten())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let index_of: HashMap<&String, usize> =
+        names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+    let adj: Vec<Vec<usize>> = names
+        .iter()
+        .map(|n| {
+            graph
+                .get(*n)
+                .into_iter()
+                .flatten()
+                .map(|m| index_of[m])
+                .collect()
+        })
+        .collect();
+
+    const UNSEEN: usize = usize::MAX;
+    let n = adj.len();
+    let (mut index, mut low, mut on_stack) = (vec![UNSEEN; n], vec![0; n], vec![false; n]);
+    let (mut stack, mut next, mut groups) = (Vec::new(), 0, Vec::new());
+    for root in 0..n {
+        if index[root] != UNSEEN {
+            continue;
+        }
+        let mut work = vec![(root, 0usize)];
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&(v, i)) = work.last() {
+            if let Some(&w) = adj[v].get(i) {
+                work.last_mut().expect("not empty").1 += 1;
+                if index[w] == UNSEEN {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+            } else {
+                work.pop();
+                if let Some(&(p, _)) = work.last() {
+                    low[p] = low[p].min(low[v]);
+                }
+                if low[v] == index[v] {
+                    let mut group = Vec::new();
+                    while let Some(w) = stack.pop() {
+                        on_stack[w] = false;
+                        group.push(w);
+                        if w == v {
+                            break;
+                        }
+                    }
+                    groups.push(group);
                 }
             }
         }
     }
-    found.into_iter().collect()
+
+    let place = |i: usize| {
+        def_at
+            .get(names[i])
+            .map(|l| (l.file.clone(), l.line, l.column))
+    };
+    let mut out = Vec::new();
+    for group in groups {
+        let start = *group
+            .iter()
+            .min_by_key(|i| (place(**i).is_none(), place(**i), names[**i]))
+            .expect("a group has a member");
+        if group.len() == 1 && !adj[start].contains(&start) {
+            continue;
+        }
+        // Breadth-first from `start`, inside the group, back to it.
+        let members: BTreeSet<usize> = group.iter().copied().collect();
+        let mut came_from: HashMap<usize, usize> = HashMap::new();
+        let mut queue = std::collections::VecDeque::from([start]);
+        let mut last = start;
+        'search: while let Some(v) = queue.pop_front() {
+            for &w in &adj[v] {
+                if w == start {
+                    last = v;
+                    break 'search;
+                }
+                if members.contains(&w) && !came_from.contains_key(&w) {
+                    came_from.insert(w, v);
+                    queue.push_back(w);
+                }
+            }
+        }
+        let mut cycle = vec![last];
+        while let Some(&p) = came_from.get(cycle.last().expect("not empty")) {
+            cycle.push(p);
+        }
+        cycle.reverse();
+        out.push(cycle.into_iter().map(|i| names[i].clone()).collect());
+    }
+    out
 }
 
 // ---------------------------------------------------------------------------
@@ -1131,14 +1497,99 @@ mod tests {
         );
         let codes: Vec<(&str, usize)> =
             lint(&m).iter().map(|d| (d.code, d.location.line)).collect();
+        assert_eq!(codes, vec![("rego-unknown-function", 4), ("rego-arity", 5)]);
+        let found: Vec<(String, usize)> = recursion(&m)
+            .iter()
+            .map(|r| (r.diagnostic.message.clone(), r.diagnostic.location.line))
+            .collect();
         assert_eq!(
-            codes,
-            vec![
-                ("rego-unknown-function", 4),
-                ("rego-arity", 5),
-                ("rego-recursion", 7)
-            ]
+            found,
+            vec![(
+                "rule data.t.d is recursive: data.t.d -> data.t.e -> data.t.d".to_string(),
+                7
+            )]
         );
+    }
+
+    fn load_all(files: &[(&str, &str)]) -> Vec<PolicyModule> {
+        let mut e = regorus::Engine::new();
+        for (path, text) in files {
+            e.add_policy(path.to_string(), text.to_string()).unwrap();
+        }
+        modules(&mut e)
+    }
+
+    fn cycles_of(files: &[(&str, &str)]) -> Vec<Vec<String>> {
+        recursion(&load_all(files))
+            .into_iter()
+            .map(|r| r.cycle)
+            .collect()
+    }
+
+    #[test]
+    fn finds_conditional_and_cross_package_recursion() {
+        let conditional =
+            "package t\nimport rego.v1\nf(x) := f(x - 1) if x > 0\nf(0) := 0\ng := f(3)\n";
+        assert_eq!(cycles_of(&[("a.rego", conditional)]), vec![vec!["t.f"]]);
+        // Through an import one way and a data. path the other.
+        let a = "package a\nimport rego.v1\nimport data.b\nx if b.y\n";
+        let b = "package b\nimport rego.v1\ny if data.a.x\n";
+        assert_eq!(
+            cycles_of(&[("a.rego", a), ("b.rego", b)]),
+            vec![vec!["a.x", "b.y"]]
+        );
+        // A whole package read depends on every rule in it.
+        let whole = "package c\nimport rego.v1\nall := data.c\n";
+        assert_eq!(cycles_of(&[("c.rego", whole)]), vec![vec!["c.all"]]);
+    }
+
+    #[test]
+    fn locals_and_acyclic_chains_are_not_recursion() {
+        let text = "package t\nimport rego.v1\na := 1\nb := a + 1\nc(a) := a\nd := x if { x := c(b) }\ne := [a | some a in [1]]\n";
+        assert!(cycles_of(&[("a.rego", text)]).is_empty());
+        // Rules that define parts of one document may read each other.
+        let parts = "package t\nimport rego.v1\nannotations.readOnlyHint := true if input.x\nannotations.destructiveHint := false if annotations.readOnlyHint\nmeta := {\"a\": annotations}\n";
+        assert!(cycles_of(&[("a.rego", parts)]).is_empty());
+        let parts = format!("{parts}annotations.idempotentHint := true if meta.a\n");
+        assert_eq!(
+            cycles_of(&[("a.rego", &parts)]),
+            vec![vec!["t.meta", "t.annotations.idempotentHint"]]
+        );
+    }
+
+    #[test]
+    fn a_dense_cycle_is_reported_once_and_quickly() {
+        // 60 rules that all refer to each other: one report, not every
+        // elementary cycle.
+        let mut text = String::from("package t\nimport rego.v1\n");
+        for i in 0..60 {
+            let body: Vec<String> = (0..60).map(|j| format!("r{j}")).collect();
+            text.push_str(&format!("r{i} if {{ {} }}\n", body.join("; ")));
+        }
+        let found = cycles_of(&[("a.rego", &text)]);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0], vec!["t.r0"]);
+    }
+
+    #[test]
+    fn warns_when_the_client_chooses_a_size() {
+        let m = load(
+            "package t\nimport rego.v1\n\
+             a if count(numbers.range(1, input.arguments.n)) > 1\n\
+             b if { k := input.arguments.k; m := k * 2; count(numbers.range_step(0, m, 1)) > 1 }\n\
+             c if { count(numbers.range(1, 10)) > 1 }\n\
+             d := sprintf(\"%s\", [input.arguments.s])\n\
+             e := sprintf(input.arguments.f, [1])\n\
+             f := [concat(\",\", [x, x]) | some x in input.arguments.xs]\n\
+             g := concat(\",\", input.arguments.xs)\n\
+             h := replace(\"abc\", \"b\", input.arguments.r)\n",
+        );
+        let lines: Vec<usize> = lint(&m)
+            .iter()
+            .filter(|d| d.code == "input-sized-allocation")
+            .map(|d| d.location.line)
+            .collect();
+        assert_eq!(lines, vec![3, 4, 7, 8, 10]);
     }
 
     #[test]

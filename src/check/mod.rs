@@ -222,17 +222,6 @@ fn dedupe(mut ds: Vec<Diagnostic>) -> Vec<Diagnostic> {
         .map(line_of)
         .collect();
     ds.retain(|d| d.code != "policy-eval" || !linted.contains(&line_of(d)));
-    // regorus names whichever rule of a cycle it entered first.
-    let cyclic: BTreeSet<_> = ds
-        .iter()
-        .filter(|d| d.code == "rego-recursion")
-        .map(|d| d.location.file.clone())
-        .collect();
-    ds.retain(|d| {
-        !(d.code == "policy-eval"
-            && d.message.contains("recursion detected")
-            && cyclic.contains(&d.location.file))
-    });
     let mut seen = BTreeSet::new();
     ds.retain(|d| {
         // Two evaluations failing at one spot are one problem.

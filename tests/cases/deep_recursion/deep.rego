@@ -2,9 +2,9 @@ package tools.deep
 
 import rego.v1
 
-# Recursive functions are legal Rego; this one never ends. regorus uses a few
-# KiB of native stack per call, so the evaluation must hit the time limit
-# before the thread's stack ends (an overflow would abort the server).
+# Rego forbids recursion (OPA rejects it when compiling); this function never
+# ends. regorus would only notice while evaluating, so regent refuses the
+# catalog at load, in `serve` as in `check`.
 f(n) := f(n + 1)
 
 annotations := {"readOnlyHint": true} if {
