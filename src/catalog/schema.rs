@@ -107,29 +107,87 @@ pub fn properties(schema: &Value) -> Option<&Map<String, Value>> {
     schema.get("properties").and_then(Value::as_object)
 }
 
-/// A plausible argument object for `schema`: used once at load to warm each
-/// tool's engine and to surface policy errors that only show at evaluation.
+/// A plausible value for `schema`, valid against it whenever the generator
+/// understands its keywords: used at load to warm each tool's engine, and by
+/// `check` as the value of the arguments it does not vary. `check` validates
+/// every sample before use, so a schema this cannot satisfy shows as
+/// rejected samples, never as silently wrong ones.
 pub fn sample(schema: &Value) -> Value {
+    candidates(schema).into_iter().next().unwrap_or(Value::Null)
+}
+
+/// How many values [`candidates`] generates from one `pattern`.
+const FROM_PATTERN: usize = 3;
+
+/// A few distinct values for `schema`, the most plausible first: `const`,
+/// every `enum` value, `default`, `examples`, then values generated from the
+/// type's keywords (`pattern`, `minLength`/`maxLength`, `format`, numeric
+/// bounds and `multipleOf`, `minItems`/`items`, object properties).
+/// Deterministic: a pattern is sampled with a fixed seed.
+pub fn candidates(schema: &Value) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    let push = |v: Value, out: &mut Vec<Value>| {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    };
     if let Some(c) = schema.get("const") {
-        return c.clone();
+        return vec![c.clone()];
     }
-    if let Some(first) = schema
-        .get("enum")
-        .and_then(Value::as_array)
-        .and_then(|e| e.first())
-    {
-        return first.clone();
+    if let Some(e) = schema.get("enum").and_then(Value::as_array) {
+        return e.clone();
     }
     if let Some(d) = schema.get("default") {
-        return d.clone();
+        push(d.clone(), &mut out);
+    }
+    for e in schema
+        .get("examples")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        push(e.clone(), &mut out);
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(branches) = schema.get(key).and_then(Value::as_array) {
+            for b in branches {
+                for v in candidates(b) {
+                    push(v, &mut out);
+                }
+            }
+            return out;
+        }
+    }
+    if let Some(first) = schema
+        .get("allOf")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+    {
+        for v in candidates(first) {
+            push(v, &mut out);
+        }
+        return out;
     }
     let ty = match schema.get("type") {
         Some(Value::String(t)) => t.as_str(),
         Some(Value::Array(ts)) => ts.first().and_then(Value::as_str).unwrap_or("null"),
         _ if schema.get("properties").is_some() => "object",
+        _ if ["pattern", "minLength", "maxLength", "format"]
+            .iter()
+            .any(|k| schema.get(k).is_some()) =>
+        {
+            "string"
+        }
+        _ if ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]
+            .iter()
+            .any(|k| schema.get(k).is_some()) =>
+        {
+            "number"
+        }
+        _ if schema.get("items").is_some() => "array",
         _ => "null",
     };
-    match ty {
+    let generated = match ty {
         "object" => {
             let mut m = Map::new();
             if let Some(props) = properties(schema) {
@@ -137,12 +195,235 @@ pub fn sample(schema: &Value) -> Value {
                     m.insert(k.clone(), sample(s));
                 }
             }
-            Value::Object(m)
+            vec![Value::Object(m)]
         }
-        "array" => Value::Array(Vec::new()),
-        "string" => Value::String(String::new()),
-        "integer" | "number" => Value::from(0),
-        "boolean" => Value::Bool(false),
-        _ => Value::Null,
+        "array" => {
+            let n = schema.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+            let item = schema.get("items").map(sample).unwrap_or(Value::Null);
+            vec![Value::Array(vec![item; n.min(64) as usize])]
+        }
+        "string" => strings(schema),
+        "integer" | "number" => numbers(schema, ty == "integer"),
+        "boolean" => vec![Value::Bool(false), Value::Bool(true)],
+        _ => vec![Value::Null],
+    };
+    for v in generated {
+        push(v, &mut out);
+    }
+    out
+}
+
+/// Strings for a string schema: from its `pattern` (within the length
+/// bounds), its `format`, or of the least length it allows.
+fn strings(schema: &Value) -> Vec<Value> {
+    let min = schema.get("minLength").and_then(Value::as_u64).unwrap_or(0) as usize;
+    let max = schema
+        .get("maxLength")
+        .and_then(Value::as_u64)
+        .map_or(usize::MAX, |m| m as usize);
+    let fits = |s: &str| (min..=max).contains(&s.chars().count());
+    if let Some(p) = schema.get("pattern").and_then(Value::as_str) {
+        return from_pattern(p, max)
+            .into_iter()
+            .filter(|s| fits(s))
+            .take(FROM_PATTERN)
+            .map(Value::String)
+            .collect();
+    }
+    if let Some(f) = schema.get("format").and_then(Value::as_str)
+        && let Some(v) = format_example(f)
+    {
+        return vec![Value::String(v.to_string())];
+    }
+    let mut out = Vec::new();
+    if min == 0 {
+        out.push(Value::String(String::new()));
+    }
+    let n = min.max(1);
+    if n <= max {
+        out.push(Value::String("a".repeat(n.min(4096))));
+    }
+    out
+}
+
+/// A value of a common `format`.
+fn format_example(format: &str) -> Option<&'static str> {
+    Some(match format {
+        "date-time" => "2024-01-01T00:00:00Z",
+        "date" => "2024-01-01",
+        "time" => "00:00:00Z",
+        "email" | "idn-email" => "user@example.com",
+        "uri" | "iri" | "uri-reference" | "iri-reference" | "url" => "https://example.com/",
+        "uuid" => "00000000-0000-4000-8000-000000000000",
+        "hostname" | "idn-hostname" => "example.com",
+        "ipv4" => "192.0.2.1",
+        "ipv6" => "2001:db8::1",
+        "duration" => "P1D",
+        "json-pointer" => "/a",
+        _ => return None,
+    })
+}
+
+/// Up to [`FROM_PATTERN`] distinct strings matching `pattern`, ASCII when
+/// the pattern allows. Nothing when regex-syntax cannot read the pattern
+/// (ECMA-262 and Rust regexes differ at the edges).
+fn from_pattern(pattern: &str, max_len: usize) -> Vec<String> {
+    use rand::SeedableRng;
+    use rand::distr::Distribution;
+    let repeat = u32::try_from(max_len.min(16)).unwrap_or(16);
+    // ASCII first, for readable samples; Unicode when the pattern needs it.
+    let ascii = regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .build()
+        .parse(pattern)
+        .ok();
+    let Some(hir) = ascii.or_else(|| regex_syntax::Parser::new().parse(pattern).ok()) else {
+        return Vec::new();
+    };
+    let hir = without_looks(hir);
+    let Ok(generator) = rand_regex::Regex::with_hir(hir, repeat.max(1)) else {
+        return Vec::new();
+    };
+    // A fixed seed: `check` must say the same thing on every run.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x7265_6765_6e74);
+    let mut out: Vec<String> = Vec::new();
+    for _ in 0..FROM_PATTERN * 8 {
+        let s: Result<String, _> = generator.sample(&mut rng);
+        if let Ok(s) = s
+            && !out.contains(&s)
+        {
+            out.push(s);
+            if out.len() == FROM_PATTERN {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// `hir` with its assertions (`^`, `$`, `\b`) taken as empty: rand_regex
+/// refuses them, and a pattern's anchors hold for what its body generates
+/// (the sample is validated afterwards all the same).
+fn without_looks(hir: regex_syntax::hir::Hir) -> regex_syntax::hir::Hir {
+    use regex_syntax::hir::{Capture, Hir, HirKind, Repetition};
+    match hir.into_kind() {
+        HirKind::Look(_) => Hir::empty(),
+        HirKind::Concat(hs) => Hir::concat(hs.into_iter().map(without_looks).collect()),
+        HirKind::Alternation(hs) => Hir::alternation(hs.into_iter().map(without_looks).collect()),
+        HirKind::Repetition(r) => Hir::repetition(Repetition {
+            sub: Box::new(without_looks(*r.sub)),
+            ..r
+        }),
+        HirKind::Capture(c) => Hir::capture(Capture {
+            sub: Box::new(without_looks(*c.sub)),
+            ..c
+        }),
+        HirKind::Empty => Hir::empty(),
+        HirKind::Literal(l) => Hir::literal(l.0),
+        HirKind::Class(c) => Hir::class(c),
+    }
+}
+
+/// Numbers within the schema's bounds and a multiple of its `multipleOf`:
+/// 0 when allowed, then the least and the greatest allowed.
+fn numbers(schema: &Value, integer: bool) -> Vec<Value> {
+    let f = |k: &str| schema.get(k).and_then(Value::as_f64);
+    let step = f("multipleOf").filter(|m| *m > 0.0);
+    let unit = step.unwrap_or(1.0);
+    // The least and greatest allowed values, on the grid of `unit` (integers
+    // are multiples of 1 as well).
+    let grid = if integer {
+        step.map_or(1.0, |s| if s.fract() == 0.0 { s } else { s.max(1.0) })
+    } else {
+        unit
+    };
+    let lo = match (f("minimum"), f("exclusiveMinimum")) {
+        (Some(m), None) => Some((m / grid).ceil() * grid),
+        (None, Some(x)) => Some(((x / grid).floor() + 1.0) * grid),
+        (Some(m), Some(x)) => {
+            Some(((m / grid).ceil() * grid).max(((x / grid).floor() + 1.0) * grid))
+        }
+        (None, None) => None,
+    };
+    let hi = match (f("maximum"), f("exclusiveMaximum")) {
+        (Some(m), None) => Some((m / grid).floor() * grid),
+        (None, Some(x)) => Some(((x / grid).ceil() - 1.0) * grid),
+        (Some(m), Some(x)) => {
+            Some(((m / grid).floor() * grid).min(((x / grid).ceil() - 1.0) * grid))
+        }
+        (None, None) => None,
+    };
+    let inside = |v: f64| lo.is_none_or(|l| v >= l) && hi.is_none_or(|h| v <= h);
+    let mut picks = Vec::new();
+    if inside(0.0) {
+        picks.push(0.0);
+    }
+    picks.extend(lo.filter(|v| inside(*v)));
+    picks.extend(hi.filter(|v| inside(*v)));
+    let mut out: Vec<Value> = Vec::new();
+    for v in picks {
+        let v = if v.fract() == 0.0 && v.abs() < 9e15 {
+            Value::from(v as i64)
+        } else if integer {
+            continue;
+        } else {
+            Value::from(v)
+        };
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Every candidate of `s` passes `s`.
+    fn all_valid(s: &Value) -> Vec<Value> {
+        let v = jsonschema::validator_for(s).unwrap();
+        let c = candidates(s);
+        assert!(!c.is_empty(), "no candidate for {s}");
+        for x in &c {
+            assert!(v.is_valid(x), "{x} fails {s}");
+        }
+        c
+    }
+
+    #[test]
+    fn candidates_satisfy_the_schema() {
+        let kv = json!({"type": "string", "pattern": "^[a-z0-9_-]{1,64}$"});
+        assert_eq!(all_valid(&kv).len(), FROM_PATTERN);
+        // Deterministic: the same schema gives the same samples.
+        assert_eq!(candidates(&kv), candidates(&kv));
+        all_valid(&json!({"type": "string", "pattern": "^/srv/[a-z]+\\.txt$", "maxLength": 12}));
+        all_valid(&json!({"type": "string", "minLength": 3, "maxLength": 5}));
+        for f in ["date-time", "email", "uri", "uuid", "ipv4", "hostname"] {
+            all_valid(&json!({"type": "string", "format": f}));
+        }
+        assert_eq!(
+            all_valid(&json!({"type": "integer", "minimum": 5, "maximum": 10})),
+            vec![json!(5), json!(10)]
+        );
+        assert_eq!(
+            all_valid(&json!({"type": "integer", "exclusiveMinimum": 0, "multipleOf": 4})),
+            vec![json!(4)]
+        );
+        all_valid(&json!({"type": "number", "exclusiveMaximum": -1.5}));
+        all_valid(
+            &json!({"type": "array", "minItems": 2, "items": {"type": "string", "minLength": 1}}),
+        );
+        all_valid(&json!({"type": "object", "properties": {
+            "n": {"type": "integer", "minimum": 1}, "s": {"type": "string", "pattern": "^x+$"}}}));
+    }
+
+    #[test]
+    fn impossible_schemas_give_nothing_valid() {
+        // Unsatisfiable: no string is both this short and this long.
+        assert!(candidates(&json!({"type": "string", "minLength": 5, "maxLength": 2})).is_empty());
+        // A backreference regex-syntax cannot read.
+        assert!(candidates(&json!({"type": "string", "pattern": "^(a)\\1$"})).is_empty());
     }
 }

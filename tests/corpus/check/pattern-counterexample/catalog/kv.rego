@@ -1,0 +1,5 @@
+package tools.kv
+
+import rego.v1
+
+annotations := {"destructiveHint": true} if input.arguments.method == "DELETE"
