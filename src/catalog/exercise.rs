@@ -24,8 +24,36 @@ use crate::diag::Diagnostic;
 /// The most rule evaluations one tool gets.
 pub const BUDGET: usize = 20_000;
 
-/// A base sample and, for each argument with a finite domain, the base with
-/// that argument set to each of its values in turn (or absent).
+/// How many generated values an argument without a finite domain takes in turn.
+pub const FREE_VALUES: usize = 4;
+
+/// Samples split by the tool's inputSchema.
+#[derive(Debug, Default)]
+pub struct Checked {
+    /// What a client could send: the samples to evaluate.
+    pub valid: Vec<Value>,
+    /// Samples inputSchema refuses (a schema the generator cannot satisfy):
+    /// never evaluated, always reported.
+    pub rejected: Vec<Value>,
+}
+
+/// Splits `samples` into those the tool's whole inputSchema accepts and
+/// those it refuses.
+pub fn validated(tool: &Tool, samples: Vec<Value>) -> Checked {
+    let mut out = Checked::default();
+    for s in samples {
+        if tool.validate_complete(&s).is_empty() {
+            out.valid.push(s);
+        } else {
+            out.rejected.push(s);
+        }
+    }
+    out
+}
+
+/// A base sample and, for each argument, the base with that argument set to
+/// each value of its finite domain in turn (or absent), or to a few
+/// generated values the schema allows. Not validated: see [`validated`].
 pub fn samples(tool: &Tool) -> Vec<Value> {
     let base = match schema::sample(&tool.input_schema) {
         Value::Object(m) => m,
@@ -39,9 +67,14 @@ pub fn samples(tool: &Tool) -> Vec<Value> {
         .unwrap_or_default();
     let mut out = vec![Value::Object(base.clone())];
     for (name, s) in schema::properties(&tool.input_schema).into_iter().flatten() {
-        let Ok(values) = proof::domain(s, required.contains(&name.as_str())) else {
-            continue;
-        };
+        // A finite domain in full; otherwise a few values the schema allows.
+        let values = proof::domain(s, required.contains(&name.as_str())).unwrap_or_else(|_| {
+            schema::candidates(s)
+                .into_iter()
+                .take(FREE_VALUES)
+                .map(Some)
+                .collect()
+        });
         for v in values.into_iter().take(64) {
             let mut m = base.clone();
             match v {
@@ -91,14 +124,14 @@ fn extremes(s: &Value) -> Vec<Value> {
             return number(v, ty);
         }
         if let Some(v) = s.get(exclusive).and_then(Value::as_f64) {
-            // An integer just inside the bound; for numbers the bound itself
-            // is close enough to size an allocation.
+            // Just inside the bound: the next integer, or the next float
+            // (the bound itself would be refused by inputSchema).
             let step = if default > 0 { -1.0 } else { 1.0 };
             return number(
                 if ty == Some("integer") {
                     (v + step).round()
                 } else {
-                    v
+                    v + step * f64::EPSILON.max(v.abs() * f64::EPSILON)
                 },
                 ty,
             );

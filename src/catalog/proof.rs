@@ -83,6 +83,8 @@ pub struct Proof {
     pub combinations: usize,
     pub evaluated: usize,
     pub outcome: Outcome,
+    /// For a tool the proof does not cover, what `check` saw by sampling.
+    pub sampled: Option<Sampled>,
 }
 
 /// Every value an argument can take, `None` meaning absent; `Err` says why
@@ -279,16 +281,37 @@ pub fn finite_part(tool: &Tool) -> Vec<Value> {
         .unwrap_or_default();
     let required = required_names(&tool.input_schema);
     let mut finite = Vec::new();
+    let mut free = Vec::new();
     let mut total: usize = 1;
     for n in names {
-        if let Some(Ok(d)) = props.get(&n).map(|s| domain(s, required.contains(&n)))
-            && total.saturating_mul(d.len()) <= LIMIT
-        {
-            total *= d.len();
-            finite.push(n);
+        match props.get(&n).map(|s| domain(s, required.contains(&n))) {
+            Some(Ok(d)) if total.saturating_mul(d.len()) <= LIMIT => {
+                total *= d.len();
+                finite.push(n);
+            }
+            _ => free.push(n),
         }
     }
-    combinations(tool, &finite).unwrap_or_default()
+    let combos = combinations(tool, &finite).unwrap_or_default();
+    // Each free argument set to each of a few generated values, over every
+    // combination of the finite ones (within the limit).
+    let mut out = combos.clone();
+    for n in &free {
+        let Some(s) = props.get(n) else { continue };
+        for v in schema::candidates(s).into_iter().skip(1).take(3) {
+            for c in &combos {
+                if out.len() >= LIMIT {
+                    return out;
+                }
+                let mut c = c.clone();
+                if let Value::Object(m) = &mut c {
+                    m.insert(n.clone(), v.clone());
+                }
+                out.push(c);
+            }
+        }
+    }
+    out
 }
 
 /// Runs the proof for `tool`.
@@ -302,6 +325,7 @@ pub fn prove(catalog: &Catalog, tool: &Tool) -> Proof {
             reason: String::new(),
             location: None,
         },
+        sampled: None,
     };
     let read = match arguments_read(tool) {
         Ok(r) => r,
@@ -348,14 +372,25 @@ struct Evaluation {
     rejected_example: Option<Value>,
 }
 
-/// Counterexamples among `samples`: for tools the proof does not cover,
-/// sampling can still find a riskier resolution, though never show there is none.
-pub fn sampled_counterexamples(
-    catalog: &Catalog,
-    tool: &Tool,
-    samples: &[Value],
-) -> Vec<Counterexample> {
-    evaluate(catalog, tool, samples.to_vec()).counterexamples
+/// What resolving samples showed, for a tool the proof does not cover.
+#[derive(Debug, Clone, Default)]
+pub struct Sampled {
+    /// Combinations resolved (inputSchema accepted them).
+    pub evaluated: usize,
+    /// Combinations inputSchema refused, so never resolved.
+    pub rejected: usize,
+    pub counterexamples: Vec<Counterexample>,
+}
+
+/// Resolves `samples`: for tools the proof does not cover, sampling can
+/// still find a riskier resolution, though never show there is none.
+pub fn sample(catalog: &Catalog, tool: &Tool, samples: &[Value]) -> Sampled {
+    let e = evaluate(catalog, tool, samples.to_vec());
+    Sampled {
+        evaluated: e.evaluated,
+        rejected: e.rejected,
+        counterexamples: e.counterexamples,
+    }
 }
 
 fn finish(catalog: &Catalog, tool: &Tool, mut proof: Proof, combos: Vec<Value>) -> Proof {

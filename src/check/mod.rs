@@ -116,9 +116,25 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
     out.extend(lint_policies(&source, opts));
 
     for tool in catalog.tools().iter().filter(|t| t.is_resolvable()) {
-        let proof = proof::prove(&catalog, tool);
-        out.extend(proof_diagnostics(&source, &catalog, tool, &proof));
-        let mut samples = exercise::samples(tool);
+        let mut proof = proof::prove(&catalog, tool);
+        let generated = exercise::samples(tool);
+        let total = generated.len();
+        let checked = exercise::validated(tool, generated);
+        if let Some(example) = checked.rejected.first() {
+            out.push(
+                Diagnostic::warning(
+                    "samples-rejected",
+                    tool.location.clone(),
+                    format!(
+                        "inputSchema refused {} of the {total} sample arguments generated for `{}`, such as {example}, so its rules were not exercised on them",
+                        checked.rejected.len(),
+                        tool.name
+                    ),
+                )
+                .with_help("regent cannot generate values for some keyword of this schema; give those arguments a `default` or `examples` that inputSchema accepts"),
+            );
+        }
+        let mut samples = checked.valid;
         if proof.combinations > 0
             && proof.combinations <= 512
             && let Ok(combos) = proof::combinations(tool, &proof.arguments)
@@ -132,17 +148,24 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
         out.extend(exercise::exercise(tool, &samples));
         if let Outcome::NotCovered { .. } = proof.outcome {
             let mut sampled = proof::finite_part(tool);
-            sampled.extend(samples.iter().cloned());
-            for c in proof::sampled_counterexamples(&catalog, tool, &sampled) {
+            for s in &samples {
+                if !sampled.contains(s) {
+                    sampled.push(s.clone());
+                }
+            }
+            let found = proof::sample(&catalog, tool, &sampled);
+            for c in &found.counterexamples {
                 out.push(counterexample(
                     &source,
                     &catalog,
                     tool,
-                    &c,
+                    c,
                     " (found by sampling; the proof does not cover this tool)",
                 ));
             }
+            proof.sampled = Some(found);
         }
+        out.extend(proof_diagnostics(&source, &catalog, tool, &proof));
         report.proofs.push(proof);
     }
 
@@ -345,7 +368,15 @@ fn proof_diagnostics(
             Diagnostic::warning(
                 "proof-not-covered",
                 location.clone().unwrap_or_else(|| tool.location.clone()),
-                format!("the worst-case proof does not cover `{name}`: {reason}"),
+                format!(
+                    "the worst-case proof does not cover `{name}`: {reason}{}",
+                    p.sampled.as_ref().map(|s| format!(
+                        "; sampled {} combination{} ({} rejected by inputSchema), which can find a riskier resolution but not show there is none",
+                        s.evaluated + s.rejected,
+                        if s.evaluated + s.rejected == 1 { "" } else { "s" },
+                        s.rejected
+                    )).unwrap_or_default()
+                ),
             )
             .with_help("give the arguments the rules read an `enum`, `const` or boolean type, or cover the risky calls with `regent test` cases"),
         ),

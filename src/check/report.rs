@@ -133,6 +133,12 @@ fn proof_json(p: &Proof) -> Value {
         Outcome::NotCovered { reason, .. } => {
             m.insert("status".into(), json!("not-covered"));
             m.insert("reason".into(), json!(reason));
+            if let Some(s) = &p.sampled {
+                m.insert(
+                    "sampled".into(),
+                    json!({"combinations": s.evaluated + s.rejected, "rejected": s.rejected}),
+                );
+            }
         }
     }
     Value::Object(m)
