@@ -53,7 +53,8 @@ pub fn validated(tool: &Tool, samples: Vec<Value>) -> Checked {
 
 /// A base sample and, for each argument, the base with that argument set to
 /// each value of its finite domain in turn (or absent), or to a few
-/// generated values the schema allows. Not validated: see [`validated`].
+/// generated values the schema allows and the constants the rules compare
+/// it with. Not validated: see [`validated`].
 pub fn samples(tool: &Tool) -> Vec<Value> {
     let base = match schema::sample(&tool.input_schema) {
         Value::Object(m) => m,
@@ -65,15 +66,19 @@ pub fn samples(tool: &Tool) -> Vec<Value> {
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
+    let literals = proof::literals(tool);
     let mut out = vec![Value::Object(base.clone())];
     for (name, s) in schema::properties(&tool.input_schema).into_iter().flatten() {
         // A finite domain in full; otherwise a few values the schema allows.
         let values = proof::domain(s, required.contains(&name.as_str())).unwrap_or_else(|_| {
-            schema::candidates(s)
-                .into_iter()
-                .take(FREE_VALUES)
-                .map(Some)
-                .collect()
+            let mut vs = schema::candidates(s);
+            vs.truncate(FREE_VALUES);
+            for v in literals.get(name).into_iter().flatten() {
+                if !vs.contains(v) {
+                    vs.push(v.clone());
+                }
+            }
+            vs.into_iter().map(Some).collect()
         });
         for v in values.into_iter().take(64) {
             let mut m = base.clone();

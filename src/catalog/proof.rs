@@ -293,12 +293,13 @@ pub fn finite_part(tool: &Tool) -> Vec<Value> {
         }
     }
     let combos = combinations(tool, &finite).unwrap_or_default();
+    let literals = literals(tool);
     // Each free argument set to each of a few generated values, over every
     // combination of the finite ones (within the limit).
     let mut out = combos.clone();
     for n in &free {
         let Some(s) = props.get(n) else { continue };
-        for v in schema::candidates(s).into_iter().skip(1).take(3) {
+        for v in free_values(s, literals.get(n)) {
             for c in &combos {
                 if out.len() >= LIMIT {
                     return out;
@@ -309,6 +310,49 @@ pub fn finite_part(tool: &Tool) -> Vec<Value> {
                 }
                 out.push(c);
             }
+        }
+    }
+    out
+}
+
+/// The values the rules distinguish, per argument: string constants the
+/// tool's policies compare it with (`rego_ast::argument_literals`) and the
+/// values of the YAML rules' `when` (each value of a list).
+pub fn literals(tool: &Tool) -> BTreeMap<String, Vec<Value>> {
+    let mut out: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let mut add = |k: &str, v: &Value| {
+        let e = out.entry(k.to_string()).or_default();
+        if !v.is_null() && !e.contains(v) {
+            e.push(v.clone());
+        }
+    };
+    for rule in &tool.rules {
+        for (k, v) in &rule.when {
+            match v {
+                Value::Array(vs) => vs.iter().for_each(|v| add(k, v)),
+                v => add(k, v),
+            }
+        }
+    }
+    if let Some(mut engine) = tool.engine() {
+        let modules = rego_ast::modules(&mut engine);
+        for (k, lits) in rego_ast::argument_literals(&modules) {
+            for l in lits {
+                add(&k, &Value::String(l));
+            }
+        }
+    }
+    out
+}
+
+/// Values to try for an argument without a finite domain, besides its
+/// sample: the literals the rules compare it with, then a few more the
+/// schema allows. Not validated: the caller's evaluation counts refusals.
+pub fn free_values(schema: &Value, literals: Option<&Vec<Value>>) -> Vec<Value> {
+    let mut out: Vec<Value> = literals.cloned().unwrap_or_default();
+    for v in schema::candidates(schema).into_iter().skip(1).take(3) {
+        if !out.contains(&v) {
+            out.push(v);
         }
     }
     out

@@ -492,6 +492,73 @@ fn reads_in(
     }
 }
 
+/// String constants the policies compare a top-level argument with:
+/// `input.arguments.x == "lit"` (or `!=`, `=`, `:=`), `startswith`,
+/// `endswith` or `contains` of the argument and a constant, and
+/// `input.arguments.x in {"a", "b"}`. The proof's sampling tries them, so a
+/// branch taken only for such a value is reached.
+pub fn argument_literals(modules: &[PolicyModule]) -> BTreeMap<String, Vec<String>> {
+    fn argument(e: &Expr) -> Option<String> {
+        match path_of(e).as_slice() {
+            [i, a, name] if i == "input" && a == "arguments" && name != "[_]" => Some(name.clone()),
+            _ => None,
+        }
+    }
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut add = |name: String, lit: String| {
+        let v = out.entry(name).or_default();
+        if !v.contains(&lit) {
+            v.push(lit);
+        }
+    };
+    for m in modules {
+        for rule in &m.module.policy {
+            walk_rule(rule, &mut |e| {
+                match e {
+                    Expr::BoolExpr { lhs, rhs, .. } | Expr::AssignExpr { lhs, rhs, .. } => {
+                        for (a, b) in [(lhs, rhs), (rhs, lhs)] {
+                            if let (Some(name), Some(lit)) = (argument(a), const_string(b)) {
+                                add(name, lit);
+                            }
+                        }
+                    }
+                    Expr::Call { fcn, params, .. }
+                        if matches!(
+                            path_of(fcn).as_slice(),
+                            [f] if ["startswith", "endswith", "contains"].contains(&f.as_str())
+                        ) && params.len() == 2 =>
+                    {
+                        if let (Some(name), Some(lit)) =
+                            (argument(&params[0]), const_string(&params[1]))
+                        {
+                            add(name, lit);
+                        }
+                    }
+                    Expr::Membership {
+                        key: None,
+                        value,
+                        collection,
+                        ..
+                    } => {
+                        if let (Some(name), Expr::Set { items, .. } | Expr::Array { items, .. }) =
+                            (argument(value), collection.as_ref())
+                        {
+                            for i in items {
+                                if let Some(lit) = const_string(i) {
+                                    add(name.clone(), lit);
+                                }
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                true
+            });
+        }
+    }
+    out
+}
+
 // ---------------------------------------------------------------------------
 // Lint: unknown functions, arity, recursion, nondeterminism
 
@@ -1479,6 +1546,23 @@ mod tests {
         };
         let found: Vec<(&str, usize)> = names.iter().map(|(k, l)| (k.as_str(), l.line)).collect();
         assert_eq!(found, vec![("action", 3), ("force", 4), ("mode", 5)]);
+    }
+
+    #[test]
+    fn finds_literals_compared_with_arguments() {
+        let m = load(
+            r#"package tools.t
+import rego.v1
+a if input.arguments.method == "DELETE"
+b if startswith(input.arguments.path, "/etc/")
+c if input.arguments.mode in {"x", "y"}
+d if "z" != input.arguments.mode
+"#,
+        );
+        let lits = argument_literals(&m);
+        assert_eq!(lits["method"], ["DELETE"]);
+        assert_eq!(lits["path"], ["/etc/"]);
+        assert_eq!(lits["mode"], ["x", "y", "z"]);
     }
 
     #[test]

@@ -1,0 +1,8 @@
+package tools.write
+
+import rego.v1
+
+annotations := {"destructiveHint": true} if {
+	input.arguments.mode == "overwrite"
+	startswith(input.arguments.path, "/etc/")
+}
