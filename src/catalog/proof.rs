@@ -269,7 +269,10 @@ pub fn combinations(
 /// arguments that do have finite domains (at most [`LIMIT`]), the others
 /// held at sample values. Sampling these can find a counterexample, never
 /// show that there is none.
-pub fn finite_part(tool: &Tool) -> Vec<Value> {
+///
+/// `extra` adds values to try per argument (those of the catalog's own
+/// `regent test` cases).
+pub fn finite_part(tool: &Tool, extra: &BTreeMap<String, Vec<Value>>) -> Vec<Value> {
     let names: Vec<String> = match arguments_read(tool) {
         Ok(read) => read.into_keys().collect(),
         Err(_) => schema::properties(&tool.input_schema)
@@ -293,7 +296,15 @@ pub fn finite_part(tool: &Tool) -> Vec<Value> {
         }
     }
     let combos = combinations(tool, &finite).unwrap_or_default();
-    let literals = literals(tool);
+    let mut literals = literals(tool);
+    for (k, vs) in extra {
+        let e = literals.entry(k.clone()).or_default();
+        for v in vs {
+            if !e.contains(v) {
+                e.push(v.clone());
+            }
+        }
+    }
     // Each free argument set to each of a few generated values, over every
     // combination of the finite ones (within the limit).
     let mut out = combos.clone();

@@ -12,7 +12,8 @@
 pub mod published_schema;
 pub mod report;
 
-use std::collections::BTreeSet;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use crate::catalog::hints::Hint;
@@ -115,8 +116,28 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
 
     out.extend(lint_policies(&source, opts));
 
+    let cases = case_arguments(&source);
     for tool in catalog.tools().iter().filter(|t| t.is_resolvable()) {
         let mut proof = proof::prove(&catalog, tool);
+        // The catalog's own test cases for this tool, those inputSchema
+        // accepts (a case may test a refusal on purpose): whole, and each
+        // argument's value for sampling.
+        let own: Vec<Value> = cases
+            .get(&tool.name)
+            .into_iter()
+            .flatten()
+            .filter(|a| tool.validate_complete(a).is_empty())
+            .cloned()
+            .collect();
+        let mut per_argument: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+        for a in &own {
+            for (k, v) in a.as_object().into_iter().flatten() {
+                let e = per_argument.entry(k.clone()).or_default();
+                if !e.contains(v) {
+                    e.push(v.clone());
+                }
+            }
+        }
         let generated = exercise::samples(tool);
         let total = generated.len();
         let checked = exercise::validated(tool, generated);
@@ -135,6 +156,11 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
             );
         }
         let mut samples = checked.valid;
+        for a in own {
+            if !samples.contains(&a) {
+                samples.push(a);
+            }
+        }
         if proof.combinations > 0
             && proof.combinations <= 512
             && let Ok(combos) = proof::combinations(tool, &proof.arguments)
@@ -147,7 +173,7 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
         }
         out.extend(exercise::exercise(tool, &samples));
         if let Outcome::NotCovered { .. } = proof.outcome {
-            let mut sampled = proof::finite_part(tool);
+            let mut sampled = proof::finite_part(tool, &per_argument);
             for s in &samples {
                 if !sampled.contains(s) {
                     sampled.push(s.clone());
@@ -171,6 +197,23 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
 
     report.diagnostics = dedupe(out);
     report
+}
+
+/// The arguments of every `regent test` case in the catalog, by tool. Case
+/// files that do not parse are `regent test`'s to report.
+fn case_arguments(source: &Source) -> BTreeMap<String, Vec<Value>> {
+    let mut out: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for f in &source.cases {
+        let Ok(cases) = crate::testing::cases::parse(&f.path, &f.text) else {
+            continue;
+        };
+        for c in cases {
+            out.entry(c.case.tool)
+                .or_default()
+                .push(Value::Object(c.case.arguments));
+        }
+    }
+    out
 }
 
 /// Lints every serving policy in one engine (packages of all tools side by

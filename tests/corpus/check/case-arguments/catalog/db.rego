@@ -1,0 +1,8 @@
+package tools.db
+
+import rego.v1
+
+annotations := {"destructiveHint": true} if {
+	input.arguments.action == "drop"
+	lower(input.arguments.env) == "prod"
+}
