@@ -183,6 +183,22 @@ fn required_names(schema: &Value) -> Vec<String> {
 pub fn arguments_read(
     tool: &Tool,
 ) -> Result<BTreeMap<String, Option<Location>>, (Location, String)> {
+    reads(tool, false)
+}
+
+/// The arguments that can change `tool`'s annotations: as
+/// [`arguments_read`], without those only its `deny`, `confirm`, `meta` and
+/// `security_schemes` rules read (`rego_ast::hint_argument_reads`).
+pub fn hint_arguments_read(
+    tool: &Tool,
+) -> Result<BTreeMap<String, Option<Location>>, (Location, String)> {
+    reads(tool, true)
+}
+
+fn reads(
+    tool: &Tool,
+    hints_only: bool,
+) -> Result<BTreeMap<String, Option<Location>>, (Location, String)> {
     let mut read: BTreeMap<String, Option<Location>> = BTreeMap::new();
     for rule in &tool.rules {
         for k in rule.when.keys() {
@@ -192,7 +208,11 @@ pub fn arguments_read(
     }
     if let Some(mut engine) = tool.engine() {
         let modules = rego_ast::modules(&mut engine);
-        match rego_ast::argument_reads(&modules) {
+        let reads = match (&tool.policy, hints_only) {
+            (Some(package), true) => rego_ast::hint_argument_reads(&modules, package),
+            _ => rego_ast::argument_reads(&modules),
+        };
+        match reads {
             ArgumentReads::Known(names) => {
                 for (k, at) in names {
                     read.entry(k).or_insert(Some(at));
@@ -382,7 +402,7 @@ pub fn prove(catalog: &Catalog, tool: &Tool) -> Proof {
         },
         sampled: None,
     };
-    let read = match arguments_read(tool) {
+    let read = match hint_arguments_read(tool) {
         Ok(r) => r,
         Err((location, why)) => {
             // Fall back to every declared argument.

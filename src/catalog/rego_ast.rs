@@ -414,6 +414,71 @@ pub fn argument_reads(modules: &[PolicyModule]) -> ArgumentReads {
     }
 }
 
+/// The contract rules whose value is not a hint: arguments only they read
+/// cannot change the annotations.
+const NOT_HINTS: &[&str] = &["deny", "confirm", "meta", "security_schemes"];
+
+/// Which tool arguments can change the annotations of the tool whose policy
+/// is `package`: [`argument_reads`] without the rules of `package` named in
+/// [`NOT_HINTS`], as long as no other rule refers to those by name (then
+/// every rule counts, as in [`argument_reads`]).
+pub fn hint_argument_reads(modules: &[PolicyModule], package: &str) -> ArgumentReads {
+    let head = |rule: &Rule| -> Vec<String> {
+        match rule {
+            Rule::Default { refr, .. } => path_of(refr),
+            Rule::Spec { head, .. } => match head {
+                RuleHead::Compr { refr, .. }
+                | RuleHead::Set { refr, .. }
+                | RuleHead::Func { refr, .. } => path_of(refr),
+            },
+        }
+    };
+    let skipped = |m: &PolicyModule, rule: &Rule| {
+        m.package == package
+            && head(rule)
+                .first()
+                .is_some_and(|n| NOT_HINTS.contains(&n.as_str()))
+    };
+    let mut names = BTreeMap::new();
+    let mut unknown: Option<(Location, String)> = None;
+    let mut refers = false;
+    for m in modules {
+        for imp in &m.module.imports {
+            if path_of(&imp.refr).first().map(String::as_str) == Some("input") {
+                unknown.get_or_insert((
+                    span_location(&imp.span),
+                    format!("`{}` imports input under another name", imp.span.text()),
+                ));
+            }
+        }
+        for rule in &m.module.policy {
+            if skipped(m, rule) {
+                continue;
+            }
+            walk_rule(rule, &mut |e| {
+                let mentions = match e {
+                    Expr::Var { value, .. } => value
+                        .as_string()
+                        .is_ok_and(|v| NOT_HINTS.contains(&v.as_ref())),
+                    Expr::RefDot { .. } | Expr::RefBrack { .. } => {
+                        path_of(e).iter().any(|c| NOT_HINTS.contains(&c.as_str()))
+                    }
+                    _ => false,
+                };
+                refers |= mentions;
+                reads_in(e, &mut names, &mut unknown)
+            });
+        }
+    }
+    if refers {
+        return argument_reads(modules);
+    }
+    match unknown {
+        Some((location, why)) => ArgumentReads::Any { location, why },
+        None => ArgumentReads::Known(names),
+    }
+}
+
 fn reads_in(
     e: &Expr,
     names: &mut BTreeMap<String, Location>,
@@ -1563,6 +1628,27 @@ d if "z" != input.arguments.mode
         assert_eq!(lits["method"], ["DELETE"]);
         assert_eq!(lits["path"], ["/etc/"]);
         assert_eq!(lits["mode"], ["x", "y", "z"]);
+    }
+
+    #[test]
+    fn hint_reads_leave_out_deny_and_confirm() {
+        let text = r#"package tools.t
+import rego.v1
+annotations := {"destructiveHint": true} if input.arguments.mode == "purge"
+deny contains "no" if startswith(input.arguments.path, "/etc/")
+confirm := "sure?" if input.arguments.note != ""
+"#;
+        let m = load(text);
+        let ArgumentReads::Known(names) = hint_argument_reads(&m, "tools.t") else {
+            panic!("reads should be known")
+        };
+        assert_eq!(names.keys().collect::<Vec<_>>(), ["mode"]);
+        // A hint that depends on deny makes every read count.
+        let m = load(&format!("{text}\nstrict if count(deny) > 0\n"));
+        let ArgumentReads::Known(names) = hint_argument_reads(&m, "tools.t") else {
+            panic!("reads should be known")
+        };
+        assert_eq!(names.len(), 3);
     }
 
     #[test]
