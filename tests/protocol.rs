@@ -628,3 +628,32 @@ fn policy_meta_travels_only_under_regent_s_own_extension() {
         }
     }
 }
+
+#[test]
+fn regent_resolve_prints_the_same_answer_for_a_negotiating_request() {
+    let out = regent()
+        .args(["resolve", "--config"])
+        .arg(repo_path("examples/manage_files"))
+        .args([
+            "--extension",
+            EXTENSION,
+            "--extension",
+            DECISION,
+            "manage_files",
+            r#"{"path":"a","action":"delete"}"#,
+        ])
+        .output()
+        .expect("run regent resolve");
+    assert!(out.status.success(), "{out:?}");
+    let printed: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let mut s = Server::start_with(
+        Era::Modern,
+        &[repo_path("examples/manage_files").to_str().unwrap()],
+        draft_client::capabilities(&[EXTENSION, DECISION]),
+    );
+    let served = s.resolve("manage_files", json!({"path": "a", "action": "delete"}));
+    assert_eq!(printed, served);
+    let listed = s.request("tools/list", json!({}))["result"]["tools"][0]["annotations"].clone();
+    draft_client::validate(&printed, "manage_files", &listed, &[EXTENSION, DECISION])
+        .unwrap_or_else(|e| panic!("{e}: {printed}"));
+}
