@@ -116,6 +116,12 @@ pub struct ResolveArgs {
     #[arg(long)]
     pub explain: bool,
 
+    /// Answer as to a request that negotiated this extension (repeatable):
+    /// io.modelcontextprotocol/tool-resolution for the extension draft's
+    /// result, io.github.regent/decision for regent's decision in its `_meta`
+    #[arg(long = "extension", value_name = "ID")]
+    pub extensions: Vec<String>,
+
     /// The tool's name
     #[arg(value_name = "TOOL")]
     pub tool: String,

@@ -29,7 +29,14 @@ pub fn run(args: &ResolveArgs) -> Result<i32, Failure> {
 
     let params = json!({"name": args.tool, "arguments": arguments});
     // The latest protocol's shape: it carries `resultType`.
-    let answer = crate::protocol::resolve_result(&catalog, Some(&params), true, true);
+    // As a client that advertised each `--extension` with empty settings.
+    let ext: serde_json::Map<String, Value> = args
+        .extensions
+        .iter()
+        .map(|id| (id.clone(), json!({})))
+        .collect();
+    let negotiated = crate::protocol::Negotiated::from_json(Some(&Value::Object(ext)));
+    let answer = crate::protocol::resolve_result(&catalog, Some(&params), true, true, negotiated);
     let code = match &answer {
         Ok(v) => {
             print_stdout(&(serde_json::to_string_pretty(v).unwrap_or_default() + "\n"))?;

@@ -162,7 +162,13 @@ fn show(v: Option<&Value>) -> String {
 /// Resolves the case's tool and compares the answer with the expectation.
 pub fn run(catalog: &Catalog, c: &Case) -> Outcome {
     let params = json!({"name": c.tool, "arguments": c.arguments});
-    let answer = crate::protocol::resolve_result(catalog, Some(&params), true, false);
+    let answer = crate::protocol::resolve_result(
+        catalog,
+        Some(&params),
+        true,
+        false,
+        crate::protocol::Negotiated::default(),
+    );
     let mapping = catalog
         .resolve(&c.tool, &Value::Object(c.arguments.clone()))
         .ok()
