@@ -21,7 +21,7 @@ pub struct Cli {
 pub enum Command {
     /// Serve the catalog under PATH... as an MCP server on stdio, or over HTTP with --http
     Serve(ServeArgs),
-    /// Validate a catalog without serving it; exit 0 clean, 1 errors found, 2 could not run
+    /// Validate a catalog without serving it; exit 0 clean, 1 errors found (or warnings, with --deny-warnings), 2 could not run
     Check(CheckArgs),
     /// Run the catalog's *.test.yaml cases and Rego test_* rules; exit 0 when all pass
     Test(TestArgs),
@@ -74,6 +74,10 @@ pub struct CheckArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
     pub format: CheckFormat,
+
+    /// Fail (exit 1) on warnings too, for CI gates
+    #[arg(long, visible_alias = "strict")]
+    pub deny_warnings: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::catalog::rego_test::{self, RegoTest};
 use crate::catalog::{self, BuildOptions};
 use crate::diag::{Diagnostic, Location};
-use crate::source::Source;
+use crate::source::{Source, files};
 use cases::LocatedCase;
 
 /// One case and how it went.
@@ -95,6 +95,18 @@ impl TestReport {
 /// Runs the tests of the catalog under `paths`.
 pub fn run(paths: &[PathBuf], opts: &BuildOptions, coverage: bool) -> TestReport {
     let mut report = TestReport::default();
+    match files::discover(paths) {
+        Ok(found) => {
+            if let Some(d) = files::no_tool_files(paths, &found) {
+                report.diagnostics.push(d);
+                return report;
+            }
+        }
+        Err(d) => {
+            report.diagnostics.push(d);
+            return report;
+        }
+    }
     let source = match Source::load(paths) {
         Ok(s) => s,
         Err(d) => {
