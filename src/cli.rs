@@ -100,6 +100,15 @@ pub struct TestArgs {
     /// Report which policy lines and YAML mapping rules the tests exercised
     #[arg(long)]
     pub coverage: bool,
+
+    /// Run only the cases and Rego tests whose name matches REGEX (a case's
+    /// `name`, or its tool and arguments; a Rego test's `data.pkg.test_x`)
+    #[arg(long, value_name = "REGEX")]
+    pub run: Option<String>,
+
+    /// List every test with its result, not only the failures
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Args)]
