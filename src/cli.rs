@@ -133,9 +133,13 @@ pub struct ResolveArgs {
     #[arg(value_name = "TOOL")]
     pub tool: String,
 
-    /// The arguments, as a JSON object
-    #[arg(value_name = "JSON-ARGUMENTS", default_value = "{}")]
-    pub arguments: String,
+    /// The arguments, as a JSON object ({} when omitted)
+    #[arg(value_name = "JSON-ARGUMENTS")]
+    pub arguments: Option<String>,
+
+    /// Read the arguments (a JSON object) from FILE, or from standard input with `-`, as `opa eval -i`
+    #[arg(short, long, value_name = "FILE", conflicts_with = "arguments")]
+    pub input: Option<PathBuf>,
 }
 
 /// Settings shared by every command that loads a catalog.
