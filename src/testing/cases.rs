@@ -365,7 +365,7 @@ pub fn run(catalog: &Catalog, c: &Case) -> Outcome {
                         ok: false,
                     });
                     note = Some(
-                        "the resolution has no `deny` list: this build of regent does not support the `deny` contract rule yet, so `expect.deny` cannot pass".to_string(),
+                        "tools/resolve gave no deny reasons (`_meta[\"regent/decision\"].reasons`) to compare with".to_string(),
                     );
                 }
             }
