@@ -418,7 +418,8 @@ fn compile_rules(
             };
             if let Some(allowed) = prop.get("enum").and_then(Value::as_array) {
                 let values: Vec<&Value> = match expected {
-                    Value::Array(vs) => vs.iter().collect(),
+                    // `null` stands for an absent argument, never an enum value.
+                    Value::Array(vs) => vs.iter().filter(|v| !v.is_null()).collect(),
                     Value::Null => Vec::new(),
                     v => vec![v],
                 };

@@ -40,7 +40,7 @@ pub fn human(r: &Report, style: Style) -> String {
         }
     }
     let (e, w) = (r.errors(), r.warnings());
-    let summary = format!(
+    let mut summary = format!(
         "checked {} file{} and {} tool{}: {e} error{}, {w} warning{}",
         r.files,
         plural(r.files),
@@ -49,7 +49,10 @@ pub fn human(r: &Report, style: Style) -> String {
         plural(e),
         plural(w)
     );
-    out.push_str(&if e > 0 {
+    if r.warnings_fail() {
+        summary.push_str(" (--deny-warnings: warnings fail the check)");
+    }
+    out.push_str(&if e > 0 || r.warnings_fail() {
         style.red(&summary)
     } else if w > 0 {
         style.yellow(&summary)
@@ -142,7 +145,7 @@ fn proof_json(p: &Proof) -> Value {
 pub fn json(r: &Report) -> Value {
     json!({
         "version": JSON_VERSION,
-        "ok": r.errors() == 0,
+        "ok": r.errors() == 0 && !r.warnings_fail(),
         "exitCode": r.exit_code(),
         "summary": {
             "files": r.files,
