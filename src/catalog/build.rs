@@ -204,7 +204,7 @@ fn references(
             .filter(|f| f.kind == FileKind::Policy)
             .count();
     let data: Vec<&Value> = source.data.iter().map(|d| &d.value).collect();
-    let ctx = rego_refs::Context::new(modules, &data, parsed_all);
+    let ctx = rego_refs::Context::new(modules, owners, &data, parsed_all);
     for d in rego_refs::check(modules, &ctx, schemas) {
         diags.push(d);
     }

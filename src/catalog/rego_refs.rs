@@ -40,11 +40,21 @@ pub struct Context {
     /// unknown, so `data` references are not checked (the parse error is
     /// reported on its own).
     check_data: bool,
+    /// The tool package that owns each module (`None`: a library package).
+    module_owner: Vec<Option<String>>,
+    /// Package -> the tool package that owns it, for packages tools own.
+    package_owner: BTreeMap<String, String>,
 }
 
 impl Context {
-    /// `data_docs` are the data documents.
-    pub fn new(modules: &[PolicyModule], data_docs: &[&Value], check_data: bool) -> Self {
+    /// `data_docs` are the data documents; `owners[i]` is the tool package
+    /// that owns `modules[i]` (`None` for a library package).
+    pub fn new(
+        modules: &[PolicyModule],
+        owners: &[Option<&str>],
+        data_docs: &[&Value],
+        check_data: bool,
+    ) -> Self {
         let mut data = Node::Tree(BTreeMap::new());
         for d in data_docs {
             data.insert_json(d);
@@ -55,7 +65,20 @@ impl Context {
         for def in rego_ast::rule_defs(modules) {
             insert_rule(&mut data, &def);
         }
-        Context { data, check_data }
+        let module_owner: Vec<Option<String>> = (0..modules.len())
+            .map(|i| owners.get(i).copied().flatten().map(str::to_string))
+            .collect();
+        let package_owner = modules
+            .iter()
+            .zip(&module_owner)
+            .filter_map(|(m, o)| Some((m.package.clone(), o.clone()?)))
+            .collect();
+        Context {
+            data,
+            check_data,
+            module_owner,
+            package_owner,
+        }
     }
 }
 
@@ -72,6 +95,7 @@ pub fn check<'v>(
         let imports = imports(m);
         let scope = Scope {
             ctx,
+            owner: ctx.module_owner.get(i).cloned().flatten(),
             schemas: &schemas,
             imports: &imports,
         };
@@ -84,6 +108,8 @@ pub fn check<'v>(
 
 struct Scope<'a, 'v> {
     ctx: &'a Context,
+    /// The tool package that owns the module being read.
+    owner: Option<String>,
     schemas: &'a Schemas<'v>,
     imports: &'a BTreeMap<String, Vec<String>>,
 }
@@ -179,7 +205,9 @@ fn visit(scope: &Scope<'_, '_>, e: &Expr, out: &mut Vec<Diagnostic>) -> bool {
     }
     match parts[0].name.as_deref() {
         Some("input") => out.extend(check_input(scope, &parts)),
-        Some("data") if scope.ctx.check_data => out.extend(check_data(&scope.ctx.data, &parts)),
+        Some("data") if scope.ctx.check_data => out.extend(
+            check_data(&scope.ctx.data, &parts).or_else(|| other_tools_package(scope, &parts)),
+        ),
         _ => {}
     }
     false
@@ -526,6 +554,43 @@ fn insert_rule(data: &mut Node, def: &RuleDef) {
     data.insert_path(path, true);
 }
 
+/// A reference from one tool's package into another tool's: each tool's
+/// engine holds only its own package and the library packages, so it is
+/// never defined there. (A library package may read any tool's package: it
+/// runs in every tool's engine.)
+fn other_tools_package(scope: &Scope<'_, '_>, parts: &[Part]) -> Option<Diagnostic> {
+    let own = scope.owner.as_deref()?;
+    let mut package = String::new();
+    let mut found = None;
+    for (i, p) in parts.iter().enumerate().skip(1) {
+        let Some(name) = p.name.as_deref() else { break };
+        if i > 1 {
+            package.push('.');
+        }
+        package.push_str(name);
+        if let Some(owner) = scope.ctx.package_owner.get(&package) {
+            found = Some((i, package.clone(), owner.as_str()));
+        }
+    }
+    let (at, package, owner) = found?;
+    if owner == own {
+        return None;
+    }
+    Some(
+        Diagnostic::error(
+            "rego-undefined-data",
+            location(&parts[at].span),
+            format!(
+                "`{}` is never defined here: package `{package}` belongs to the tool whose policy is `{owner}`, and each tool's engine holds only its own policy package and the library packages",
+                show(parts, parts.len() - 1)
+            ),
+        )
+        .with_help(
+            "move what both tools need to a library package (one that no tool names as its `policy`)",
+        ),
+    )
+}
+
 fn check_data(root: &Node, parts: &[Part]) -> Option<Diagnostic> {
     let mut node = root;
     for (i, p) in parts.iter().enumerate().skip(1) {
@@ -578,7 +643,7 @@ mod tests {
             tools: vec![("t", &schema)],
             library: false,
         };
-        let ctx = Context::new(&modules, &[&data], true);
+        let ctx = Context::new(&modules, &[Some("tools.t")], &[&data], true);
         check(&modules, &ctx, schemas)
             .into_iter()
             .map(|d| {
