@@ -659,6 +659,35 @@ mod tests {
     }
 
     #[test]
+    fn a_library_package_is_checked_against_every_tool() {
+        let a = json!({"type": "object", "properties": {"path": {"type": "string"}}});
+        let b = json!({"type": "object", "properties": {"url": {"type": "string"}}});
+        let mut engine = regorus::Engine::new();
+        engine
+            .add_policy(
+                "lib.rego".to_string(),
+                "package lib\nimport rego.v1\nimport input.arguments as args\nok if args.path\nok if input.arguments.url\nok if args.pth\nok if input.tool.name\n".to_string(),
+            )
+            .unwrap();
+        let modules = rego_ast::modules(&mut engine);
+        let ctx = Context::new(&modules, &[None], &[], true);
+        let found: Vec<String> = check(&modules, &ctx, |_| Schemas {
+            tools: vec![("a", &a), ("b", &b)],
+            library: true,
+        })
+        .into_iter()
+        .map(|d| format!("{}:{} {}", d.location.line, d.location.column, d.message))
+        .collect();
+        assert_eq!(
+            found,
+            [
+                "6:12 `input.arguments.pth` is never defined: no tool's inputSchema has it (2 tools; this library package may be used by any of them)",
+                "7:18 `input.tool.name` is never defined: `input.tool` is the tool's name, a string",
+            ]
+        );
+    }
+
+    #[test]
     fn finds_typos_in_arguments_and_data() {
         let schema = json!({"type": "object", "properties": {
             "path": {"type": "string"},
