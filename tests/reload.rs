@@ -507,6 +507,19 @@ fn recursive_policy_keeps_the_previous_catalog() {
 }
 
 #[test]
+fn misspelt_argument_in_a_policy_keeps_the_previous_catalog() {
+    // `input.arguments.evn` can never be defined (the schema says `env`):
+    // the same static check as `regent check`, so the typo is not served.
+    broken_then_fixed(
+        "deploy.rego",
+        "package tools.deploy\n\nimport rego.v1\n\nmeta := {\"answer\": \"v2\"} if input.arguments.evn == \"dev\"\n",
+        "deploy.rego:5:45: error: `input.arguments.evn` is never defined",
+        policy("v2"),
+        &both("1", "v2"),
+    );
+}
+
+#[test]
 fn invalid_yaml_keeps_the_previous_catalog() {
     // A tab where YAML wants spaces, on line 3.
     let broken = tool_yaml("2").replacen("    description:", "\tdescription:", 1);

@@ -16,6 +16,7 @@ pub mod hints;
 pub mod policy;
 pub mod proof;
 pub mod rego_ast;
+mod rego_refs;
 pub mod rego_test;
 mod resolve;
 pub mod resolvers;

@@ -237,6 +237,14 @@ fn dedupe(mut ds: Vec<Diagnostic>) -> Vec<Diagnostic> {
         .map(line_of)
         .collect();
     ds.retain(|d| d.code != "policy-eval" || !linted.contains(&line_of(d)));
+    // An undefined argument is an error at the reference; the proof's
+    // warning about the same argument says less.
+    let undefined: BTreeSet<_> = ds
+        .iter()
+        .filter(|d| d.code == "rego-undefined-input")
+        .map(line_of)
+        .collect();
+    ds.retain(|d| d.code != "proof-not-covered" || !undefined.contains(&line_of(d)));
     let mut seen = BTreeSet::new();
     ds.retain(|d| {
         // Two evaluations failing at one spot are one problem.

@@ -253,6 +253,10 @@ pub fn describe(code: &str) -> &'static str {
         "rego-unknown-function" => "a policy calls a function that does not exist",
         "rego-arity" => "a policy calls a function with the wrong number of arguments",
         "rego-recursion" => "policy rules depend on each other in a cycle (recursion)",
+        "rego-undefined-input" => {
+            "a policy reads an input or argument path the tool's inputSchema cannot have"
+        }
+        "rego-undefined-data" => "a policy reads a data path no data document or rule defines",
         "input-sized-allocation" => "a builtin allocates a size the client chooses",
         "nondeterministic-builtin" => "a policy calls a builtin whose answer changes between calls",
         "policy-eval" => "a policy fails when evaluated on a sample input",
