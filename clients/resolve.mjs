@@ -3,6 +3,7 @@
 //
 //     (cd clients && npm ci) && node clients/resolve.mjs target/debug/regent
 import { fileURLToPath } from 'node:url';
+// README: begin (the README quotes from here to `README: end` verbatim; .ci/clients checks)
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { z } from 'zod';
@@ -35,6 +36,7 @@ for (const action of ['read', 'delete']) {
   resolved[action] = r.annotations;
 }
 await client.close();
+// README: end
 
 if (resolved.read.readOnlyHint !== true || resolved.delete.destructiveHint !== true) {
   console.error('unexpected annotations:', resolved);

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
+# README: begin (the README quotes from here to `README: end` verbatim; .ci/clients checks)
 from mcp import Client, StdioServerParameters
 from mcp.client.extension import advertise
 from mcp.types import Request, RequestParams, Result
@@ -48,6 +49,7 @@ async def main(regent: str, mode: str) -> dict[str, dict[str, bool]]:
             print(client.protocol_version, action, r.annotations, r.meta)
             resolved[action] = r.annotations
     return resolved
+# README: end
 
 
 if __name__ == "__main__":
