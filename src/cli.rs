@@ -21,7 +21,7 @@ pub struct Cli {
 pub enum Command {
     /// Serve the catalog under PATH... as an MCP server on stdio, or over HTTP with --http
     Serve(ServeArgs),
-    /// Validate a catalog without serving it; exit 0 clean, 1 errors found, 2 could not run
+    /// Validate a catalog without serving it; exit 0 clean, 1 errors found (or warnings, with --deny-warnings), 2 could not run
     Check(CheckArgs),
     /// Run the catalog's *.test.yaml cases and Rego test_* rules; exit 0 when all pass
     Test(TestArgs),
@@ -74,6 +74,10 @@ pub struct CheckArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = CheckFormat::Human)]
     pub format: CheckFormat,
+
+    /// Fail (exit 1) on warnings too, for CI gates
+    #[arg(long, visible_alias = "strict")]
+    pub deny_warnings: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -96,6 +100,15 @@ pub struct TestArgs {
     /// Report which policy lines and YAML mapping rules the tests exercised
     #[arg(long)]
     pub coverage: bool,
+
+    /// Run only the cases and Rego tests whose name matches REGEX (a case's
+    /// `name`, or its tool and arguments; a Rego test's `data.pkg.test_x`)
+    #[arg(long, value_name = "REGEX")]
+    pub run: Option<String>,
+
+    /// List every test with its result, not only the failures
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Args)]
@@ -116,13 +129,23 @@ pub struct ResolveArgs {
     #[arg(long)]
     pub explain: bool,
 
+    /// Answer as to a request that negotiated this extension (repeatable):
+    /// io.modelcontextprotocol/tool-resolution for the extension draft's
+    /// result, io.github.regent/decision for regent's decision in its `_meta`
+    #[arg(long = "extension", value_name = "ID")]
+    pub extensions: Vec<String>,
+
     /// The tool's name
     #[arg(value_name = "TOOL")]
     pub tool: String,
 
-    /// The arguments, as a JSON object
-    #[arg(value_name = "JSON-ARGUMENTS", default_value = "{}")]
-    pub arguments: String,
+    /// The arguments, as a JSON object ({} when omitted)
+    #[arg(value_name = "JSON-ARGUMENTS")]
+    pub arguments: Option<String>,
+
+    /// Read the arguments (a JSON object) from FILE, or from standard input with `-`, as `opa eval -i`
+    #[arg(short, long, value_name = "FILE", conflicts_with = "arguments")]
+    pub input: Option<PathBuf>,
 }
 
 /// Settings shared by every command that loads a catalog.

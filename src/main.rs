@@ -12,11 +12,12 @@ use regent::commands::{self, exit};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// regorus evaluates recursively: a deeply recursive policy function uses a
-/// few KiB of stack per level and would overflow a default 8 MiB main stack,
-/// aborting the process before the evaluation time limit can stop it. The
-/// program therefore runs on a thread with a large stack; the memory is only
-/// reserved, and committed as it is used.
+/// regorus evaluates recursively, a few KiB of stack per nested expression.
+/// Recursive policies are refused at load (`catalog/rego_ast`), so depth comes
+/// only from how deeply a policy nests its own expressions and from values up
+/// to serde_json's depth limit; a large stack keeps that far from an
+/// overflow, which would abort the process. The memory is only reserved, and
+/// committed as it is used.
 pub const STACK_SIZE: usize = 1024 * 1024 * 1024;
 
 fn main() {

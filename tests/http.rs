@@ -1168,3 +1168,96 @@ fn a_connection_that_sends_nothing_is_closed_after_the_header_timeout() {
     assert!(raw.is_empty(), "{}", String::from_utf8_lossy(&raw));
     http.wait_for_metric(None, "regent_http_connections_open", 1.0);
 }
+
+#[test]
+fn the_extension_draft_is_negotiated_per_request_over_http_too() {
+    use common::draft_client::{self, DECISION, EXTENSION};
+    let http = HttpServer::start(&[&catalog("examples/manage_files")]);
+    let rows = [
+        (
+            "read",
+            json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}),
+        ),
+        (
+            "append",
+            json!({"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false}),
+        ),
+        (
+            "replace",
+            json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false}),
+        ),
+        (
+            "delete",
+            json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false}),
+        ),
+    ];
+    for era in Era::ALL {
+        for advertised in [vec![EXTENSION], vec![EXTENSION, DECISION]] {
+            let mut c = McpHttp::connect_caps(
+                http.addr,
+                era,
+                Vec::new(),
+                draft_client::capabilities(&advertised),
+            );
+            let list = c.request("tools/list", json!({}));
+            let t = &list["result"]["tools"][0];
+            assert_eq!(
+                t.pointer("/_meta/io.modelcontextprotocol~1tool-resolution"),
+                Some(&json!({"resolvable": true})),
+                "{era:?}: {list}"
+            );
+            assert_eq!(t["resolve"], json!(true), "{era:?}: {list}");
+            for (action, hints) in &rows {
+                let args = json!({"path": "a", "action": action, "content": "x"});
+                let r = c.resolve("manage_files", args.clone());
+                draft_client::validate(&r, "manage_files", &t["annotations"], &advertised)
+                    .unwrap_or_else(|e| panic!("{era:?} {advertised:?} {args}: {e}: {r}"));
+                assert_eq!(&r["annotations"], hints, "{era:?} {args}: {r}");
+                assert_eq!(
+                    r.pointer("/_meta/io.github.regent~1decision/allowed")
+                        .is_some(),
+                    advertised.contains(&DECISION),
+                    "{era:?} {args}: {r}"
+                );
+            }
+            let e = c.expect_error("tools/resolve", json!({"name": "manage_files"}));
+            assert_eq!(e["code"], json!(-32602), "{era:?}: {e}");
+            assert!(
+                e["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("arguments is required"),
+                "{era:?}: {e}"
+            );
+        }
+        // Not negotiated: SEP-1862's answer and no marker, as before.
+        let mut c = McpHttp::connect(http.addr, era);
+        let list = c.request("tools/list", json!({}));
+        assert!(
+            list.pointer("/result/tools/0/_meta/io.modelcontextprotocol~1tool-resolution")
+                .is_none(),
+            "{era:?}: {list}"
+        );
+        let r = c.resolve("manage_files", json!({"path": "a", "action": "read"}));
+        assert_eq!(r["tool"]["name"], json!("manage_files"), "{era:?}: {r}");
+        assert!(
+            draft_client::validate(&r, "manage_files", &json!({}), &[]).is_err(),
+            "{r}"
+        );
+    }
+    // On 2026-07-28 each request is judged by its own _meta.
+    let mut c = McpHttp::connect_caps(
+        http.addr,
+        Era::Modern,
+        Vec::new(),
+        draft_client::capabilities(&[EXTENSION]),
+    );
+    let args = json!({"path": "a", "action": "read"});
+    assert!(
+        c.resolve("manage_files", args.clone())
+            .get("tool")
+            .is_none()
+    );
+    c.capabilities = json!({});
+    assert!(c.resolve("manage_files", args).get("tool").is_some());
+}

@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::draft_client::{self, DECISION, EXTENSION};
 use common::{Era, Server, assert_subset, regent, repo_path};
 use serde_json::{Value, json};
 
@@ -30,6 +31,7 @@ fn capabilities_advertise_resolution_in_every_published_form() {
         json!({}),
         "{discover}"
     );
+    assert_eq!(caps["extensions"][DECISION], json!({}), "{discover}");
 
     // The legacy handshake carries the same capabilities.
     let mut legacy = Server::start(
@@ -48,26 +50,200 @@ fn capabilities_advertise_resolution_in_every_published_form() {
 #[test]
 fn tools_list_marks_resolvable_tools() {
     for era in Era::ALL {
-        let mut s = manage_files(era);
-        let list = s.request("tools/list", json!({}));
-        let tools = list["result"]["tools"].as_array().expect("tools array");
-        assert_eq!(tools.len(), 1, "{list}");
-        let t = &tools[0];
-        assert_eq!(t["resolve"], json!(true), "{era:?}: {t}");
-        assert_eq!(t["dynamicAnnotations"], json!(true), "{era:?}: {t}");
-        assert_eq!(
-            t["_meta"]["io.modelcontextprotocol/tool-resolution"],
-            json!({"resolvable": true})
+        for negotiated in [false, true] {
+            let caps = if negotiated {
+                draft_client::capabilities(&[EXTENSION])
+            } else {
+                json!({})
+            };
+            let mut s = Server::start_with(
+                era,
+                &[repo_path("examples/manage_files").to_str().unwrap()],
+                caps,
+            );
+            let list = s.request("tools/list", json!({}));
+            let tools = list["result"]["tools"].as_array().expect("tools array");
+            assert_eq!(tools.len(), 1, "{list}");
+            let t = &tools[0];
+            assert_eq!(t["resolve"], json!(true), "{era:?}: {t}");
+            assert_eq!(t["dynamicAnnotations"], json!(true), "{era:?}: {t}");
+            // The draft's marker only when the request negotiated the extension.
+            let marker = t.pointer("/_meta/io.modelcontextprotocol~1tool-resolution");
+            if negotiated {
+                assert_eq!(marker, Some(&json!({"resolvable": true})), "{era:?}: {t}");
+            } else {
+                assert_eq!(marker, None, "{era:?}: {t}");
+            }
+            // The listing states the worst case, all four hints present.
+            assert_eq!(
+                t["annotations"],
+                json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": false})
+            );
+            assert!(
+                t.pointer("/_meta/x-regent~1hoist").is_none(),
+                "private key leaked: {t}"
+            );
+        }
+    }
+}
+
+/// The SEP table's four rows: arguments and the hints they resolve to.
+fn sep_table() -> Vec<(Value, Value)> {
+    let hints = |ro, de, id| json!({"readOnlyHint": ro, "destructiveHint": de, "idempotentHint": id, "openWorldHint": false});
+    vec![
+        (
+            json!({"path": "a", "action": "read"}),
+            hints(true, false, true),
+        ),
+        (
+            json!({"path": "a", "action": "append", "content": "x"}),
+            hints(false, false, false),
+        ),
+        (
+            json!({"path": "a", "action": "replace", "content": "x"}),
+            hints(false, true, true),
+        ),
+        (
+            json!({"path": "a", "action": "delete"}),
+            hints(false, true, true),
+        ),
+    ]
+}
+
+#[test]
+fn negotiated_resolve_answers_exactly_the_extension_draft() {
+    for era in Era::ALL {
+        for advertised in [vec![EXTENSION], vec![EXTENSION, DECISION]] {
+            let mut s = Server::start_with(
+                era,
+                &[repo_path("examples/manage_files").to_str().unwrap()],
+                draft_client::capabilities(&advertised),
+            );
+            let listed =
+                s.request("tools/list", json!({}))["result"]["tools"][0]["annotations"].clone();
+            for (args, hints) in sep_table() {
+                let r = s.resolve("manage_files", args.clone());
+                draft_client::validate(&r, "manage_files", &listed, &advertised)
+                    .unwrap_or_else(|e| panic!("{era:?} {advertised:?} {args}: {e}: {r}"));
+                assert_eq!(r["annotations"], hints, "{era:?} {args}: {r}");
+                if advertised.contains(&DECISION) {
+                    let d = &r["_meta"][DECISION];
+                    assert_eq!(d["allowed"], json!(true), "{era:?} {args}: {r}");
+                    assert_eq!(d["reasons"], json!([]), "{era:?} {args}: {r}");
+                } else {
+                    assert!(r.get("_meta").is_none(), "{era:?} {args}: {r}");
+                }
+            }
+            // A denied call's reasons reach only a client that asked for them.
+            let r = s.resolve(
+                "manage_files",
+                json!({"path": "../../etc/passwd", "action": "read"}),
+            );
+            draft_client::validate(&r, "manage_files", &listed, &advertised)
+                .unwrap_or_else(|e| panic!("{era:?} {advertised:?}: {e}: {r}"));
+            if advertised.contains(&DECISION) {
+                assert_eq!(r["_meta"][DECISION]["allowed"], json!(false), "{r}");
+                assert!(
+                    !r["_meta"][DECISION]["reasons"]
+                        .as_array()
+                        .unwrap()
+                        .is_empty(),
+                    "{r}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn without_negotiation_resolve_keeps_the_sep_1862_shape() {
+    for era in Era::ALL {
+        // Nothing advertised, and the extension with settings: unsupported.
+        for caps in [
+            json!({}),
+            json!({"extensions": {EXTENSION: {"version": 2}}}),
+        ] {
+            let mut s = Server::start_with(
+                era,
+                &[repo_path("examples/manage_files").to_str().unwrap()],
+                caps.clone(),
+            );
+            for (args, hints) in sep_table() {
+                let r = s.resolve("manage_files", args.clone());
+                assert_eq!(
+                    r["tool"]["name"],
+                    json!("manage_files"),
+                    "{era:?} {caps}: {r}"
+                );
+                assert_eq!(r["tool"]["annotations"], hints, "{era:?} {caps}: {r}");
+                assert_eq!(r["_meta"]["regent/decision"]["allowed"], json!(true), "{r}");
+                // Which a draft client would throw away: the validator bites.
+                assert!(
+                    draft_client::validate(&r, "manage_files", &json!({}), &[]).is_err(),
+                    "{r}"
+                );
+            }
+            // Arguments may be left out, as before: they default to `{}`
+            // (which this tool's schema then refuses).
+            let e = s.expect_error("tools/resolve", json!({"name": "manage_files"}));
+            assert!(
+                !e["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("arguments is required"),
+                "{era:?}: {e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_2026_request_is_judged_by_its_own_meta() {
+    let mut s = manage_files(Era::Modern);
+    let args = json!({"path": "a", "action": "read"});
+    s.capabilities = draft_client::capabilities(&[EXTENSION]);
+    let r = s.resolve("manage_files", args.clone());
+    assert!(r.get("tool").is_none(), "{r}");
+    let list = s.request("tools/list", json!({}));
+    assert!(
+        list.pointer("/result/tools/0/_meta/io.modelcontextprotocol~1tool-resolution")
+            .is_some(),
+        "{list}"
+    );
+    // The next request advertises nothing: nothing carries over.
+    s.capabilities = json!({});
+    let r = s.resolve("manage_files", args.clone());
+    assert!(r.get("tool").is_some(), "{r}");
+    let list = s.request("tools/list", json!({}));
+    assert!(
+        list.pointer("/result/tools/0/_meta/io.modelcontextprotocol~1tool-resolution")
+            .is_none(),
+        "{list}"
+    );
+}
+
+#[test]
+fn negotiated_resolve_requires_arguments() {
+    for era in Era::ALL {
+        let mut s = Server::start_with(
+            era,
+            &[repo_path("examples/manage_files").to_str().unwrap()],
+            draft_client::capabilities(&[EXTENSION]),
         );
-        // The listing states the worst case, all four hints present.
-        assert_eq!(
-            t["annotations"],
-            json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": false})
-        );
-        assert!(
-            t["_meta"].get("x-regent/hoist").is_none(),
-            "private key leaked: {t}"
-        );
+        for params in [
+            json!({"name": "manage_files"}),
+            json!({"name": "manage_files", "arguments": null}),
+        ] {
+            let e = s.expect_error("tools/resolve", params.clone());
+            assert_eq!(e["code"], json!(-32602), "{era:?} {params}: {e}");
+            assert!(
+                e["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("arguments is required"),
+                "{era:?} {params}: {e}"
+            );
+        }
     }
 }
 
@@ -105,7 +281,6 @@ fn resolve_returns_the_complete_tool_with_only_metadata_changed() {
         "inputSchema",
         "resolve",
         "dynamicAnnotations",
-        "_meta",
     ] {
         assert_eq!(
             r["tool"][field], listed[field],
@@ -113,6 +288,11 @@ fn resolve_returns_the_complete_tool_with_only_metadata_changed() {
         );
     }
     assert_ne!(r["tool"]["annotations"], listed["annotations"]);
+    // SEP-1862's tool carries the marker whether or not the listing did.
+    assert_eq!(
+        r["tool"]["_meta"],
+        json!({"io.modelcontextprotocol/tool-resolution": {"resolvable": true}})
+    );
 }
 
 #[test]
@@ -417,4 +597,63 @@ fn shared_policy_library_serves_beside_a_catalog() {
             "path {path:?}: {r}"
         );
     }
+}
+
+#[test]
+fn policy_meta_travels_only_under_regent_s_own_extension() {
+    for era in Era::ALL {
+        for advertised in [vec![EXTENSION], vec![EXTENSION, DECISION]] {
+            let mut s = Server::start_with(
+                era,
+                &[repo_path("examples/github_api").to_str().unwrap()],
+                draft_client::capabilities(&advertised),
+            );
+            let listed =
+                s.request("tools/list", json!({}))["result"]["tools"][0]["annotations"].clone();
+            let r = s.resolve(
+                "github_api",
+                json!({"method": "GET", "owner": "microsoft", "repo": "regorus"}),
+            );
+            draft_client::validate(&r, "github_api", &listed, &advertised)
+                .unwrap_or_else(|e| panic!("{era:?} {advertised:?}: {e}: {r}"));
+            if advertised.contains(&DECISION) {
+                assert_eq!(
+                    r["_meta"][DECISION]["meta"]["io.github/visibility"],
+                    json!("public"),
+                    "{era:?}: {r}"
+                );
+            } else {
+                assert!(r.get("_meta").is_none(), "{era:?}: {r}");
+            }
+        }
+    }
+}
+
+#[test]
+fn regent_resolve_prints_the_same_answer_for_a_negotiating_request() {
+    let out = regent()
+        .args(["resolve", "--config"])
+        .arg(repo_path("examples/manage_files"))
+        .args([
+            "--extension",
+            EXTENSION,
+            "--extension",
+            DECISION,
+            "manage_files",
+            r#"{"path":"a","action":"delete"}"#,
+        ])
+        .output()
+        .expect("run regent resolve");
+    assert!(out.status.success(), "{out:?}");
+    let printed: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let mut s = Server::start_with(
+        Era::Modern,
+        &[repo_path("examples/manage_files").to_str().unwrap()],
+        draft_client::capabilities(&[EXTENSION, DECISION]),
+    );
+    let served = s.resolve("manage_files", json!({"path": "a", "action": "delete"}));
+    assert_eq!(printed, served);
+    let listed = s.request("tools/list", json!({}))["result"]["tools"][0]["annotations"].clone();
+    draft_client::validate(&printed, "manage_files", &listed, &[EXTENSION, DECISION])
+        .unwrap_or_else(|e| panic!("{e}: {printed}"));
 }

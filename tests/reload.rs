@@ -507,6 +507,19 @@ fn recursive_policy_keeps_the_previous_catalog() {
 }
 
 #[test]
+fn misspelt_argument_in_a_policy_keeps_the_previous_catalog() {
+    // `input.arguments.evn` can never be defined (the schema says `env`):
+    // the same static check as `regent check`, so the typo is not served.
+    broken_then_fixed(
+        "deploy.rego",
+        "package tools.deploy\n\nimport rego.v1\n\nmeta := {\"answer\": \"v2\"} if input.arguments.evn == \"dev\"\n",
+        "deploy.rego:5:45: error: `input.arguments.evn` is never defined",
+        policy("v2"),
+        &both("1", "v2"),
+    );
+}
+
+#[test]
 fn invalid_yaml_keeps_the_previous_catalog() {
     // A tab where YAML wants spaces, on line 3.
     let broken = tool_yaml("2").replacen("    description:", "\tdescription:", 1);
@@ -796,9 +809,12 @@ fn fast_in_place_rewrites_never_serve_a_half_written_file() {
         wrong[0],
         s.stderr()
     );
-    // Every reload of this run read the file whole: none failed.
+    // The last reload read the file whole. On a loaded machine the writer
+    // can be descheduled between truncation and write for longer than the
+    // settle interval; a reload then finds the file blank and keeps the
+    // previous catalog (a failed reload, `file-emptied`), which is the
+    // designed outcome: clients never saw it, as asserted above.
     let status = s.status();
     assert_eq!(status["ok"], json!(true), "{status}");
-    assert_eq!(status["reloads"]["failed"], json!(0), "{status}");
     assert!(answers > 100, "only {answers} answers");
 }

@@ -466,8 +466,10 @@ mod tests {
     use super::*;
 
     fn limits(memory: u64) -> Limits {
+        // The memory budget, never the clock, decides these tests, also on a
+        // debug build sharing two cores with a dozen compilers.
         Limits {
-            time: Duration::from_secs(5),
+            time: Duration::from_secs(600),
             memory,
         }
     }
@@ -525,10 +527,10 @@ mod tests {
             "x := count(numbers.range(0, 9000000000000000000))",
             "x := count(numbers.range_step(1, 10000000000, 1))",
             r#"x := sprintf("%01000000000d", [1])"#,
-            r#"x := replace(concat("", [format_int(y, 10) | some y in numbers.range(1, 1000)]), "1", concat("", [format_int(z, 10) | some z in numbers.range(1, 100000)]))"#,
-            r#"x := strings.replace_n({"": "0123456789012345678901234567890123456789"}, concat("", [format_int(y, 10) | some y in numbers.range(1, 200000)]))"#,
+            r#"x := replace(concat("", [format_int(y, 10) | some y in numbers.range(1, 1000)]), "1", concat("", [format_int(z, 10) | some z in numbers.range(1, 10000)]))"#,
+            r#"x := strings.replace_n({"": "0123456789012345678901234567890123456789"}, concat("", [format_int(y, 10) | some y in numbers.range(1, 20000)]))"#,
         ] {
-            let err = match eval(rego, 16 << 20) {
+            let err = match eval(rego, 1 << 20) {
                 Ok(v) => panic!("{rego}: answered {} bytes", v.len()),
                 Err(e) => e,
             };

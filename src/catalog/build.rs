@@ -10,6 +10,7 @@ use super::generate;
 use super::hints::Hints;
 use super::policy::{self, EnginePool};
 use super::rego_ast;
+use super::rego_refs;
 use super::resolvers;
 use super::run;
 use super::schema;
@@ -79,6 +80,8 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         }
         diags.push(r.diagnostic);
     }
+    let owners: Vec<Option<&str>> = modules.iter().map(|m| owner_of(&m.package)).collect();
+    references(source, &policies, &modules, &owners, &mut diags);
     let mut owned: HashMap<&str, Vec<&PolicyFile>> = HashMap::new();
     let mut library_files: Vec<&PolicyFile> = Vec::new();
     for p in &policies {
@@ -160,6 +163,51 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         warnings,
     };
     (catalog, diags)
+}
+
+/// References into `input` and `data` that can never be defined (a typo
+/// that makes a `deny` rule fail open). A tool's package is checked against
+/// the inputSchema of the tools that name it; a library package against the
+/// union of every tool's (any tool's engine holds it).
+fn references(
+    source: &Source,
+    policies: &[PolicyFile],
+    modules: &[rego_ast::PolicyModule],
+    owners: &[Option<&str>],
+    diags: &mut Diagnostics,
+) {
+    let tools: Vec<(&str, Option<&str>, &Value)> = source
+        .tools()
+        .map(|(_, _, t)| (t.name.as_str(), t.policy.as_deref(), &t.input_schema))
+        .collect();
+    let mut by_package: HashMap<&str, Vec<(&str, &Value)>> = HashMap::new();
+    for (name, pkg, schema) in &tools {
+        if let Some(pkg) = pkg {
+            by_package.entry(pkg).or_default().push((name, schema));
+        }
+    }
+    let all: Vec<(&str, &Value)> = tools.iter().map(|(n, _, s)| (*n, *s)).collect();
+    let schemas = |module: usize| match owners[module] {
+        Some(owner) => rego_refs::Schemas {
+            tools: by_package.get(owner).cloned().unwrap_or_default(),
+            library: false,
+        },
+        None => rego_refs::Schemas {
+            tools: all.clone(),
+            library: true,
+        },
+    };
+    let parsed_all = policies.len()
+        == source
+            .policies
+            .iter()
+            .filter(|f| f.kind == FileKind::Policy)
+            .count();
+    let data: Vec<&Value> = source.data.iter().map(|d| &d.value).collect();
+    let ctx = rego_refs::Context::new(modules, owners, &data, parsed_all);
+    for d in rego_refs::check(modules, &ctx, schemas) {
+        diags.push(d);
+    }
 }
 
 /// Parses every serving policy file to learn its package, reporting parse
@@ -418,7 +466,8 @@ fn compile_rules(
             };
             if let Some(allowed) = prop.get("enum").and_then(Value::as_array) {
                 let values: Vec<&Value> = match expected {
-                    Value::Array(vs) => vs.iter().collect(),
+                    // `null` stands for an absent argument, never an enum value.
+                    Value::Array(vs) => vs.iter().filter(|v| !v.is_null()).collect(),
                     Value::Null => Vec::new(),
                     v => vec![v],
                 };

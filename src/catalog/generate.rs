@@ -83,7 +83,16 @@ fn condition(arg: &str, expected: &Value) -> String {
         Value::Null => format!("object.get(input.arguments, {key}, null) == null"),
         Value::Array(items) => {
             let set: Vec<String> = items.iter().map(json).collect();
-            format!("input.arguments[{key}] in {{{}}}", set.join(", "))
+            // `input.arguments[key]` is undefined for an absent argument, so
+            // a list holding `null` reads the argument with a null default.
+            if items.contains(&Value::Null) {
+                format!(
+                    "object.get(input.arguments, {key}, null) in {{{}}}",
+                    set.join(", ")
+                )
+            } else {
+                format!("input.arguments[{key}] in {{{}}}", set.join(", "))
+            }
         }
         other => format!("input.arguments[{key}] == {}", json(other)),
     }
@@ -98,6 +107,18 @@ fn json(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn null_in_a_list_matches_an_absent_argument() {
+        assert_eq!(
+            condition("flag", &serde_json::json!([null, false])),
+            "object.get(input.arguments, \"flag\", null) in {null, false}"
+        );
+        assert_eq!(
+            condition("env", &serde_json::json!(["dev", "prod"])),
+            "input.arguments[\"env\"] in {\"dev\", \"prod\"}"
+        );
+    }
 
     #[test]
     fn quotes_odd_package_segments() {

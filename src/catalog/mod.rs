@@ -16,6 +16,7 @@ pub mod hints;
 pub mod policy;
 pub mod proof;
 pub mod rego_ast;
+mod rego_refs;
 pub mod rego_test;
 mod resolve;
 pub mod resolvers;
@@ -36,8 +37,8 @@ pub use schema::ArgError;
 /// the limit exists only to stop a runaway. regorus measures wall-clock time,
 /// so the limit must leave room for a machine whose cores are busy: at 100 ms,
 /// a scheduling stall on a loaded 2-core machine failed healthy evaluations.
-/// It must also end an endless recursion before the thread's stack does (see
-/// `STACK_SIZE` in main.rs): at 1 s a debug build overflowed 512 MiB.
+/// (Recursion, which once made this limit a guard for the stack, is refused at
+/// load; builtins it cannot interrupt are charged by `budget` instead.)
 pub const DEFAULT_POLICY_TIMEOUT_MS: u64 = 250;
 
 /// Settings that shape how a catalog is compiled.

@@ -26,7 +26,7 @@ pub struct PolicyModule {
     pub text: String,
     /// Without the leading `data.`: `tools.manage_files`.
     pub package: String,
-    module: Ref<Module>,
+    pub(super) module: Ref<Module>,
 }
 
 impl PolicyModule {
@@ -117,7 +117,7 @@ impl RuleDef {
     }
 }
 
-fn span_location(span: &Span) -> Location {
+pub(super) fn span_location(span: &Span) -> Location {
     let line = span.line as usize;
     let text = span.source.contents();
     let col = text
@@ -167,7 +167,7 @@ fn path_of(e: &Expr) -> Vec<String> {
     out
 }
 
-fn const_string(e: &Expr) -> Option<String> {
+pub(super) fn const_string(e: &Expr) -> Option<String> {
     match e {
         Expr::String { value, .. } | Expr::RawString { value, .. } => {
             value.as_string().ok().map(|s| s.to_string())
@@ -232,7 +232,7 @@ pub fn rule_defs(modules: &[PolicyModule]) -> Vec<RuleDef> {
 
 /// Calls `f` on every expression under `e`, outermost first; when `f`
 /// returns false the children of that expression are skipped.
-fn walk_expr(e: &Expr, f: &mut dyn FnMut(&Expr) -> bool) {
+pub(super) fn walk_expr(e: &Expr, f: &mut dyn FnMut(&Expr) -> bool) {
     if !f(e) {
         return;
     }
@@ -329,7 +329,7 @@ fn walk_query(q: &Query, f: &mut dyn FnMut(&Expr) -> bool) {
 }
 
 /// Every expression of a rule: head, values and bodies.
-fn walk_rule(rule: &Rule, f: &mut dyn FnMut(&Expr) -> bool) {
+pub(super) fn walk_rule(rule: &Rule, f: &mut dyn FnMut(&Expr) -> bool) {
     match rule {
         Rule::Default {
             refr, args, value, ..

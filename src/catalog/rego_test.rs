@@ -60,12 +60,14 @@ fn test_engine(
     Ok(engine)
 }
 
-/// Runs every `test_*` rule; returns the results and, with `coverage`, the
-/// lines the tests evaluated.
+/// Runs every `test_*` rule whose full name (`data.pkg.test_x`) is
+/// `selected`; returns the results and, with `coverage`, the lines the tests
+/// evaluated.
 pub fn run_tests(
     source: &Source,
     limits: Limits,
     coverage: bool,
+    selected: &dyn Fn(&str) -> bool,
 ) -> Result<(Vec<RegoTest>, Covered), Vec<Diagnostic>> {
     let mut engine = test_engine(source, limits, coverage)?;
     let modules = rego_ast::modules(&mut engine);
@@ -76,7 +78,7 @@ pub fn run_tests(
             continue;
         }
         let path = super::generate::rule_ref(&d.package, d.name());
-        if !seen.insert(path.clone()) {
+        if !seen.insert(path.clone()) || !selected(&path) {
             continue;
         }
         tests.push((path, d.location.clone()));

@@ -31,6 +31,8 @@ pub struct Report {
     pub files: usize,
     /// Tools declared (whether or not they compiled).
     pub tools: usize,
+    /// `--deny-warnings`: warnings fail the check as errors do.
+    pub deny_warnings: bool,
 }
 
 impl Report {
@@ -42,12 +44,18 @@ impl Report {
         self.diagnostics.len() - self.errors()
     }
 
-    /// 0 clean (warnings allowed), 1 errors found, 2 could not run.
+    /// Whether the warnings found make the check fail (`--deny-warnings`).
+    pub fn warnings_fail(&self) -> bool {
+        self.deny_warnings && self.warnings() > 0
+    }
+
+    /// 0 clean (warnings allowed unless `--deny-warnings`), 1 errors found,
+    /// 2 could not run.
     pub fn exit_code(&self) -> i32 {
         use crate::commands::exit;
         if self.diagnostics.iter().any(|d| is_cannot_run(d.code)) {
             exit::CANNOT_RUN
-        } else if self.errors() > 0 {
+        } else if self.errors() > 0 || self.warnings_fail() {
             exit::FOUND_ERRORS
         } else {
             exit::OK
@@ -57,7 +65,10 @@ impl Report {
 
 /// Diagnostics that mean the check could not look at what it was asked to.
 pub fn is_cannot_run(code: &str) -> bool {
-    matches!(code, "unreadable-path" | "unknown-file-kind")
+    matches!(
+        code,
+        "unreadable-path" | "unknown-file-kind" | "no-tool-files"
+    )
 }
 
 /// Checks the catalog under `paths`.
@@ -71,6 +82,10 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
         }
     };
     report.files = found.len();
+    if let Some(d) = files::no_tool_files(paths, &found) {
+        report.diagnostics.push(d);
+        return report;
+    }
     let (source, diags) = match Source::load_partial(paths) {
         Ok(x) => x,
         Err(d) => {
@@ -207,7 +222,7 @@ fn case_arguments(source: &Source) -> BTreeMap<String, Vec<Value>> {
         let Ok(cases) = crate::testing::cases::parse(&f.path, &f.text) else {
             continue;
         };
-        for c in cases {
+        for c in cases.cases {
             out.entry(c.case.tool)
                 .or_default()
                 .push(Value::Object(c.case.arguments));
@@ -288,6 +303,14 @@ fn dedupe(mut ds: Vec<Diagnostic>) -> Vec<Diagnostic> {
         .map(line_of)
         .collect();
     ds.retain(|d| d.code != "policy-eval" || !linted.contains(&line_of(d)));
+    // An undefined argument is an error at the reference; the proof's
+    // warning about the same argument says less.
+    let undefined: BTreeSet<_> = ds
+        .iter()
+        .filter(|d| d.code == "rego-undefined-input")
+        .map(line_of)
+        .collect();
+    ds.retain(|d| d.code != "proof-not-covered" || !undefined.contains(&line_of(d)));
     let mut seen = BTreeSet::new();
     ds.retain(|d| {
         // Two evaluations failing at one spot are one problem.

@@ -40,7 +40,7 @@ pub fn human(r: &Report, style: Style) -> String {
         }
     }
     let (e, w) = (r.errors(), r.warnings());
-    let summary = format!(
+    let mut summary = format!(
         "checked {} file{} and {} tool{}: {e} error{}, {w} warning{}",
         r.files,
         plural(r.files),
@@ -49,7 +49,10 @@ pub fn human(r: &Report, style: Style) -> String {
         plural(e),
         plural(w)
     );
-    out.push_str(&if e > 0 {
+    if r.warnings_fail() {
+        summary.push_str(" (--deny-warnings: warnings fail the check)");
+    }
+    out.push_str(&if e > 0 || r.warnings_fail() {
         style.red(&summary)
     } else if w > 0 {
         style.yellow(&summary)
@@ -148,7 +151,7 @@ fn proof_json(p: &Proof) -> Value {
 pub fn json(r: &Report) -> Value {
     json!({
         "version": JSON_VERSION,
-        "ok": r.errors() == 0,
+        "ok": r.errors() == 0 && !r.warnings_fail(),
         "exitCode": r.exit_code(),
         "summary": {
             "files": r.files,
@@ -256,6 +259,10 @@ pub fn describe(code: &str) -> &'static str {
         "rego-unknown-function" => "a policy calls a function that does not exist",
         "rego-arity" => "a policy calls a function with the wrong number of arguments",
         "rego-recursion" => "policy rules depend on each other in a cycle (recursion)",
+        "rego-undefined-input" => {
+            "a policy reads an input or argument path the tool's inputSchema cannot have"
+        }
+        "rego-undefined-data" => "a policy reads a data path no data document or rule defines",
         "input-sized-allocation" => "a builtin allocates a size the client chooses",
         "nondeterministic-builtin" => "a policy calls a builtin whose answer changes between calls",
         "policy-eval" => "a policy fails when evaluated on a sample input",

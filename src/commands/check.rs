@@ -8,7 +8,8 @@ use crate::diag::Style;
 
 pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     let opts = build_options(&args.tooling.catalog());
-    let r = check::check(&args.tooling.paths, &opts);
+    let mut r = check::check(&args.tooling.paths, &opts);
+    r.deny_warnings = args.deny_warnings;
     let code = r.exit_code();
     let text = match args.format {
         CheckFormat::Human => report::human(&r, Style::for_stdout()),

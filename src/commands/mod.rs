@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::catalog::{self, BuildOptions, Catalog, budget};
 use crate::cli::CatalogArgs;
 use crate::diag::Diagnostics;
-use crate::source::Source;
+use crate::source::{Source, files};
 
 /// Exit codes shared by every command.
 pub mod exit {
@@ -42,9 +42,7 @@ impl Failure {
     /// A catalog that failed to load: exit 2 when a path could not be read at
     /// all, 1 for problems inside the files.
     pub fn from_diagnostics(diags: &Diagnostics) -> Failure {
-        let cannot_run = diags
-            .errors()
-            .any(|d| matches!(d.code, "unreadable-path" | "unknown-file-kind"));
+        let cannot_run = diags.errors().any(|d| crate::check::is_cannot_run(d.code));
         let mut message = String::new();
         for d in diags.errors() {
             message.push_str(&d.render());
@@ -98,6 +96,10 @@ pub fn build_options(args: &CatalogArgs) -> BuildOptions {
 
 /// Loads and compiles the catalog under `args.paths`.
 pub fn load_catalog(args: &CatalogArgs) -> Result<Catalog, Diagnostics> {
+    let found = files::discover(&args.paths).map_err(|d| Diagnostics(vec![d]))?;
+    if let Some(d) = files::no_tool_files(&args.paths, &found) {
+        return Err(Diagnostics(vec![d]));
+    }
     let source = Source::load(&args.paths)?;
     catalog::build(&source, &build_options(args))
 }

@@ -11,15 +11,7 @@ use crate::cli::{CatalogArgs, ResolveArgs};
 use crate::diag::Style;
 
 pub fn run(args: &ResolveArgs) -> Result<i32, Failure> {
-    let arguments: Value = serde_json::from_str(&args.arguments).map_err(|e| {
-        Failure::new(
-            exit::CANNOT_RUN,
-            format!(
-                "error: JSON-ARGUMENTS is not valid json: {e}\n  = help: pass one JSON object, quoted for the shell: regent resolve {} '{{\"key\": \"value\"}}'",
-                args.tool
-            ),
-        )
-    })?;
+    let arguments = arguments(args)?;
     let catalog = load_catalog(&CatalogArgs {
         paths: args.config.clone(),
         policy_timeout_ms: args.policy_timeout_ms,
@@ -29,7 +21,14 @@ pub fn run(args: &ResolveArgs) -> Result<i32, Failure> {
 
     let params = json!({"name": args.tool, "arguments": arguments});
     // The latest protocol's shape: it carries `resultType`.
-    let answer = crate::protocol::resolve_result(&catalog, Some(&params), true, true);
+    // As a client that advertised each `--extension` with empty settings.
+    let ext: serde_json::Map<String, Value> = args
+        .extensions
+        .iter()
+        .map(|id| (id.clone(), json!({})))
+        .collect();
+    let negotiated = crate::protocol::Negotiated::from_json(Some(&Value::Object(ext)));
+    let answer = crate::protocol::resolve_result(&catalog, Some(&params), true, true, negotiated);
     let code = match &answer {
         Ok(v) => {
             print_stdout(&(serde_json::to_string_pretty(v).unwrap_or_default() + "\n"))?;
@@ -51,6 +50,52 @@ pub fn run(args: &ResolveArgs) -> Result<i32, Failure> {
         eprint!("{}", explanation(&catalog, &args.tool, &arguments));
     }
     Ok(code)
+}
+
+/// The arguments: JSON-ARGUMENTS, the `--input` file or standard input, or
+/// `{}` when neither is given.
+fn arguments(args: &ResolveArgs) -> Result<Value, Failure> {
+    let Some(input) = &args.input else {
+        let text = args.arguments.as_deref().unwrap_or("{}");
+        return serde_json::from_str(text).map_err(|e| {
+            Failure::new(
+                exit::CANNOT_RUN,
+                format!(
+                    "error: JSON-ARGUMENTS is not valid json: {e}\n  = help: pass one JSON object, quoted for the shell: regent resolve {} '{{\"key\": \"value\"}}', or put it in a file and pass --input FILE",
+                    args.tool
+                ),
+            )
+        });
+    };
+    let stdin = input.as_os_str() == "-";
+    let shown = if stdin {
+        "standard input".to_string()
+    } else {
+        input.display().to_string()
+    };
+    let text = if stdin {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map(|_| text)
+    } else {
+        std::fs::read_to_string(input)
+    }
+    .map_err(|e| {
+        Failure::new(
+            exit::CANNOT_RUN,
+            format!(
+                "error: cannot read the arguments from {shown}: {}\n  = help: pass a readable file holding one JSON object, or `-` for standard input",
+                crate::source::files::lower_io(&e)
+            ),
+        )
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        Failure::new(
+            exit::CANNOT_RUN,
+            format!(
+                "error: the arguments in {shown} are not valid json: {e}\n  = help: the input must be one JSON object, such as {{\"path\": \"notes.txt\"}}"
+            ),
+        )
+    })
 }
 
 fn help(reason: &str) -> &'static str {

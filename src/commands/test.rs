@@ -1,16 +1,29 @@
 //! `regent test`: run the catalog's YAML cases and Rego tests and print the
 //! results. What a test is lives in `crate::testing`.
 
-use super::{Failure, build_options, print_stdout};
+use super::{Failure, build_options, exit, print_stdout};
 use crate::cli::{TestArgs, TestFormat};
 use crate::diag::Style;
 use crate::testing::{self, report};
 
 pub fn run(args: &TestArgs) -> Result<i32, Failure> {
     let opts = build_options(&args.tooling.catalog());
-    let r = testing::run(&args.tooling.paths, &opts, args.coverage);
+    let filter = match &args.run {
+        None => None,
+        Some(re) => Some(regex::Regex::new(re).map_err(|e| {
+            Failure::new(
+                exit::CANNOT_RUN,
+                format!("error: --run {re:?} is not a valid regular expression: {e}"),
+            )
+        })?),
+    };
+    let test = testing::TestOptions {
+        coverage: args.coverage,
+        filter,
+    };
+    let r = testing::run(&args.tooling.paths, &opts, &test);
     let text = match args.format {
-        TestFormat::Human => report::human(&r, Style::for_stdout()),
+        TestFormat::Human => report::human(&r, Style::for_stdout(), args.verbose),
         TestFormat::Junit => report::junit(&r),
     };
     print_stdout(&text)?;

@@ -13,6 +13,7 @@ pub mod call;
 mod errors;
 pub mod input;
 pub mod metered;
+pub mod negotiation;
 mod notify;
 pub mod transport;
 pub mod wire;
@@ -34,6 +35,7 @@ use crate::decisions::{DecisionLog, Entry, Kind, Verdict};
 use crate::state::CatalogState;
 use answer::Answer;
 pub use errors::resolve_error;
+pub use negotiation::Negotiated;
 
 /// regent's MCP server: a view of the live catalog.
 #[derive(Clone)]
@@ -101,8 +103,13 @@ fn has_result_type(ctx: &RequestContext<RoleServer>) -> bool {
 }
 
 /// The `name` and `arguments` of a `tools/resolve`-shaped request, taken
-/// out of `params` (no copy of the arguments).
-fn name_and_arguments(params: Option<Value>) -> Result<(String, Value), ErrorData> {
+/// out of `params` (no copy of the arguments). The tool-resolution
+/// extension requires `arguments` (`{}` for none); SEP-1862 and the older
+/// draft let them default to `{}`.
+fn name_and_arguments(
+    params: Option<Value>,
+    require_arguments: bool,
+) -> Result<(String, Value), ErrorData> {
     let Some(Value::Object(mut params)) = params else {
         return Err(ErrorData::invalid_params(
             "params must be an object with `name` and `arguments`",
@@ -119,6 +126,12 @@ fn name_and_arguments(params: Option<Value>) -> Result<(String, Value), ErrorDat
         }
     };
     let arguments = match params.remove("arguments") {
+        None | Some(Value::Null) if require_arguments => {
+            return Err(ErrorData::invalid_params(
+                "params.arguments is required: pass an object, `{}` for a tool without parameters",
+                Some(json!({"tool": name, "reason": "invalid-arguments"})),
+            ));
+        }
         None | Some(Value::Null) => Value::Object(Map::new()),
         Some(v @ Value::Object(_)) => v,
         Some(other) => {
@@ -154,12 +167,14 @@ impl Regent {
         params: Option<Value>,
         full: bool,
         result_type: bool,
+        negotiated: Negotiated,
     ) -> Result<Answer, ErrorData> {
         resolve_logged(
             catalog,
             params,
             full,
             result_type,
+            negotiated,
             Some(&self.decisions),
             self.listed.as_deref(),
         )
@@ -167,15 +182,26 @@ impl Regent {
 }
 
 /// The result of `tools/resolve` (`full`) or `tools/annotations` for the
-/// request `params`, exactly as the server answers it. Public so that
-/// `regent resolve` prints the same thing without starting a server.
+/// request `params`, exactly as the server answers a request that
+/// `negotiated` those extensions. Public so that `regent resolve` prints the
+/// same thing without starting a server.
 pub fn resolve_result(
     catalog: &Catalog,
     params: Option<&Value>,
     full: bool,
     result_type: bool,
+    negotiated: Negotiated,
 ) -> Result<Value, ErrorData> {
-    resolve_logged(catalog, params.cloned(), full, result_type, None, None).map(Answer::into_value)
+    resolve_logged(
+        catalog,
+        params.cloned(),
+        full,
+        result_type,
+        negotiated,
+        None,
+        None,
+    )
+    .map(Answer::into_value)
 }
 
 fn resolve_logged(
@@ -183,10 +209,14 @@ fn resolve_logged(
     params: Option<Value>,
     full: bool,
     result_type: bool,
+    negotiated: Negotiated,
     log: Option<&DecisionLog>,
     listed: Option<&answer::Listed>,
 ) -> Result<Answer, ErrorData> {
-    let (name, args) = name_and_arguments(params)?;
+    // The extension's answer replaces SEP-1862's only for `tools/resolve`;
+    // `tools/annotations` is the older draft's method either way.
+    let draft = full && negotiated.resolution;
+    let (name, args) = name_and_arguments(params, draft)?;
     let tool = catalog
         .tool(&name)
         .ok_or_else(|| errors::unknown_tool(&name))?;
@@ -242,6 +272,7 @@ fn resolve_logged(
     };
     let annotations = wire::annotations(tool, Some(&r));
     let answer = match listed {
+        _ if draft => Answer::Value(draft_answer(&name, &r, negotiated)),
         // Text for the stdio transport: the listed members are made once per
         // catalog revision, the rest is written without building values.
         Some(listed) => Answer::Text(answer::resolved(&answer::Parts {
@@ -268,6 +299,38 @@ fn resolve_logged(
             .map_err(|stalled| ErrorData::internal_error(stalled.to_string(), None))?;
     }
     Ok(answer)
+}
+
+/// The `tools/resolve` answer of the tool-resolution extension, exactly:
+/// `{resultType: "complete", name, annotations, _meta?}`, the annotations
+/// being the four hints as booleans (no title, no extra hints). `_meta` holds
+/// only objects of extensions the request negotiated: regent's decision
+/// (what a call with these arguments would get, without an id) and the
+/// policy's `meta` under [`negotiation::DECISION_EXTENSION`].
+pub fn draft_answer(
+    name: &str,
+    r: &crate::catalog::Resolution<'_>,
+    negotiated: Negotiated,
+) -> Value {
+    let mut out = Map::with_capacity(4);
+    out.insert("resultType".into(), json!("complete"));
+    out.insert("name".into(), json!(name));
+    out.insert("annotations".into(), Value::Object(r.hints.to_json()));
+    if negotiated.decision {
+        let mut d = Map::new();
+        d.insert("allowed".into(), json!(r.deny.is_empty()));
+        d.insert("reasons".into(), json!(r.deny));
+        if let Some(message) = &r.confirm {
+            d.insert("confirm".into(), json!(message));
+        }
+        if !r.meta.is_empty() {
+            d.insert("meta".into(), Value::Object(r.meta.clone()));
+        }
+        let mut meta = Map::with_capacity(1);
+        meta.insert(negotiation::DECISION_EXTENSION.into(), Value::Object(d));
+        out.insert("_meta".into(), Value::Object(meta));
+    }
+    Value::Object(out)
 }
 
 /// The answer as a value (see `answer::resolved` for the same as text).
@@ -312,6 +375,7 @@ impl ServerHandler for Regent {
     fn get_info(&self) -> ServerConfig {
         let mut ext = ExtensionCapabilities::new();
         ext.insert(wire::EXTENSION.into(), JsonObject::new());
+        ext.insert(negotiation::DECISION_EXTENSION.into(), JsonObject::new());
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_extensions_with(ext)
@@ -325,14 +389,19 @@ impl ServerHandler for Regent {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let catalog = self.state.current();
+        let marked = Negotiated::for_request(&ctx, has_result_type(&ctx)).resolution;
         let tools = catalog
             .tools()
             .iter()
             .map(|t| {
-                let json = Value::Object(wire::stash_for_list(wire::tool_json(t, None)));
+                let mut tool = wire::tool_json(t, None);
+                if !marked {
+                    wire::unmark(&mut tool);
+                }
+                let json = Value::Object(wire::stash_for_list(tool));
                 serde_json::from_value::<McpTool>(json).map_err(|e| {
                     ErrorData::internal_error(
                         format!("tool {} does not fit the MCP Tool type: {e}", t.name),
@@ -376,11 +445,19 @@ impl ServerHandler for Regent {
         let catalog = self.state.current();
         let result_type = has_result_type(&ctx);
         let value = match request.method.as_str() {
-            "tools/resolve" => self
-                .resolve(&catalog, request.params, true, result_type)?
-                .into_value(),
+            "tools/resolve" => {
+                let negotiated = Negotiated::for_request(&ctx, result_type);
+                self.resolve(&catalog, request.params, true, result_type, negotiated)?
+                    .into_value()
+            }
             "tools/annotations" => self
-                .resolve(&catalog, request.params, false, result_type)?
+                .resolve(
+                    &catalog,
+                    request.params,
+                    false,
+                    result_type,
+                    Negotiated::default(),
+                )?
                 .into_value(),
             // Reload status for operators and tests: the same document as
             // `--status-file`.

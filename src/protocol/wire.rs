@@ -92,6 +92,18 @@ pub fn decided_parts(
     t
 }
 
+/// Removes the tool-resolution extension's marker from a tool's `_meta`
+/// (and `_meta` itself when nothing else is left), for a `tools/list` whose
+/// request did not negotiate the extension.
+pub fn unmark(tool: &mut Map<String, Value>) {
+    if let Some(Value::Object(meta)) = tool.get_mut("_meta") {
+        meta.remove(EXTENSION);
+        if meta.is_empty() {
+            tool.remove("_meta");
+        }
+    }
+}
+
 /// All four hints (listed or resolved), the display title, and any extra
 /// hints a policy added.
 pub fn annotations(tool: &Tool, resolution: Option<&Resolution<'_>>) -> Map<String, Value> {

@@ -15,7 +15,7 @@ pub mod status;
 pub mod watch;
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
@@ -208,16 +208,14 @@ impl Reloader {
                 changing = settle::recently_changed(&after, interval, std::time::SystemTime::now());
                 continue;
             }
-            if let Ok(source) = &loaded
-                && emptied_rereads < EMPTIED_REREADS
-            {
+            if let Ok(source) = &loaded {
                 let emptied: Vec<_> = source
                     .tool_files
                     .iter()
                     .filter(|f| f.model.tools.is_empty() && served.contains(&f.path))
-                    .map(|f| f.path.display().to_string())
+                    .map(|f| f.path.clone())
                     .collect();
-                if !emptied.is_empty() {
+                if !emptied.is_empty() && emptied_rereads < EMPTIED_REREADS {
                     tracing::debug!(
                         files = ?emptied,
                         "tool files that had tools now declare none; reading them again once settled"
@@ -225,6 +223,27 @@ impl Reloader {
                     emptied_rereads += 1;
                     std::thread::sleep(interval);
                     continue;
+                }
+                // A file left blank is a save caught half-way whose writer
+                // was descheduled (seen on a loaded machine), far more often
+                // than a wish to remove tools, which deleting the file or
+                // writing `tools: []` says plainly. Keep what serves; the
+                // write that completes the save reloads again.
+                if let Some(blank) = emptied.iter().find(|p| is_blank(p)) {
+                    return Err(Diagnostics(vec![
+                        Diagnostic::error(
+                            "file-emptied",
+                            Location::file(blank.clone()),
+                            format!(
+                                "{} is empty but declared tools in the serving catalog",
+                                blank.display()
+                            ),
+                        )
+                        .with_help(
+                            "the previous catalog keeps serving until the file has content again; \
+                             to remove its tools, delete the file or write `tools: []`",
+                        ),
+                    ]));
                 }
             }
             return loaded;
@@ -292,6 +311,15 @@ fn tool_files(catalog: &Catalog) -> HashSet<PathBuf> {
         .iter()
         .map(|t| t.location.file.clone())
         .collect()
+}
+
+/// Whether the file at `path` holds nothing but blanks and YAML comments.
+fn is_blank(path: &Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|text| {
+        text.lines()
+            .map(str::trim)
+            .all(|l| l.is_empty() || l.starts_with('#'))
+    })
 }
 
 /// How many times to read the files before giving up on their settling.

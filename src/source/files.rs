@@ -109,6 +109,27 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<(PathBuf, FileKind)>, Diagnosti
     Ok(found)
 }
 
+/// `Some` when `found` (what [`discover`] returned for `paths`) holds no tool
+/// file: a catalog without tools is almost always a wrong path, and a CI job
+/// pointed at one must not pass. `check`, `test` and `serve` refuse it.
+pub fn no_tool_files(paths: &[PathBuf], found: &[(PathBuf, FileKind)]) -> Option<Diagnostic> {
+    if found.iter().any(|(_, k)| *k == FileKind::Tools) {
+        return None;
+    }
+    let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let at = paths.first().cloned().unwrap_or_else(|| PathBuf::from("."));
+    Some(
+        Diagnostic::error(
+            "no-tool-files",
+            Location::file(at),
+            format!("no tool files under {}", shown.join(", ")),
+        )
+        .with_help(
+            "tools are declared in *.yaml or *.yml files (*.test.yaml files are test cases); pass the directory that holds them",
+        ),
+    )
+}
+
 fn walk(
     dir: &Path,
     found: &mut Vec<(PathBuf, FileKind)>,

@@ -95,12 +95,53 @@ impl LocatedCase {
     }
 }
 
-/// Parses a case file; every case carries its `file:line:column`.
-pub fn parse(path: &Path, text: &str) -> Result<Vec<LocatedCase>, Diagnostic> {
-    let file: CaseFile = yaml_serde::from_str(text).map_err(|e| yaml_error(path, &e))?;
+/// A case file's cases: each parsed case with its `file:line:column`, or the
+/// error that makes it malformed. A malformed case (a misspelt key, a value
+/// of the wrong type, nothing expected) is an error for that case alone; the
+/// file's other cases still run.
+#[derive(Debug, Default)]
+pub struct Parsed {
+    pub cases: Vec<LocatedCase>,
+    pub malformed: Vec<Diagnostic>,
+}
+
+/// The shape of a case file with each case unread, to know how many there
+/// are when one of them does not parse.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Outline {
+    cases: Vec<serde::de::IgnoredAny>,
+}
+
+/// Parses a case file. `Err` when the file itself is broken (not YAML, no
+/// `cases` list, a key beside `cases`).
+pub fn parse(path: &Path, text: &str) -> Result<Parsed, Diagnostic> {
+    let cases: Vec<Result<Case, Diagnostic>> = match yaml_serde::from_str::<CaseFile>(text) {
+        Ok(file) => file.cases.into_iter().map(Ok).collect(),
+        Err(whole) => {
+            // Read case by case, so that one bad case does not hide the rest.
+            let outline: Outline =
+                yaml_serde::from_str(text).map_err(|_| yaml_error(path, &whole))?;
+            (0..outline.cases.len())
+                .map(|i| {
+                    use serde::de::DeserializeSeed;
+                    OneCase(i)
+                        .deserialize(yaml_serde::Deserializer::from_str(text))
+                        .map_err(|e| yaml_error(path, &e))
+                })
+                .collect()
+        }
+    };
     let index = LocationIndex::build(text);
-    let mut out = Vec::new();
-    for (i, case) in file.cases.into_iter().enumerate() {
+    let mut out = Parsed::default();
+    for (i, case) in cases.into_iter().enumerate() {
+        let case = match case {
+            Ok(c) => c,
+            Err(d) => {
+                out.malformed.push(d);
+                continue;
+            }
+        };
         let at = YamlPath::root().key("cases").index(i);
         let (line, column) = index.locate(&at.key("tool"));
         let location = Location::new(path, line, column);
@@ -113,22 +154,93 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<LocatedCase>, Diagnostic> {
             && e.confirm.is_none()
         {
             let (line, column) = index.locate(&at.key("expect"));
-            return Err(Diagnostic::error(
-                "empty-expectation",
-                Location::new(path, line, column),
-                format!("case {} expects nothing, so it could never fail", i + 1),
-            )
-            .with_help(
-                "add `annotations`, `meta`, `securitySchemes`, `deny`, `confirm` or `error` under `expect`",
-            ));
+            out.malformed.push(
+                Diagnostic::error(
+                    "empty-expectation",
+                    Location::new(path, line, column),
+                    format!("case {} expects nothing, so it could never fail", i + 1),
+                )
+                .with_help(
+                    "add `annotations`, `meta`, `securitySchemes`, `deny`, `confirm` or `error` under `expect`",
+                ),
+            );
+            continue;
         }
-        out.push(LocatedCase {
+        out.cases.push(LocatedCase {
             case,
             file: path.to_path_buf(),
             location,
         });
     }
     Ok(out)
+}
+
+/// Reads a case file keeping only case `.0`: the others are skipped unread,
+/// so the error (if any) is that case's own, with its location and path.
+struct OneCase(usize);
+
+impl<'de> serde::de::DeserializeSeed<'de> for OneCase {
+    type Value = Case;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Case, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for OneCase {
+    type Value = Case;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a case file")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Case, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "cases" {
+                found = Some(map.next_value_seed(CaseAt(self.0))?);
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        found.ok_or_else(|| serde::de::Error::missing_field("cases"))
+    }
+}
+
+/// The `cases` list, keeping only the case at `.0`.
+struct CaseAt(usize);
+
+impl<'de> serde::de::DeserializeSeed<'de> for CaseAt {
+    type Value = Case;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Case, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for CaseAt {
+    type Value = Case;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of cases")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Case, A::Error> {
+        let mut found = None;
+        let mut i = 0;
+        loop {
+            if i == self.0 {
+                match seq.next_element::<Case>()? {
+                    Some(c) => found = Some(c),
+                    None => break,
+                }
+            } else if seq.next_element::<serde::de::IgnoredAny>()?.is_none() {
+                break;
+            }
+            i += 1;
+        }
+        found.ok_or_else(|| serde::de::Error::invalid_length(i, &"one more case"))
+    }
 }
 
 /// One compared value.
@@ -162,7 +274,13 @@ fn show(v: Option<&Value>) -> String {
 /// Resolves the case's tool and compares the answer with the expectation.
 pub fn run(catalog: &Catalog, c: &Case) -> Outcome {
     let params = json!({"name": c.tool, "arguments": c.arguments});
-    let answer = crate::protocol::resolve_result(catalog, Some(&params), true, false);
+    let answer = crate::protocol::resolve_result(
+        catalog,
+        Some(&params),
+        true,
+        false,
+        crate::protocol::Negotiated::default(),
+    );
     let mapping = catalog
         .resolve(&c.tool, &Value::Object(c.arguments.clone()))
         .ok()
@@ -253,7 +371,7 @@ pub fn run(catalog: &Catalog, c: &Case) -> Outcome {
                         ok: false,
                     });
                     note = Some(
-                        "the resolution has no `deny` list: this build of regent does not support the `deny` contract rule yet, so `expect.deny` cannot pass".to_string(),
+                        "tools/resolve gave no deny reasons (`_meta[\"regent/decision\"].reasons`) to compare with".to_string(),
                     );
                 }
             }

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::catalog::rego_test::{self, RegoTest};
 use crate::catalog::{self, BuildOptions};
 use crate::diag::{Diagnostic, Location};
-use crate::source::Source;
+use crate::source::{Source, files};
 use cases::LocatedCase;
 
 /// One case and how it went.
@@ -59,6 +59,27 @@ pub struct TestReport {
     pub coverage: Option<Coverage>,
     /// Problems that stopped tests from running (a broken catalog or case file).
     pub diagnostics: Vec<Diagnostic>,
+    /// Cases that do not parse (a misspelt key, a wrong value), each an
+    /// error counted as a failed test; their files' other cases still run.
+    pub malformed: Vec<Diagnostic>,
+    /// Tests left out by `--run`.
+    pub filtered_out: usize,
+}
+
+/// What `regent test` runs and measures.
+#[derive(Debug, Clone, Default)]
+pub struct TestOptions {
+    /// Report coverage of policy lines and YAML mapping rules.
+    pub coverage: bool,
+    /// `--run`: only cases and Rego tests whose name this matches.
+    pub filter: Option<regex::Regex>,
+}
+
+impl TestOptions {
+    /// Whether the test called `name` runs.
+    pub fn selects(&self, name: &str) -> bool {
+        self.filter.as_ref().is_none_or(|re| re.is_match(name))
+    }
 }
 
 impl TestReport {
@@ -67,8 +88,9 @@ impl TestReport {
             + self.rego.iter().filter(|t| t.failure.is_none()).count()
     }
 
+    /// Failed tests, malformed cases included.
     pub fn failed(&self) -> usize {
-        self.cases.len() + self.rego.len() - self.passed()
+        self.cases.len() + self.rego.len() + self.malformed.len() - self.passed()
     }
 
     /// 0 when every test passed, 2 when the paths could not be read, 1 otherwise
@@ -93,8 +115,21 @@ impl TestReport {
 }
 
 /// Runs the tests of the catalog under `paths`.
-pub fn run(paths: &[PathBuf], opts: &BuildOptions, coverage: bool) -> TestReport {
+pub fn run(paths: &[PathBuf], opts: &BuildOptions, test: &TestOptions) -> TestReport {
+    let coverage = test.coverage;
     let mut report = TestReport::default();
+    match files::discover(paths) {
+        Ok(found) => {
+            if let Some(d) = files::no_tool_files(paths, &found) {
+                report.diagnostics.push(d);
+                return report;
+            }
+        }
+        Err(d) => {
+            report.diagnostics.push(d);
+            return report;
+        }
+    }
     let source = match Source::load(paths) {
         Ok(s) => s,
         Err(d) => {
@@ -113,16 +148,33 @@ pub fn run(paths: &[PathBuf], opts: &BuildOptions, coverage: bool) -> TestReport
     let mut all_cases = Vec::new();
     for f in &source.cases {
         match cases::parse(&f.path, &f.text) {
-            Ok(cs) => all_cases.extend(cs),
+            Ok(parsed) => {
+                all_cases.extend(parsed.cases);
+                report.malformed.extend(parsed.malformed);
+            }
             Err(d) => report.diagnostics.push(d),
         }
     }
     for c in all_cases {
+        if !test.selects(&c.title()) {
+            report.filtered_out += 1;
+            continue;
+        }
         let outcome = cases::run(&catalog, &c.case);
         report.cases.push(CaseResult { case: c, outcome });
     }
 
-    let covered = match rego_test::run_tests(&source, opts.policy_limits, coverage) {
+    let rego_filtered = std::cell::Cell::new(0);
+    let selected = |name: &str| {
+        let keep = test.selects(name);
+        if !keep {
+            rego_filtered.set(rego_filtered.get() + 1);
+        }
+        keep
+    };
+    let ran = rego_test::run_tests(&source, opts.policy_limits, coverage, &selected);
+    report.filtered_out += rego_filtered.get();
+    let covered = match ran {
         Ok((tests, covered)) => {
             report.rego = tests;
             covered

@@ -4,16 +4,20 @@
 use super::{CaseResult, Coverage, TestReport};
 use crate::diag::{Style, display_path};
 
-/// The report for a terminal.
-pub fn human(r: &TestReport, style: Style) -> String {
+/// The report for a terminal: failures, or with `verbose` every test with
+/// its result.
+pub fn human(r: &TestReport, style: Style, verbose: bool) -> String {
     let mut out = String::new();
-    for d in &r.diagnostics {
+    for d in r.diagnostics.iter().chain(&r.malformed) {
         out.push_str(&d.render_styled(style));
         out.push('\n');
     }
     for c in &r.cases {
         let loc = c.case.location.to_string();
         if c.outcome.passed {
+            if !verbose {
+                continue;
+            }
             out.push_str(&format!(
                 "{} {} {}\n",
                 style.green("ok  "),
@@ -33,6 +37,7 @@ pub fn human(r: &TestReport, style: Style) -> String {
     for t in &r.rego {
         let loc = t.location.to_string();
         match &t.failure {
+            None if !verbose => {}
             None => out.push_str(&format!(
                 "{} {} {}\n",
                 style.green("ok  "),
@@ -53,14 +58,34 @@ pub fn human(r: &TestReport, style: Style) -> String {
     if let Some(cov) = &r.coverage {
         out.push_str(&coverage(cov, style));
     }
-    if r.cases.is_empty() && r.rego.is_empty() && r.diagnostics.is_empty() {
-        out.push_str(&format!(
-            "{}: no tests found\n  {} add cases in *.test.yaml files or test_* rules in *_test.rego files next to the catalog\n",
-            style.red("error"),
-            style.cyan("= help:")
+    if r.cases.is_empty() && r.rego.is_empty() && r.diagnostics.is_empty() && r.malformed.is_empty()
+    {
+        if r.filtered_out > 0 {
+            out.push_str(&format!(
+                "{}: no test name matches --run ({} left out)\n  {} names are a case's `name` (or its tool and arguments) and a Rego test's `data.package.test_name`; run with -v to list them\n",
+                style.red("error"),
+                r.filtered_out,
+                style.cyan("= help:")
+            ));
+        } else {
+            out.push_str(&format!(
+                "{}: no tests found\n  {} add cases in *.test.yaml files or test_* rules in *_test.rego files next to the catalog\n",
+                style.red("error"),
+                style.cyan("= help:")
+            ));
+        }
+    }
+    let mut line = format!("{} passed, {} failed", r.passed(), r.failed());
+    if !r.malformed.is_empty() {
+        let n = r.malformed.len();
+        line.push_str(&format!(
+            " ({n} malformed case{})",
+            if n == 1 { "" } else { "s" }
         ));
     }
-    let line = format!("{} passed, {} failed", r.passed(), r.failed());
+    if r.filtered_out > 0 {
+        line.push_str(&format!(", {} filtered out by --run", r.filtered_out));
+    }
     out.push_str(&if r.exit_code() == 0 {
         style.green(&line)
     } else {
@@ -269,6 +294,7 @@ pub fn junit(r: &TestReport) -> String {
     let errors: Vec<String> = r
         .diagnostics
         .iter()
+        .chain(&r.malformed)
         .filter(|d| d.is_error())
         .map(|d| {
             format!(
@@ -284,7 +310,7 @@ pub fn junit(r: &TestReport) -> String {
     let total: usize = suites.iter().map(|s| s.1.len()).sum::<usize>() + n_errors;
     out.push_str(&format!(
         "<testsuites name=\"regent test\" tests=\"{total}\" failures=\"{}\" errors=\"{n_errors}\">\n",
-        r.failed()
+        r.failed() - r.malformed.len()
     ));
     for (name, cases, failures) in &suites {
         out.push_str(&format!(

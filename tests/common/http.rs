@@ -373,6 +373,9 @@ pub struct McpHttp {
     pub session: Option<String>,
     /// Extra headers on every request (e.g. `Authorization`).
     pub extra: Vec<(String, String)>,
+    /// The client capabilities: in `initialize` (legacy), or in `_meta` on
+    /// every request (modern; change it between requests to vary them).
+    pub capabilities: Value,
     next_id: i64,
 }
 
@@ -382,11 +385,22 @@ impl McpHttp {
     }
 
     pub fn connect_with(addr: SocketAddr, era: Era, extra: Vec<(String, String)>) -> McpHttp {
+        Self::connect_caps(addr, era, extra, json!({}))
+    }
+
+    /// A client with `capabilities` (see [`McpHttp::capabilities`]).
+    pub fn connect_caps(
+        addr: SocketAddr,
+        era: Era,
+        extra: Vec<(String, String)>,
+        capabilities: Value,
+    ) -> McpHttp {
         let mut c = McpHttp {
             addr,
             era,
             session: None,
             extra,
+            capabilities,
             next_id: 0,
         };
         if era == Era::Legacy {
@@ -394,7 +408,7 @@ impl McpHttp {
                 "jsonrpc": "2.0", "id": 0, "method": "initialize",
                 "params": {
                     "protocolVersion": "2025-11-25",
-                    "capabilities": {},
+                    "capabilities": c.capabilities,
                     "clientInfo": {"name": "regent-tests", "version": "1"}
                 }
             });
@@ -415,10 +429,10 @@ impl McpHttp {
     }
 
     /// The `_meta` a 2026-07-28 client puts on every request.
-    pub fn modern_meta() -> Value {
+    pub fn modern_meta(&self) -> Value {
         json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientCapabilities": self.capabilities,
             "io.modelcontextprotocol/clientInfo": {"name": "regent-tests", "version": "1"}
         })
     }
@@ -462,7 +476,7 @@ impl McpHttp {
         if self.era == Era::Modern
             && let Some(obj) = params.as_object_mut()
         {
-            obj.insert("_meta".into(), Self::modern_meta());
+            obj.insert("_meta".into(), self.modern_meta());
         }
         json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
     }

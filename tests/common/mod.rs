@@ -13,6 +13,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
+pub mod draft_client;
 pub mod http;
 
 use serde_json::{Value, json};
@@ -50,6 +51,9 @@ pub struct Server {
     stderr: std::sync::Arc<std::sync::Mutex<String>>,
     next_id: i64,
     pub era: Era,
+    /// The client capabilities: in `initialize` (legacy), or in `_meta` on
+    /// every request (modern; change it between requests to vary them).
+    pub capabilities: Value,
     /// Notifications seen while waiting for responses.
     pub notifications: Vec<Value>,
 }
@@ -62,7 +66,18 @@ impl Server {
         Self::spawn(era, cmd)
     }
 
-    pub fn spawn(era: Era, mut cmd: Command) -> Server {
+    /// [`Server::start`] for a client with `capabilities`.
+    pub fn start_with(era: Era, args: &[&str], capabilities: Value) -> Server {
+        let mut cmd = regent();
+        cmd.arg("serve").args(args);
+        Self::spawn_with(era, cmd, capabilities)
+    }
+
+    pub fn spawn(era: Era, cmd: Command) -> Server {
+        Self::spawn_with(era, cmd, json!({}))
+    }
+
+    pub fn spawn_with(era: Era, mut cmd: Command, capabilities: Value) -> Server {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -96,6 +111,7 @@ impl Server {
             stderr: log,
             next_id: 0,
             era,
+            capabilities,
             notifications: Vec::new(),
         };
         if era == Era::Legacy {
@@ -103,7 +119,7 @@ impl Server {
                 "initialize",
                 json!({
                     "protocolVersion": "2025-11-25",
-                    "capabilities": {},
+                    "capabilities": s.capabilities.clone(),
                     "clientInfo": {"name": "regent-tests", "version": "1"}
                 }),
             );
@@ -145,10 +161,10 @@ impl Server {
     }
 
     /// The `_meta` a 2026-07-28 client puts on every request.
-    fn modern_meta() -> Value {
+    fn modern_meta(&self) -> Value {
         json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientCapabilities": self.capabilities,
             "io.modelcontextprotocol/clientInfo": {"name": "regent-tests", "version": "1"}
         })
     }
@@ -161,7 +177,7 @@ impl Server {
         if self.era == Era::Modern
             && let Some(obj) = params.as_object_mut()
         {
-            obj.insert("_meta".into(), Self::modern_meta());
+            obj.insert("_meta".into(), self.modern_meta());
         }
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.send_line(&msg.to_string());

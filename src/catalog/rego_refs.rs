@@ -1,0 +1,750 @@
+//! References into `input` and `data` that can never be defined.
+//!
+//! A typo in a reference (`input.arguments.pth`, `data.kv.protected_key`)
+//! makes the expression undefined on every request, so a `deny` rule that
+//! uses it never fires: the policy fails open. Read from the syntax tree
+//! (through [`rego_ast`]'s visitor), before anything runs:
+//!
+//! - `input.X` must be `input.tool` or `input.arguments` (see
+//!   [`super::policy::input`]), and `input.arguments.a.b[_].c` must be a path
+//!   the tool's `inputSchema` can have;
+//! - `data.a.b.c` must lead into the merged data documents or to a package
+//!   or rule some policy defines.
+//!
+//! A computed component (`data.x[input.arguments.k]`, `input.arguments[k]`)
+//! stops the check at that point; so do `$ref`, `patternProperties`,
+//! `additionalProperties: true` (or a schema, which is followed), and a schema
+//! with no `properties` at all.
+
+use std::collections::BTreeMap;
+
+use regorus::unstable::{Expr, Span};
+use serde_json::Value;
+
+use super::rego_ast::{self, PolicyModule, RuleDef};
+use crate::diag::{Diagnostic, Location};
+
+/// The tools whose `inputSchema` a package's references are checked against.
+pub struct Schemas<'a> {
+    /// (tool name, inputSchema); empty means the arguments are not checked.
+    pub tools: Vec<(&'a str, &'a Value)>,
+    /// True for a library package, checked against the union of every tool.
+    pub library: bool,
+}
+
+/// What the references are checked against.
+pub struct Context {
+    /// The merged data documents and the packages and rules defined.
+    data: Node,
+    /// False when a policy file did not parse: the packages it defines are
+    /// unknown, so `data` references are not checked (the parse error is
+    /// reported on its own).
+    check_data: bool,
+    /// The tool package that owns each module (`None`: a library package).
+    module_owner: Vec<Option<String>>,
+    /// Package -> the tool package that owns it, for packages tools own.
+    package_owner: BTreeMap<String, String>,
+}
+
+impl Context {
+    /// `data_docs` are the data documents; `owners[i]` is the tool package
+    /// that owns `modules[i]` (`None` for a library package).
+    pub fn new(
+        modules: &[PolicyModule],
+        owners: &[Option<&str>],
+        data_docs: &[&Value],
+        check_data: bool,
+    ) -> Self {
+        let mut data = Node::Tree(BTreeMap::new());
+        for d in data_docs {
+            data.insert_json(d);
+        }
+        for m in modules {
+            data.insert_path(m.package.split('.'), false);
+        }
+        for def in rego_ast::rule_defs(modules) {
+            insert_rule(&mut data, &def);
+        }
+        let module_owner: Vec<Option<String>> = (0..modules.len())
+            .map(|i| owners.get(i).copied().flatten().map(str::to_string))
+            .collect();
+        let package_owner = modules
+            .iter()
+            .zip(&module_owner)
+            .filter_map(|(m, o)| Some((m.package.clone(), o.clone()?)))
+            .collect();
+        Context {
+            data,
+            check_data,
+            module_owner,
+            package_owner,
+        }
+    }
+}
+
+/// Every reference in `modules` that can never be defined; `schemas` gives,
+/// for the index of a module, the tools whose arguments it reads.
+pub fn check<'v>(
+    modules: &[PolicyModule],
+    ctx: &Context,
+    schemas: impl Fn(usize) -> Schemas<'v>,
+) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for (i, m) in modules.iter().enumerate() {
+        let schemas = schemas(i);
+        let imports = imports(m);
+        let scope = Scope {
+            ctx,
+            owner: ctx.module_owner.get(i).cloned().flatten(),
+            schemas: &schemas,
+            imports: &imports,
+        };
+        for rule in &m.module.policy {
+            rego_ast::walk_rule(rule, &mut |e| visit(&scope, e, &mut out));
+        }
+    }
+    out
+}
+
+struct Scope<'a, 'v> {
+    ctx: &'a Context,
+    /// The tool package that owns the module being read.
+    owner: Option<String>,
+    schemas: &'a Schemas<'v>,
+    imports: &'a BTreeMap<String, Vec<String>>,
+}
+
+/// `import data.kv` (alias `kv`), `import input.arguments as args`.
+fn imports(m: &PolicyModule) -> BTreeMap<String, Vec<String>> {
+    let mut out = BTreeMap::new();
+    for imp in &m.module.imports {
+        let Some(parts) = parts(&imp.refr) else {
+            continue;
+        };
+        let path: Option<Vec<String>> = parts.into_iter().map(|p| p.name).collect();
+        let Some(path) = path else { continue };
+        if !matches!(path.first().map(String::as_str), Some("data" | "input")) {
+            continue;
+        }
+        let alias = match &imp.r#as {
+            Some(span) => span.text().to_string(),
+            None => path.last().cloned().unwrap_or_default(),
+        };
+        out.insert(alias, path);
+    }
+    out
+}
+
+/// One component of a reference and where it is written; `name` is `None`
+/// when it is computed (a variable, a number, an expression).
+struct Part {
+    name: Option<String>,
+    span: Span,
+}
+
+/// The components of a reference rooted at a variable, outermost last.
+fn parts(e: &Expr) -> Option<Vec<Part>> {
+    let mut out = Vec::new();
+    let mut cur = e;
+    loop {
+        match cur {
+            Expr::RefDot { refr, field, .. } => {
+                out.push(Part {
+                    name: field.1.as_string().ok().map(|s| s.to_string()),
+                    span: field.0.clone(),
+                });
+                cur = refr;
+            }
+            Expr::RefBrack { refr, index, .. } => {
+                out.push(Part {
+                    name: rego_ast::const_string(index),
+                    span: index.span().clone(),
+                });
+                cur = refr;
+            }
+            Expr::Var { value, span, .. } => {
+                out.push(Part {
+                    name: Some(value.as_string().ok()?.to_string()),
+                    span: span.clone(),
+                });
+                break;
+            }
+            _ => return None,
+        }
+    }
+    out.reverse();
+    Some(out)
+}
+
+fn visit(scope: &Scope<'_, '_>, e: &Expr, out: &mut Vec<Diagnostic>) -> bool {
+    if !matches!(e, Expr::RefDot { .. } | Expr::RefBrack { .. }) {
+        return true;
+    }
+    let Some(mut parts) = parts(e) else {
+        return true;
+    };
+    // Indexes may hold references of their own.
+    let mut cur = e;
+    while let Expr::RefDot { refr, .. } | Expr::RefBrack { refr, .. } = cur {
+        if let Expr::RefBrack { index, .. } = cur {
+            rego_ast::walk_expr(index, &mut |x| visit(scope, x, out));
+        }
+        cur = refr;
+    }
+    let root = parts[0].name.clone().unwrap_or_default();
+    if root != "input"
+        && root != "data"
+        && let Some(prefix) = scope.imports.get(&root)
+    {
+        let span = parts[0].span.clone();
+        let expanded = prefix.iter().map(|n| Part {
+            name: Some(n.clone()),
+            span: span.clone(),
+        });
+        parts.splice(0..1, expanded);
+    }
+    match parts[0].name.as_deref() {
+        Some("input") => out.extend(check_input(scope, &parts)),
+        Some("data") if scope.ctx.check_data => out.extend(
+            check_data(&scope.ctx.data, &parts).or_else(|| other_tools_package(scope, &parts)),
+        ),
+        _ => {}
+    }
+    false
+}
+
+/// `input.arguments.a[_].b`, up to and including `parts[upto]`.
+fn show(parts: &[Part], upto: usize) -> String {
+    let mut s = String::new();
+    for (i, p) in parts.iter().take(upto + 1).enumerate() {
+        match &p.name {
+            Some(n) if i == 0 => s.push_str(n),
+            Some(n) if is_ident(n) => {
+                s.push('.');
+                s.push_str(n);
+            }
+            Some(n) => s.push_str(&format!("[{n:?}]")),
+            None => s.push_str("[_]"),
+        }
+    }
+    s
+}
+
+fn is_ident(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The candidate nearest to `name`, if it is near enough to be a typo.
+fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let (dist, best) = candidates
+        .into_iter()
+        .map(|c| {
+            (
+                strsim::damerau_levenshtein(&name.to_lowercase(), &c.to_lowercase()),
+                c,
+            )
+        })
+        .min()?;
+    (dist <= 2.max(name.len() / 3)).then_some(best)
+}
+
+fn listed(names: &[String]) -> String {
+    if names.is_empty() {
+        return "none".to_string();
+    }
+    let mut shown: Vec<String> = names.iter().take(8).map(|n| format!("`{n}`")).collect();
+    if names.len() > 8 {
+        shown.push(format!("and {} more", names.len() - 8));
+    }
+    shown.join(", ")
+}
+
+/// Where a path left what a schema or document can hold.
+struct Miss {
+    /// Index of the first component that cannot be defined.
+    at: usize,
+    /// Why, after "`path` is never defined: ".
+    why: String,
+    /// The names that are valid at that point.
+    candidates: Vec<String>,
+}
+
+fn diagnostic(code: &'static str, parts: &[Part], miss: &Miss, fix: &str) -> Diagnostic {
+    let shown = show(parts, miss.at);
+    let name = parts[miss.at].name.clone().unwrap_or_default();
+    let help = match nearest(&name, miss.candidates.iter().map(String::as_str)) {
+        Some(best) => {
+            let mut fixed = parts[..miss.at]
+                .iter()
+                .map(|p| Part {
+                    name: p.name.clone(),
+                    span: p.span.clone(),
+                })
+                .collect::<Vec<_>>();
+            fixed.push(Part {
+                name: Some(best.to_string()),
+                span: parts[miss.at].span.clone(),
+            });
+            format!(
+                "did you mean `{}`? the expression is undefined on every request, so a rule that tests it never applies",
+                show(&fixed, miss.at)
+            )
+        }
+        None if miss.candidates.is_empty() => {
+            format!("{fix}; the expression is undefined on every request")
+        }
+        None => format!(
+            "the names defined here are {}; {fix}",
+            listed(&miss.candidates)
+        ),
+    };
+    Diagnostic::error(
+        code,
+        location(&parts[miss.at].span),
+        format!("`{shown}` is never defined: {}", miss.why),
+    )
+    .with_help(help)
+}
+
+fn location(span: &Span) -> Location {
+    rego_ast::span_location(span)
+}
+
+// ---------------------------------------------------------------------------
+// input
+
+fn check_input(scope: &Scope<'_, '_>, parts: &[Part]) -> Option<Diagnostic> {
+    let second = parts.get(1)?;
+    let name = second.name.as_deref()?;
+    match name {
+        "arguments" => check_arguments(scope.schemas, parts),
+        "tool" => {
+            let third = parts.get(2)?;
+            third.name.as_ref()?;
+            Some(diagnostic(
+                "rego-undefined-input",
+                parts,
+                &Miss {
+                    at: 2,
+                    why: "`input.tool` is the tool's name, a string".to_string(),
+                    candidates: Vec::new(),
+                },
+                "compare `input.tool` as a whole",
+            ))
+        }
+        _ => Some(diagnostic(
+            "rego-undefined-input",
+            parts,
+            &Miss {
+                at: 1,
+                why: "the policy input has only `tool` and `arguments`".to_string(),
+                candidates: vec!["arguments".to_string(), "tool".to_string()],
+            },
+            "read the tool's arguments under `input.arguments`",
+        )),
+    }
+}
+
+fn check_arguments(schemas: &Schemas<'_>, parts: &[Part]) -> Option<Diagnostic> {
+    if schemas.tools.is_empty() {
+        return None;
+    }
+    let mut first: Option<Miss> = None;
+    for (_, schema) in &schemas.tools {
+        match walk_schema(schema, parts, 2) {
+            Ok(()) => return None,
+            Err(m) => {
+                first.get_or_insert(m);
+            }
+        }
+    }
+    let mut miss = first?;
+    let whose = if schemas.library {
+        format!(
+            "no tool's inputSchema has it ({} tools; this library package may be used by any of them)",
+            schemas.tools.len()
+        )
+    } else if schemas.tools.len() == 1 {
+        format!(
+            "in the inputSchema of `{}`, {}",
+            schemas.tools[0].0, miss.why
+        )
+    } else {
+        let names: Vec<String> = schemas.tools.iter().map(|(n, _)| n.to_string()).collect();
+        format!(
+            "in the inputSchema of every tool of this package ({}), {}",
+            listed(&names),
+            miss.why
+        )
+    };
+    miss.why = whose;
+    Some(diagnostic(
+        "rego-undefined-input",
+        parts,
+        &miss,
+        "declare it in inputSchema, or fix the reference",
+    ))
+}
+
+fn combinators(schema: &serde_json::Map<String, Value>) -> Vec<&Value> {
+    ["anyOf", "oneOf", "allOf"]
+        .iter()
+        .filter_map(|k| schema.get(*k).and_then(Value::as_array))
+        .flatten()
+        .collect()
+}
+
+/// Whether `parts[i..]` can be defined in a value valid against `schema`.
+fn walk_schema(schema: &Value, parts: &[Part], i: usize) -> Result<(), Miss> {
+    if i >= parts.len() {
+        return Ok(());
+    }
+    let Some(obj) = schema.as_object() else {
+        // `true`, `false` or nonsense: nothing to check against.
+        return Ok(());
+    };
+    if obj.contains_key("$ref") || obj.contains_key("$dynamicRef") {
+        return Ok(());
+    }
+    let branches = combinators(obj);
+    if branches.is_empty() {
+        return walk_own(obj, parts, i);
+    }
+    let shaped = ["type", "properties", "items", "additionalProperties"]
+        .iter()
+        .any(|k| obj.contains_key(*k));
+    let mut first = None;
+    if shaped {
+        match walk_own(obj, parts, i) {
+            Ok(()) => return Ok(()),
+            Err(m) => first = Some(m),
+        }
+    }
+    for b in branches {
+        match walk_schema(b, parts, i) {
+            Ok(()) => return Ok(()),
+            Err(m) => {
+                first.get_or_insert(m);
+            }
+        }
+    }
+    first.map_or(Ok(()), Err)
+}
+
+fn types(obj: &serde_json::Map<String, Value>) -> Option<Vec<&str>> {
+    match obj.get("type")? {
+        Value::String(s) => Some(vec![s.as_str()]),
+        Value::Array(a) => Some(a.iter().filter_map(Value::as_str).collect()),
+        _ => None,
+    }
+}
+
+fn walk_own(obj: &serde_json::Map<String, Value>, parts: &[Part], i: usize) -> Result<(), Miss> {
+    let types = types(obj);
+    let has = |t: &str| types.as_ref().is_none_or(|ts| ts.contains(&t));
+    let is_array = types.as_ref().is_some_and(|ts| ts.contains(&"array"))
+        || (types.is_none() && obj.contains_key("items") && !obj.contains_key("properties"));
+    let Some(name) = parts[i].name.as_deref() else {
+        // A computed key: follow an array's items; an object's key is unknown.
+        if is_array {
+            return match obj.get("items") {
+                Some(items) => walk_schema(items, parts, i + 1),
+                None => Ok(()),
+            };
+        }
+        return Ok(());
+    };
+    if !has("object") {
+        if is_array {
+            return Err(Miss {
+                at: i,
+                why: "its parent is an array, indexed by number (`[_]`, `[0]`)".to_string(),
+                candidates: Vec::new(),
+            });
+        }
+        if let Some(ts) = &types
+            && !ts.is_empty()
+        {
+            return Err(Miss {
+                at: i,
+                why: format!("its parent is a {}, which has no fields", ts.join(" or ")),
+                candidates: Vec::new(),
+            });
+        }
+        return Ok(());
+    }
+    let props = obj.get("properties").and_then(Value::as_object);
+    if let Some(sub) = props.and_then(|p| p.get(name)) {
+        return walk_schema(sub, parts, i + 1);
+    }
+    if obj.contains_key("patternProperties") {
+        return Ok(());
+    }
+    let candidates: Vec<String> = props.map_or(Vec::new(), |p| p.keys().cloned().collect());
+    match obj.get("additionalProperties") {
+        Some(Value::Bool(false)) => {}
+        Some(Value::Bool(true)) => return Ok(()),
+        Some(sub @ Value::Object(_)) => return walk_schema(sub, parts, i + 1),
+        _ if candidates.is_empty() => return Ok(()),
+        _ => {}
+    }
+    Err(Miss {
+        at: i,
+        why: format!("there is no property `{name}`"),
+        candidates,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// data
+
+/// What is known to exist under a `data` path.
+enum Node {
+    /// Anything: a rule's value, a data value that is not an object.
+    Open,
+    Tree(BTreeMap<String, Node>),
+}
+
+impl Node {
+    fn insert_json(&mut self, v: &Value) {
+        match (self, v) {
+            (Node::Open, _) => {}
+            (Node::Tree(m), Value::Object(o)) => {
+                for (k, v) in o {
+                    m.entry(k.clone())
+                        .or_insert_with(|| Node::Tree(BTreeMap::new()))
+                        .insert_json(v);
+                }
+            }
+            (node, _) => *node = Node::Open,
+        }
+    }
+
+    /// Adds the path; `open` makes its end hold anything.
+    fn insert_path<'s>(&mut self, path: impl Iterator<Item = &'s str>, open: bool) {
+        let mut node = self;
+        for c in path {
+            if c == "[_]" {
+                break;
+            }
+            match node {
+                Node::Open => return,
+                Node::Tree(m) => {
+                    node = m
+                        .entry(c.to_string())
+                        .or_insert_with(|| Node::Tree(BTreeMap::new()));
+                }
+            }
+        }
+        if open {
+            *node = Node::Open;
+        }
+    }
+}
+
+fn insert_rule(data: &mut Node, def: &RuleDef) {
+    let path = def
+        .package
+        .split('.')
+        .chain(def.path.iter().map(String::as_str));
+    data.insert_path(path, true);
+}
+
+/// A reference from one tool's package into another tool's: each tool's
+/// engine holds only its own package and the library packages, so it is
+/// never defined there. (A library package may read any tool's package: it
+/// runs in every tool's engine.)
+fn other_tools_package(scope: &Scope<'_, '_>, parts: &[Part]) -> Option<Diagnostic> {
+    let own = scope.owner.as_deref()?;
+    let mut package = String::new();
+    let mut found = None;
+    for (i, p) in parts.iter().enumerate().skip(1) {
+        let Some(name) = p.name.as_deref() else { break };
+        if i > 1 {
+            package.push('.');
+        }
+        package.push_str(name);
+        if let Some(owner) = scope.ctx.package_owner.get(&package) {
+            found = Some((i, package.clone(), owner.as_str()));
+        }
+    }
+    let (at, package, owner) = found?;
+    if owner == own {
+        return None;
+    }
+    Some(
+        Diagnostic::error(
+            "rego-undefined-data",
+            location(&parts[at].span),
+            format!(
+                "`{}` is never defined here: package `{package}` belongs to the tool whose policy is `{owner}`, and each tool's engine holds only its own policy package and the library packages",
+                show(parts, parts.len() - 1)
+            ),
+        )
+        .with_help(
+            "move what both tools need to a library package (one that no tool names as its `policy`)",
+        ),
+    )
+}
+
+fn check_data(root: &Node, parts: &[Part]) -> Option<Diagnostic> {
+    let mut node = root;
+    for (i, p) in parts.iter().enumerate().skip(1) {
+        let Node::Tree(m) = node else { return None };
+        let name = p.name.as_deref()?;
+        if i == 1 && name == "regent" {
+            // regent's generated packages.
+            return None;
+        }
+        match m.get(name) {
+            Some(child) => node = child,
+            None => {
+                let what = if i == 1 {
+                    "no data document, package or rule is under `data`".to_string()
+                } else {
+                    format!(
+                        "no data document, package or rule defines it under `{}`",
+                        show(parts, i - 1)
+                    )
+                };
+                let miss = Miss {
+                    at: i,
+                    why: what,
+                    candidates: m.keys().cloned().collect(),
+                };
+                return Some(diagnostic(
+                    "rego-undefined-data",
+                    parts,
+                    &miss,
+                    "add it to a data file or define the rule, or fix the reference",
+                ));
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(policy: &str, schema: Value, data: Value) -> Vec<String> {
+        let mut engine = regorus::Engine::new();
+        engine
+            .add_policy("p.rego".to_string(), policy.to_string())
+            .unwrap();
+        let modules = rego_ast::modules(&mut engine);
+        let schemas = |_: usize| Schemas {
+            tools: vec![("t", &schema)],
+            library: false,
+        };
+        let ctx = Context::new(&modules, &[Some("tools.t")], &[&data], true);
+        check(&modules, &ctx, schemas)
+            .into_iter()
+            .map(|d| {
+                format!(
+                    "{}:{} {} | {}",
+                    d.location.line,
+                    d.location.column,
+                    d.message,
+                    d.help.unwrap_or_default()
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_library_package_is_checked_against_every_tool() {
+        let a = json!({"type": "object", "properties": {"path": {"type": "string"}}});
+        let b = json!({"type": "object", "properties": {"url": {"type": "string"}}});
+        let mut engine = regorus::Engine::new();
+        engine
+            .add_policy(
+                "lib.rego".to_string(),
+                "package lib\nimport rego.v1\nimport input.arguments as args\nok if args.path\nok if input.arguments.url\nok if args.pth\nok if input.tool.name\n".to_string(),
+            )
+            .unwrap();
+        let modules = rego_ast::modules(&mut engine);
+        let ctx = Context::new(&modules, &[None], &[], true);
+        let found: Vec<String> = check(&modules, &ctx, |_| Schemas {
+            tools: vec![("a", &a), ("b", &b)],
+            library: true,
+        })
+        .into_iter()
+        .map(|d| format!("{}:{} {}", d.location.line, d.location.column, d.message))
+        .collect();
+        assert_eq!(
+            found,
+            [
+                "6:12 `input.arguments.pth` is never defined: no tool's inputSchema has it (2 tools; this library package may be used by any of them)",
+                "7:18 `input.tool.name` is never defined: `input.tool` is the tool's name, a string",
+            ]
+        );
+    }
+
+    #[test]
+    fn finds_typos_in_arguments_and_data() {
+        let schema = json!({"type": "object", "properties": {
+            "path": {"type": "string"},
+            "opts": {"type": "object", "properties": {"mode": {"type": "string"}}},
+            "items": {"type": "array", "items": {"type": "object", "properties": {"name": {}}}},
+            "free": {"type": "object"},
+        }});
+        let data = json!({"kv": {"protected_keys": ["a"]}});
+        let found = run(
+            r#"package tools.t
+import rego.v1
+deny contains "a" if startswith(input.arguments.pth, "/")
+deny contains "b" if input.arguments.key in data.kv.protected_key
+deny contains "c" if input.arguments.opts.mdoe == "x"
+deny contains "d" if input.arguments.items[_].nmae == "x"
+deny contains "e" if input.argument.path == "x"
+ok if input.arguments.free.anything.below
+ok if data.kv.protected_keys[input.arguments.path].x
+ok if data.tools.t.deny
+ok if input.arguments.items[0].name
+"#,
+            schema,
+            data,
+        );
+        assert_eq!(found.len(), 6, "{found:#?}");
+        assert!(
+            found[0].starts_with("3:49 `input.arguments.pth` is never defined"),
+            "{}",
+            found[0]
+        );
+        assert!(found[0].contains("did you mean `input.arguments.path`?"));
+        assert!(
+            found[1].starts_with("4:38 `input.arguments.key`"),
+            "{}",
+            found[1]
+        );
+        assert!(
+            found[2].starts_with("4:53 `data.kv.protected_key` is never defined"),
+            "{}",
+            found[2]
+        );
+        assert!(found[2].contains("did you mean `data.kv.protected_keys`?"));
+        assert!(
+            found[3].contains("did you mean `input.arguments.opts.mode`?"),
+            "{}",
+            found[3]
+        );
+        assert!(
+            found[4].contains("did you mean `input.arguments.items[_].name`?"),
+            "{}",
+            found[4]
+        );
+        assert!(
+            found[5].starts_with("7:28 `input.argument` is never defined"),
+            "{}",
+            found[5]
+        );
+        assert!(found[5].contains("did you mean `input.arguments`?"));
+    }
+}

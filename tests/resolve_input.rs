@@ -1,0 +1,138 @@
+//! `regent resolve --input FILE|-`: the arguments from a file or standard
+//! input (as `opa eval -i`) give the same answer as the positional JSON, and
+//! the two ways cannot be combined.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn catalog() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/manage_files")
+        .display()
+        .to_string()
+}
+
+fn regent(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_regent"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the regent binary runs");
+    let mut pipe = child.stdin.take().unwrap();
+    pipe.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+    drop(pipe);
+    child.wait_with_output().unwrap()
+}
+
+fn answer(out: &Output) -> Value {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is json")
+}
+
+const ARGS: &str = r#"{"path": "notes.txt", "action": "delete"}"#;
+
+#[test]
+fn input_from_a_file_and_from_stdin_match_the_positional_arguments() {
+    let cat = catalog();
+    let positional = answer(&regent(
+        &["resolve", "--config", &cat, "manage_files", ARGS],
+        None,
+    ));
+    assert_eq!(positional["annotations"]["destructiveHint"], true);
+    assert_eq!(positional["annotations"]["readOnlyHint"], false);
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("args.json");
+    std::fs::write(&file, ARGS).unwrap();
+    let from_file = answer(&regent(
+        &[
+            "resolve",
+            "--config",
+            &cat,
+            "--input",
+            file.to_str().unwrap(),
+            "manage_files",
+        ],
+        None,
+    ));
+    assert_eq!(from_file, positional);
+
+    let from_stdin = answer(&regent(
+        &["resolve", "--config", &cat, "-i", "-", "manage_files"],
+        Some(ARGS),
+    ));
+    assert_eq!(from_stdin, positional);
+
+    // Other arguments give another answer: the input is really read.
+    let read = answer(&regent(
+        &["resolve", "--config", &cat, "--input", "-", "manage_files"],
+        Some(r#"{"path": "notes.txt", "action": "read"}"#),
+    ));
+    assert_eq!(read["annotations"]["readOnlyHint"], true);
+}
+
+#[test]
+fn input_and_positional_arguments_are_exclusive() {
+    let cat = catalog();
+    let out = regent(
+        &[
+            "resolve",
+            "--config",
+            &cat,
+            "--input",
+            "-",
+            "manage_files",
+            ARGS,
+        ],
+        Some(ARGS),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr:\n{stderr}");
+    assert!(stderr.contains("cannot be used with"), "stderr:\n{stderr}");
+}
+
+#[test]
+fn unreadable_or_invalid_input_is_a_usage_error() {
+    let cat = catalog();
+    let out = regent(
+        &[
+            "resolve",
+            "--config",
+            &cat,
+            "--input",
+            "/nonexistent/args.json",
+            "manage_files",
+        ],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr:\n{stderr}");
+    assert!(
+        stderr.contains("error: cannot read the arguments from /nonexistent/args.json: no such file or directory"),
+        "stderr:\n{stderr}"
+    );
+
+    let out = regent(
+        &["resolve", "--config", &cat, "--input", "-", "manage_files"],
+        Some("{path: 1}"),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr:\n{stderr}");
+    assert!(
+        stderr.contains("error: the arguments in standard input are not valid json"),
+        "stderr:\n{stderr}"
+    );
+}
