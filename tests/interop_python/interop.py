@@ -146,8 +146,11 @@ async def run(binary: str, mode: str, http: HttpServer | None) -> None:
         check(f"[{mode}] listed annotations are the worst case", listed.annotations is not None
               and listed.annotations.destructive_hint is True and listed.annotations.read_only_hint is False,
               listed.annotations)
-        check(f"[{mode}] tool carries the extension's resolvable marker",
-              extra.get("_meta", {}).get("io.modelcontextprotocol/tool-resolution") == {"resolvable": True}, extra)
+        # This client did not negotiate the tool-resolution extension, so the
+        # listing omits its marker (the draft: SHOULD be omitted) and the
+        # answers below are SEP-1862's.
+        check(f"[{mode}] no extension marker without negotiating it",
+              "io.modelcontextprotocol/tool-resolution" not in extra.get("_meta", {}), extra)
 
         for action, (ro, de, idem) in SEP_TABLE.items():
             args = {"path": "notes.txt", "action": action}
@@ -188,6 +191,27 @@ async def run(binary: str, mode: str, http: HttpServer | None) -> None:
             errs = (e.error.data or {}).get("errors", [])
             check(f"[{mode}] invalid arguments are -32602 with instance paths",
                   e.error.code == -32602 and errs and errs[0].get("instancePath") == "/action", e.error)
+
+
+async def negotiated_run(binary: str, mode: str, http: HttpServer | None) -> None:
+    """A client that advertises the tool-resolution extension gets the marker
+    and the draft's exact answer (see clients/resolve.py for the guide)."""
+    from mcp.client.extension import advertise
+
+    server = server_for(binary, ROOT / "examples" / "manage_files", http)
+    extensions = [advertise("io.modelcontextprotocol/tool-resolution")]
+    async with Client(server, mode=mode, read_timeout_seconds=20, extensions=extensions) as client:
+        mode = f"{'http' if http else 'stdio'} {mode} negotiated"
+        tools = await client.list_tools()
+        extra = tools.tools[0].model_dump(by_alias=True, exclude_none=True)
+        check(f"[{mode}] tool carries the extension's resolvable marker",
+              extra.get("_meta", {}).get("io.modelcontextprotocol/tool-resolution") == {"resolvable": True}, extra)
+        for action, (ro, de, idem) in SEP_TABLE.items():
+            args = {"path": "notes.txt", "action": action}
+            r = await custom(client, "tools/resolve", {"name": "manage_files", "arguments": args})
+            want = {"readOnlyHint": ro, "destructiveHint": de, "idempotentHint": idem, "openWorldHint": False}
+            check(f"[{mode}] tools/resolve {action} is the draft's answer exactly",
+                  r == {"resultType": "complete", "name": "manage_files", "annotations": want}, r)
 
 
 def elicit_with(action: str | None):
@@ -346,6 +370,7 @@ async def main() -> int:
         try:
             with anyio.fail_after(60):
                 await run(binary, mode, http)
+                await negotiated_run(binary, mode, http)
                 await confirm_run(binary, mode, over_http)
                 await resolvers_run(binary, mode, over_http)
         except Exception as e:  # a crash is a failure with its reason, not a traceback wall
