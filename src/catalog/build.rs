@@ -619,13 +619,13 @@ fn tool_engine(
             path,
             by_query: false,
         };
-        match step.eval(&mut engine, limits) {
+        match warm(&step, &mut engine, limits) {
             Ok(_) => {}
             // Defined by path (`annotations.readOnlyHint := ...`): `eval_rule`
             // refuses the prefix, a query reaches it.
             Err(e) if policy::is_undeclared(&e) => {
                 step.by_query = true;
-                step.eval(&mut engine, limits)
+                warm(&step, &mut engine, limits)
                     .map_err(|e| LocatedError::Eval(e.location, e.message))?;
             }
             Err(e) => return Err(LocatedError::Eval(e.location, e.message)),
@@ -637,6 +637,22 @@ fn tool_engine(
         .map(|rule| resolver_step(&mut engine, &modules, rule, limits))
         .collect();
     Ok((engine, plan, steps))
+}
+
+/// Evaluates `step` once to warm the engine and surface evaluation errors at
+/// load. The first evaluation on a fresh engine also pays one-time costs
+/// (lazily built tables, compiled patterns), which on a loaded or
+/// instrumented machine (valgrind) can pass the time limit on their own; a
+/// time-out is therefore tried once more, warm, before it fails the load.
+fn warm(
+    step: &policy::Step,
+    engine: &mut regorus::Engine,
+    limits: &Limits,
+) -> Result<Option<Value>, policy::EvalError> {
+    match step.eval(engine, limits) {
+        Err(e) if e.timed_out => step.eval(engine, limits),
+        other => other,
+    }
 }
 
 /// A prepared engine, its per-request plan, and one step (or the reason
@@ -672,12 +688,11 @@ fn resolver_step(
         path: rule.to_string(),
         by_query: false,
     };
-    match step.eval(engine, limits) {
+    match warm(&step, engine, limits) {
         Ok(_) => Ok(step),
         Err(e) if policy::is_undeclared(&e) => {
             step.by_query = true;
-            step.eval(engine, limits)
-                .map_err(|e| LocatedError::Eval(e.location, e.message))?;
+            warm(&step, engine, limits).map_err(|e| LocatedError::Eval(e.location, e.message))?;
             Ok(step)
         }
         Err(e) => Err(LocatedError::Eval(e.location, e.message)),
