@@ -161,6 +161,16 @@ const PER_VALUE: u64 = 32;
 /// serializer or a walk would; stops counting (returning `None`) once it
 /// passes `limit`, so measuring costs at most the budget, never the value.
 pub fn logical_size(v: &Value, limit: u64) -> Option<u64> {
+    // A scalar needs no walk (and no stack to allocate): most guarded
+    // arguments are one string (issue 17).
+    let scalar = match v {
+        Value::Array(_) | Value::Set(_) | Value::Object(_) => None,
+        Value::String(s) => Some(s.len() as u64 + 2),
+        _ => Some(PER_VALUE),
+    };
+    if let Some(n) = scalar {
+        return (n <= limit).then_some(n);
+    }
     let mut total: u64 = 0;
     let mut stack = vec![v];
     while let Some(v) = stack.pop() {
@@ -275,10 +285,13 @@ const GUARDED: &[(&str, Estimate)] = &[
         let (Value::String(s), Value::String(sep)) = (&a[0], &a[1]) else {
             return Ok(None);
         };
-        let parts = if sep.is_empty() {
-            s.chars().count() as u64
-        } else {
-            s.matches(sep.as_ref()).count() as u64 + 1
+        let parts = match sep.as_bytes() {
+            [] => s.chars().count() as u64,
+            // One byte (always ASCII): its occurrences are the matches, and
+            // counting bytes skips the substring searcher's set-up, which
+            // cost more than the split itself (issue 17).
+            &[b] => s.bytes().filter(|&c| c == b).count() as u64 + 1,
+            _ => s.matches(sep.as_ref()).count() as u64 + 1,
         };
         Ok(Some(
             parts
@@ -371,15 +384,20 @@ fn format_widths(format: &str) -> u64 {
     let mut total: u64 = 0;
     let mut in_verb = false;
     let mut number: u64 = 0;
-    for c in format.chars() {
-        if c == '%' && !in_verb {
+    let mut rest = format;
+    loop {
+        if !in_verb {
+            // Text between verbs adds no width: jump to the next `%`
+            // instead of decoding every character (issue 17).
+            let Some(at) = rest.find('%') else { break };
+            rest = &rest[at + 1..];
             in_verb = true;
             number = 0;
             continue;
         }
-        if !in_verb {
-            continue;
-        }
+        let mut chars = rest.chars();
+        let Some(c) = chars.next() else { break };
+        rest = chars.as_str();
         if let Some(d) = c.to_digit(10) {
             number = number.saturating_mul(10).saturating_add(u64::from(d));
         } else {
@@ -569,5 +587,8 @@ mod tests {
         assert_eq!(format_widths("%d %s"), 0);
         assert_eq!(format_widths("%05d|%.3f|%10.2f%%"), 5 + 3 + 12);
         assert_eq!(format_widths("%01000000000d"), 1_000_000_000);
+        assert_eq!(format_widths("résumé 12 %s, %-7.2fé%5"), 7 + 2 + 5);
+        assert_eq!(format_widths("no verbs 123"), 0);
+        assert_eq!(format_widths("%é12d"), 0);
     }
 }
