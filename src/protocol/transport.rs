@@ -10,7 +10,8 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use rmcp::model::{
     ClientJsonRpcMessage, ClientRequest, CustomRequest, CustomResult, ErrorCode, Extensions,
@@ -22,12 +23,15 @@ use rmcp::transport::Transport;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Notify};
 
 use super::{answer, wire};
 
 /// The longest line accepted; longer ones are answered with an error and skipped.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// How long the end of input waits for the answers to requests already read.
+pub const DRAIN: Duration = Duration::from_secs(10);
 
 pub struct LineTransport<R, W> {
     read: BufReader<R>,
@@ -49,6 +53,20 @@ pub struct LineTransport<R, W> {
     /// the write buffer and go out together when it runs dry: one write(2)
     /// for many answers instead of one each.
     reader_idle: Arc<AtomicBool>,
+    /// Requests handed to rmcp and not answered yet. At the end of input the
+    /// session would end and drop them, so a client that writes its requests
+    /// and closes stdin (`regent serve < requests`) would lose the answers
+    /// still being computed: [`Transport::receive`] reports the end only
+    /// once they are written, or after [`DRAIN`].
+    pending: Arc<Pending>,
+    /// When the end of input was first seen.
+    eof_at: Option<tokio::time::Instant>,
+}
+
+#[derive(Default)]
+struct Pending {
+    count: AtomicUsize,
+    answered: Notify,
 }
 
 impl<R, W> LineTransport<R, W>
@@ -65,6 +83,30 @@ where
             unsent: Vec::new(),
             write: Arc::new(Mutex::new(BufWriter::with_capacity(64 * 1024, write))),
             reader_idle: Arc::new(AtomicBool::new(true)),
+            pending: Arc::new(Pending::default()),
+            eof_at: None,
+        }
+    }
+
+    /// At the end of input: waits (cancel-safe) until every request read has
+    /// been answered, or [`DRAIN`] after the end was first seen. A request
+    /// rmcp never answers (one the client cancelled) only delays the exit.
+    async fn drain(&mut self) {
+        let deadline = *self
+            .eof_at
+            .get_or_insert_with(|| tokio::time::Instant::now() + DRAIN);
+        loop {
+            let answered = self.pending.answered.notified();
+            if self.pending.count.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, answered).await.is_err() {
+                tracing::debug!(
+                    unanswered = self.pending.count.load(Ordering::SeqCst),
+                    "end of input: stopped waiting for answers"
+                );
+                return;
+            }
         }
     }
 
@@ -147,6 +189,14 @@ where
         self.send_unsent().await;
     }
 
+    /// `msg`, counted in [`Self::pending`] when it is a request rmcp will answer.
+    fn counted(&self, msg: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
+        if matches!(msg, JsonRpcMessage::Request(_)) {
+            self.pending.count.fetch_add(1, Ordering::SeqCst);
+        }
+        msg
+    }
+
     /// Writes the error responses left by a dropped `receive`.
     async fn send_unsent(&mut self) {
         if self.unsent.is_empty() {
@@ -173,20 +223,35 @@ where
         &mut self,
         item: ServerJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        // An answer to a client's request (not a request of ours to it).
+        let answers = matches!(item, JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_));
         let bytes = encode(item);
         let write = self.write.clone();
         let reader_idle = self.reader_idle.clone();
+        let pending = self.pending.clone();
         async move {
-            let mut bytes = bytes?;
-            bytes.push(b'\n');
-            let mut w = write.lock().await;
-            w.write_all(&bytes).await?;
-            // While the reader still has requests buffered it will flush
-            // when it runs dry (see `reader_idle`); otherwise flush now.
-            if reader_idle.load(Ordering::SeqCst) {
-                w.flush().await?;
+            let written = async {
+                let mut bytes = bytes?;
+                bytes.push(b'\n');
+                let mut w = write.lock().await;
+                w.write_all(&bytes).await?;
+                // While the reader still has requests buffered it will flush
+                // when it runs dry (see `reader_idle`); otherwise flush now.
+                if reader_idle.load(Ordering::SeqCst) {
+                    w.flush().await?;
+                }
+                Ok(())
             }
-            Ok(())
+            .await;
+            if answers {
+                // Saturating: an answer to a request that was not counted
+                // (none today) must not wrap the count.
+                let _ = pending
+                    .count
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+                pending.answered.notify_waiters();
+            }
+            written
         }
     }
 
@@ -195,7 +260,14 @@ where
         loop {
             let oversized = match self.read_line().await {
                 Ok(Some(o)) => o,
-                Ok(None) => return None,
+                Ok(None) => {
+                    // Flush what is buffered, then let the answers still
+                    // being computed out before the session ends.
+                    self.flush_before_waiting().await;
+                    self.drain().await;
+                    self.flush_before_waiting().await;
+                    return None;
+                }
                 Err(e) => {
                     tracing::warn!("stdin read failed: {e}");
                     return None;
@@ -216,10 +288,10 @@ where
                 continue;
             }
             if let Some(msg) = custom_request(text) {
-                return Some(msg);
+                return Some(self.counted(msg));
             }
             match serde_json::from_slice::<ClientJsonRpcMessage>(text) {
-                Ok(msg) => return Some(msg),
+                Ok(msg) => return Some(self.counted(msg)),
                 Err(e) if e.is_syntax() || e.is_eof() => {
                     tracing::debug!("unparsable line: {e}");
                     self.reply_error(
