@@ -11,6 +11,7 @@ use super::hints::Hints;
 use super::policy::{self, EnginePool};
 use super::rego_ast;
 use super::rego_refs;
+use super::rego_safety;
 use super::resolvers;
 use super::run;
 use super::schema;
@@ -206,6 +207,11 @@ fn references(
     let data: Vec<&Value> = source.data.iter().map(|d| &d.value).collect();
     let ctx = rego_refs::Context::new(modules, owners, &data, parsed_all);
     for d in rego_refs::check(modules, &ctx, schemas) {
+        diags.push(d);
+    }
+    // Variables no body binds (OPA's safety rule): regorus finds them only
+    // when the expression runs, so at request time.
+    for d in rego_safety::check(modules) {
         diags.push(d);
     }
 }

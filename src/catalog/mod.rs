@@ -17,6 +17,7 @@ pub mod policy;
 pub mod proof;
 pub mod rego_ast;
 mod rego_refs;
+mod rego_safety;
 pub mod rego_test;
 mod resolve;
 pub mod resolvers;
