@@ -380,11 +380,16 @@ fn compile_tool(
                                 *s = Some(step);
                             }
                         }
-                        Err(d) => diags.push(d.located_or(resolvers[*i].location.clone())),
+                        Err(d) => diags.push(d.located_or(
+                            resolvers[*i].location.clone(),
+                            &schema::sample(&decl.input_schema),
+                        )),
                     }
                 }
             }
-            Err(d) => diags.push(d.located_or(location.clone())),
+            Err(d) => {
+                diags.push(d.located_or(location.clone(), &schema::sample(&decl.input_schema)))
+            }
         }
     }
 
@@ -698,7 +703,8 @@ enum LocatedError {
 }
 
 impl LocatedError {
-    fn located_or(self, fallback: Location) -> Diagnostic {
+    /// `sample` is the input the engine was prepared with.
+    fn located_or(self, fallback: Location, sample: &Value) -> Diagnostic {
         match self {
             LocatedError::Diag(d) => d,
             LocatedError::Undeclared(rule) => Diagnostic::error(
@@ -707,10 +713,16 @@ impl LocatedError {
                 format!("no policy module declares the resolver rule `{rule}`"),
             )
             .with_help("define the rule in the tool's policy package, or fix its name"),
+            LocatedError::Eval(loc, msg) if policy::is_conflict(&msg) => Diagnostic::error(
+                "rego-conflict",
+                loc.unwrap_or(fallback),
+                format!("rules conflict for arguments {sample}: {msg}"),
+            )
+            .with_help(policy::CONFLICT_HELP),
             LocatedError::Eval(loc, msg) => Diagnostic::error(
                 "policy-eval",
                 loc.unwrap_or(fallback),
-                format!("policy fails when evaluated on a sample input: {msg}"),
+                format!("policy fails when evaluated on the sample arguments {sample}: {msg}"),
             )
             .with_help("fix the rule; regorus reports unknown functions, wrong arity and unsafe variables only when a rule runs"),
         }
