@@ -276,3 +276,65 @@ fn indexes(e: &Expr, bound: &mut BTreeSet<String>) {
         _ => true,
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(policy: &str) -> Vec<String> {
+        let mut engine = regorus::Engine::new();
+        engine
+            .add_policy("p.rego".to_string(), policy.to_string())
+            .unwrap();
+        let modules = rego_ast::modules(&mut engine);
+        check(&modules)
+            .into_iter()
+            .map(|d| format!("{}:{} {}", d.location.line, d.location.column, d.message))
+            .collect()
+    }
+
+    #[test]
+    fn finds_unbound_head_negation_and_argument_variables() {
+        let found = run(r#"package t
+import rego.v1
+deny contains x if input.arguments.a == 1
+meta := {"o": o} if { input.arguments.a == 2 }
+deny contains "n" if { not startswith(p, "/") }
+deny contains "c" if { startswith(q, "/") }
+deny contains "d" if { y := lower(r) }
+"#);
+        assert_eq!(
+            found,
+            [
+                "3:15 variable `x` in the rule's head is never bound in the rule's body",
+                "4:15 variable `o` in the rule's head is never bound in the rule's body",
+                "5:39 variable `p` in a negation is never bound in the rule's body",
+                "6:35 variable `q` passed to `startswith` is never bound in the rule's body",
+                "7:35 variable `r` passed to `lower` is never bound in the rule's body",
+            ]
+        );
+    }
+
+    #[test]
+    fn bound_variables_stay_clean() {
+        let found = run(r#"package t
+import rego.v1
+import data.lists
+limits := {"a": 1}
+deny contains m if { some k, v in limits; v > 0; m := k }
+deny contains m if { some i; input.arguments.xs[i] == "x"; m := sprintf("%d", [i]) }
+deny contains m if { input.arguments.xs[j]; not startswith(input.arguments.xs[j], "/"); m := "j" }
+deny contains m if { [a, b] := split(input.arguments.s, ":"); m := concat(a, [b]) }
+deny contains m if { input.arguments.s = m }
+deny contains m if { split(input.arguments.s, ":", parts); m := parts[0] }
+deny contains "l" if { not lists.allowed[input.arguments.s] }
+deny contains "c" if { count([w | some w in input.arguments.xs; w != ""]) > 1 }
+deny contains "e" if { every z in input.arguments.xs { startswith(z, "/") } }
+f(x) := y if y := x
+g(x) := x
+h(x) := {k: v | some k, v in x}
+v := r if { r := 1 } else := s if { s := 2 }
+"#);
+        assert_eq!(found, Vec::<String>::new());
+    }
+}
