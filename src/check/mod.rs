@@ -208,6 +208,13 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
                 out.push(failure(tool, f));
             }
             proof.sampled = Some(found);
+        } else {
+            // The proof covers the hints; the other contract rules (`deny`,
+            // `confirm`, `meta`) may still fail on arguments it did not
+            // vary, which a client would get as -32603.
+            for f in &proof::sample(&catalog, tool, &samples).failures {
+                out.push(failure(tool, f));
+            }
         }
         out.extend(proof_diagnostics(&source, &catalog, tool, &proof));
         report.proofs.push(proof);
