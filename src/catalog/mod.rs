@@ -209,6 +209,17 @@ impl Tool {
     pub fn engine(&self) -> Option<regorus::Engine> {
         self.engines.as_ref().map(policy::EnginePool::engine)
     }
+
+    /// Where the first definition of rule `dotted` (`tools.files.deny`) is,
+    /// among the policies this tool's engine holds.
+    pub fn rule_location(&self, dotted: &str) -> Option<crate::diag::Location> {
+        let mut engine = self.engine()?;
+        let modules = rego_ast::modules(&mut engine);
+        rego_ast::rule_defs(&modules)
+            .into_iter()
+            .find(|d| format!("{}.{}", d.package, d.name()) == dotted)
+            .map(|d| d.location)
+    }
 }
 
 /// An immutable, compiled catalog revision.

@@ -493,10 +493,16 @@ fn counterexample(
 /// A resolution that failed on `f.arguments`: the client would get -32603.
 fn failure(tool: &crate::catalog::Tool, f: &proof::Failure) -> Diagnostic {
     let name = &tool.name;
+    // An ill-typed value has no regorus location: point at the rule the
+    // message names (`rule tools.files.deny holds 42; ...`).
     let location = f
         .location
         .as_deref()
         .and_then(parse_location)
+        .or_else(|| {
+            let rule = f.message.strip_prefix("rule ")?.split_whitespace().next()?;
+            tool.rule_location(rule)
+        })
         .unwrap_or_else(|| tool.location.clone());
     if crate::catalog::policy::is_conflict(&f.message) {
         return Diagnostic::error(
