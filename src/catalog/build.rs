@@ -11,6 +11,7 @@ use super::hints::Hints;
 use super::policy::{self, EnginePool};
 use super::rego_ast;
 use super::rego_refs;
+use super::rego_safety;
 use super::resolvers;
 use super::run;
 use super::schema;
@@ -208,6 +209,11 @@ fn references(
     for d in rego_refs::check(modules, &ctx, schemas) {
         diags.push(d);
     }
+    // Variables no body binds (OPA's safety rule): regorus finds them only
+    // when the expression runs, so at request time.
+    for d in rego_safety::check(modules) {
+        diags.push(d);
+    }
 }
 
 /// Parses every serving policy file to learn its package, reporting parse
@@ -374,11 +380,16 @@ fn compile_tool(
                                 *s = Some(step);
                             }
                         }
-                        Err(d) => diags.push(d.located_or(resolvers[*i].location.clone())),
+                        Err(d) => diags.push(d.located_or(
+                            resolvers[*i].location.clone(),
+                            &schema::sample(&decl.input_schema),
+                        )),
                     }
                 }
             }
-            Err(d) => diags.push(d.located_or(location.clone())),
+            Err(d) => {
+                diags.push(d.located_or(location.clone(), &schema::sample(&decl.input_schema)))
+            }
         }
     }
 
@@ -707,7 +718,8 @@ enum LocatedError {
 }
 
 impl LocatedError {
-    fn located_or(self, fallback: Location) -> Diagnostic {
+    /// `sample` is the input the engine was prepared with.
+    fn located_or(self, fallback: Location, sample: &Value) -> Diagnostic {
         match self {
             LocatedError::Diag(d) => d,
             LocatedError::Undeclared(rule) => Diagnostic::error(
@@ -716,10 +728,16 @@ impl LocatedError {
                 format!("no policy module declares the resolver rule `{rule}`"),
             )
             .with_help("define the rule in the tool's policy package, or fix its name"),
+            LocatedError::Eval(loc, msg) if policy::is_conflict(&msg) => Diagnostic::error(
+                "rego-conflict",
+                loc.unwrap_or(fallback),
+                format!("rules conflict for arguments {sample}: {msg}"),
+            )
+            .with_help(policy::CONFLICT_HELP),
             LocatedError::Eval(loc, msg) => Diagnostic::error(
                 "policy-eval",
                 loc.unwrap_or(fallback),
-                format!("policy fails when evaluated on a sample input: {msg}"),
+                format!("policy fails when evaluated on the sample arguments {sample}: {msg}"),
             )
             .with_help("fix the rule; regorus reports unknown functions, wrong arity and unsafe variables only when a rule runs"),
         }

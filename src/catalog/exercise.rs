@@ -211,6 +211,25 @@ pub fn exercise(tool: &Tool, samples: &[Value]) -> Vec<Diagnostic> {
                 if !seen_failures.insert(key) {
                     continue;
                 }
+                if policy::is_conflict(&e.message) {
+                    out.push(
+                        Diagnostic::error(
+                            "rego-conflict",
+                            e.location.clone().unwrap_or_else(|| tool.location.clone()),
+                            format!(
+                                "rules conflict for arguments {args} (evaluating {}): {}",
+                                if name == "the decision" {
+                                    format!("the decision for `{}`", tool.name)
+                                } else {
+                                    format!("rule {name}")
+                                },
+                                e.message
+                            ),
+                        )
+                        .with_help(policy::CONFLICT_HELP),
+                    );
+                    continue;
+                }
                 let what = if name == "the decision" {
                     format!("the decision for `{}`", tool.name)
                 } else {

@@ -17,6 +17,7 @@ pub mod policy;
 pub mod proof;
 pub mod rego_ast;
 mod rego_refs;
+mod rego_safety;
 pub mod rego_test;
 mod resolve;
 pub mod resolvers;
@@ -207,6 +208,17 @@ impl Tool {
     /// A fresh copy of this tool's prepared engine, for explain, tests and coverage.
     pub fn engine(&self) -> Option<regorus::Engine> {
         self.engines.as_ref().map(policy::EnginePool::engine)
+    }
+
+    /// Where the first definition of rule `dotted` (`tools.files.deny`) is,
+    /// among the policies this tool's engine holds.
+    pub fn rule_location(&self, dotted: &str) -> Option<crate::diag::Location> {
+        let mut engine = self.engine()?;
+        let modules = rego_ast::modules(&mut engine);
+        rego_ast::rule_defs(&modules)
+            .into_iter()
+            .find(|d| format!("{}.{}", d.package, d.name()) == dotted)
+            .map(|d| d.location)
     }
 }
 

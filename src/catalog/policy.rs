@@ -341,6 +341,19 @@ pub fn input(tool: &str, args: &Value) -> regorus::Value {
     input
 }
 
+/// Whether an evaluation failed because two definitions of a complete rule
+/// (or function) produced different values (`annotations := {...} if A` and
+/// `annotations := {...} if B`, both holding).
+pub fn is_conflict(message: &str) -> bool {
+    message.contains("rule conflicts with rule")
+        || message.contains("should not produce multiple outputs")
+        || message.contains("must not produce multiple outputs")
+        || message.contains("function produced multiple outputs")
+}
+
+/// What to do about a conflict between complete rules.
+pub const CONFLICT_HELP: &str = "a complete rule may have one value per request: make the conditions exclusive (`else`, or `not` the other condition), or build the value in one rule";
+
 #[cfg(test)]
 mod tests {
     use super::*;

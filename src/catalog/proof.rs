@@ -455,6 +455,9 @@ pub struct Sampled {
     /// Combinations inputSchema refused, so never resolved.
     pub rejected: usize,
     pub counterexamples: Vec<Counterexample>,
+    /// Samples whose resolution failed (a conflict, an ill-typed value, a
+    /// rule error): the first few, each with its arguments.
+    pub failures: Vec<Failure>,
 }
 
 /// Resolves `samples`: for tools the proof does not cover, sampling can
@@ -465,6 +468,7 @@ pub fn sample(catalog: &Catalog, tool: &Tool, samples: &[Value]) -> Sampled {
         evaluated: e.evaluated,
         rejected: e.rejected,
         counterexamples: e.counterexamples,
+        failures: e.failures,
     }
 }
 

@@ -204,7 +204,17 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
                     " (found by sampling; the proof does not cover this tool)",
                 ));
             }
+            for f in &found.failures {
+                out.push(failure(tool, f));
+            }
             proof.sampled = Some(found);
+        } else {
+            // The proof covers the hints; the other contract rules (`deny`,
+            // `confirm`, `meta`) may still fail on arguments it did not
+            // vary, which a client would get as -32603.
+            for f in &proof::sample(&catalog, tool, &samples).failures {
+                out.push(failure(tool, f));
+            }
         }
         out.extend(proof_diagnostics(&source, &catalog, tool, &proof));
         report.proofs.push(proof);
@@ -314,7 +324,7 @@ fn dedupe(mut ds: Vec<Diagnostic>) -> Vec<Diagnostic> {
     let mut seen = BTreeSet::new();
     ds.retain(|d| {
         // Two evaluations failing at one spot are one problem.
-        let key = if d.code == "policy-eval" {
+        let key = if matches!(d.code, "policy-eval" | "rego-conflict") {
             (d.code.to_string(), d.location.to_string(), String::new())
         } else {
             (
@@ -398,25 +408,7 @@ fn proof_diagnostics(
                 out.push(counterexample(source, catalog, tool, c, ""));
             }
             for f in failures {
-                // Which limit stopped it, as exercising the rules says too.
-                let code = if f.message.contains("memory budget") {
-                    "policy-memory"
-                } else if f.message.contains("time limit") {
-                    "policy-timeout"
-                } else {
-                    "policy-eval"
-                };
-                out.push(
-                    Diagnostic::error(
-                        code,
-                        f.location
-                            .as_deref()
-                            .and_then(parse_location)
-                            .unwrap_or_else(|| tool.location.clone()),
-                        format!("the decision for `{name}` fails for arguments {}: {}", f.arguments, f.message),
-                    )
-                    .with_help("fix the policy; these calls would get an internal error (-32603) in production"),
-                );
+                out.push(failure(tool, f));
             }
         }
                 Outcome::Partial { rejected, example } => out.push(
@@ -496,4 +488,48 @@ fn counterexample(
         c.resolved,
         c.listed
     ))
+}
+
+/// A resolution that failed on `f.arguments`: the client would get -32603.
+fn failure(tool: &crate::catalog::Tool, f: &proof::Failure) -> Diagnostic {
+    let name = &tool.name;
+    // An ill-typed value has no regorus location: point at the rule the
+    // message names (`rule tools.files.deny holds 42; ...`).
+    let location = f
+        .location
+        .as_deref()
+        .and_then(parse_location)
+        .or_else(|| {
+            let rule = f.message.strip_prefix("rule ")?.split_whitespace().next()?;
+            tool.rule_location(rule)
+        })
+        .unwrap_or_else(|| tool.location.clone());
+    if crate::catalog::policy::is_conflict(&f.message) {
+        return Diagnostic::error(
+            "rego-conflict",
+            location,
+            format!(
+                "rules conflict for arguments {} (resolving `{name}`): {}",
+                f.arguments, f.message
+            ),
+        )
+        .with_help(crate::catalog::policy::CONFLICT_HELP);
+    }
+    // Which limit stopped it, as exercising the rules says too.
+    let code = if f.message.contains("memory budget") {
+        "policy-memory"
+    } else if f.message.contains("time limit") {
+        "policy-timeout"
+    } else {
+        "policy-eval"
+    };
+    Diagnostic::error(
+        code,
+        location,
+        format!(
+            "the decision for `{name}` fails for arguments {}: {}",
+            f.arguments, f.message
+        ),
+    )
+    .with_help("fix the policy; these calls would get an internal error (-32603) in production")
 }

@@ -42,7 +42,13 @@ pub fn run(args: &ResolveArgs) -> Result<i32, Failure> {
                 .and_then(|d| d.get("reason"))
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            eprintln!("error: {}\n  = help: {}", e.message, help(reason));
+            // The wire message hides the policy's own (it is in the log); the
+            // help depends on it.
+            let detail = match catalog.resolve(&args.tool, &arguments) {
+                Err(crate::catalog::ResolveError::Policy { message, .. }) => message,
+                _ => e.message.to_string(),
+            };
+            eprintln!("error: {}\n  = help: {}", e.message, help(reason, &detail));
             exit::FOUND_ERRORS
         }
     };
@@ -98,18 +104,34 @@ fn arguments(args: &ResolveArgs) -> Result<Value, Failure> {
     })
 }
 
-fn help(reason: &str) -> &'static str {
+/// What to do about a failed resolution. `regent check` is named only for
+/// what it can find: static findings always, evaluation failures only on
+/// the arguments it tries, so those point at a test case with these
+/// arguments (check samples every test case's arguments).
+fn help(reason: &str, message: &str) -> &'static str {
     match reason {
         "unknown-tool" => "check the name; `regent check` lists problems with the catalog's tools",
         "invalid-arguments" => "pass arguments that match the tool's inputSchema",
         "not-resolvable" => {
             "the tool has no resolve rules and no policy, so its listing is its only answer"
         }
-        "policy-error" | "policy-timeout" | "policy-memory" => {
-            "run `regent check` on the catalog to find the failing rule"
+        "policy-error" if crate::catalog::policy::is_conflict(message) => {
+            "two definitions of a complete rule hold for these arguments with different values: make their conditions exclusive (`else`, or `not` the other condition); then add these arguments as a `regent test` case, so `regent check` reports such a conflict (rego-conflict) if it comes back"
+        }
+        "policy-error" if message.contains("unsafe") => {
+            "bind the variable in the rule's body; `regent check` reports unbound variables before anything runs (rego-unsafe-var), except inside comprehensions and `every`"
+        }
+        "policy-error" => {
+            "fix the failing rule (the log line above names it and where it is); these arguments reproduce the failure. Then add them as a `regent test` case: `regent check` evaluates the rules on every test case's arguments"
+        }
+        "policy-timeout" => {
+            "make the rule cheaper for arguments like these, or raise --policy-timeout-ms; then add them as a `regent test` case: `regent check` evaluates the rules on every test case's arguments"
+        }
+        "policy-memory" => {
+            "bound the argument that sizes the allocation in the inputSchema (`maximum`, `maxLength`, `maxItems`), or raise --policy-memory-mb"
         }
         "riskier-than-listed" => {
-            "run `regent check` for the counterexample; list the worst case or fix the rule (--explain names it)"
+            "these arguments are the counterexample: list the worst case in the tool's annotations or fix the rule (--explain names it); then add them as a `regent test` case: `regent check` proves only tools whose hints depend on finite arguments and otherwise samples, test case arguments included"
         }
         _ => "see the JSON-RPC error above",
     }

@@ -1,0 +1,7 @@
+package tools.files
+
+import rego.v1
+
+annotations := {"readOnlyHint": true} if input.arguments.action != "delete"
+
+annotations := {"readOnlyHint": false} if input.arguments.path == ""

@@ -1,0 +1,7 @@
+package tools.files
+
+import rego.v1
+
+deny contains reason if {
+	input.arguments.action == "delete"
+}
