@@ -215,20 +215,15 @@ pub fn sep1862<'a>(p: &'a Parts<'a>, result_type: bool) -> Obj<'a> {
     // The decision a call with these arguments would get, without an id.
     out.0.push((
         "_meta",
-        Node::MapWith(
-            &r.meta,
-            call::DECISION_META,
-            Box::new(Node::Obj(decision(r))),
-        ),
+        Node::MapWith(&r.meta, call::DECISION_META, decision(r)),
     ));
     let mut decided = Obj(Vec::with_capacity(5));
     decided.0.push(("annotations", Node::Map(p.annotations)));
     if tool.is_resolvable() {
         let marker = Obj(vec![("resolvable", Node::Bool(true))]);
-        decided.0.push((
-            "_meta",
-            Node::MapWith(&r.meta, wire::EXTENSION, Box::new(Node::Obj(marker))),
-        ));
+        decided
+            .0
+            .push(("_meta", Node::MapWith(&r.meta, wire::EXTENSION, marker)));
     } else if !r.meta.is_empty() {
         decided.0.push(("_meta", Node::Map(&r.meta)));
     }
@@ -280,7 +275,7 @@ enum Node<'a> {
     Obj(Obj<'a>),
     /// `base` with `key` set to the node, as `Map::insert` does it: in place
     /// when `base` has the key, else last.
-    MapWith(&'a Map<String, Value>, &'a str, Box<Node<'a>>),
+    MapWith(&'a Map<String, Value>, &'a str, Obj<'a>),
     /// A tool object: its listed members, then these.
     Tool(&'a ListedTool, Obj<'a>),
 }
@@ -289,7 +284,11 @@ impl Obj<'_> {
     /// The answer as the transport sends it: JSON text (`text`) or a value.
     pub fn render(&self, text: bool) -> Answer {
         if text {
-            let mut out = Vec::with_capacity(1024);
+            let listed = self.0.iter().map(|(_, v)| match v {
+                Node::Tool(l, _) => l.text.len(),
+                _ => 0,
+            });
+            let mut out = Vec::with_capacity(512 + listed.sum::<usize>());
             self.write(&mut out);
             Answer::Text(String::from_utf8(out).expect("serde_json writes UTF-8"))
         } else {
@@ -383,7 +382,16 @@ fn key(out: &mut Vec<u8>, first: &mut bool, k: &str) {
     if !std::mem::take(first) {
         out.push(b',');
     }
-    value(out, k);
+    // Keys are mostly regent's own, which need no escaping.
+    if k.bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    {
+        out.push(b'"');
+        out.extend_from_slice(k.as_bytes());
+        out.push(b'"');
+    } else {
+        value(out, k);
+    }
     out.push(b':');
 }
 
