@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::draft_client::{self, DECISION, EXTENSION};
+use common::draft_client::{self, DECISION, EXTENSION, SECURITY};
 use common::{Era, Server, assert_subset, regent, repo_path};
 use serde_json::{Value, json};
 
@@ -32,6 +32,7 @@ fn capabilities_advertise_resolution_in_every_published_form() {
         "{discover}"
     );
     assert_eq!(caps["extensions"][DECISION], json!({}), "{discover}");
+    assert_eq!(caps["extensions"][SECURITY], json!({}), "{discover}");
 
     // The legacy handshake carries the same capabilities.
     let mut legacy = Server::start(
@@ -596,6 +597,50 @@ fn shared_policy_library_serves_beside_a_catalog() {
             json!(inside),
             "path {path:?}: {r}"
         );
+    }
+}
+
+#[test]
+fn security_schemes_travel_only_under_their_own_extension() {
+    for era in Era::ALL {
+        for advertised in [
+            vec![EXTENSION],
+            vec![EXTENSION, DECISION],
+            vec![EXTENSION, SECURITY],
+            vec![EXTENSION, DECISION, SECURITY],
+        ] {
+            let mut s = Server::start_with(
+                era,
+                &[repo_path("examples/github_api").to_str().unwrap()],
+                draft_client::capabilities(&advertised),
+            );
+            let listed =
+                s.request("tools/list", json!({}))["result"]["tools"][0]["annotations"].clone();
+            // A write to a public repository needs only `public_repo`.
+            let r = s.resolve(
+                "github_api",
+                json!({"method": "POST", "owner": "microsoft", "repo": "regorus", "path": "issues"}),
+            );
+            draft_client::validate(&r, "github_api", &listed, &advertised)
+                .unwrap_or_else(|e| panic!("{era:?} {advertised:?}: {e}: {r}"));
+            let schemes = r.pointer(&format!("/_meta/{}", SECURITY.replace('/', "~1")));
+            if advertised.contains(&SECURITY) {
+                assert_eq!(
+                    schemes,
+                    Some(
+                        &json!({"securitySchemes": [{"type": "oauth2", "scopes": ["public_repo"]}]})
+                    ),
+                    "{era:?}: {r}"
+                );
+            } else {
+                assert_eq!(schemes, None, "{era:?}: {r}");
+            }
+            assert_eq!(
+                r.get("_meta").is_some(),
+                advertised.len() > 1,
+                "{era:?} {advertised:?}: {r}"
+            );
+        }
     }
 }
 

@@ -3,9 +3,9 @@
 //! [`Regent`] implements rmcp's `ServerHandler`. Each request takes one
 //! catalog snapshot from [`CatalogState`] and keeps it until it answers.
 //! `tools/resolve` and `tools/annotations` are not in rmcp, so they arrive
-//! through its custom-request hook; their results are built as JSON here,
-//! and the fields rmcp's typed results cannot carry are put in place by the
-//! transport ([`transport`]). Deciding anything is the catalog's job; this
+//! through its custom-request hook; [`answer`] decides and builds their
+//! results, for every transport. The fields rmcp's typed `tools/list` and
+//! capabilities cannot carry are put in place by `wire::hoist`. Deciding anything is the catalog's job; this
 //! layer only translates.
 
 pub mod answer;
@@ -43,8 +43,10 @@ pub struct Regent {
     state: Arc<CatalogState>,
     decisions: Arc<DecisionLog>,
     states: Arc<input::RequestStates>,
-    /// Set when the transport writes text answers verbatim (see `answer`).
-    listed: Option<Arc<answer::Listed>>,
+    /// Tools' listed members, serialized once per catalog revision.
+    listed: Arc<answer::Listed>,
+    /// Whether answers go out as JSON text (see `answer`).
+    text: bool,
     /// The bound on tool executions running at once, over every session.
     calls: Arc<call::CallLimit>,
 }
@@ -61,7 +63,8 @@ impl Regent {
             state,
             decisions: Arc::new(DecisionLog::stderr(false)),
             states: Arc::new(states),
-            listed: None,
+            listed: Arc::new(answer::Listed::default()),
+            text: false,
             calls: Arc::new(call::CallLimit::new(
                 call::DEFAULT_MAX_CONCURRENT_CALLS,
                 Arc::new(crate::metrics::Metrics::new()),
@@ -79,7 +82,7 @@ impl Regent {
     /// `answer::RAW_KEY`, for a transport that writes it verbatim (the stdio
     /// [`transport::LineTransport`] does; rmcp's own transports do not).
     pub fn with_text_answers(mut self) -> Regent {
-        self.listed = Some(Arc::new(answer::Listed::default()));
+        self.text = true;
         self
     }
 
@@ -176,7 +179,7 @@ impl Regent {
             result_type,
             negotiated,
             Some(&self.decisions),
-            self.listed.as_deref(),
+            Some((&self.listed, self.text)),
         )
     }
 }
@@ -211,12 +214,16 @@ fn resolve_logged(
     result_type: bool,
     negotiated: Negotiated,
     log: Option<&DecisionLog>,
-    listed: Option<&answer::Listed>,
+    server: Option<(&answer::Listed, bool)>,
 ) -> Result<Answer, ErrorData> {
     // The extension's answer replaces SEP-1862's only for `tools/resolve`;
     // `tools/annotations` is the older draft's method either way.
-    let draft = full && negotiated.resolution;
-    let (name, args) = name_and_arguments(params, draft)?;
+    let shape = answer::Shape {
+        full,
+        result_type,
+        negotiated,
+    };
+    let (name, args) = name_and_arguments(params, shape.draft())?;
     let tool = catalog
         .tool(&name)
         .ok_or_else(|| errors::unknown_tool(&name))?;
@@ -271,20 +278,17 @@ fn resolve_logged(
         }
     };
     let annotations = wire::annotations(tool, Some(&r));
-    let answer = match listed {
-        _ if draft => Answer::Value(draft_answer(&name, &r, negotiated)),
-        // Text for the stdio transport: the listed members are made once per
-        // catalog revision, the rest is written without building values.
-        Some(listed) => Answer::Text(answer::resolved(&answer::Parts {
-            result_type,
-            full,
-            name: &name,
-            annotations: &annotations,
-            resolution: &r,
-            listed: &listed.members(&catalog.revision, tool),
-        })),
-        None => Answer::Value(answer_value(&name, &r, &annotations, full, result_type)),
+    let listed = shape.has_tool().then(|| match server {
+        Some((listed, _)) => listed.get(&catalog.revision, tool),
+        None => Arc::new(answer::ListedTool::of(tool)),
+    });
+    let parts = answer::Parts {
+        name: &name,
+        annotations: &annotations,
+        resolution: &r,
+        listed: listed.as_deref(),
     };
+    let answer = answer::build(shape, &parts).render(server.is_some_and(|(_, text)| text));
     if let Some(log) = log {
         let verdict = if r.allowed() {
             Verdict::Allowed
@@ -301,81 +305,12 @@ fn resolve_logged(
     Ok(answer)
 }
 
-/// The `tools/resolve` answer of the tool-resolution extension, exactly:
-/// `{resultType: "complete", name, annotations, _meta?}`, the annotations
-/// being the four hints as booleans (no title, no extra hints). `_meta` holds
-/// only objects of extensions the request negotiated: regent's decision
-/// (what a call with these arguments would get, without an id) and the
-/// policy's `meta` under [`negotiation::DECISION_EXTENSION`].
-pub fn draft_answer(
-    name: &str,
-    r: &crate::catalog::Resolution<'_>,
-    negotiated: Negotiated,
-) -> Value {
-    let mut out = Map::with_capacity(4);
-    out.insert("resultType".into(), json!("complete"));
-    out.insert("name".into(), json!(name));
-    out.insert("annotations".into(), Value::Object(r.hints.to_json()));
-    if negotiated.decision {
-        let mut d = Map::new();
-        d.insert("allowed".into(), json!(r.deny.is_empty()));
-        d.insert("reasons".into(), json!(r.deny));
-        if let Some(message) = &r.confirm {
-            d.insert("confirm".into(), json!(message));
-        }
-        if !r.meta.is_empty() {
-            d.insert("meta".into(), Value::Object(r.meta.clone()));
-        }
-        let mut meta = Map::with_capacity(1);
-        meta.insert(negotiation::DECISION_EXTENSION.into(), Value::Object(d));
-        out.insert("_meta".into(), Value::Object(meta));
-    }
-    Value::Object(out)
-}
-
-/// The answer as a value (see `answer::resolved` for the same as text).
-fn answer_value(
-    name: &str,
-    r: &crate::catalog::Resolution<'_>,
-    annotations: &Map<String, Value>,
-    full: bool,
-    result_type: bool,
-) -> Value {
-    let mut out = Map::new();
-    if result_type {
-        out.insert("resultType".into(), json!("complete"));
-    }
-    if full {
-        out.insert("name".into(), json!(name));
-        out.insert("annotations".into(), Value::Object(annotations.clone()));
-        // The decision a call with these arguments would get, without
-        // an id: resolution stays deterministic.
-        let mut meta = r.meta.clone();
-        meta.insert(
-            call::DECISION_META.into(),
-            call::decision_json(None, &r.deny),
-        );
-        if let (Some(message), Some(Value::Object(d))) =
-            (&r.confirm, meta.get_mut(call::DECISION_META))
-        {
-            d.insert("confirm".into(), json!(message));
-        }
-        out.insert("_meta".into(), Value::Object(meta));
-        out.insert(
-            "tool".into(),
-            Value::Object(wire::resolved_tool_json(r.tool, r, annotations.clone())),
-        );
-    } else {
-        out.insert("annotations".into(), Value::Object(annotations.clone()));
-    }
-    Value::Object(out)
-}
-
 impl ServerHandler for Regent {
     fn get_info(&self) -> ServerConfig {
         let mut ext = ExtensionCapabilities::new();
         ext.insert(wire::EXTENSION.into(), JsonObject::new());
         ext.insert(negotiation::DECISION_EXTENSION.into(), JsonObject::new());
+        ext.insert(negotiation::SECURITY_EXTENSION.into(), JsonObject::new());
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_extensions_with(ext)

@@ -19,6 +19,12 @@ use super::wire;
 /// `capabilities.extensions` with `{}`.
 pub const DECISION_EXTENSION: &str = "io.github.regent/decision";
 
+/// regent's extension for the resolved `securitySchemes` (SEP-1488's shape:
+/// an array of scheme objects) in a `tools/resolve` answer of the
+/// tool-resolution extension, as `{"securitySchemes": [...]}`. Advertised in
+/// the server's `capabilities.extensions` with `{}`.
+pub const SECURITY_EXTENSION: &str = "io.github.regent/security-schemes";
+
 /// `_meta` key under which a 2026-07-28 request carries its capabilities.
 const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
@@ -29,6 +35,8 @@ pub struct Negotiated {
     pub resolution: bool,
     /// [`DECISION_EXTENSION`]: regent's decision information in them.
     pub decision: bool,
+    /// [`SECURITY_EXTENSION`]: the resolved `securitySchemes` in them.
+    pub security: bool,
 }
 
 impl Negotiated {
@@ -43,6 +51,7 @@ impl Negotiated {
         Negotiated {
             resolution: empty(wire::EXTENSION),
             decision: empty(DECISION_EXTENSION),
+            security: empty(SECURITY_EXTENSION),
         }
     }
 
@@ -56,6 +65,7 @@ impl Negotiated {
         Negotiated {
             resolution: empty(wire::EXTENSION),
             decision: empty(DECISION_EXTENSION),
+            security: empty(SECURITY_EXTENSION),
         }
     }
 
@@ -109,7 +119,8 @@ mod tests {
             n,
             Negotiated {
                 resolution: true,
-                decision: true
+                decision: true,
+                security: false
             }
         );
         let n = caps(json!({DECISION_EXTENSION: {}}));
@@ -117,7 +128,8 @@ mod tests {
             n,
             Negotiated {
                 resolution: false,
-                decision: true
+                decision: true,
+                security: false
             }
         );
         let n = caps(json!({wire::EXTENSION: {}, DECISION_EXTENSION: {"v": 2}}));
@@ -125,7 +137,8 @@ mod tests {
             n,
             Negotiated {
                 resolution: true,
-                decision: false
+                decision: false,
+                security: false
             }
         );
     }
@@ -140,5 +153,12 @@ mod tests {
         ext.insert(wire::EXTENSION.into(), settings);
         assert!(!Negotiated::from_typed(Some(&ext)).resolution);
         assert!(!Negotiated::from_typed(None).resolution);
+    }
+
+    #[test]
+    fn security_schemes_have_their_own_extension() {
+        let n = caps(json!({wire::EXTENSION: {}, SECURITY_EXTENSION: {}}));
+        assert!(n.resolution && n.security && !n.decision);
+        assert!(!caps(json!({SECURITY_EXTENSION: {"v": 1}})).security);
     }
 }

@@ -23,16 +23,6 @@ pub fn tool_json(tool: &Tool, resolution: Option<&Resolution<'_>>) -> Map<String
     tool_json_with(tool, resolution, annotations(tool, resolution))
 }
 
-/// [`tool_json`] for a resolution whose annotations ([`annotations`]) the
-/// caller has already built, so they are built once per request.
-pub fn resolved_tool_json(
-    tool: &Tool,
-    resolution: &Resolution<'_>,
-    annotations: Map<String, Value>,
-) -> Map<String, Value> {
-    tool_json_with(tool, Some(resolution), annotations)
-}
-
 fn tool_json_with(
     tool: &Tool,
     resolution: Option<&Resolution<'_>>,
