@@ -112,11 +112,12 @@ pub fn samples(tool: &Tool) -> Vec<Value> {
     out
 }
 
-/// The largest magnitude a number argument may take a client, either way:
-/// the schema's bounds, or, without them, a value as large as JSON numbers
-/// carry exactly. Nothing for other types or finite domains.
+/// The largest magnitude a number argument may take, either way: the
+/// schema's bounds (on its `multipleOf` grid, see [`schema::number_bounds`]),
+/// or, without them, a value as large as JSON numbers carry exactly.
+/// Nothing for other types or finite domains.
 fn extremes(s: &Value) -> Vec<Value> {
-    const UNBOUNDED: i64 = 1 << 53;
+    const UNBOUNDED: f64 = (1u64 << 53) as f64;
     let ty = s.get("type").and_then(Value::as_str);
     if !matches!(ty, Some("integer" | "number"))
         || s.get("enum").is_some()
@@ -124,38 +125,14 @@ fn extremes(s: &Value) -> Vec<Value> {
     {
         return Vec::new();
     }
-    let bound = |inclusive: &str, exclusive: &str, default: i64| -> Value {
-        if let Some(v) = s.get(inclusive).and_then(Value::as_f64) {
-            return number(v, ty);
-        }
-        if let Some(v) = s.get(exclusive).and_then(Value::as_f64) {
-            // Just inside the bound: the next integer, or the next float
-            // (the bound itself would be refused by inputSchema).
-            let step = if default > 0 { -1.0 } else { 1.0 };
-            return number(
-                if ty == Some("integer") {
-                    (v + step).round()
-                } else {
-                    v + step * f64::EPSILON.max(v.abs() * f64::EPSILON)
-                },
-                ty,
-            );
-        }
-        Value::from(default)
-    };
-    vec![
-        bound("maximum", "exclusiveMaximum", UNBOUNDED),
-        bound("minimum", "exclusiveMinimum", -UNBOUNDED),
-    ]
-}
-
-/// `v` as a JSON number of the schema's type.
-fn number(v: f64, ty: Option<&str>) -> Value {
-    if ty == Some("integer") || v.fract() == 0.0 && v.abs() < 9e15 {
-        Value::from(v as i64)
-    } else {
-        Value::from(v)
-    }
+    let integer = ty == Some("integer");
+    let schema::Bounds { lo, hi, grid } = schema::number_bounds(s, integer);
+    let hi = hi.unwrap_or((UNBOUNDED / grid).floor() * grid);
+    let lo = lo.unwrap_or((-UNBOUNDED / grid).ceil() * grid);
+    [hi, lo]
+        .into_iter()
+        .filter_map(|v| schema::number_value(v, integer))
+        .collect()
 }
 
 /// Evaluates the decision and every non-function rule the tool's engine

@@ -327,6 +327,34 @@ fn without_looks(hir: regex_syntax::hir::Hir) -> regex_syntax::hir::Hir {
 /// Numbers within the schema's bounds and a multiple of its `multipleOf`:
 /// 0 when allowed, then the least and the greatest allowed.
 fn numbers(schema: &Value, integer: bool) -> Vec<Value> {
+    let Bounds { lo, hi, .. } = number_bounds(schema, integer);
+    let inside = |v: f64| lo.is_none_or(|l| v >= l) && hi.is_none_or(|h| v <= h);
+    let mut picks = Vec::new();
+    if inside(0.0) {
+        picks.push(0.0);
+    }
+    picks.extend(lo.filter(|v| inside(*v)));
+    picks.extend(hi.filter(|v| inside(*v)));
+    let mut out: Vec<Value> = Vec::new();
+    for v in picks.into_iter().filter_map(|v| number_value(v, integer)) {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// What a number schema allows: the least and greatest values on the grid
+/// of `unit` (its `multipleOf`, or 1 for integers), `None` where unbounded.
+pub struct Bounds {
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+    pub grid: f64,
+}
+
+/// The bounds of a number (or, with `integer`, integer) schema, inclusive
+/// and exclusive ones together.
+pub fn number_bounds(schema: &Value, integer: bool) -> Bounds {
     let f = |k: &str| schema.get(k).and_then(Value::as_f64);
     let step = f("multipleOf").filter(|m| *m > 0.0);
     let unit = step.unwrap_or(1.0);
@@ -353,27 +381,19 @@ fn numbers(schema: &Value, integer: bool) -> Vec<Value> {
         }
         (None, None) => None,
     };
-    let inside = |v: f64| lo.is_none_or(|l| v >= l) && hi.is_none_or(|h| v <= h);
-    let mut picks = Vec::new();
-    if inside(0.0) {
-        picks.push(0.0);
+    Bounds { lo, hi, grid }
+}
+
+/// `v` as a JSON number: an integer when it is whole (and within the range
+/// f64 carries exactly, 2^53), `None` when an integer schema would refuse it.
+pub fn number_value(v: f64, integer: bool) -> Option<Value> {
+    if v.fract() == 0.0 && v.abs() <= (1u64 << 53) as f64 {
+        Some(Value::from(v as i64))
+    } else if integer {
+        None
+    } else {
+        Some(Value::from(v))
     }
-    picks.extend(lo.filter(|v| inside(*v)));
-    picks.extend(hi.filter(|v| inside(*v)));
-    let mut out: Vec<Value> = Vec::new();
-    for v in picks {
-        let v = if v.fract() == 0.0 && v.abs() < 9e15 {
-            Value::from(v as i64)
-        } else if integer {
-            continue;
-        } else {
-            Value::from(v)
-        };
-        if !out.contains(&v) {
-            out.push(v);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
