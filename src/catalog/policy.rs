@@ -29,7 +29,29 @@ pub struct EvalError {
 impl EvalError {
     /// Whether a memory guard of [`budget`] stopped the evaluation.
     pub fn over_memory_budget(&self) -> bool {
-        self.message.contains("memory budget")
+        limit_hit(&self.message) == Some(Limit::Memory)
+    }
+}
+
+/// A limit on one evaluation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    Time,
+    Memory,
+}
+
+/// Which limit, if any, a policy failure's message says stopped it. Failure
+/// messages are all that crosses to the wire and the reports, so this is the
+/// one place that reads them: regorus' own timer ("execution exceeded time
+/// limit"), [`in_time`] and the guards of [`budget`] ("memory budget").
+pub fn limit_hit(message: &str) -> Option<Limit> {
+    let lower = message.to_lowercase();
+    if lower.contains("memory budget") {
+        Some(Limit::Memory)
+    } else if lower.contains("time limit") || lower.contains("timed out") {
+        Some(Limit::Time)
+    } else {
+        None
     }
 }
 
@@ -253,13 +275,10 @@ pub(super) fn builtin_message(text: &str) -> String {
 }
 
 fn eval_error(text: &str) -> EvalError {
-    let lower = text.to_lowercase();
     EvalError {
         message: first_message(text),
         location: find_location(text),
-        timed_out: lower.contains("time limit")
-            || lower.contains("timed out")
-            || lower.contains("timeout"),
+        timed_out: limit_hit(text) == Some(Limit::Time),
     }
 }
 

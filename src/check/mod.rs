@@ -516,12 +516,10 @@ fn failure(tool: &crate::catalog::Tool, f: &proof::Failure) -> Diagnostic {
         .with_help(crate::catalog::policy::CONFLICT_HELP);
     }
     // Which limit stopped it, as exercising the rules says too.
-    let code = if f.message.contains("memory budget") {
-        "policy-memory"
-    } else if f.message.contains("time limit") {
-        "policy-timeout"
-    } else {
-        "policy-eval"
+    let code = match crate::catalog::policy::limit_hit(&f.message) {
+        Some(crate::catalog::policy::Limit::Memory) => "policy-memory",
+        Some(crate::catalog::policy::Limit::Time) => "policy-timeout",
+        None => "policy-eval",
     };
     Diagnostic::error(
         code,

@@ -51,15 +51,12 @@ pub fn resolve_error(catalog: &Catalog, e: &ResolveError) -> ErrorData {
                 revision,
                 "policy evaluation failed: {message}"
             );
-            let lower = message.to_lowercase();
             // The budget that stopped it, so a client and the metrics can
             // tell a hostile argument from a broken policy.
-            let reason = if lower.contains("memory budget") {
-                "policy-memory"
-            } else if lower.contains("time limit") || lower.contains("timed out") {
-                "policy-timeout"
-            } else {
-                "policy-error"
+            let reason = match crate::catalog::policy::limit_hit(message) {
+                Some(crate::catalog::policy::Limit::Memory) => "policy-memory",
+                Some(crate::catalog::policy::Limit::Time) => "policy-timeout",
+                None => "policy-error",
             };
             ErrorData::internal_error(
                 format!("policy evaluation failed for tool {tool}"),
