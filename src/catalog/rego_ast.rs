@@ -393,6 +393,16 @@ pub enum ArgumentReads {
 
 /// Which tool arguments the policies in `modules` read.
 pub fn argument_reads(modules: &[PolicyModule]) -> ArgumentReads {
+    reads_of(modules, |_, _| false, |_| {})
+}
+
+/// The arguments read by the rules of `modules` that `skip` does not leave
+/// out; `observe` sees every expression of the rules read.
+fn reads_of(
+    modules: &[PolicyModule],
+    skip: impl Fn(&PolicyModule, &Rule) -> bool,
+    mut observe: impl FnMut(&Expr),
+) -> ArgumentReads {
     let mut names = BTreeMap::new();
     let mut unknown: Option<(Location, String)> = None;
     for m in modules {
@@ -405,7 +415,13 @@ pub fn argument_reads(modules: &[PolicyModule]) -> ArgumentReads {
             }
         }
         for rule in &m.module.policy {
-            walk_rule(rule, &mut |e| reads_in(e, &mut names, &mut unknown));
+            if skip(m, rule) {
+                continue;
+            }
+            walk_rule(rule, &mut |e| {
+                observe(e);
+                reads_in(e, &mut names, &mut unknown)
+            });
         }
     }
     match unknown {
@@ -439,44 +455,22 @@ pub fn hint_argument_reads(modules: &[PolicyModule], package: &str) -> ArgumentR
                 .first()
                 .is_some_and(|n| NOT_HINTS.contains(&n.as_str()))
     };
-    let mut names = BTreeMap::new();
-    let mut unknown: Option<(Location, String)> = None;
     let mut refers = false;
-    for m in modules {
-        for imp in &m.module.imports {
-            if path_of(&imp.refr).first().map(String::as_str) == Some("input") {
-                unknown.get_or_insert((
-                    span_location(&imp.span),
-                    format!("`{}` imports input under another name", imp.span.text()),
-                ));
+    let reads = reads_of(modules, skipped, |e| {
+        refers |= match e {
+            Expr::Var { value, .. } => value
+                .as_string()
+                .is_ok_and(|v| NOT_HINTS.contains(&v.as_ref())),
+            Expr::RefDot { .. } | Expr::RefBrack { .. } => {
+                path_of(e).iter().any(|c| NOT_HINTS.contains(&c.as_str()))
             }
-        }
-        for rule in &m.module.policy {
-            if skipped(m, rule) {
-                continue;
-            }
-            walk_rule(rule, &mut |e| {
-                let mentions = match e {
-                    Expr::Var { value, .. } => value
-                        .as_string()
-                        .is_ok_and(|v| NOT_HINTS.contains(&v.as_ref())),
-                    Expr::RefDot { .. } | Expr::RefBrack { .. } => {
-                        path_of(e).iter().any(|c| NOT_HINTS.contains(&c.as_str()))
-                    }
-                    _ => false,
-                };
-                refers |= mentions;
-                reads_in(e, &mut names, &mut unknown)
-            });
-        }
-    }
+            _ => false,
+        };
+    });
     if refers {
         return argument_reads(modules);
     }
-    match unknown {
-        Some((location, why)) => ArgumentReads::Any { location, why },
-        None => ArgumentReads::Known(names),
-    }
+    reads
 }
 
 fn reads_in(
