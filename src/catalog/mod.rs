@@ -13,6 +13,7 @@ pub mod exercise;
 pub mod explain;
 pub mod generate;
 pub mod hints;
+pub mod partition;
 pub mod policy;
 pub mod proof;
 pub mod rego_ast;

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::hints::{Hint, Hints};
+use super::partition::{self, Partition};
 use super::rego_ast::{self, ArgumentReads};
 use super::resolve::{Origin, ResolveError};
 use super::{Catalog, Tool, schema};
@@ -85,6 +86,9 @@ pub struct Proof {
     pub outcome: Outcome,
     /// For a tool the proof does not cover, what `check` saw by sampling.
     pub sampled: Option<Sampled>,
+    /// The free string arguments the proof partitioned into finitely many
+    /// classes (see `partition`), by name.
+    pub partitions: BTreeMap<String, Partition>,
 }
 
 /// Every value an argument can take, `None` meaning absent; `Err` says why
@@ -231,6 +235,16 @@ pub fn combinations(
     tool: &Tool,
     read: &[String],
 ) -> Result<Vec<Value>, (String, Option<Location>)> {
+    combinations_with(tool, read, &BTreeMap::new())
+}
+
+/// As [`combinations`], with the representatives of `partitions` as the
+/// domains of the arguments they partition.
+pub fn combinations_with(
+    tool: &Tool,
+    read: &[String],
+    partitions: &BTreeMap<String, Partition>,
+) -> Result<Vec<Value>, (String, Option<Location>)> {
     let props = schema::properties(&tool.input_schema)
         .cloned()
         .unwrap_or_default();
@@ -244,12 +258,25 @@ pub fn combinations(
                 None,
             ));
         };
-        let d = domain(s, required.contains(name)).map_err(|why| {
-            (
-                format!("argument `{name}` has no finite domain: {why}"),
-                None,
-            )
-        })?;
+        let d = match partitions.get(name) {
+            Some(p) => {
+                let mut d: Vec<Option<Value>> = p
+                    .representatives
+                    .iter()
+                    .map(|r| Some(Value::String(r.clone())))
+                    .collect();
+                if !required.contains(name) {
+                    d.push(None);
+                }
+                d
+            }
+            None => domain(s, required.contains(name)).map_err(|why| {
+                (
+                    format!("argument `{name}` has no finite domain: {why}"),
+                    None,
+                )
+            })?,
+        };
         total = total.saturating_mul(d.len());
         if total > LIMIT {
             return Err((
@@ -401,6 +428,7 @@ pub fn prove(catalog: &Catalog, tool: &Tool) -> Proof {
             location: None,
         },
         sampled: None,
+        partitions: BTreeMap::new(),
     };
     let read = match hint_arguments_read(tool) {
         Ok(r) => r,
@@ -423,14 +451,43 @@ pub fn prove(catalog: &Catalog, tool: &Tool) -> Proof {
         }
     };
     proof.arguments = read.keys().cloned().collect();
-    match combinations(tool, &proof.arguments) {
+    // Free string arguments: partition them when every use that can change
+    // the annotations is a recognized predicate.
+    let props = schema::properties(&tool.input_schema)
+        .cloned()
+        .unwrap_or_default();
+    let required = required_names(&tool.input_schema);
+    let mut uses = None;
+    let mut unpartitioned: BTreeMap<String, (String, Option<Location>)> = BTreeMap::new();
+    for name in &proof.arguments {
+        let Some(s) = props.get(name) else { continue };
+        if domain(s, required.contains(name)).is_ok() {
+            continue;
+        }
+        let uses = uses.get_or_insert_with(|| partition::uses(tool));
+        match partition::partition(tool, name, uses.get(name)) {
+            Ok(p) => {
+                proof.partitions.insert(name.clone(), p);
+            }
+            Err(why) => {
+                unpartitioned.insert(name.clone(), why);
+            }
+        }
+    }
+    match combinations_with(tool, &proof.arguments, &proof.partitions) {
         Ok(c) => finish(catalog, tool, proof, c),
-        Err((reason, _)) => {
-            let location = proof
+        Err((mut reason, _)) => {
+            let arg = proof
                 .arguments
                 .iter()
-                .find(|a| reason.contains(&format!("`{a}`")))
-                .and_then(|a| read.get(a).cloned().flatten());
+                .find(|a| reason.contains(&format!("`{a}`")));
+            let mut location = arg.and_then(|a| read.get(a).cloned().flatten());
+            if let Some((why, at)) = arg.and_then(|a| unpartitioned.get(a)) {
+                reason.push_str(&format!(", and it is not partitioned: {why}"));
+                if at.is_some() {
+                    location = at.clone();
+                }
+            }
             proof.outcome = Outcome::NotCovered { reason, location };
             proof
         }

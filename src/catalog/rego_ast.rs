@@ -131,7 +131,7 @@ pub(super) fn span_location(span: &Span) -> Location {
 
 /// The components of a reference (`input.arguments["action"]` gives
 /// `input`, `arguments`, `action`); a component that is not a constant is `[_]`.
-fn path_of(e: &Expr) -> Vec<String> {
+pub(super) fn path_of(e: &Expr) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = e;
     loop {
@@ -439,38 +439,46 @@ const NOT_HINTS: &[&str] = &["deny", "confirm", "meta", "security_schemes"];
 /// [`NOT_HINTS`], as long as no other rule refers to those by name (then
 /// every rule counts, as in [`argument_reads`]).
 pub fn hint_argument_reads(modules: &[PolicyModule], package: &str) -> ArgumentReads {
-    let head = |rule: &Rule| -> Vec<String> {
-        match rule {
-            Rule::Default { refr, .. } => path_of(refr),
-            Rule::Spec { head, .. } => match head {
-                RuleHead::Compr { refr, .. }
-                | RuleHead::Set { refr, .. }
-                | RuleHead::Func { refr, .. } => path_of(refr),
-            },
-        }
-    };
-    let skipped = |m: &PolicyModule, rule: &Rule| {
-        m.package == package
-            && head(rule)
-                .first()
-                .is_some_and(|n| NOT_HINTS.contains(&n.as_str()))
-    };
     let mut refers = false;
-    let reads = reads_of(modules, skipped, |e| {
-        refers |= match e {
-            Expr::Var { value, .. } => value
-                .as_string()
-                .is_ok_and(|v| NOT_HINTS.contains(&v.as_ref())),
-            Expr::RefDot { .. } | Expr::RefBrack { .. } => {
-                path_of(e).iter().any(|c| NOT_HINTS.contains(&c.as_str()))
-            }
-            _ => false,
-        };
-    });
+    let reads = reads_of(
+        modules,
+        |m, rule| not_hint_rule(m, rule, package),
+        |e| refers |= refers_to_not_hints(e),
+    );
     if refers {
         return argument_reads(modules);
     }
     reads
+}
+
+/// Whether `rule` of `m` is one of `package`'s rules named in [`NOT_HINTS`].
+pub(super) fn not_hint_rule(m: &PolicyModule, rule: &Rule, package: &str) -> bool {
+    let head = match rule {
+        Rule::Default { refr, .. } => path_of(refr),
+        Rule::Spec { head, .. } => match head {
+            RuleHead::Compr { refr, .. }
+            | RuleHead::Set { refr, .. }
+            | RuleHead::Func { refr, .. } => path_of(refr),
+        },
+    };
+    m.package == package
+        && head
+            .first()
+            .is_some_and(|n| NOT_HINTS.contains(&n.as_str()))
+}
+
+/// Whether `e` refers to a rule named in [`NOT_HINTS`] (then those rules
+/// can change the annotations too).
+pub(super) fn refers_to_not_hints(e: &Expr) -> bool {
+    match e {
+        Expr::Var { value, .. } => value
+            .as_string()
+            .is_ok_and(|v| NOT_HINTS.contains(&v.as_ref())),
+        Expr::RefDot { .. } | Expr::RefBrack { .. } => {
+            path_of(e).iter().any(|c| NOT_HINTS.contains(&c.as_str()))
+        }
+        _ => false,
+    }
 }
 
 fn reads_in(

@@ -178,7 +178,7 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
         }
         if proof.combinations > 0
             && proof.combinations <= 512
-            && let Ok(combos) = proof::combinations(tool, &proof.arguments)
+            && let Ok(combos) = proof::combinations_with(tool, &proof.arguments, &proof.partitions)
         {
             for c in combos {
                 if !samples.contains(&c) {

@@ -30,8 +30,20 @@ pub fn human(r: &Report, style: Style) -> String {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
+            let partitions = if p.partitions.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (partitioned {})",
+                    p.partitions
+                        .values()
+                        .map(|x| x.describe())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            };
             out.push_str(&format!(
-                "{} `{}`: all {} combination{} of {args} resolve no riskier than listed\n",
+                "{} `{}`: all {} combination{} of {args} resolve no riskier than listed{partitions}\n",
                 style.green("proved"),
                 p.tool,
                 p.combinations,
@@ -91,6 +103,12 @@ fn proof_json(p: &Proof) -> Value {
     m.insert("arguments".into(), json!(p.arguments));
     m.insert("combinations".into(), json!(p.combinations));
     m.insert("evaluated".into(), json!(p.evaluated));
+    if !p.partitions.is_empty() {
+        m.insert(
+            "partitions".into(),
+            Value::Array(p.partitions.values().map(|x| x.to_json()).collect()),
+        );
+    }
     match &p.outcome {
         Outcome::Proved { tightest } => {
             m.insert("status".into(), json!("proved"));

@@ -1,0 +1,723 @@
+//! A finite partition of a free string argument, for the worst-case proof.
+//!
+//! A string argument `x` whose every use that can change the annotations is
+//! one of `x == "lit"`, `x != "lit"`, `x in {"a", "b"}` (or a YAML `when`
+//! value), `startswith(x, "lit")`, `endswith(x, "lit")` or
+//! `contains(x, "lit")` can only influence the decision through the truth
+//! of those predicates. `x` may be the argument itself
+//! (`input.arguments.x`), a variable bound to exactly it in the same rule
+//! (`p := input.arguments.x`) or a rule of the package bound to exactly it
+//! (`path := input.arguments.path`, without a body). Any other use (passed
+//! to another builtin or function, used as a key, compared by order, read as
+//! part of a larger document…) leaves the argument unpartitioned, and the
+//! proof falls back to sampling.
+//!
+//! Representatives, one per achievable truth vector: every equality literal
+//! itself, plus, for every prefix `p` in {none} ∪ startswith-literals, every
+//! subset `C` of the contains-literals and every suffix `s` in {none} ∪
+//! endswith-literals, the string `p SEP c1 SEP … SEP s`, where `SEP` is a
+//! character that occurs in no literal.
+//!
+//! Why this is complete: take any string `w`. If it equals an equality
+//! literal, that literal is a representative. Otherwise let `p` be the
+//! longest prefix literal `w` starts with, `s` the longest suffix literal it
+//! ends with, and `C` the contains-literals it contains, and `r` the
+//! candidate built from them. No literal contains `SEP`, so any literal
+//! occurring in, starting or ending `r` lies inside one piece; every piece is
+//! a substring (`p` a prefix, `s` a suffix) of `w`, so `r` makes a predicate
+//! true only if `w` does. Conversely a prefix literal of `w` is a prefix of
+//! the longest one `p` (both are prefixes of `w`), so of `r`; likewise for
+//! suffixes, and every contains-literal of `w` is a piece of `r`. `r` holds
+//! `SEP`, so it equals no literal, as `w` does not. So `r` and `w` make
+//! every predicate agree, and the decision cannot tell them apart.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use regorus::unstable::{AssignOp, BoolOp, Expr, Rule, RuleHead};
+use serde_json::{Map, Value, json};
+
+use super::rego_ast::{
+    self, PolicyModule, const_string, not_hint_rule, path_of, refers_to_not_hints, span_location,
+    walk_expr, walk_rule,
+};
+use super::{Tool, schema};
+use crate::diag::Location;
+
+/// The most contains-literals one argument may have (2^n subsets).
+const MAX_CONTAINS: usize = 6;
+/// The most classes one argument may have.
+const MAX_CLASSES: usize = 256;
+
+/// How the rules use one string argument.
+#[derive(Debug, Clone, Default)]
+pub struct Uses {
+    pub equals: Vec<String>,
+    pub prefixes: Vec<String>,
+    pub suffixes: Vec<String>,
+    pub contains: Vec<String>,
+    /// A use that is none of the recognized predicates, if any: where and why.
+    pub blocked: Option<(Location, String)>,
+}
+
+/// The classes of one argument and a representative of each.
+#[derive(Debug, Clone)]
+pub struct Partition {
+    pub argument: String,
+    pub equals: Vec<String>,
+    pub prefixes: Vec<String>,
+    pub suffixes: Vec<String>,
+    pub contains: Vec<String>,
+    pub representatives: Vec<String>,
+}
+
+impl Partition {
+    /// `path: 4 classes from startswith "/etc", == "x"`.
+    pub fn describe(&self) -> String {
+        let mut from: Vec<String> = Vec::new();
+        let q = |s: &String| serde_json::to_string(s).unwrap_or_default();
+        from.extend(self.equals.iter().map(|l| format!("== {}", q(l))));
+        from.extend(self.prefixes.iter().map(|l| format!("startswith {}", q(l))));
+        from.extend(self.suffixes.iter().map(|l| format!("endswith {}", q(l))));
+        from.extend(self.contains.iter().map(|l| format!("contains {}", q(l))));
+        let n = self.representatives.len();
+        format!(
+            "{}: {n} class{}{}",
+            self.argument,
+            if n == 1 { "" } else { "es" },
+            if from.is_empty() {
+                String::new()
+            } else {
+                format!(" from {}", from.join(", "))
+            }
+        )
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "argument": self.argument,
+            "classes": self.representatives.len(),
+            "equals": self.equals,
+            "startswith": self.prefixes,
+            "endswith": self.suffixes,
+            "contains": self.contains,
+            "representatives": self.representatives,
+        })
+    }
+}
+
+fn add(v: &mut Vec<String>, s: String) {
+    if !v.contains(&s) {
+        v.push(s);
+    }
+}
+
+/// How the rules that can change `tool`'s annotations use each argument
+/// (YAML `when` values and Rego).
+pub fn uses(tool: &Tool) -> BTreeMap<String, Uses> {
+    let mut out: BTreeMap<String, Uses> = BTreeMap::new();
+    for rule in &tool.rules {
+        for (k, v) in &rule.when {
+            let u = out.entry(k.clone()).or_default();
+            // Values that are not strings never equal a string.
+            match v {
+                Value::Array(vs) => vs
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .for_each(|s| add(&mut u.equals, s.to_string())),
+                Value::String(s) => add(&mut u.equals, s.clone()),
+                _ => {}
+            }
+        }
+    }
+    if let Some(mut engine) = tool.engine() {
+        let modules = rego_ast::modules(&mut engine);
+        rego_uses(&modules, tool.policy.as_deref(), &mut out);
+    }
+    out
+}
+
+/// A rule of a package bound to exactly an argument.
+struct Alias {
+    package: String,
+    name: String,
+    argument: String,
+    data_path: Vec<String>,
+}
+
+fn exact_argument(e: &Expr) -> Option<String> {
+    match path_of(e).as_slice() {
+        [i, a, n] if i == "input" && a == "arguments" && n != "[_]" => Some(n.clone()),
+        _ => None,
+    }
+}
+
+fn block(out: &mut BTreeMap<String, Uses>, arg: &str, e: &Expr, why: String) {
+    let u = out.entry(arg.to_string()).or_default();
+    u.blocked
+        .get_or_insert_with(|| (span_location(e.span()), why));
+}
+
+fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap<String, Uses>) {
+    // The rules that can change the annotations.
+    let mut refers = false;
+    for m in modules {
+        for rule in &m.module.policy {
+            if package.is_some_and(|p| not_hint_rule(m, rule, p)) {
+                continue;
+            }
+            walk_rule(rule, &mut |e| {
+                refers |= refers_to_not_hints(e);
+                true
+            });
+        }
+    }
+    let counts = |m: &PolicyModule, rule: &Rule| {
+        refers || !package.is_some_and(|p| not_hint_rule(m, rule, p))
+    };
+
+    // Rules bound to exactly an argument.
+    let mut aliases: Vec<Alias> = Vec::new();
+    let mut alias_rules: BTreeSet<*const Rule> = BTreeSet::new();
+    for m in modules {
+        for rule in &m.module.policy {
+            if let Rule::Spec {
+                head:
+                    RuleHead::Compr {
+                        refr,
+                        assign: Some(a),
+                        ..
+                    },
+                bodies,
+                ..
+            } = rule.as_ref()
+                && bodies.is_empty()
+                && let [name] = path_of(refr).as_slice()
+                && let Some(argument) = exact_argument(&a.value)
+            {
+                let mut data_path = vec!["data".to_string()];
+                data_path.extend(m.package.split('.').map(str::to_string));
+                data_path.push(name.clone());
+                aliases.push(Alias {
+                    package: m.package.clone(),
+                    name: name.clone(),
+                    argument,
+                    data_path,
+                });
+                alias_rules.insert(rule.as_ref() as *const Rule);
+            }
+        }
+    }
+    // An alias read as part of a larger document (`data.tools`, an import,
+    // a computed key) escapes: its argument is not partitioned.
+    for m in modules {
+        for imp in &m.module.imports {
+            let p = path_of(&imp.refr);
+            for a in &aliases {
+                if p.first().map(String::as_str) == Some("data")
+                    && (reaches(&p, a) || p.starts_with(&a.data_path))
+                {
+                    block(
+                        out,
+                        &a.argument,
+                        &imp.refr,
+                        format!(
+                            "`{}` imports the rule `{}` bound to it",
+                            imp.span.text(),
+                            a.name
+                        ),
+                    );
+                }
+            }
+        }
+        for rule in &m.module.policy {
+            walk_rule(rule, &mut |e| escapes(e, &aliases, out));
+        }
+    }
+
+    for m in modules {
+        for rule in &m.module.policy {
+            if !counts(m, rule) || alias_rules.contains(&(rule.as_ref() as *const Rule)) {
+                continue;
+            }
+            // Variables of this rule bound to exactly an argument.
+            let mut locals: BTreeMap<String, String> = BTreeMap::new();
+            let mut clash: Vec<String> = Vec::new();
+            let pkg_alias = |name: &str| {
+                aliases
+                    .iter()
+                    .find(|a| a.package == m.package && a.name == name)
+                    .map(|a| a.argument.clone())
+            };
+            let direct = |e: &Expr| {
+                exact_argument(e).or_else(|| match path_of(e).as_slice() {
+                    [v] => pkg_alias(v),
+                    p => aliases
+                        .iter()
+                        .find(|a| a.data_path == p)
+                        .map(|a| a.argument.clone()),
+                })
+            };
+            walk_rule(rule, &mut |e| {
+                if let Expr::AssignExpr { lhs, rhs, .. } = e
+                    && let Expr::Var { value, .. } = lhs.as_ref()
+                    && let Ok(v) = value.as_string()
+                    && let Some(arg) = direct(rhs)
+                {
+                    match locals.get(v.as_ref()) {
+                        Some(a) if *a != arg => clash.push(v.to_string()),
+                        _ => {
+                            locals.insert(v.to_string(), arg);
+                        }
+                    }
+                }
+                true
+            });
+            // `x` exactly, by any of its names.
+            let is_x = |e: &Expr| -> Option<String> {
+                if let Expr::Var { value, .. } = e
+                    && let Ok(v) = value.as_string()
+                    && let Some(a) = locals.get(v.as_ref())
+                {
+                    return Some(a.clone());
+                }
+                direct(e)
+            };
+            // A reference that starts with `x` (and may go further into it).
+            let mentions = |e: &Expr| -> Option<String> {
+                if !matches!(
+                    e,
+                    Expr::RefDot { .. } | Expr::RefBrack { .. } | Expr::Var { .. }
+                ) {
+                    return None;
+                }
+                let p = path_of(e);
+                if let [i, a, n, ..] = p.as_slice()
+                    && i == "input"
+                    && a == "arguments"
+                    && n != "[_]"
+                {
+                    return Some(n.clone());
+                }
+                if let Some(first) = p.first() {
+                    if let Some(a) = locals.get(first) {
+                        return Some(a.clone());
+                    }
+                    if let Some(a) = pkg_alias(first) {
+                        return Some(a);
+                    }
+                }
+                aliases
+                    .iter()
+                    .find(|a| p.starts_with(&a.data_path))
+                    .map(|a| a.argument.clone())
+            };
+            for v in &clash {
+                if let Some(a) = locals.get(v) {
+                    let a = a.clone();
+                    let u = out.entry(a).or_default();
+                    u.blocked.get_or_insert_with(|| {
+                        (
+                            span_location(rule.span()),
+                            format!("variable `{v}` is bound to two arguments"),
+                        )
+                    });
+                }
+            }
+            walk_rule(rule, &mut |e| {
+                match e {
+                    Expr::BoolExpr {
+                        op: BoolOp::Eq | BoolOp::Ne,
+                        lhs,
+                        rhs,
+                        ..
+                    }
+                    | Expr::AssignExpr {
+                        op: AssignOp::Eq,
+                        lhs,
+                        rhs,
+                        ..
+                    } => {
+                        for (a, b) in [(lhs, rhs), (rhs, lhs)] {
+                            if let (Some(arg), Some(lit)) = (is_x(a), const_string(b)) {
+                                add(&mut out.entry(arg).or_default().equals, lit);
+                                return false;
+                            }
+                        }
+                    }
+                    Expr::Call { fcn, params, .. } if params.len() == 2 => {
+                        let f = path_of(fcn);
+                        if let [f] = f.as_slice()
+                            && let (Some(arg), Some(lit)) =
+                                (is_x(&params[0]), const_string(&params[1]))
+                        {
+                            let u = out.entry(arg).or_default();
+                            match f.as_str() {
+                                "startswith" => add(&mut u.prefixes, lit),
+                                "endswith" => add(&mut u.suffixes, lit),
+                                "contains" => add(&mut u.contains, lit),
+                                _ => {}
+                            }
+                            if ["startswith", "endswith", "contains"].contains(&f.as_str()) {
+                                return false;
+                            }
+                        }
+                    }
+                    Expr::Membership {
+                        key: None,
+                        value,
+                        collection,
+                        ..
+                    } => {
+                        if let (Some(arg), Expr::Set { items, .. } | Expr::Array { items, .. }) =
+                            (is_x(value), collection.as_ref())
+                        {
+                            let lits: Option<Vec<String>> =
+                                items.iter().map(|i| const_string(i)).collect();
+                            if let Some(lits) = lits {
+                                let u = out.entry(arg).or_default();
+                                for l in lits {
+                                    add(&mut u.equals, l);
+                                }
+                                return false;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                // `object.get(input.arguments, "x", default)`: a read with a
+                // default, not followed.
+                if let Expr::Call { fcn, params, .. } = e
+                    && path_of(fcn) == ["object", "get"]
+                    && params.len() >= 2
+                    && path_of(&params[0]) == ["input", "arguments"]
+                    && let Some(arg) = const_string(&params[1])
+                {
+                    block(
+                        out,
+                        &arg,
+                        e,
+                        format!(
+                            "`{}` reads it with a default, which the partition does not follow",
+                            e.span().text()
+                        ),
+                    );
+                }
+                // `v := x`: the binding itself.
+                if let Expr::AssignExpr { lhs, rhs, .. } = e
+                    && let Expr::Var { value, .. } = lhs.as_ref()
+                    && value
+                        .as_string()
+                        .is_ok_and(|v| locals.contains_key(v.as_ref()))
+                    && direct(rhs).is_some()
+                {
+                    return false;
+                }
+                if let Some(arg) = mentions(e) {
+                    block(
+                        out,
+                        &arg,
+                        e,
+                        format!(
+                            "`{}` uses it other than by ==, !=, in, startswith, endswith or contains with a string constant",
+                            enclosing_text(rule, e)
+                        ),
+                    );
+                    return false;
+                }
+                true
+            });
+        }
+    }
+}
+
+/// Whether `path` may read the rule `alias` as part of a larger document
+/// (`data.t`, `data.t[k]`), not by its own path.
+fn reaches(path: &[String], alias: &Alias) -> bool {
+    let n = path.len().min(alias.data_path.len());
+    path[..n]
+        .iter()
+        .zip(&alias.data_path[..n])
+        .all(|(a, b)| a == "[_]" || a == b)
+        && (path.len() < alias.data_path.len() || path[..n].iter().any(|c| c == "[_]"))
+}
+
+/// Blocks the arguments of aliases `e` reads as part of a document; walks a
+/// reference's indexes but not its prefixes (`data.t` in `data.t.path`).
+fn escapes(e: &Expr, aliases: &[Alias], out: &mut BTreeMap<String, Uses>) -> bool {
+    if !matches!(
+        e,
+        Expr::RefDot { .. } | Expr::RefBrack { .. } | Expr::Var { .. }
+    ) {
+        return true;
+    }
+    let p = path_of(e);
+    if p.first().map(String::as_str) == Some("data") {
+        for a in aliases {
+            if reaches(&p, a) {
+                block(
+                    out,
+                    &a.argument,
+                    e,
+                    format!(
+                        "`{}` reads the rule `{}` bound to it as part of a document",
+                        e.span().text(),
+                        a.name
+                    ),
+                );
+            }
+        }
+    }
+    let mut cur = e;
+    while let Expr::RefDot { refr, .. } | Expr::RefBrack { refr, .. } = cur {
+        if let Expr::RefBrack { index, .. } = cur {
+            walk_expr(index, &mut |x| escapes(x, aliases, out));
+        }
+        cur = refr;
+    }
+    false
+}
+
+/// The text of the smallest expression of `rule` that holds `e` as a
+/// direct child, or `e`'s own text: `lower(path)` rather than `path`.
+fn enclosing_text(rule: &Rule, e: &Expr) -> String {
+    let target = e as *const Expr;
+    let mut found: Option<String> = None;
+    walk_rule(rule, &mut |parent| {
+        if found.is_some() {
+            return false;
+        }
+        let mut direct = false;
+        let mut depth = 0;
+        walk_expr(parent, &mut |c| {
+            depth += 1;
+            if depth > 1 && std::ptr::eq(c, target) {
+                direct = true;
+            }
+            depth == 1
+        });
+        if direct {
+            found = Some(parent.span().text().to_string());
+        }
+        true
+    });
+    found.unwrap_or_else(|| e.span().text().to_string())
+}
+
+/// The partition of string argument `name` of `tool`, or why there is none
+/// (with the use that prevents it, if one does).
+pub fn partition(
+    tool: &Tool,
+    name: &str,
+    uses: Option<&Uses>,
+) -> Result<Partition, (String, Option<Location>)> {
+    partition_of(tool, name, uses).map_err(|why| {
+        let at = uses
+            .and_then(|u| u.blocked.as_ref())
+            .map(|(at, _)| at.clone());
+        (why, at)
+    })
+}
+
+fn partition_of(tool: &Tool, name: &str, uses: Option<&Uses>) -> Result<Partition, String> {
+    let props = schema::properties(&tool.input_schema);
+    let s = props.and_then(|p| p.get(name));
+    if s.and_then(|s| s.get("type")) != Some(&Value::String("string".into())) {
+        return Err("it is not declared `type: string`".to_string());
+    }
+    let empty = Uses::default();
+    let u = uses.unwrap_or(&empty);
+    if let Some((_, why)) = &u.blocked {
+        return Err(why.clone());
+    }
+    let reps = representatives(u)?;
+    // Every representative must be a value inputSchema accepts.
+    let mut base = match schema::sample(&tool.input_schema) {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    let pointer = format!("/{}", name.replace('~', "~0").replace('/', "~1"));
+    for r in &reps {
+        base.insert(name.to_string(), Value::String(r.clone()));
+        let errors = tool.validate_complete(&Value::Object(base.clone()));
+        if let Some(e) = errors.iter().find(|e| {
+            e.instance_path == pointer || e.instance_path.starts_with(&format!("{pointer}/"))
+        }) {
+            return Err(format!(
+                "representative {} rejected by inputSchema: {}",
+                Value::String(r.clone()),
+                e.message
+            ));
+        }
+    }
+    Ok(Partition {
+        argument: name.to_string(),
+        equals: u.equals.clone(),
+        prefixes: u.prefixes.clone(),
+        suffixes: u.suffixes.clone(),
+        contains: u.contains.clone(),
+        representatives: reps,
+    })
+}
+
+/// One string per class of the predicates in `u` (see the module's doc).
+fn representatives(u: &Uses) -> Result<Vec<String>, String> {
+    if u.contains.len() > MAX_CONTAINS {
+        return Err(format!(
+            "it is tested with contains on {} constants (at most {MAX_CONTAINS})",
+            u.contains.len()
+        ));
+    }
+    let combos = (u.prefixes.len() + 1) * (1 << u.contains.len()) * (u.suffixes.len() + 1);
+    if combos + u.equals.len() > MAX_CLASSES {
+        return Err(format!("it would have more than {MAX_CLASSES} classes"));
+    }
+    let all: Vec<&String> = u
+        .equals
+        .iter()
+        .chain(&u.prefixes)
+        .chain(&u.suffixes)
+        .chain(&u.contains)
+        .collect();
+    let sep = "xyzq_0-XYZ~.ab"
+        .chars()
+        .chain('a'..='z')
+        .chain('A'..='Z')
+        .chain('0'..='9')
+        .find(|c| all.iter().all(|l| !l.contains(*c)))
+        .ok_or("every letter and digit occurs in its constants")?;
+    let mut reps: Vec<String> = u.equals.clone();
+    let none = String::new();
+    for p in std::iter::once(&none).chain(&u.prefixes) {
+        for mask in 0..(1usize << u.contains.len()) {
+            for s in std::iter::once(&none).chain(&u.suffixes) {
+                let mut r = p.clone();
+                for (i, c) in u.contains.iter().enumerate() {
+                    if mask & (1 << i) != 0 {
+                        r.push(sep);
+                        r.push_str(c);
+                    }
+                }
+                r.push(sep);
+                r.push_str(s);
+                add(&mut reps, r);
+            }
+        }
+    }
+    Ok(reps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn uses_of(text: &str, package: &str) -> BTreeMap<String, Uses> {
+        let mut e = regorus::Engine::new();
+        e.add_policy("p.rego".into(), text.into()).unwrap();
+        let modules = rego_ast::modules(&mut e);
+        let mut out = BTreeMap::new();
+        rego_uses(&modules, Some(package), &mut out);
+        out
+    }
+
+    fn strs(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn follows_aliases_and_ignores_deny() {
+        let u = uses_of(
+            r#"package t
+import rego.v1
+path := input.arguments.path
+annotations := {"destructiveHint": true} if {
+    startswith(path, "/etc")
+    p := input.arguments.path
+    not contains(p, "..")
+    input.arguments.path in {"a", "b"}
+    endswith(data.t.path, ".conf")
+}
+deny contains sprintf("%s", [input.arguments.path]) if lower(input.arguments.path) == "x"
+"#,
+            "t",
+        );
+        let p = &u["path"];
+        assert!(p.blocked.is_none(), "{:?}", p.blocked);
+        assert_eq!(p.prefixes, strs(&["/etc"]));
+        assert_eq!(p.contains, strs(&[".."]));
+        assert_eq!(p.suffixes, strs(&[".conf"]));
+        assert_eq!(p.equals, strs(&["a", "b"]));
+    }
+
+    #[test]
+    fn blocks_other_uses() {
+        for body in [
+            "startswith(lower(input.arguments.path), \"/\")",
+            "p := input.arguments.path; count(p) > 3",
+            "input.arguments.path < \"m\"",
+            "some k; data.t[k] == \"x\"",
+            "x := data.t; x.path == \"y\"",
+            "startswith(\"/etc\", input.arguments.path)",
+            "input.arguments.path == input.arguments.other",
+            "startswith(object.get(input.arguments, \"path\", \"\"), \"/\")",
+            "input.arguments.path == \"a\" with input.arguments.path as \"a\"",
+        ] {
+            let u = uses_of(
+                &format!(
+                    "package t\nimport rego.v1\npath := input.arguments.path\nannotations := {{\"destructiveHint\": true}} if {{ {body} }}\n"
+                ),
+                "t",
+            );
+            assert!(u.get("path").is_some_and(|p| p.blocked.is_some()), "{body}");
+        }
+    }
+
+    /// Every truth vector a string over a small alphabet reaches is reached
+    /// by some representative.
+    #[test]
+    fn representatives_cover_every_truth_vector() {
+        let u = Uses {
+            equals: strs(&["ab", ""]),
+            prefixes: strs(&["a", "ab"]),
+            suffixes: strs(&["b", "ba"]),
+            contains: strs(&["bb", "a"]),
+            blocked: None,
+        };
+        let reps = representatives(&u).unwrap();
+        let vector = |w: &str| -> Vec<bool> {
+            let mut v: Vec<bool> = u.equals.iter().map(|l| w == l).collect();
+            v.extend(u.prefixes.iter().map(|l| w.starts_with(l.as_str())));
+            v.extend(u.suffixes.iter().map(|l| w.ends_with(l.as_str())));
+            v.extend(u.contains.iter().map(|l| w.contains(l.as_str())));
+            v
+        };
+        let reached: BTreeSet<Vec<bool>> = reps.iter().map(|r| vector(r)).collect();
+        let mut words = vec![String::new()];
+        for _ in 0..6 {
+            let mut next = Vec::new();
+            for w in &words {
+                for c in ['a', 'b', 'c'] {
+                    next.push(format!("{w}{c}"));
+                }
+            }
+            words.extend(next.clone());
+            words.dedup();
+            words = words
+                .into_iter()
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+        }
+        for w in &words {
+            assert!(reached.contains(&vector(w)), "{w:?} has no representative");
+        }
+    }
+
+    #[test]
+    fn bounds_the_classes() {
+        let u = Uses {
+            contains: (0..7).map(|i| format!("c{i}")).collect(),
+            ..Uses::default()
+        };
+        assert!(representatives(&u).is_err());
+    }
+}
