@@ -262,8 +262,11 @@ fn decision<'a>(r: &'a Resolution<'a>) -> Obj<'a> {
     d
 }
 
-/// A JSON object, members in order, borrowing its values.
-pub struct Obj<'a>(Vec<(&'a str, Node<'a>)>);
+/// A JSON object, members in order, borrowing its values. Its keys are
+/// regent's own constants, which need no escaping (a debug assertion holds
+/// them to that); keys that come from a catalog or policy live in the maps
+/// the nodes borrow and are escaped as they are written.
+pub struct Obj<'a>(Vec<(&'static str, Node<'a>)>);
 
 /// One member's value.
 enum Node<'a> {
@@ -275,7 +278,7 @@ enum Node<'a> {
     Obj(Obj<'a>),
     /// `base` with `key` set to the node, as `Map::insert` does it: in place
     /// when `base` has the key, else last.
-    MapWith(&'a Map<String, Value>, &'a str, Obj<'a>),
+    MapWith(&'a Map<String, Value>, &'static str, Obj<'a>),
     /// A tool object: its listed members, then these.
     Tool(&'a ListedTool, Obj<'a>),
 }
@@ -288,9 +291,12 @@ impl Obj<'_> {
                 Node::Tool(l, _) => l.text.len(),
                 _ => 0,
             });
-            let mut out = Vec::with_capacity(512 + listed.sum::<usize>());
-            self.write(&mut out);
-            Answer::Text(String::from_utf8(out).expect("serde_json writes UTF-8"))
+            let mut w = Writer {
+                out: Vec::with_capacity(512 + listed.sum::<usize>()),
+                last_map: None,
+            };
+            self.write(&mut w);
+            Answer::Text(String::from_utf8(w.out).expect("serde_json writes UTF-8"))
         } else {
             Answer::Value(self.to_value())
         }
@@ -308,18 +314,28 @@ impl Obj<'_> {
         m
     }
 
-    fn write(&self, out: &mut Vec<u8>) {
-        out.push(b'{');
-        self.write_members(out, true);
-        out.push(b'}');
+    fn write(&self, w: &mut Writer) {
+        w.out.push(b'{');
+        self.write_members(w, true);
+        w.out.push(b'}');
     }
 
-    fn write_members(&self, out: &mut Vec<u8>, mut first: bool) {
+    fn write_members(&self, w: &mut Writer, mut first: bool) {
         for (k, v) in &self.0 {
-            key(out, &mut first, k);
-            v.write(out);
+            own_key(&mut w.out, &mut first, k);
+            v.write(w);
         }
     }
+}
+
+/// The text being written, and where the last map written by [`Node::Map`]
+/// landed in it: an answer repeats the resolved annotations (the result's
+/// and the tool's), and the second copy is the bytes of the first.
+/// The pointer is only compared, never read through; every map an answer
+/// borrows lives until its rendering ends, so no address is reused.
+struct Writer {
+    out: Vec<u8>,
+    last_map: Option<(*const Map<String, Value>, std::ops::Range<usize>)>,
 }
 
 impl Node<'_> {
@@ -340,58 +356,76 @@ impl Node<'_> {
         }
     }
 
-    fn write(&self, out: &mut Vec<u8>) {
+    fn write(&self, w: &mut Writer) {
+        let out = &mut w.out;
         match self {
-            Node::Bool(b) => value(out, b),
+            Node::Bool(true) => out.extend_from_slice(b"true"),
+            Node::Bool(false) => out.extend_from_slice(b"false"),
             Node::Str(s) => value(out, s),
             Node::Strs(s) => value(out, s),
             Node::Values(v) => value(out, v),
-            Node::Map(m) => value(out, m),
-            Node::Obj(o) => o.write(out),
+            Node::Map(m) => {
+                let at = *m as *const Map<String, Value>;
+                match &w.last_map {
+                    Some((p, range)) if *p == at => out.extend_from_within(range.clone()),
+                    _ => {
+                        let start = out.len();
+                        value(out, m);
+                        w.last_map = Some((at, start..out.len()));
+                    }
+                }
+            }
+            Node::Obj(o) => o.write(w),
             Node::MapWith(base, k, v) => {
                 out.push(b'{');
                 let mut first = true;
                 let mut written = false;
                 for (bk, bv) in base.iter() {
-                    key(out, &mut first, bk);
+                    key(&mut w.out, &mut first, bk);
                     if bk == k {
-                        v.write(out);
+                        v.write(w);
                         written = true;
                     } else {
-                        value(out, bv);
+                        value(&mut w.out, bv);
                     }
                 }
                 if !written {
-                    key(out, &mut first, k);
-                    v.write(out);
+                    own_key(&mut w.out, &mut first, k);
+                    v.write(w);
                 }
-                out.push(b'}');
+                w.out.push(b'}');
             }
             Node::Tool(listed, decided) => {
                 out.push(b'{');
                 out.extend_from_slice(listed.text.as_bytes());
-                decided.write_members(out, listed.text.is_empty());
-                out.push(b'}');
+                decided.write_members(w, listed.text.is_empty());
+                w.out.push(b'}');
             }
         }
     }
 }
 
-/// `"key":`, after a comma unless it is the object's first member.
+/// `"key":` for one of regent's own keys, written as it is.
+fn own_key(out: &mut Vec<u8>, first: &mut bool, k: &'static str) {
+    debug_assert!(
+        k.bytes()
+            .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\'),
+        "{k} needs escaping"
+    );
+    if !std::mem::take(first) {
+        out.push(b',');
+    }
+    out.push(b'"');
+    out.extend_from_slice(k.as_bytes());
+    out.extend_from_slice(b"\":");
+}
+
+/// `"key":` for any key, escaped as JSON needs.
 fn key(out: &mut Vec<u8>, first: &mut bool, k: &str) {
     if !std::mem::take(first) {
         out.push(b',');
     }
-    // Keys are mostly regent's own, which need no escaping.
-    if k.bytes()
-        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
-    {
-        out.push(b'"');
-        out.extend_from_slice(k.as_bytes());
-        out.push(b'"');
-    } else {
-        value(out, k);
-    }
+    value(out, k);
     out.push(b':');
 }
 

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::catalog::{Resolution, Tool};
+use crate::catalog::{Hint, Resolution, Tool};
 
 /// The extension's identifier, used as a capability and a `_meta` key.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tool-resolution";
@@ -97,12 +97,17 @@ pub fn unmark(tool: &mut Map<String, Value>) {
 /// All four hints (listed or resolved), the display title, and any extra
 /// hints a policy added.
 pub fn annotations(tool: &Tool, resolution: Option<&Resolution<'_>>) -> Map<String, Value> {
-    let mut a = Map::new();
+    let extra = resolution.map_or(0, |r| r.extra_annotations.len());
+    // Sized once and filled in place: this runs for every resolve, and each
+    // insert into serde_json's ordered map hashes its key.
+    let mut a = Map::with_capacity(5 + extra);
     if let Some(title) = &tool.annotations_title {
         a.insert("title".into(), json!(title));
     }
     let hints = resolution.map_or(tool.listed, |r| r.hints);
-    a.extend(hints.to_json());
+    for h in Hint::ALL {
+        a.insert(h.key().into(), Value::Bool(hints.get(h)));
+    }
     if let Some(r) = resolution {
         for (k, v) in &r.extra_annotations {
             a.insert(k.clone(), v.clone());
