@@ -1,6 +1,7 @@
-//! The catalogs the benchmark serves, written into a temporary directory so
-//! that changes to `examples/` (a `run:` section, a policy) never change what
-//! is measured here.
+//! The catalogs the benchmark serves, written into a temporary directory.
+//! The SEP-1862 comparison uses its own copy of the SEP's table, so that
+//! changes to `examples/` (a `run:` section, a policy) never change that
+//! comparison; the cells for what users run copy the shipped examples.
 
 use std::fs;
 use std::io;
@@ -97,4 +98,22 @@ pub fn policy(i: usize, revision: usize) -> String {
     format!(
         "package gen.tool_{i}\n\nimport rego.v1\n\n# revision {revision}\nannotations := {{\"readOnlyHint\": true, \"destructiveHint\": false}} if input.arguments.mode == \"get\"\n"
     )
+}
+
+/// A copy of the shipped `examples/<name>` as it is in this checkout: what
+/// users run, policy and data included. Copied so that editing the examples
+/// while a run is going changes nothing it measures.
+pub fn shipped(root: &Path, name: &str) -> io::Result<PathBuf> {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name);
+    let dir = root.join(format!("shipped-{name}"));
+    fs::create_dir_all(&dir)?;
+    for entry in fs::read_dir(&from)? {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            fs::copy(entry.path(), dir.join(entry.file_name()))?;
+        }
+    }
+    Ok(dir)
 }

@@ -15,8 +15,10 @@
 //! Options after `--`: `--quick`, `--rounds N`, `--requests N` (pipelined,
 //! per client per round), `--serial-requests N`, `--window N`,
 //! `--clients 1,2`, `--scale 1,100,1000,10000`, `--no-peer`, `--no-scale`,
-//! `--no-write`, `--bin PATH` (measure another regent binary, e.g. an older
-//! build, for before/after comparisons).
+//! `--no-write`, `--bin PATH` (measure another regent binary instead),
+//! `--baseline PATH` (measure another regent binary too, e.g. an older build,
+//! its resolve cells interleaved with this one's for a before/after in one
+//! run).
 //!
 //! Features that the binary does not have yet (tools/call execution, hot
 //! reload, HTTP) are detected from `regent serve --help` or from a failed
@@ -55,6 +57,7 @@ pub struct Opts {
     pub write: bool,
     pub quick: bool,
     pub bin: PathBuf,
+    pub baseline: Option<PathBuf>,
 }
 
 fn opts() -> Opts {
@@ -69,6 +72,7 @@ fn opts() -> Opts {
         write: true,
         quick: false,
         bin: PathBuf::from(env!("CARGO_BIN_EXE_regent")),
+        baseline: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let list = |v: &str| -> Vec<usize> {
@@ -93,6 +97,7 @@ fn opts() -> Opts {
             "--clients" => o.clients = list(&val()),
             "--scale" => o.scale = list(&val()),
             "--bin" => o.bin = PathBuf::from(val()),
+            "--baseline" => o.baseline = Some(PathBuf::from(val())),
             "--no-peer" => (o.peer, takes_value) = (false, false),
             "--no-scale" => (o.scale, takes_value) = (Vec::new(), false),
             "--no-write" => (o.write, takes_value) = (false, false),
@@ -115,6 +120,9 @@ fn opts() -> Opts {
 
 /// regent with its decision log sent to /dev/null.
 pub const NO_LOG: &str = "regent, decision log to /dev/null";
+
+/// The `--baseline` binary, decision log to /dev/null.
+pub const BASELINE: &str = "baseline regent, decision log to /dev/null";
 
 /// How requests are sent on each connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -423,25 +431,54 @@ fn main() {
         server: "regent",
         era: Era::Modern,
         spawn: regent(&one_tool),
-        workloads: vec![Workload::List, Workload::Resolve],
+        workloads: vec![Workload::List, Workload::Resolve, Workload::ResolveDraft],
         conns: Vec::new(),
         logs: logs.clone(),
     });
     // The decision log (issue 3) writes a line per resolve, to stderr by
     // default. The same server with the log sent to /dev/null shows what the
-    // log costs.
+    // log costs, and is the server every comparison of policies uses.
     if help.contains("--decision-log") {
-        let mut spawn = regent(&one_tool);
-        spawn.args.insert(1, "--decision-log".into());
-        spawn.args.insert(2, "/dev/null".into());
-        targets.push(Target {
-            server: NO_LOG,
-            era: Era::Legacy,
-            spawn,
-            workloads: vec![Workload::List, Workload::Resolve],
-            conns: Vec::new(),
-            logs: logs.clone(),
-        });
+        let shipped = catalogs::shipped(root, "manage_files").expect("copy examples/manage_files");
+        let github = catalogs::shipped(root, "github_api").expect("copy examples/github_api");
+        let mut servers = vec![(NO_LOG, opts.bin.clone())];
+        if let Some(b) = &opts.baseline {
+            servers.push((BASELINE, b.clone()));
+        }
+        for (server, bin) in servers {
+            let no_log = |dir: &PathBuf| Spawn {
+                program: bin.clone(),
+                args: vec![
+                    "serve".into(),
+                    "--decision-log".into(),
+                    "/dev/null".into(),
+                    dir.to_string_lossy().into_owned(),
+                ],
+                dir: None,
+            };
+            let mut push = |era, dir: &PathBuf, workloads| {
+                targets.push(Target {
+                    server,
+                    era,
+                    spawn: no_log(dir),
+                    workloads,
+                    conns: Vec::new(),
+                    logs: logs.clone(),
+                })
+            };
+            push(
+                Era::Legacy,
+                &one_tool,
+                vec![Workload::List, Workload::Resolve],
+            );
+            push(
+                Era::Modern,
+                &one_tool,
+                vec![Workload::Resolve, Workload::ResolveDraft],
+            );
+            push(Era::Legacy, &shipped, vec![Workload::ResolveShipped]);
+            push(Era::Legacy, &github, vec![Workload::ResolveGithub]);
+        }
     }
     if features.exec.is_ok() {
         let call = catalogs::call(root).expect("call catalog");
@@ -529,6 +566,9 @@ fn throughput(opts: &Opts, targets: &mut [Target], notes: &mut Vec<String>) -> V
         Workload::List,
         Workload::Ping,
         Workload::Resolve,
+        Workload::ResolveDraft,
+        Workload::ResolveShipped,
+        Workload::ResolveGithub,
         Workload::Annotations,
         Workload::Call,
     ];

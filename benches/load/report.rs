@@ -125,6 +125,7 @@ pub fn render(run: &Run) -> String {
     }
 
     targets(&mut s, run);
+    policies(&mut s, run);
 
     let _ = writeln!(s, "\n### Throughput and latency over stdio\n");
     let _ = writeln!(
@@ -380,6 +381,93 @@ fn targets(s: &mut String, run: &Run) {
     }
 }
 
+/// What users run (issue 17) and the answers' shapes (issue 15), all with
+/// the decision log to /dev/null, pipelined, 1 client: each ratio is the
+/// median of per-round ratios of cells that ran side by side.
+fn policies(s: &mut String, run: &Run) {
+    let (l, m) = (Era::Legacy, Era::Modern);
+    let c1 = |server, era, w| find(run, server, era, w, Mode::Pipelined, 1);
+    let nl = crate::NO_LOG;
+    let shipped = c1(nl, l, Workload::ResolveShipped);
+    if shipped.is_none() && c1(nl, m, Workload::ResolveDraft).is_none() {
+        return;
+    }
+    let r = |x: Option<f64>| fmt_opt(x, |r| format!("{r:.2}×"));
+    let vs_peer = round_ratio(shipped, c1(PEER, l, Workload::Resolve));
+    let overhead = round_ratio(c1(nl, l, Workload::Resolve), shipped);
+    let _ = writeln!(
+        s,
+        "\n### Targets (issue 17) and answer shapes (issue 15)\n\nregent with the decision log to /dev/null, pipelined, 1 client; every ratio is the median of per-round ratios of cells that ran side by side. Arguments differ on every request.\n"
+    );
+    let _ = writeln!(s, "| comparison | goal | measured | |");
+    let _ = writeln!(s, "| --- | --- | --- | --- |");
+    let _ = writeln!(
+        s,
+        "| shipped `examples/manage_files` (YAML + Rego) vs the TypeScript SDK peer | ≥ 1.5× | {} | {} |",
+        r(vs_peer),
+        verdict(vs_peer.map(|x| x >= 1.5))
+    );
+    let _ = writeln!(
+        s,
+        "| cost of the shipped policy: YAML rules only ÷ YAML + Rego, same tool | ≤ 1.30× | {} | {} |",
+        r(overhead),
+        verdict(overhead.map(|x| x <= 1.3))
+    );
+    let draft = round_ratio(
+        c1(nl, m, Workload::ResolveDraft),
+        c1(nl, m, Workload::Resolve),
+    );
+    let _ = writeln!(
+        s,
+        "| extension draft's answer ÷ SEP-1862's answer (2026-07-28) | – | {} | |",
+        r(draft)
+    );
+    let github = round_ratio(
+        c1(nl, l, Workload::ResolveGithub),
+        c1(PEER, l, Workload::Resolve),
+    );
+    let _ = writeln!(
+        s,
+        "| shipped `examples/github_api` (Rego + data) vs the TypeScript SDK peer | – | {} | |",
+        r(github)
+    );
+    if run.opts.baseline.is_some() {
+        let b = crate::BASELINE;
+        let _ = writeln!(
+            s,
+            "\nThis build ÷ the baseline (`{}`), same cells:\n",
+            run.opts
+                .baseline
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        );
+        let _ = writeln!(
+            s,
+            "| request | era | this build req/s | baseline req/s | ratio |"
+        );
+        let _ = writeln!(s, "| --- | --- | ---: | ---: | ---: |");
+        for (era, w) in [
+            (l, Workload::Resolve),
+            (m, Workload::Resolve),
+            (m, Workload::ResolveDraft),
+            (l, Workload::ResolveShipped),
+            (l, Workload::ResolveGithub),
+        ] {
+            let (a, z) = (c1(nl, era, w), c1(b, era, w));
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} |",
+                w.label(),
+                era.label(),
+                fmt_opt(a.and_then(Cell::rate), fmt_rate),
+                fmt_opt(z.and_then(Cell::rate), fmt_rate),
+                r(round_ratio(a, z))
+            );
+        }
+    }
+}
+
 fn scale(s: &mut String, run: &Run) {
     if run.scale.is_empty() {
         return;
@@ -474,6 +562,25 @@ pub fn summary(run: &Run) -> String {
         fmt_opt(resolve, fmt_rate),
         fmt_opt(peer, fmt_rate)
     );
+    let nl = |w| rate_of(run, crate::NO_LOG, l, w, Mode::Pipelined, 1);
+    for (w, what) in [
+        (
+            Workload::ResolveShipped,
+            "shipped `examples/manage_files` (YAML + Rego)",
+        ),
+        (
+            Workload::ResolveGithub,
+            "shipped `examples/github_api` (Rego + data)",
+        ),
+    ] {
+        if let Some(rate) = nl(w) {
+            let _ = writeln!(
+                s,
+                "| `tools/resolve`, {what}, arguments varying, pipelined, 1 client, decision log to /dev/null | {} req/s | |",
+                fmt_rate(rate)
+            );
+        }
+    }
     let _ = writeln!(
         s,
         "| `tools/list` (the floor), pipelined, 1 client | {} req/s | {} req/s |",

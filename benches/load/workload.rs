@@ -40,6 +40,15 @@ pub enum Workload {
     /// `tools/resolve` of generated tool `tool_N`, decided by its own Rego
     /// policy (the scale catalogs).
     ResolvePolicy(usize),
+    /// `tools/resolve` of `manage_files`, the request negotiating the
+    /// tool-resolution extension (2026-07-28 only): the draft's answer.
+    ResolveDraft,
+    /// `tools/resolve` of the shipped `examples/manage_files` (YAML rules
+    /// and its Rego policy), as users run it.
+    ResolveShipped,
+    /// `tools/resolve` of the shipped `examples/github_api` (Rego policy and
+    /// data), cycling through GET, POST and DELETE.
+    ResolveGithub,
 }
 
 /// The four actions of the SEP's table, and what each resolves to
@@ -53,6 +62,16 @@ pub const ACTIONS: [(&str, [bool; 4]); 4] = [
 
 const MODERN_META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"regent-load","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}"#;
 
+/// [`MODERN_META`] with the tool-resolution extension negotiated.
+const DRAFT_META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"regent-load","version":"0"},"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tool-resolution":{}}}}"#;
+
+/// The methods `ResolveGithub` cycles through, and what each resolves to.
+pub const GITHUB: [(&str, [bool; 4]); 3] = [
+    ("GET", [true, false, true, true]),
+    ("POST", [false, false, false, true]),
+    ("DELETE", [false, true, true, true]),
+];
+
 impl Workload {
     pub fn method(self) -> &'static str {
         match self {
@@ -61,7 +80,10 @@ impl Workload {
             Workload::Resolve => "tools/resolve",
             Workload::Annotations => "tools/annotations",
             Workload::Call => "tools/call",
-            Workload::ResolvePolicy(_) => "tools/resolve",
+            Workload::ResolvePolicy(_)
+            | Workload::ResolveDraft
+            | Workload::ResolveShipped
+            | Workload::ResolveGithub => "tools/resolve",
         }
     }
 
@@ -74,15 +96,21 @@ impl Workload {
             Workload::Annotations => "tools/annotations",
             Workload::Call => "tools/call `echo ok`",
             Workload::ResolvePolicy(_) => "tools/resolve (Rego policy)",
+            Workload::ResolveDraft => "tools/resolve (extension negotiated)",
+            Workload::ResolveShipped => "tools/resolve, examples/manage_files (YAML + Rego)",
+            Workload::ResolveGithub => "tools/resolve, examples/github_api (Rego + data)",
         }
     }
 
-    /// Appends request `id` as one line (with its newline) to `out`.
+    /// Appends request `id` as one line (with its newline) to `out`. The
+    /// arguments differ on every request (a path or repository named after
+    /// the id), so nothing a server might cache per argument set helps it.
     pub fn write_line(self, era: Era, id: u64, out: &mut Vec<u8>) {
         let action = ACTIONS[(id % 4) as usize].0;
-        let meta = match era {
-            Era::Legacy => "",
-            Era::Modern => MODERN_META,
+        let meta = match (era, self) {
+            (Era::Legacy, _) => "",
+            (Era::Modern, Workload::ResolveDraft) => DRAFT_META,
+            (Era::Modern, _) => MODERN_META,
         };
         let sep = if meta.is_empty() { "" } else { "," };
         let _ = write!(
@@ -93,9 +121,18 @@ impl Workload {
         let _ = match self {
             Workload::List | Workload::Ping if meta.is_empty() => Ok(()),
             Workload::List | Workload::Ping => write!(out, r#","params":{{{meta}}}"#),
-            Workload::Resolve | Workload::Annotations => write!(
+            Workload::Resolve
+            | Workload::Annotations
+            | Workload::ResolveDraft
+            | Workload::ResolveShipped => write!(
                 out,
-                r#","params":{{"name":"manage_files","arguments":{{"path":"notes/todo.txt","action":"{action}","content":"hello"}}{sep}{meta}}}"#
+                r#","params":{{"name":"manage_files","arguments":{{"path":"notes/{id}/file{id}.txt","action":"{action}","content":"hello"}}{sep}{meta}}}"#
+            ),
+            Workload::ResolveGithub => write!(
+                out,
+                r#","params":{{"name":"github_api","arguments":{{"method":"{}","owner":"owner{}","repo":"repo{id}","path":"issues/{id}"}}{sep}{meta}}}"#,
+                GITHUB[(id % 3) as usize].0,
+                id % 1000
             ),
             Workload::Call => write!(
                 out,
@@ -115,7 +152,10 @@ impl Workload {
         let result = response
             .get("result")
             .ok_or_else(|| format!("no result in {response}"))?;
-        let want = ACTIONS[(id % 4) as usize];
+        let want = match self {
+            Workload::ResolveGithub => GITHUB[(id % 3) as usize],
+            _ => ACTIONS[(id % 4) as usize],
+        };
         let hints = |a: &Value| -> Result<(), String> {
             let got = [
                 "readOnlyHint",
@@ -142,11 +182,23 @@ impl Workload {
                 Some(_) => Ok(()),
                 None => Err(format!("ping result is not an object: {result}")),
             },
-            Workload::Resolve => hints(
+            Workload::Resolve | Workload::ResolveShipped | Workload::ResolveGithub => hints(
                 result
                     .pointer("/tool/annotations")
                     .ok_or_else(|| format!("no tool.annotations in {result}"))?,
             ),
+            Workload::ResolveDraft => {
+                // The draft's exact shape: these keys and no others.
+                let mut keys: Vec<&str> = result
+                    .as_object()
+                    .map(|m| m.keys().map(String::as_str).collect())
+                    .unwrap_or_default();
+                keys.sort_unstable();
+                if keys != ["annotations", "name", "resultType"] {
+                    return Err(format!("not the extension's answer: {result}"));
+                }
+                hints(&result["annotations"])
+            }
             Workload::Annotations => hints(
                 result
                     .get("annotations")
