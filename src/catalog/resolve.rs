@@ -10,7 +10,6 @@
 use serde_json::{Map, Value};
 
 use super::hints::{Hint, Hints};
-use super::policy;
 use super::schema::{self, ArgError};
 use super::{Catalog, Field, Tool};
 
@@ -192,9 +191,8 @@ impl Catalog {
             return Ok(r);
         };
 
-        let rules = tool.plan.iter().map(|(_, step)| step);
-        let values = engines
-            .eval(rules, policy::input(name, args))
+        let values = tool
+            .eval_plan(engines, args)
             .map_err(|e| policy_error(tool, e.message, e.location.map(|l| l.to_string())))?;
         let mut mapping = None;
         let mut result = Map::new();
