@@ -73,31 +73,3 @@ fn rules_defined_by_path_are_read_by_query() {
         ]
     );
 }
-
-fn one_pass_of(dir: &str, tool: &str) -> Option<String> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
-    let source = Source::load(&[path]).expect("load");
-    let catalog = catalog::build(&source, &BuildOptions::default()).expect("build");
-    catalog
-        .tool(tool)
-        .expect("tool")
-        .one_pass()
-        .map(|s| s.path.clone())
-}
-
-#[test]
-fn a_plan_of_several_rules_is_one_evaluation() {
-    // manage_files: the mapping, deny and confirm, read by one generated rule.
-    assert_eq!(
-        one_pass_of("examples/manage_files", "manage_files").as_deref(),
-        Some("data.regent.decision.plan")
-    );
-    assert_eq!(
-        one_pass_of("tests/cases/yaml_and_policy", "deploy").as_deref(),
-        Some("data.regent.decision.plan")
-    );
-    // One rule is evaluated alone; rules defined by path are read by query
-    // one by one (a reference inside a rule reads them differently).
-    assert_eq!(one_pass_of("examples/git", "git"), None);
-    assert_eq!(one_pass_of("tests/cases/path_rules", "files"), None);
-}

@@ -365,14 +365,12 @@ fn compile_tool(
     };
     let mut engines = None;
     let mut plan = Vec::new();
-    let mut one_pass = None;
     if needs_engine && !blocking(&diags) {
         let rule_refs: Vec<&str> = resolver_rules.iter().map(|(_, r)| r.as_str()).collect();
         match tool_engine(decl, own, base, library, &rule_refs, &opts.policy_limits) {
-            Ok((engine, p, one, steps)) => {
+            Ok((engine, p, steps)) => {
                 engines = Some(EnginePool::new(engine, opts.policy_limits));
                 plan = p;
-                one_pass = one;
                 for ((i, _), step) in resolver_rules.iter().zip(steps) {
                     match step {
                         Ok(step) => {
@@ -438,7 +436,6 @@ fn compile_tool(
                 engines,
                 run,
                 plan,
-                one_pass,
             },
             diags,
         )),
@@ -646,46 +643,11 @@ fn tool_engine(
         }
         plan.push((field, step));
     }
-    let one_pass = one_pass(&decl.name, &plan, &mut engine, limits);
     let steps = resolver_rules
         .iter()
         .map(|rule| resolver_step(&mut engine, &modules, rule, limits))
         .collect();
-    Ok((engine, plan, one_pass, steps))
-}
-
-/// The generated rule reading every rule of `plan` in one evaluation, added
-/// to `engine` and evaluated once on the sample input it holds; `None` when
-/// the plan has fewer than two rules, or reads a rule defined by path: such
-/// a rule none of whose definitions holds is `{}` to the query that reads it
-/// alone but undefined to a reference inside a rule, so those plans keep
-/// evaluating their rules one by one. Each rule alone has just evaluated without error
-/// on the same input; should the one-pass rule fail where they did not, the
-/// tool keeps evaluating them one by one too.
-fn one_pass(
-    tool: &str,
-    plan: &[(Field, policy::Step)],
-    engine: &mut regorus::Engine,
-    limits: &Limits,
-) -> Option<policy::Step> {
-    if plan.len() < 2 || plan.iter().any(|(_, s)| s.by_query) {
-        return None;
-    }
-    let refs: Vec<&str> = plan.iter().map(|(_, s)| s.path.as_str()).collect();
-    let path = format!("{}{tool}.plan.rego", rego_ast::GENERATED_PREFIX);
-    policy::add_policy(engine, &path, &generate::plan_module(tool, &refs)).ok()?;
-    let step = policy::Step {
-        path: generate::PLAN_RULE.to_string(),
-        by_query: false,
-    };
-    let warm_parts =
-        |engine: &mut regorus::Engine| policy::eval_parts(engine, &step, plan.len(), limits);
-    match warm_parts(engine) {
-        Err(e) if e.timed_out => warm_parts(engine),
-        other => other,
-    }
-    .ok()
-    .map(|_| step.clone())
+    Ok((engine, plan, steps))
 }
 
 /// Evaluates `step` once to warm the engine and surface evaluation errors at
@@ -704,13 +666,11 @@ fn warm(
     }
 }
 
-/// A prepared engine, its per-request plan, the rule evaluating that plan in
-/// one pass, and one step (or the reason
+/// A prepared engine, its per-request plan, and one step (or the reason
 /// there is none) per policy resolver rule.
 type ToolEngine = (
     regorus::Engine,
     Vec<(Field, policy::Step)>,
-    Option<policy::Step>,
     Vec<Result<policy::Step, LocatedError>>,
 );
 

@@ -105,13 +105,7 @@ pub struct Tool {
     /// What one resolution evaluates, in order: the generated mapping rule
     /// when there are YAML rules, then each contract rule the policy declares.
     plan: Vec<(Field, policy::Step)>,
-    /// The generated rule that reads every rule of `plan` in one evaluation
-    /// (`generate::plan_module`); absent when the plan has fewer than two.
-    one_pass: Option<policy::Step>,
 }
-
-/// Each planned rule's value, in plan order (`None` when undefined).
-type PlanValues = Result<Vec<Option<Value>>, policy::EvalError>;
 
 /// What a planned rule evaluation answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,21 +172,6 @@ impl Tool {
         &self.plan
     }
 
-    /// Whether one evaluation of a generated rule answers the whole plan.
-    pub fn one_pass(&self) -> Option<&policy::Step> {
-        self.one_pass.as_ref()
-    }
-
-    /// Evaluates this tool's plan for `args` on an engine of its pool: each
-    /// planned rule's value, in plan order (`None` when undefined).
-    fn eval_plan(&self, engines: &policy::EnginePool, args: &Value) -> PlanValues {
-        let input = policy::input(&self.name, args);
-        match &self.one_pass {
-            Some(step) => engines.eval_parts(step, self.plan.len(), input),
-            None => engines.eval(self.plan.iter().map(|(_, step)| step), input),
-        }
-    }
-
     /// Evaluates this tool's plan on `engine` for `args`, as a request does,
     /// returning the defined values keyed `mapping` and by contract rule name.
     /// For explain, tests, coverage and the worst-case proof, which need the
@@ -206,17 +185,9 @@ impl Tool {
         let limits = self.limits();
         // One budget for the whole plan, as a request has.
         let _scope = budget::Scope::begin();
-        let values = match &self.one_pass {
-            Some(step) => policy::eval_parts(engine, step, self.plan.len(), &limits)?,
-            None => self
-                .plan
-                .iter()
-                .map(|(_, step)| step.eval(engine, &limits))
-                .collect::<Result<_, _>>()?,
-        };
         let mut out = Map::new();
-        for ((field, _), value) in self.plan.iter().zip(values) {
-            if let Some(v) = value {
+        for (field, step) in &self.plan {
+            if let Some(v) = step.eval(engine, &limits)? {
                 let key = match field {
                     Field::Mapping => "mapping",
                     Field::Contract(name) => name,

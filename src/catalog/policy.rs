@@ -87,32 +87,6 @@ impl EnginePool {
         steps: impl IntoIterator<Item = &'r Step>,
         input: regorus::Value,
     ) -> Result<Vec<Option<Value>>, EvalError> {
-        self.with_engine(input, |engine, limits| {
-            steps.into_iter().map(|s| s.eval(engine, limits)).collect()
-        })
-    }
-
-    /// Evaluates a generated rule that reads `count` rules in one evaluation
-    /// (see [`eval_parts`]), returning each rule's value as JSON.
-    pub fn eval_parts(
-        &self,
-        step: &Step,
-        count: usize,
-        input: regorus::Value,
-    ) -> Result<Vec<Option<Value>>, EvalError> {
-        self.with_engine(input, |engine, limits| {
-            eval_parts(engine, step, count, limits)
-        })
-    }
-
-    /// Runs `f` on an idle engine holding `input`, under one budget and one
-    /// clock: the rules of one request share them, and each evaluation's own
-    /// check after it measures from the start.
-    fn with_engine<T>(
-        &self,
-        input: regorus::Value,
-        f: impl FnOnce(&mut Engine, &Limits) -> Result<T, EvalError>,
-    ) -> Result<T, EvalError> {
         let mut engine = self
             .idle
             .lock()
@@ -120,8 +94,14 @@ impl EnginePool {
             .pop()
             .unwrap_or_else(|| self.template.clone());
         engine.set_input(input);
+        // One budget and one clock for the whole plan: the rules of one
+        // request share them, and each step's own check after it measures
+        // from the plan's start.
         let _scope = Scope::begin();
-        let out = f(&mut engine, &self.limits);
+        let out: Result<Vec<_>, _> = steps
+            .into_iter()
+            .map(|s| s.eval(&mut engine, &self.limits))
+            .collect();
         // An engine that failed is not returned: its internal state after an
         // aborted evaluation is not something we want to reason about.
         if out.is_ok() {
@@ -152,16 +132,10 @@ pub struct Step {
 impl Step {
     /// Evaluates the step on `engine` with whatever input it holds.
     pub fn eval(&self, engine: &mut Engine, limits: &Limits) -> Result<Option<Value>, EvalError> {
-        to_json(self.value(engine, limits)?, limits)
-    }
-
-    /// The step's value as regorus gives it (`Undefined` when undefined),
-    /// checked to have arrived in time.
-    fn value(&self, engine: &mut Engine, limits: &Limits) -> Result<regorus::Value, EvalError> {
         if self.by_query {
-            query_value_raw(engine, &self.path, limits)
+            eval_query(engine, &self.path, limits)
         } else {
-            rule_value(engine, &self.path, limits)
+            eval_rule(engine, &self.path, limits)
         }
     }
 }
@@ -172,59 +146,12 @@ pub fn eval_rule(
     rule: &str,
     limits: &Limits,
 ) -> Result<Option<Value>, EvalError> {
-    to_json(rule_value(engine, rule, limits)?, limits)
-}
-
-fn rule_value(
-    engine: &mut Engine,
-    rule: &str,
-    limits: &Limits,
-) -> Result<regorus::Value, EvalError> {
     let scope = Scope::begin();
     let value = engine
         .eval_rule(rule.to_string())
         .map_err(|e| eval_error(&e.to_string()))?;
     in_time(&scope, limits)?;
-    Ok(value)
-}
-
-/// Evaluates `step`, a generated rule whose value is an array of `count`
-/// arrays, one per rule it reads (`[[v | v := data.p.deny], ...]`, see
-/// `generate::plan_module`): empty when that rule is undefined, else holding
-/// its value. One evaluation instead of `count`: regorus resets its state
-/// and evaluates shared dependencies once. A rule that fails fails the whole
-/// evaluation with that rule's error (a comprehension does not swallow
-/// errors), and each value is measured against the budget on its own, as a
-/// rule evaluated alone would be.
-pub fn eval_parts(
-    engine: &mut Engine,
-    step: &Step,
-    count: usize,
-    limits: &Limits,
-) -> Result<Vec<Option<Value>>, EvalError> {
-    let malformed = || EvalError {
-        message: format!(
-            "internal error: {} is not one value per planned rule",
-            step.path
-        ),
-        location: None,
-        timed_out: false,
-    };
-    let value = step.value(engine, limits)?;
-    let regorus::Value::Array(parts) = &value else {
-        return Err(malformed());
-    };
-    if parts.len() != count {
-        return Err(malformed());
-    }
-    parts
-        .iter()
-        .map(|part| match part {
-            regorus::Value::Array(v) if v.is_empty() => Ok(None),
-            regorus::Value::Array(v) if v.len() == 1 => to_json(v[0].clone(), limits),
-            _ => Err(malformed()),
-        })
-        .collect()
+    to_json(value, limits)
 }
 
 /// An answer that arrives after the time limit is not an answer: regorus
@@ -292,25 +219,21 @@ pub fn eval_query(
     query: &str,
     limits: &Limits,
 ) -> Result<Option<Value>, EvalError> {
-    to_json(query_value_raw(engine, query, limits)?, limits)
-}
-
-fn query_value_raw(
-    engine: &mut Engine,
-    query: &str,
-    limits: &Limits,
-) -> Result<regorus::Value, EvalError> {
     let scope = Scope::begin();
     let results = engine
         .eval_query(query.to_string(), false)
         .map_err(|e| eval_error(&e.to_string()))?;
     in_time(&scope, limits)?;
-    Ok(results
+    let Some(value) = results
         .result
         .into_iter()
         .next()
         .and_then(|r| r.expressions.into_iter().next())
-        .map_or(regorus::Value::Undefined, |e| e.value))
+        .map(|e| e.value)
+    else {
+        return Ok(None);
+    };
+    to_json(value, limits)
 }
 
 /// A new engine with regent's settings: Rego v1, a time limit on every
@@ -481,167 +404,6 @@ mod tests {
             err.message
         );
         let err = eval_query(&mut e, "data.p.x", &limits).unwrap_err();
-        assert!(err.timed_out, "{}", err.message);
-    }
-
-    /// The rules of package `p` that one-pass tests read, and a plan rule
-    /// reading them.
-    const RULES: &str = r#"import rego.v1
-path := input.arguments.path
-deny contains "empty" if path == ""
-nothing contains "x" if false
-confirm := sprintf("%s?", [path]) if input.arguments.action == "delete"
-annotations := {"destructiveHint": true} if input.arguments.action == "delete"
-annotations := {"destructiveHint": false} if startswith(path, "/tmp/")
-typed := x if { x := 1 + path }
-builtin := sprintf(path, 1)
-by_path.readOnlyHint := true if path == "r"
-by_path.extra := path if path == "r"
-"#;
-
-    /// Each rule of `names` evaluated alone (by query when `eval_rule`
-    /// refuses it, as the build plans it) and all of them in one pass.
-    #[allow(clippy::type_complexity)]
-    fn alone_and_one_pass(
-        names: &[&str],
-        args: serde_json::Value,
-    ) -> (
-        Result<Vec<Option<Value>>, (String, Option<String>)>,
-        Result<Vec<Option<Value>>, (String, Option<String>)>,
-    ) {
-        let limits = Limits::default();
-        let refs: Vec<String> = names.iter().map(|n| format!("data.p.{n}")).collect();
-        let refs: Vec<&str> = refs.iter().map(String::as_str).collect();
-        let mut e = engine(RULES, limits);
-        let module = super::super::generate::plan_module("t", &refs);
-        add_policy(&mut e, "regent-generated/t.plan.rego", &module).unwrap();
-        e.set_input(input("t", &args));
-        let err = |e: EvalError| (e.message, e.location.map(|l| l.to_string()));
-        let alone = refs
-            .iter()
-            .map(|r| {
-                let mut step = Step {
-                    path: r.to_string(),
-                    by_query: false,
-                };
-                match step.eval(&mut e, &limits) {
-                    Err(x) if is_undeclared(&x) => {
-                        step.by_query = true;
-                        step.eval(&mut e, &limits)
-                    }
-                    other => other,
-                }
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(err);
-        let plan = Step {
-            path: super::super::generate::PLAN_RULE.into(),
-            by_query: false,
-        };
-        let one = eval_parts(&mut e, &plan, refs.len(), &limits).map_err(err);
-        (alone, one)
-    }
-
-    #[test]
-    fn one_pass_keeps_undefined_apart_from_every_value() {
-        let names = ["deny", "nothing", "confirm", "annotations"];
-        for (args, expect) in [
-            (
-                serde_json::json!({"path": "x", "action": "read"}),
-                serde_json::json!([[], [], null, null]),
-            ),
-            (
-                serde_json::json!({"path": "", "action": "delete"}),
-                serde_json::json!([["empty"], [], "?", {"destructiveHint": true}]),
-            ),
-        ] {
-            let (alone, one) = alone_and_one_pass(&names, args.clone());
-            let one = one.unwrap();
-            assert_eq!(alone.unwrap(), one, "{args}");
-            let got: Vec<Value> = one.into_iter().map(|v| v.unwrap_or(Value::Null)).collect();
-            assert_eq!(Value::Array(got), expect, "{args}");
-        }
-    }
-
-    #[test]
-    fn rules_defined_by_path_are_left_out_of_one_pass() {
-        // A rule defined by path, none of whose definitions holds, is `{}`
-        // to the query that reads it alone but undefined to a reference
-        // inside a rule: the one-pass form would answer differently, so the
-        // build leaves plans with such rules to evaluate one by one (see
-        // `build::one_pass`).
-        let args = serde_json::json!({"path": "x", "action": "read"});
-        let (alone, one) = alone_and_one_pass(&["deny", "by_path"], args);
-        assert_eq!(alone.unwrap()[1], Some(serde_json::json!({})));
-        assert_eq!(one.unwrap()[1], None);
-        // Defined, both agree.
-        let args = serde_json::json!({"path": "r", "action": "read"});
-        let (alone, one) = alone_and_one_pass(&["deny", "by_path"], args);
-        assert_eq!(alone.unwrap(), one.unwrap());
-    }
-
-    #[test]
-    fn one_pass_fails_closed_with_the_failing_rules_error() {
-        // A comprehension reading a failing rule must fail, never answer
-        // "undefined": conflicts, type errors and builtin errors alike, with
-        // the message and location evaluating the rule alone gives.
-        for (name, args, says) in [
-            (
-                "annotations",
-                serde_json::json!({"path": "/tmp/x", "action": "delete"}),
-                "rule conflicts with rule",
-            ),
-            (
-                "typed",
-                serde_json::json!({"path": "x", "action": "read"}),
-                "expects numeric argument",
-            ),
-            (
-                "builtin",
-                serde_json::json!({"path": "x", "action": "read"}),
-                "sprintf",
-            ),
-        ] {
-            let (alone, one) = alone_and_one_pass(&["deny", name, "confirm"], args);
-            let one = one.unwrap_err();
-            assert!(one.0.contains(says), "{name}: {}", one.0);
-            assert!(
-                one.1.as_deref().is_some_and(|l| l.starts_with("p.rego:")),
-                "{name}: {one:?}"
-            );
-            assert_eq!(alone.unwrap_err(), one, "{name}");
-        }
-    }
-
-    #[test]
-    fn one_pass_shares_one_budget_and_one_clock() {
-        let rego = "a := count(numbers.range(1, 60000))\nb := count(numbers.range(1, 60000))\nslow if count(numbers.range(1, 3000000)) > 0";
-        let with_plan = |limits: Limits, names: &[&str]| {
-            let mut e = engine(rego, limits);
-            let refs: Vec<String> = names.iter().map(|n| format!("data.p.{n}")).collect();
-            let refs: Vec<&str> = refs.iter().map(String::as_str).collect();
-            let module = super::super::generate::plan_module("t", &refs);
-            add_policy(&mut e, "regent-generated/t.plan.rego", &module).unwrap();
-            let plan = Step {
-                path: super::super::generate::PLAN_RULE.into(),
-                by_query: false,
-            };
-            EnginePool::new(e, limits).eval_parts(&plan, refs.len(), regorus::Value::new_object())
-        };
-        // Each rule alone fits the budget; the two together do not.
-        let limits = Limits {
-            time: Duration::from_secs(10),
-            memory: 3 << 20,
-        };
-        assert!(with_plan(limits, &["a"]).is_ok());
-        let err = with_plan(limits, &["a", "b"]).unwrap_err();
-        assert!(err.over_memory_budget(), "{}", err.message);
-        // An answer after the time limit is discarded.
-        let limits = Limits {
-            time: Duration::from_millis(1),
-            memory: 1 << 30,
-        };
-        let err = with_plan(limits, &["a", "slow"]).unwrap_err();
         assert!(err.timed_out, "{}", err.message);
     }
 

@@ -10,6 +10,7 @@
 use serde_json::{Map, Value};
 
 use super::hints::{Hint, Hints};
+use super::policy;
 use super::schema::{self, ArgError};
 use super::{Catalog, Field, Tool};
 
@@ -191,8 +192,9 @@ impl Catalog {
             return Ok(r);
         };
 
-        let values = tool
-            .eval_plan(engines, args)
+        let rules = tool.plan.iter().map(|(_, step)| step);
+        let values = engines
+            .eval(rules, policy::input(name, args))
             .map_err(|e| policy_error(tool, e.message, e.location.map(|l| l.to_string())))?;
         let mut mapping = None;
         let mut result = Map::new();
