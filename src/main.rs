@@ -13,7 +13,7 @@ use regent::commands::{self, exit};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// regorus evaluates recursively, a few KiB of stack per nested expression.
-/// Recursive policies are refused at load (`catalog/rego_ast`), so depth comes
+/// Recursive policies are refused at load (`catalog/rego/recursion`), so depth comes
 /// only from how deeply a policy nests its own expressions and from values up
 /// to serde_json's depth limit; a large stack keeps that far from an
 /// overflow, which would abort the process. The memory is only reserved, and

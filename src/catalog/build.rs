@@ -9,9 +9,7 @@ use super::budget::Limits;
 use super::generate;
 use super::hints::Hints;
 use super::policy::{self, EnginePool};
-use super::rego_ast;
-use super::rego_refs;
-use super::rego_safety;
+use super::rego;
 use super::resolvers;
 use super::run;
 use super::schema;
@@ -25,7 +23,7 @@ struct PolicyFile<'a> {
     text: &'a str,
     package: String,
     /// The parsed module, for reading the policy as syntax.
-    module: Option<rego_ast::PolicyModule>,
+    module: Option<rego::PolicyModule>,
 }
 
 /// Compiles `source`. Every problem found is returned, not only the first.
@@ -67,10 +65,10 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     // the stack before the time limit. A tool whose engine holds a cycle
     // is not compiled (nor warmed up); a cycle in a library package, which
     // every engine holds, stops every tool with a policy.
-    let modules: Vec<rego_ast::PolicyModule> =
+    let modules: Vec<rego::PolicyModule> =
         policies.iter().filter_map(|p| p.module.clone()).collect();
     let mut recursive: BTreeSet<Option<&str>> = BTreeSet::new();
-    for r in rego_ast::recursion(&modules) {
+    for r in rego::recursion(&modules) {
         for member in &r.cycle {
             let package = policies
                 .iter()
@@ -173,7 +171,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
 fn references(
     source: &Source,
     policies: &[PolicyFile],
-    modules: &[rego_ast::PolicyModule],
+    modules: &[rego::PolicyModule],
     owners: &[Option<&str>],
     diags: &mut Diagnostics,
 ) {
@@ -189,11 +187,11 @@ fn references(
     }
     let all: Vec<(&str, &Value)> = tools.iter().map(|(n, _, s)| (*n, *s)).collect();
     let schemas = |module: usize| match owners[module] {
-        Some(owner) => rego_refs::Schemas {
+        Some(owner) => rego::refs::Schemas {
             tools: by_package.get(owner).cloned().unwrap_or_default(),
             library: false,
         },
-        None => rego_refs::Schemas {
+        None => rego::refs::Schemas {
             tools: all.clone(),
             library: true,
         },
@@ -205,13 +203,13 @@ fn references(
             .filter(|f| f.kind == FileKind::Policy)
             .count();
     let data: Vec<&Value> = source.data.iter().map(|d| &d.value).collect();
-    let ctx = rego_refs::Context::new(modules, owners, &data, parsed_all);
-    for d in rego_refs::check(modules, &ctx, schemas) {
+    let ctx = rego::refs::Context::new(modules, owners, &data, parsed_all);
+    for d in rego::refs::check(modules, &ctx, schemas) {
         diags.push(d);
     }
     // Variables no body binds (OPA's safety rule): regorus finds them only
     // when the expression runs, so at request time.
-    for d in rego_safety::check(modules) {
+    for d in rego::safety::check(modules) {
         diags.push(d);
     }
 }
@@ -243,7 +241,7 @@ fn parse_policies<'a>(
             )
             .with_help("rename the package, for example to `tools.<tool name>`"));
         }
-        let module = rego_ast::modules(&mut scratch).pop();
+        let module = rego::modules(&mut scratch).pop();
         Ok(PolicyFile {
             path,
             text: &file.text,

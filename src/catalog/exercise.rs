@@ -17,7 +17,7 @@ use super::generate;
 
 /// Stands for the tool's whole decision (its evaluation plan) in the rule list.
 const DECISION: &str = "<decision>";
-use super::rego_ast::{self, RuleKind};
+use super::rego::{self, RuleKind};
 use super::{Tool, policy, proof, schema};
 use crate::diag::Diagnostic;
 
@@ -142,10 +142,10 @@ pub fn exercise(tool: &Tool, samples: &[Value]) -> Vec<Diagnostic> {
         return Vec::new();
     };
     let mut engine = template.clone();
-    let modules = rego_ast::modules(&mut engine);
+    let modules = rego::modules(&mut engine);
     let mut rules: Vec<(String, String)> = Vec::new();
     let mut seen = BTreeSet::new();
-    for d in rego_ast::rule_defs(&modules) {
+    for d in rego::rule_defs(&modules) {
         if d.kind == RuleKind::Function || d.name().is_empty() {
             continue;
         }

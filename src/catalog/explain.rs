@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::generate;
 use super::hints::Hint;
-use super::rego_ast::{self, RuleKind};
+use super::rego::{self, RuleKind};
 use super::resolve::{Origin, Resolution};
 use super::{Tool, policy};
 use crate::diag::Location;
@@ -159,8 +159,8 @@ impl<'a> Probe<'a> {
         let Some(mut engine) = self.tool.engine() else {
             return fallback;
         };
-        let modules = rego_ast::modules(&mut engine);
-        let defs: Vec<_> = rego_ast::rule_defs(&modules)
+        let modules = rego::modules(&mut engine);
+        let defs: Vec<_> = rego::rule_defs(&modules)
             .into_iter()
             .filter(|d| d.package == package && d.name() == rule && d.kind != RuleKind::Function)
             .collect();

@@ -13,12 +13,9 @@ pub mod exercise;
 pub mod explain;
 pub mod generate;
 pub mod hints;
-pub mod partition;
 pub mod policy;
 pub mod proof;
-pub mod rego_ast;
-mod rego_refs;
-mod rego_safety;
+pub mod rego;
 pub mod rego_test;
 mod resolve;
 pub mod resolvers;
@@ -215,8 +212,8 @@ impl Tool {
     /// among the policies this tool's engine holds.
     pub fn rule_location(&self, dotted: &str) -> Option<crate::diag::Location> {
         let mut engine = self.engine()?;
-        let modules = rego_ast::modules(&mut engine);
-        rego_ast::rule_defs(&modules)
+        let modules = rego::modules(&mut engine);
+        rego::rule_defs(&modules)
             .into_iter()
             .find(|d| format!("{}.{}", d.package, d.name()) == dotted)
             .map(|d| d.location)

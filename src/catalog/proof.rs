@@ -4,7 +4,7 @@
 //! listed annotations; otherwise name a combination that is.
 //!
 //! Which arguments the rules read comes from the YAML `when` keys and, for
-//! Rego, from the syntax tree (`rego_ast::argument_reads`). When a policy
+//! Rego, from the syntax tree (`rego::argument_reads`). When a policy
 //! reads the arguments in a way that cannot be traced to names, every
 //! declared argument is taken as read. Arguments no rule reads are held at
 //! a sample value: they cannot change the answer. This module only computes
@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::hints::{Hint, Hints};
-use super::partition::{self, Partition};
-use super::rego_ast::{self, ArgumentReads};
+use super::rego::partition::{self, Partition};
+use super::rego::{self, ArgumentReads};
 use super::resolve::{Origin, ResolveError};
 use super::{Catalog, Tool, schema};
 use crate::diag::Location;
@@ -192,7 +192,7 @@ pub fn arguments_read(
 
 /// The arguments that can change `tool`'s annotations: as
 /// [`arguments_read`], without those only its `deny`, `confirm`, `meta` and
-/// `security_schemes` rules read (`rego_ast::hint_argument_reads`).
+/// `security_schemes` rules read (`rego::hint_argument_reads`).
 pub fn hint_arguments_read(
     tool: &Tool,
 ) -> Result<BTreeMap<String, Option<Location>>, (Location, String)> {
@@ -211,10 +211,10 @@ fn reads(
         }
     }
     if let Some(mut engine) = tool.engine() {
-        let modules = rego_ast::modules(&mut engine);
+        let modules = rego::modules(&mut engine);
         let reads = match (&tool.policy, hints_only) {
-            (Some(package), true) => rego_ast::hint_argument_reads(&modules, package),
-            _ => rego_ast::argument_reads(&modules),
+            (Some(package), true) => rego::hint_argument_reads(&modules, package),
+            _ => rego::argument_reads(&modules),
         };
         match reads {
             ArgumentReads::Known(names) => {
@@ -374,7 +374,7 @@ pub fn finite_part(tool: &Tool, extra: &BTreeMap<String, Vec<Value>>) -> Vec<Val
 }
 
 /// The values the rules distinguish, per argument: string constants the
-/// tool's policies compare it with (`rego_ast::argument_literals`) and the
+/// tool's policies compare it with (`rego::argument_literals`) and the
 /// values of the YAML rules' `when` (each value of a list).
 pub fn literals(tool: &Tool) -> BTreeMap<String, Vec<Value>> {
     let mut out: BTreeMap<String, Vec<Value>> = BTreeMap::new();
@@ -393,8 +393,8 @@ pub fn literals(tool: &Tool) -> BTreeMap<String, Vec<Value>> {
         }
     }
     if let Some(mut engine) = tool.engine() {
-        let modules = rego_ast::modules(&mut engine);
-        for (k, lits) in rego_ast::argument_literals(&modules) {
+        let modules = rego::modules(&mut engine);
+        for (k, lits) in rego::argument_literals(&modules) {
             for l in lits {
                 add(&k, &Value::String(l));
             }

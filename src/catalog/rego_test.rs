@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::budget::{Limits, Scope};
-use super::rego_ast::{self, RuleKind};
+use super::rego::{self, RuleKind};
 use super::{Tool, policy};
 use crate::diag::{Diagnostic, Location};
 use crate::source::{FileKind, Source};
@@ -70,10 +70,10 @@ pub fn run_tests(
     selected: &dyn Fn(&str) -> bool,
 ) -> Result<(Vec<RegoTest>, Covered), Vec<Diagnostic>> {
     let mut engine = test_engine(source, limits, coverage)?;
-    let modules = rego_ast::modules(&mut engine);
+    let modules = rego::modules(&mut engine);
     let mut seen = BTreeSet::new();
     let mut tests = Vec::new();
-    for d in rego_ast::rule_defs(&modules) {
+    for d in rego::rule_defs(&modules) {
         if d.kind != RuleKind::Complete || d.path.len() != 1 || !d.name().starts_with("test_") {
             continue;
         }
@@ -166,9 +166,9 @@ pub fn coverable(source: &Source, limits: Limits) -> BTreeMap<String, BTreeSet<u
         let mut engine = policy::new_engine(limits);
         let path = f.path.to_string_lossy().to_string();
         if policy::add_policy(&mut engine, &path, &f.text).is_ok() {
-            let modules = rego_ast::modules(&mut engine);
+            let modules = rego::modules(&mut engine);
             if let Some(m) = modules.first() {
-                out.insert(path, rego_ast::coverable_lines(m));
+                out.insert(path, rego::coverable_lines(m));
             }
         }
     }

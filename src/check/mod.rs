@@ -5,7 +5,7 @@
 //! allows: files that do not parse are reported and the rest are still
 //! compiled; tools that do not compile are reported and the rest are still
 //! linted, exercised and proved. Finding problems is the job of `source`,
-//! `catalog` (including `rego_ast`, `exercise` and `proof`) and
+//! `catalog` (including `rego`, `exercise` and `proof`) and
 //! [`published_schema`]; this module decides what to run and turns their
 //! findings into located diagnostics. Printing is in [`report`].
 
@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use crate::catalog::hints::Hint;
 use crate::catalog::proof::{self, Outcome, Proof};
-use crate::catalog::{self, BuildOptions, Catalog, Tool, exercise, explain, policy, rego_ast};
+use crate::catalog::{self, BuildOptions, Catalog, Tool, exercise, explain, policy, rego};
 use crate::diag::{Diagnostic, Location};
 use crate::source::{FileKind, Source, files};
 
@@ -253,14 +253,14 @@ fn lint_policies(source: &Source, opts: &BuildOptions) -> Vec<Diagnostic> {
         // Parse errors were reported by the build.
         let _ = policy::add_policy(&mut engine, &f.path.to_string_lossy(), &f.text);
     }
-    let modules = rego_ast::modules(&mut engine);
-    let mut out = rego_ast::lint(&modules);
+    let modules = rego::modules(&mut engine);
+    let mut out = rego::lint(&modules);
     let packages: BTreeSet<&str> = source
         .tools()
         .filter_map(|(_, _, t)| t.policy.as_deref())
         .collect();
     for p in packages {
-        out.extend(rego_ast::identity_rules(&modules, p));
+        out.extend(rego::identity_rules(&modules, p));
     }
     out
 }

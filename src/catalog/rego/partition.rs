@@ -30,17 +30,19 @@
 //! suffixes, and every contains-literal of `w` is a piece of `r`. `r` holds
 //! `SEP`, so it equals no literal, as `w` does not. So `r` and `w` make
 //! every predicate agree, and the decision cannot tell them apart.
+//!
+//! Which arguments the annotations depend on, and evaluating the
+//! representatives, are the proof's (`catalog/proof`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use regorus::unstable::{AssignOp, BoolOp, Expr, Rule, RuleHead};
 use serde_json::{Map, Value, json};
 
-use super::rego_ast::{
-    self, PolicyModule, const_string, not_hint_rule, path_of, refers_to_not_hints, span_location,
-    walk_expr, walk_rule,
-};
-use super::{Tool, schema};
+use super::reads::{not_hint_rule, refers_to_not_hints};
+use super::visit::{ref_indexes, walk_expr, walk_rule};
+use super::{PolicyModule, const_string, path_of, span_location};
+use crate::catalog::{Tool, rego, schema};
 use crate::diag::Location;
 
 /// The most contains-literals one argument may have (2^n subsets).
@@ -130,7 +132,7 @@ pub fn uses(tool: &Tool) -> BTreeMap<String, Uses> {
         }
     }
     if let Some(mut engine) = tool.engine() {
-        let modules = rego_ast::modules(&mut engine);
+        let modules = rego::modules(&mut engine);
         rego_uses(&modules, tool.policy.as_deref(), &mut out);
     }
     out
@@ -467,12 +469,8 @@ fn escapes(e: &Expr, aliases: &[Alias], out: &mut BTreeMap<String, Uses>) -> boo
             }
         }
     }
-    let mut cur = e;
-    while let Expr::RefDot { refr, .. } | Expr::RefBrack { refr, .. } = cur {
-        if let Expr::RefBrack { index, .. } = cur {
-            walk_expr(index, &mut |x| escapes(x, aliases, out));
-        }
-        cur = refr;
+    for index in ref_indexes(e) {
+        walk_expr(index, &mut |x| escapes(x, aliases, out));
     }
     false
 }
@@ -613,7 +611,7 @@ mod tests {
     fn uses_of(text: &str, package: &str) -> BTreeMap<String, Uses> {
         let mut e = regorus::Engine::new();
         e.add_policy("p.rego".into(), text.into()).unwrap();
-        let modules = rego_ast::modules(&mut e);
+        let modules = rego::modules(&mut e);
         let mut out = BTreeMap::new();
         rego_uses(&modules, Some(package), &mut out);
         out

@@ -9,19 +9,22 @@
 //! variable counts as binding it (`some x` alone, either side of `=`, the
 //! last argument of a call written as a statement), comprehensions and
 //! `every` bodies are their own scopes and are not checked, and names of
-//! rules, imports, `input` and `data` are always bound.
+//! rules, imports, `input` and `data` are always bound. References that can
+//! never be defined are [`super::refs`]'s.
 
 use std::collections::BTreeSet;
 
 use regorus::unstable::{AssignOp, Expr, Literal, Query, Rule, RuleHead, Span};
 
-use super::rego_ast::{self, PolicyModule};
+use super::PolicyModule;
+use super::visit::walk_expr;
+use crate::catalog::rego;
 use crate::diag::Diagnostic;
 
 /// Every unsafe variable in `modules`' rules, at its first use.
 pub fn check(modules: &[PolicyModule]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    let defs = rego_ast::rule_defs(modules);
+    let defs = rego::rule_defs(modules);
     for m in modules {
         let mut globals: BTreeSet<String> = ["input", "data", "_"]
             .iter()
@@ -63,7 +66,7 @@ fn check_rule(rule: &Rule, globals: &BTreeSet<String>, out: &mut Vec<Diagnostic>
             out.push(
                 Diagnostic::error(
                     "rego-unsafe-var",
-                    rego_ast::span_location(span),
+                    rego::span_location(span),
                     format!("variable `{name}` {what} is never bound in the rule's body"),
                 )
                 .with_help(help.to_string()),
@@ -101,7 +104,7 @@ fn check_rule(rule: &Rule, globals: &BTreeSet<String>, out: &mut Vec<Diagnostic>
         }
     };
     // `p[x] := ...`: the key's variables too.
-    rego_ast::walk_expr(refr, &mut |e| {
+    walk_expr(refr, &mut |e| {
         if let Expr::RefBrack { index, .. } = e {
             vars(index, &mut needed);
         }
@@ -156,7 +159,7 @@ fn check_rule(rule: &Rule, globals: &BTreeSet<String>, out: &mut Vec<Diagnostic>
                         Expr::Call { params, .. } => params.last().map(|p| p.span().clone()),
                         _ => None,
                     };
-                    rego_ast::walk_expr(expr, &mut |e| match e {
+                    walk_expr(expr, &mut |e| match e {
                         Expr::ArrayCompr { .. }
                         | Expr::SetCompr { .. }
                         | Expr::ObjectCompr { .. } => false,
@@ -194,7 +197,7 @@ fn same_span(a: &Span, b: &Span) -> bool {
 
 /// The variables of `e` outside comprehensions, with where each is written.
 fn vars(e: &Expr, out: &mut Vec<(String, Span)>) {
-    rego_ast::walk_expr(e, &mut |x| match x {
+    walk_expr(e, &mut |x| match x {
         Expr::ArrayCompr { .. } | Expr::SetCompr { .. } | Expr::ObjectCompr { .. } => false,
         Expr::Call { params, .. } => {
             // The function's name is not a variable.
@@ -265,7 +268,7 @@ fn binds(q: &Query, bound: &mut BTreeSet<String>) {
 /// Variables used as reference indexes (`input.a[i]`, `data.x[k].y`), which
 /// iteration binds.
 fn indexes(e: &Expr, bound: &mut BTreeSet<String>) {
-    rego_ast::walk_expr(e, &mut |x| match x {
+    walk_expr(e, &mut |x| match x {
         Expr::ArrayCompr { .. } | Expr::SetCompr { .. } | Expr::ObjectCompr { .. } => false,
         Expr::RefBrack { index, .. } => {
             let mut v = Vec::new();
@@ -286,7 +289,7 @@ mod tests {
         engine
             .add_policy("p.rego".to_string(), policy.to_string())
             .unwrap();
-        let modules = rego_ast::modules(&mut engine);
+        let modules = rego::modules(&mut engine);
         check(&modules)
             .into_iter()
             .map(|d| format!("{}:{} {}", d.location.line, d.location.column, d.message))

@@ -3,10 +3,10 @@
 //! A typo in a reference (`input.arguments.pth`, `data.kv.protected_key`)
 //! makes the expression undefined on every request, so a `deny` rule that
 //! uses it never fires: the policy fails open. Read from the syntax tree
-//! (through [`rego_ast`]'s visitor), before anything runs:
+//! (through [`super::visit`]), before anything runs:
 //!
 //! - `input.X` must be `input.tool` or `input.arguments` (see
-//!   [`super::policy::input`]), and `input.arguments.a.b[_].c` must be a path
+//!   [`crate::catalog::policy::input`]), and `input.arguments.a.b[_].c` must be a path
 //!   the tool's `inputSchema` can have;
 //! - `data.a.b.c` must lead into the merged data documents or to a package
 //!   or rule some policy defines.
@@ -15,13 +15,18 @@
 //! stops the check at that point; so do `$ref`, `patternProperties`,
 //! `additionalProperties: true` (or a schema, which is followed), and a schema
 //! with no `properties` at all.
+//!
+//! Unbound variables are [`super::safety`]'s; whether a reference that can
+//! be defined has the type its use expects is left to evaluation.
 
 use std::collections::BTreeMap;
 
 use regorus::unstable::{Expr, Span};
 use serde_json::Value;
 
-use super::rego_ast::{self, PolicyModule, RuleDef};
+use super::visit::{ref_indexes, walk_expr, walk_rule};
+use super::{PolicyModule, RuleDef};
+use crate::catalog::rego;
 use crate::diag::{Diagnostic, Location};
 
 /// The tools whose `inputSchema` a package's references are checked against.
@@ -62,7 +67,7 @@ impl Context {
         for m in modules {
             data.insert_path(m.package.split('.'), false);
         }
-        for def in rego_ast::rule_defs(modules) {
+        for def in rego::rule_defs(modules) {
             insert_rule(&mut data, &def);
         }
         let module_owner: Vec<Option<String>> = (0..modules.len())
@@ -100,7 +105,7 @@ pub fn check<'v>(
             imports: &imports,
         };
         for rule in &m.module.policy {
-            rego_ast::walk_rule(rule, &mut |e| visit(&scope, e, &mut out));
+            walk_rule(rule, &mut |e| visit(&scope, e, &mut out));
         }
     }
     out
@@ -157,7 +162,7 @@ fn parts(e: &Expr) -> Option<Vec<Part>> {
             }
             Expr::RefBrack { refr, index, .. } => {
                 out.push(Part {
-                    name: rego_ast::const_string(index),
+                    name: rego::const_string(index),
                     span: index.span().clone(),
                 });
                 cur = refr;
@@ -184,12 +189,8 @@ fn visit(scope: &Scope<'_, '_>, e: &Expr, out: &mut Vec<Diagnostic>) -> bool {
         return true;
     };
     // Indexes may hold references of their own.
-    let mut cur = e;
-    while let Expr::RefDot { refr, .. } | Expr::RefBrack { refr, .. } = cur {
-        if let Expr::RefBrack { index, .. } = cur {
-            rego_ast::walk_expr(index, &mut |x| visit(scope, x, out));
-        }
-        cur = refr;
+    for index in ref_indexes(e) {
+        walk_expr(index, &mut |x| visit(scope, x, out));
     }
     let root = parts[0].name.clone().unwrap_or_default();
     if root != "input"
@@ -311,7 +312,7 @@ fn diagnostic(code: &'static str, parts: &[Part], miss: &Miss, fix: &str) -> Dia
 }
 
 fn location(span: &Span) -> Location {
-    rego_ast::span_location(span)
+    rego::span_location(span)
 }
 
 // ---------------------------------------------------------------------------
@@ -638,7 +639,7 @@ mod tests {
         engine
             .add_policy("p.rego".to_string(), policy.to_string())
             .unwrap();
-        let modules = rego_ast::modules(&mut engine);
+        let modules = rego::modules(&mut engine);
         let schemas = |_: usize| Schemas {
             tools: vec![("t", &schema)],
             library: false,
@@ -669,7 +670,7 @@ mod tests {
                 "package lib\nimport rego.v1\nimport input.arguments as args\nok if args.path\nok if input.arguments.url\nok if args.pth\nok if input.tool.name\n".to_string(),
             )
             .unwrap();
-        let modules = rego_ast::modules(&mut engine);
+        let modules = rego::modules(&mut engine);
         let ctx = Context::new(&modules, &[None], &[], true);
         let found: Vec<String> = check(&modules, &ctx, |_| Schemas {
             tools: vec![("a", &a), ("b", &b)],

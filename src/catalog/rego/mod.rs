@@ -1,0 +1,270 @@
+//! Reading policies as syntax, before anything runs.
+//!
+//! regorus keeps its syntax tree behind `regorus::unstable` and a hidden
+//! `Engine::get_modules`; both are pinned with the crate (=0.14.1), and this
+//! directory is the only place that touches them. This module holds what
+//! every analysis shares: the modules of an engine ([`modules`]), the rule
+//! definitions and where they are ([`rule_defs`]), and reading references
+//! ([`path_of`]). The walk over expressions is [`visit`]; each analysis is a
+//! module of its own:
+//!
+//! - [`reads`]: which tool arguments the policies read, and the literals
+//!   they compare them with;
+//! - [`lint`]: unknown functions, arity, nondeterministic builtins, with
+//!   [`input_sized`] for allocations whose size the client chooses;
+//! - [`recursion`]: cycles between rules and functions;
+//! - [`identity`]: rules that try to change a tool's name, title,
+//!   description or schemas;
+//! - [`refs`]: references into `input` and `data` that can never be defined;
+//! - [`safety`]: OPA's safety rule (unbound variables);
+//! - [`partition`]: the finite partition of a free string argument;
+//! - [`coverage`]: the lines regorus' coverage counts.
+//!
+//! Evaluation stays in `policy`; deciding what a finding means for a
+//! catalog is `regent check`'s job.
+
+use regorus::unstable::{Expr, Module, Ref, Rule, RuleHead, Span};
+
+use crate::diag::Location;
+
+pub mod coverage;
+pub mod identity;
+pub mod input_sized;
+pub mod lint;
+pub mod partition;
+pub mod reads;
+pub mod recursion;
+pub(super) mod refs;
+pub(super) mod safety;
+pub mod visit;
+
+pub use coverage::coverable_lines;
+pub use identity::identity_rules;
+pub use lint::lint;
+pub use reads::{ArgumentReads, argument_literals, argument_reads, hint_argument_reads};
+pub use recursion::{Recursion, recursion};
+
+pub const GENERATED_PREFIX: &str = "regent-generated/";
+
+/// One policy module in an engine, with its package.
+#[derive(Clone)]
+pub struct PolicyModule {
+    pub path: String,
+    pub text: String,
+    /// Without the leading `data.`: `tools.manage_files`.
+    pub package: String,
+    pub(super) module: Ref<Module>,
+}
+
+impl PolicyModule {
+    /// The module's `package` line, as written.
+    pub fn package_decl(&self) -> String {
+        let text = self.module.package.span.text();
+        if text.starts_with("package") {
+            text.to_string()
+        } else {
+            format!("package {text}")
+        }
+    }
+
+    /// The source text of the module's imports, one per line, for copying
+    /// into a probe module of the same package.
+    pub fn imports_text(&self) -> String {
+        self.module
+            .imports
+            .iter()
+            .map(|i| format!("{}\n", i.span.text()))
+            .collect()
+    }
+}
+
+/// The modules of `engine` a person wrote (not regent's generated ones).
+pub fn modules(engine: &mut regorus::Engine) -> Vec<PolicyModule> {
+    engine
+        .get_modules()
+        .iter()
+        .filter_map(|m| {
+            let source = &m.package.span.source;
+            let path = source.file().to_string();
+            if path.starts_with(GENERATED_PREFIX) {
+                return None;
+            }
+            let package = path_of(&m.package.refr)
+                .into_iter()
+                .skip_while(|c| c == "data")
+                .collect::<Vec<_>>()
+                .join(".");
+            Some(PolicyModule {
+                path,
+                text: source.contents().to_string(),
+                package,
+                module: m.clone(),
+            })
+        })
+        .collect()
+}
+
+/// What a rule definition is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleKind {
+    /// `default x := v`
+    Default,
+    /// `x := v if ...`, `x.y := v if ...`
+    Complete,
+    /// `x contains v if ...`
+    PartialSet,
+    /// `f(a) := v if ...`
+    Function,
+}
+
+/// One definition of a rule, where it is and what it looks like.
+#[derive(Debug, Clone)]
+pub struct RuleDef {
+    pub package: String,
+    /// The head's path: `["annotations", "destructiveHint"]`; a non-constant
+    /// key is `"[_]"`.
+    pub path: Vec<String>,
+    pub kind: RuleKind,
+    pub location: Location,
+    /// Byte range of the whole definition in its file. regorus' spans can
+    /// stop short of a rule's last character, so the range runs to the
+    /// start of the next definition (comments between them included).
+    pub start: usize,
+    pub end: usize,
+    /// Byte range of the head's first name, which a probe renames.
+    pub name_start: usize,
+    pub name_end: usize,
+    /// The module the definition is in (index into [`modules`]' result).
+    pub module: usize,
+}
+
+impl RuleDef {
+    pub fn name(&self) -> &str {
+        self.path.first().map_or("", String::as_str)
+    }
+}
+
+pub(super) fn span_location(span: &Span) -> Location {
+    let line = span.line as usize;
+    let text = span.source.contents();
+    let col = text
+        .lines()
+        .nth(line.saturating_sub(1))
+        .map_or(span.col as usize, |l| {
+            super::policy::char_column(l, span.col as usize)
+        });
+    Location::new(span.source.file().to_string(), line, col)
+}
+
+/// The components of a reference (`input.arguments["action"]` gives
+/// `input`, `arguments`, `action`); a component that is not a constant is `[_]`.
+pub(super) fn path_of(e: &Expr) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = e;
+    loop {
+        match cur {
+            Expr::RefDot { refr, field, .. } => {
+                out.push(
+                    field
+                        .1
+                        .as_string()
+                        .map_or("[_]".to_string(), |s| s.to_string()),
+                );
+                cur = refr;
+            }
+            Expr::RefBrack { refr, index, .. } => {
+                out.push(const_string(index).unwrap_or_else(|| "[_]".to_string()));
+                cur = refr;
+            }
+            Expr::Var { value, .. } => {
+                out.push(
+                    value
+                        .as_string()
+                        .map_or("[_]".to_string(), |s| s.to_string()),
+                );
+                break;
+            }
+            _ => {
+                out.push("[_]".to_string());
+                break;
+            }
+        }
+    }
+    out.reverse();
+    out
+}
+
+pub(super) fn const_string(e: &Expr) -> Option<String> {
+    match e {
+        Expr::String { value, .. } | Expr::RawString { value, .. } => {
+            value.as_string().ok().map(|s| s.to_string())
+        }
+        _ => None,
+    }
+}
+
+/// The span of the first component of a reference.
+pub(super) fn root_span(e: &Expr) -> &Span {
+    match e {
+        Expr::RefDot { refr, .. } | Expr::RefBrack { refr, .. } => root_span(refr),
+        other => other.span(),
+    }
+}
+
+/// The head reference of a rule (`annotations.destructiveHint`, `f`).
+pub(super) fn head(rule: &Rule) -> &Ref<Expr> {
+    match rule {
+        Rule::Default { refr, .. } => refr,
+        Rule::Spec { head, .. } => match head {
+            RuleHead::Compr { refr, .. }
+            | RuleHead::Set { refr, .. }
+            | RuleHead::Func { refr, .. } => refr,
+        },
+    }
+}
+
+/// Every rule definition in `modules`.
+pub fn rule_defs(modules: &[PolicyModule]) -> Vec<RuleDef> {
+    let mut out = Vec::new();
+    for (mi, m) in modules.iter().enumerate() {
+        let mut starts: Vec<usize> = m
+            .module
+            .policy
+            .iter()
+            .map(|r| r.span().start as usize)
+            .collect();
+        starts.sort_unstable();
+        for rule in &m.module.policy {
+            let (refr, kind) = match rule.as_ref() {
+                Rule::Default { refr, .. } => (refr, RuleKind::Default),
+                Rule::Spec { head, .. } => match head {
+                    RuleHead::Compr { refr, .. } => (refr, RuleKind::Complete),
+                    RuleHead::Set { refr, .. } => (refr, RuleKind::PartialSet),
+                    RuleHead::Func { refr, .. } => (refr, RuleKind::Function),
+                },
+            };
+            let span = rule.span();
+            let name = root_span(refr);
+            let end = starts
+                .iter()
+                .copied()
+                .find(|s| *s > span.start as usize)
+                .unwrap_or(m.text.len());
+            out.push(RuleDef {
+                package: m.package.clone(),
+                path: path_of(refr),
+                kind,
+                location: span_location(span),
+                start: span.start as usize,
+                end,
+                name_start: name.start as usize,
+                name_end: name.end as usize,
+                module: mi,
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,255 @@
+//! Which tool arguments a policy reads, and the string literals it compares
+//! them with.
+//!
+//! [`argument_reads`] finds the top-level argument names read by constant
+//! paths (`input.arguments.x`, `object.get(input.arguments, "x", d)`) or
+//! gives up with the first read it cannot trace to names;
+//! [`hint_argument_reads`] does the same for the rules that can change the
+//! annotations. [`argument_literals`] collects the literals the proof's
+//! sampling tries. Whether reads are bounded by the schema, and how values
+//! are chosen, is the proof's job (`catalog/proof`); how a string argument
+//! is partitioned is [`super::partition`]'s.
+
+use std::collections::BTreeMap;
+
+use regorus::unstable::{Expr, Rule};
+
+use super::visit::{ref_indexes, walk_expr, walk_rule};
+use super::{PolicyModule, const_string, path_of, span_location};
+use crate::diag::Location;
+
+/// The tool arguments that policies read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgumentReads {
+    /// Exactly these top-level argument names, each read by a constant path
+    /// (`input.arguments.action`, `input.arguments["action"]`,
+    /// `object.get(input.arguments, "action", d)`).
+    Known(BTreeMap<String, Location>),
+    /// Some expression reads the arguments in a way that cannot be traced
+    /// to names (`input.arguments[k]`, `x := input`); every argument may matter.
+    Any { location: Location, why: String },
+}
+
+/// Which tool arguments the policies in `modules` read.
+pub fn argument_reads(modules: &[PolicyModule]) -> ArgumentReads {
+    reads_of(modules, |_, _| false, |_| {})
+}
+
+/// The arguments read by the rules of `modules` that `skip` does not leave
+/// out; `observe` sees every expression of the rules read.
+fn reads_of(
+    modules: &[PolicyModule],
+    skip: impl Fn(&PolicyModule, &Rule) -> bool,
+    mut observe: impl FnMut(&Expr),
+) -> ArgumentReads {
+    let mut names = BTreeMap::new();
+    let mut unknown: Option<(Location, String)> = None;
+    for m in modules {
+        for imp in &m.module.imports {
+            if path_of(&imp.refr).first().map(String::as_str) == Some("input") {
+                unknown.get_or_insert((
+                    span_location(&imp.span),
+                    format!("`{}` imports input under another name", imp.span.text()),
+                ));
+            }
+        }
+        for rule in &m.module.policy {
+            if skip(m, rule) {
+                continue;
+            }
+            walk_rule(rule, &mut |e| {
+                observe(e);
+                reads_in(e, &mut names, &mut unknown)
+            });
+        }
+    }
+    match unknown {
+        Some((location, why)) => ArgumentReads::Any { location, why },
+        None => ArgumentReads::Known(names),
+    }
+}
+
+/// The contract rules whose value is not a hint: arguments only they read
+/// cannot change the annotations.
+const NOT_HINTS: &[&str] = &["deny", "confirm", "meta", "security_schemes"];
+
+/// Which tool arguments can change the annotations of the tool whose policy
+/// is `package`: [`argument_reads`] without the rules of `package` named in
+/// [`NOT_HINTS`], as long as no other rule refers to those by name (then
+/// every rule counts, as in [`argument_reads`]).
+pub fn hint_argument_reads(modules: &[PolicyModule], package: &str) -> ArgumentReads {
+    let mut refers = false;
+    let reads = reads_of(
+        modules,
+        |m, rule| not_hint_rule(m, rule, package),
+        |e| refers |= refers_to_not_hints(e),
+    );
+    if refers {
+        return argument_reads(modules);
+    }
+    reads
+}
+
+/// Whether `rule` of `m` is one of `package`'s rules named in [`NOT_HINTS`].
+pub(super) fn not_hint_rule(m: &PolicyModule, rule: &Rule, package: &str) -> bool {
+    let head = path_of(super::head(rule));
+    m.package == package
+        && head
+            .first()
+            .is_some_and(|n| NOT_HINTS.contains(&n.as_str()))
+}
+
+/// Whether `e` refers to a rule named in [`NOT_HINTS`] (then those rules
+/// can change the annotations too).
+pub(super) fn refers_to_not_hints(e: &Expr) -> bool {
+    match e {
+        Expr::Var { value, .. } => value
+            .as_string()
+            .is_ok_and(|v| NOT_HINTS.contains(&v.as_ref())),
+        Expr::RefDot { .. } | Expr::RefBrack { .. } => {
+            path_of(e).iter().any(|c| NOT_HINTS.contains(&c.as_str()))
+        }
+        _ => false,
+    }
+}
+
+fn reads_in(
+    e: &Expr,
+    names: &mut BTreeMap<String, Location>,
+    unknown: &mut Option<(Location, String)>,
+) -> bool {
+    match e {
+        Expr::Call { fcn, params, .. }
+            if path_of(fcn) == ["object", "get"]
+                && params.len() >= 2
+                && path_of(&params[0]) == ["input", "arguments"] =>
+        {
+            match const_string(&params[1]) {
+                Some(k) => {
+                    names.entry(k).or_insert_with(|| span_location(e.span()));
+                }
+                None => {
+                    unknown.get_or_insert((
+                        span_location(e.span()),
+                        format!("`{}` reads an argument chosen at run time", e.span().text()),
+                    ));
+                }
+            }
+            for p in &params[1..] {
+                walk_expr(p, &mut |x| reads_in(x, names, unknown));
+            }
+            false
+        }
+        Expr::RefDot { .. } | Expr::RefBrack { .. } => {
+            let path = path_of(e);
+            if path.first().map(String::as_str) != Some("input") {
+                return true;
+            }
+            match path.get(1).map(String::as_str) {
+                Some("arguments") => match path.get(2) {
+                    Some(k) if k != "[_]" => {
+                        names
+                            .entry(k.clone())
+                            .or_insert_with(|| span_location(e.span()));
+                    }
+                    _ => {
+                        unknown.get_or_insert((
+                            span_location(e.span()),
+                            format!(
+                                "`{}` reads the arguments as a whole or by a computed key",
+                                e.span().text()
+                            ),
+                        ));
+                    }
+                },
+                Some("tool") => {}
+                _ => {
+                    unknown.get_or_insert((
+                        span_location(e.span()),
+                        format!("`{}` reads input by a computed key", e.span().text()),
+                    ));
+                }
+            }
+            // Indexes inside the reference may read arguments too.
+            for index in ref_indexes(e) {
+                walk_expr(index, &mut |x| reads_in(x, names, unknown));
+            }
+            false
+        }
+        Expr::Var { value, span, .. } if value.as_string().is_ok_and(|s| s.as_ref() == "input") => {
+            unknown.get_or_insert((
+                span_location(span),
+                "the input document is used as a whole".to_string(),
+            ));
+            false
+        }
+        _ => true,
+    }
+}
+
+/// String constants the policies compare a top-level argument with:
+/// `input.arguments.x == "lit"` (or `!=`, `=`, `:=`), `startswith`,
+/// `endswith` or `contains` of the argument and a constant, and
+/// `input.arguments.x in {"a", "b"}`. The proof's sampling tries them, so a
+/// branch taken only for such a value is reached.
+pub fn argument_literals(modules: &[PolicyModule]) -> BTreeMap<String, Vec<String>> {
+    fn argument(e: &Expr) -> Option<String> {
+        match path_of(e).as_slice() {
+            [i, a, name] if i == "input" && a == "arguments" && name != "[_]" => Some(name.clone()),
+            _ => None,
+        }
+    }
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut add = |name: String, lit: String| {
+        let v = out.entry(name).or_default();
+        if !v.contains(&lit) {
+            v.push(lit);
+        }
+    };
+    for m in modules {
+        for rule in &m.module.policy {
+            walk_rule(rule, &mut |e| {
+                match e {
+                    Expr::BoolExpr { lhs, rhs, .. } | Expr::AssignExpr { lhs, rhs, .. } => {
+                        for (a, b) in [(lhs, rhs), (rhs, lhs)] {
+                            if let (Some(name), Some(lit)) = (argument(a), const_string(b)) {
+                                add(name, lit);
+                            }
+                        }
+                    }
+                    Expr::Call { fcn, params, .. }
+                        if matches!(
+                            path_of(fcn).as_slice(),
+                            [f] if ["startswith", "endswith", "contains"].contains(&f.as_str())
+                        ) && params.len() == 2 =>
+                    {
+                        if let (Some(name), Some(lit)) =
+                            (argument(&params[0]), const_string(&params[1]))
+                        {
+                            add(name, lit);
+                        }
+                    }
+                    Expr::Membership {
+                        key: None,
+                        value,
+                        collection,
+                        ..
+                    } => {
+                        if let (Some(name), Expr::Set { items, .. } | Expr::Array { items, .. }) =
+                            (argument(value), collection.as_ref())
+                        {
+                            for i in items {
+                                if let Some(lit) = const_string(i) {
+                                    add(name.clone(), lit);
+                                }
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                true
+            });
+        }
+    }
+    out
+}

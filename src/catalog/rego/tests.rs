@@ -1,0 +1,199 @@
+//! Tests of the analyses under `rego`, on small policies.
+
+use super::*;
+
+fn load(text: &str) -> Vec<PolicyModule> {
+    let mut e = regorus::Engine::new();
+    e.add_policy("p.rego".into(), text.into()).unwrap();
+    modules(&mut e)
+}
+
+#[test]
+fn finds_constant_argument_reads() {
+    let m = load(
+        "package t\nimport rego.v1\na := 1 if { input.arguments.action == \"x\" }\nb := 2 if { input.arguments[\"force\"] }\nc := object.get(input.arguments, \"mode\", \"r\")\nd := input.tool\n",
+    );
+    let ArgumentReads::Known(names) = argument_reads(&m) else {
+        panic!()
+    };
+    let found: Vec<(&str, usize)> = names.iter().map(|(k, l)| (k.as_str(), l.line)).collect();
+    assert_eq!(found, vec![("action", 3), ("force", 4), ("mode", 5)]);
+}
+
+#[test]
+fn finds_literals_compared_with_arguments() {
+    let m = load(
+        r#"package tools.t
+import rego.v1
+a if input.arguments.method == "DELETE"
+b if startswith(input.arguments.path, "/etc/")
+c if input.arguments.mode in {"x", "y"}
+d if "z" != input.arguments.mode
+"#,
+    );
+    let lits = argument_literals(&m);
+    assert_eq!(lits["method"], ["DELETE"]);
+    assert_eq!(lits["path"], ["/etc/"]);
+    assert_eq!(lits["mode"], ["x", "y", "z"]);
+}
+
+#[test]
+fn hint_reads_leave_out_deny_and_confirm() {
+    let text = r#"package tools.t
+import rego.v1
+annotations := {"destructiveHint": true} if input.arguments.mode == "purge"
+deny contains "no" if startswith(input.arguments.path, "/etc/")
+confirm := "sure?" if input.arguments.note != ""
+"#;
+    let m = load(text);
+    let ArgumentReads::Known(names) = hint_argument_reads(&m, "tools.t") else {
+        panic!("reads should be known")
+    };
+    assert_eq!(names.keys().collect::<Vec<_>>(), ["mode"]);
+    // A hint that depends on deny makes every read count.
+    let m = load(&format!("{text}\nstrict if count(deny) > 0\n"));
+    let ArgumentReads::Known(names) = hint_argument_reads(&m, "tools.t") else {
+        panic!("reads should be known")
+    };
+    assert_eq!(names.len(), 3);
+}
+
+#[test]
+fn gives_up_on_computed_reads() {
+    let m = load("package t\nimport rego.v1\na contains k if { some k, _ in input.arguments }\n");
+    assert!(matches!(argument_reads(&m), ArgumentReads::Any { .. }));
+    let m = load("package t\nimport rego.v1\na := x if { x := input }\n");
+    assert!(matches!(argument_reads(&m), ArgumentReads::Any { .. }));
+}
+
+#[test]
+fn finds_unknown_functions_arity_and_cycles() {
+    let m = load(
+        "package t\nimport rego.v1\nf(x) := x\na := 1 if { nope(1) }\nb := f(1, 2)\nc := count([1], n)\nd := e\ne := d\n",
+    );
+    let codes: Vec<(&str, usize)> = lint(&m).iter().map(|d| (d.code, d.location.line)).collect();
+    assert_eq!(codes, vec![("rego-unknown-function", 4), ("rego-arity", 5)]);
+    let found: Vec<(String, usize)> = recursion(&m)
+        .iter()
+        .map(|r| (r.diagnostic.message.clone(), r.diagnostic.location.line))
+        .collect();
+    assert_eq!(
+        found,
+        vec![(
+            "rule data.t.d is recursive: data.t.d -> data.t.e -> data.t.d".to_string(),
+            7
+        )]
+    );
+}
+
+fn load_all(files: &[(&str, &str)]) -> Vec<PolicyModule> {
+    let mut e = regorus::Engine::new();
+    for (path, text) in files {
+        e.add_policy(path.to_string(), text.to_string()).unwrap();
+    }
+    modules(&mut e)
+}
+
+fn cycles_of(files: &[(&str, &str)]) -> Vec<Vec<String>> {
+    recursion(&load_all(files))
+        .into_iter()
+        .map(|r| r.cycle)
+        .collect()
+}
+
+#[test]
+fn finds_conditional_and_cross_package_recursion() {
+    let conditional =
+        "package t\nimport rego.v1\nf(x) := f(x - 1) if x > 0\nf(0) := 0\ng := f(3)\n";
+    assert_eq!(cycles_of(&[("a.rego", conditional)]), vec![vec!["t.f"]]);
+    // Through an import one way and a data. path the other.
+    let a = "package a\nimport rego.v1\nimport data.b\nx if b.y\n";
+    let b = "package b\nimport rego.v1\ny if data.a.x\n";
+    assert_eq!(
+        cycles_of(&[("a.rego", a), ("b.rego", b)]),
+        vec![vec!["a.x", "b.y"]]
+    );
+    // A whole package read depends on every rule in it.
+    let whole = "package c\nimport rego.v1\nall := data.c\n";
+    assert_eq!(cycles_of(&[("c.rego", whole)]), vec![vec!["c.all"]]);
+}
+
+#[test]
+fn locals_and_acyclic_chains_are_not_recursion() {
+    let text = "package t\nimport rego.v1\na := 1\nb := a + 1\nc(a) := a\nd := x if { x := c(b) }\ne := [a | some a in [1]]\n";
+    assert!(cycles_of(&[("a.rego", text)]).is_empty());
+    // Rules that define parts of one document may read each other.
+    let parts = "package t\nimport rego.v1\nannotations.readOnlyHint := true if input.x\nannotations.destructiveHint := false if annotations.readOnlyHint\nmeta := {\"a\": annotations}\n";
+    assert!(cycles_of(&[("a.rego", parts)]).is_empty());
+    let parts = format!("{parts}annotations.idempotentHint := true if meta.a\n");
+    assert_eq!(
+        cycles_of(&[("a.rego", &parts)]),
+        vec![vec!["t.meta", "t.annotations.idempotentHint"]]
+    );
+}
+
+#[test]
+fn a_dense_cycle_is_reported_once_and_quickly() {
+    // 60 rules that all refer to each other: one report, not every
+    // elementary cycle.
+    let mut text = String::from("package t\nimport rego.v1\n");
+    for i in 0..60 {
+        let body: Vec<String> = (0..60).map(|j| format!("r{j}")).collect();
+        text.push_str(&format!("r{i} if {{ {} }}\n", body.join("; ")));
+    }
+    let found = cycles_of(&[("a.rego", &text)]);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0], vec!["t.r0"]);
+}
+
+#[test]
+fn warns_when_the_client_chooses_a_size() {
+    let m = load(
+        "package t\nimport rego.v1\n\
+         a if count(numbers.range(1, input.arguments.n)) > 1\n\
+         b if { k := input.arguments.k; m := k * 2; count(numbers.range_step(0, m, 1)) > 1 }\n\
+         c if { count(numbers.range(1, 10)) > 1 }\n\
+         d := sprintf(\"%s\", [input.arguments.s])\n\
+         e := sprintf(input.arguments.f, [1])\n\
+         f := [concat(\",\", [x, x]) | some x in input.arguments.xs]\n\
+         g := concat(\",\", input.arguments.xs)\n\
+         h := replace(\"abc\", \"b\", input.arguments.r)\n",
+    );
+    let lines: Vec<usize> = lint(&m)
+        .iter()
+        .filter(|d| d.code == "input-sized-allocation")
+        .map(|d| d.location.line)
+        .collect();
+    assert_eq!(lines, vec![3, 4, 7, 8, 10]);
+}
+
+#[test]
+fn rule_defs_have_paths_and_lines() {
+    let m = load(
+        "package t\nimport rego.v1\ndefault annotations := {}\nannotations.destructiveHint := true if {\n  input.arguments.x\n}\n",
+    );
+    let defs = rule_defs(&m);
+    assert_eq!(defs[1].path, ["annotations", "destructiveHint"]);
+    assert_eq!(defs[1].location.line, 4);
+    assert_eq!(
+        &m[0].text[defs[1].name_start..defs[1].name_end],
+        "annotations"
+    );
+    assert!(
+        m[0].text[defs[1].start..defs[1].end]
+            .trim_end()
+            .ends_with('}')
+    );
+}
+
+#[test]
+fn flags_identity_rules_and_titles() {
+    let m = load(
+        "package t\nimport rego.v1\ndescription := \"x\"\nannotations := {\"title\": \"y\"}\n",
+    );
+    let lines: Vec<usize> = identity_rules(&m, "t")
+        .iter()
+        .map(|d| d.location.line)
+        .collect();
+    assert_eq!(lines, vec![3, 4]);
+}
