@@ -266,3 +266,16 @@ pub fn display_path(path: &Path) -> PathBuf {
         .and_then(|cwd| path.strip_prefix(&cwd).ok().map(Path::to_path_buf))
         .unwrap_or_else(|| path.to_path_buf())
 }
+
+/// A JSON value's kind as a message names it: "a string", "an object", "null".
+pub fn json_kind(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

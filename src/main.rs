@@ -12,19 +12,11 @@ use regent::commands::{self, exit};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// regorus evaluates recursively, a few KiB of stack per nested expression.
-/// Recursive policies are refused at load (`catalog/rego/recursion`), so depth comes
-/// only from how deeply a policy nests its own expressions and from values up
-/// to serde_json's depth limit; a large stack keeps that far from an
-/// overflow, which would abort the process. The memory is only reserved, and
-/// committed as it is used.
-pub const STACK_SIZE: usize = 1024 * 1024 * 1024;
-
 fn main() {
     quiet_library_backtraces();
     let code = std::thread::Builder::new()
         .name("regent".into())
-        .stack_size(STACK_SIZE)
+        .stack_size(regent::par::STACK_SIZE)
         .spawn(real_main)
         .expect("start the main thread")
         .join()

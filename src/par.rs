@@ -9,7 +9,13 @@
 
 use std::num::NonZeroUsize;
 
-/// Stack size of worker threads; see `main.rs` for why it is large.
+/// Stack size of every thread that evaluates policies (main, workers, the
+/// reload thread, HTTP workers). regorus evaluates recursively, a few KiB of stack per nested expression.
+/// Recursive policies are refused at load (`catalog/rego/recursion`), so depth comes
+/// only from how deeply a policy nests its own expressions and from values up
+/// to serde_json's depth limit; a large stack keeps that far from an
+/// overflow, which would abort the process. The memory is only reserved, and
+/// committed as it is used.
 pub const STACK_SIZE: usize = 1024 * 1024 * 1024;
 
 /// `f` applied to every item, in parallel when there is enough work; the

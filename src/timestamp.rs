@@ -1,36 +1,13 @@
-//! RFC 3339 timestamps (`2026-01-31T12:34:56.789Z`, UTC) for the decision log
-//! and the reload status, without a date crate.
+//! RFC 3339 timestamps (`2026-01-31T12:34:56.789Z`, UTC, milliseconds) for
+//! the decision log and the reload status, in one format everywhere.
 
 use std::time::SystemTime;
 
-/// `2026-01-31T12:34:56.789Z`, from days since the epoch by the civil
-/// calendar algorithm (proleptic Gregorian), so no date crate is needed.
-pub fn rfc3339(t: SystemTime) -> String {
-    let d = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs();
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (y, m, day) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        d.subsec_millis()
-    )
-}
+use chrono::{DateTime, SecondsFormat, Utc};
 
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
+/// `2026-01-31T12:34:56.789Z`.
+pub fn rfc3339(t: SystemTime) -> String {
+    DateTime::<Utc>::from(t).to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 #[cfg(test)]

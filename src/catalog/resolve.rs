@@ -290,7 +290,7 @@ fn apply_policy(tool: &Tool, result: &Value, r: &mut Resolution<'_>) -> Result<(
                 tool,
                 format!(
                     "rule {pkg}.annotations must be an object of hints, got {}",
-                    type_name(other)
+                    crate::diag::json_kind(other)
                 ),
                 None,
             ));
@@ -304,7 +304,7 @@ fn apply_policy(tool: &Tool, result: &Value, r: &mut Resolution<'_>) -> Result<(
                 tool,
                 format!(
                     "rule {pkg}.meta must be an object, got {}",
-                    type_name(other)
+                    crate::diag::json_kind(other)
                 ),
                 None,
             ));
@@ -331,7 +331,7 @@ fn apply_policy(tool: &Tool, result: &Value, r: &mut Resolution<'_>) -> Result<(
                 tool,
                 format!(
                     "rule {pkg}.deny must be a set of reason strings (`deny contains msg if {{ ... }}`), got {}",
-                    type_name(other)
+                    crate::diag::json_kind(other)
                 ),
                 None,
             ));
@@ -353,7 +353,7 @@ fn apply_policy(tool: &Tool, result: &Value, r: &mut Resolution<'_>) -> Result<(
                     "rule {pkg}.confirm must be a non-empty message string, got {}",
                     match other {
                         Value::String(_) => "an empty string",
-                        v => type_name(v),
+                        v => crate::diag::json_kind(v),
                     }
                 ),
                 None,
@@ -368,7 +368,7 @@ fn apply_policy(tool: &Tool, result: &Value, r: &mut Resolution<'_>) -> Result<(
                 tool,
                 format!(
                     "rule {pkg}.security_schemes must be an array, got {}",
-                    type_name(other)
+                    crate::diag::json_kind(other)
                 ),
                 None,
             ));
@@ -381,16 +381,5 @@ fn apply_policy(tool: &Tool, result: &Value, r: &mut Resolution<'_>) -> Result<(
 fn merge(base: &mut Map<String, Value>, over: &Map<String, Value>) {
     for (k, v) in over {
         base.insert(k.clone(), v.clone());
-    }
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }

@@ -139,22 +139,15 @@ impl RequestStates {
 
 fn random_bytes(n: usize) -> Result<Vec<u8>, String> {
     let mut bytes = vec![0u8; n];
-    let mut f = std::fs::File::open("/dev/urandom")
-        .map_err(|e| format!("cannot open /dev/urandom: {e}"))?;
-    std::io::Read::read_exact(&mut f, &mut bytes)
-        .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+    getrandom::fill(&mut bytes)
+        .map_err(|e| format!("cannot get random bytes from the operating system: {e}"))?;
     Ok(bytes)
 }
 
+/// 128 random bits as 32 hex digits (a v4 UUID's simple form: its six fixed
+/// version and variant bits leave 122 random ones, ample for single use).
 fn nonce() -> String {
-    let bytes = random_bytes(16).unwrap_or_else(|_| {
-        // Without the OS's randomness a nonce need only be unique per
-        // process, which a counter and the clock give.
-        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        format!("{n}-{:?}", std::time::SystemTime::now()).into_bytes()
-    });
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    uuid::Uuid::new_v4().simple().to_string()
 }
 
 /// What the retried request carried for multi-round-trip input.

@@ -141,24 +141,13 @@ fn name_and_arguments(
             return Err(ErrorData::invalid_params(
                 format!(
                     "params.arguments must be an object, got {}",
-                    json_type(&other)
+                    crate::diag::json_kind(&other)
                 ),
                 Some(json!({"tool": name})),
             ));
         }
     };
     Ok((name, arguments))
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 impl Regent {

@@ -181,11 +181,7 @@ pub fn listing_digest(catalog: &crate::catalog::Catalog) -> String {
         hasher.update((bytes.len() as u64).to_le_bytes());
         hasher.update(&bytes);
     }
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    base16ct::lower::encode_string(&hasher.finalize())
 }
 
 /// Applies [`hoist`] to the result of one outgoing JSON-RPC message, for

@@ -107,7 +107,7 @@ impl Source {
                 (_, None) => source.policies.push(file),
             }
         }
-        source.digest = hex(&hasher.finalize());
+        source.digest = base16ct::lower::encode_string(&hasher.finalize());
         check_duplicate_names(&source, &mut diags);
         diags.sort();
         Ok((source, diags))
@@ -129,10 +129,6 @@ impl Source {
 enum Parsed {
     Tools(ToolSource),
     Data(DataSource),
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Parses a tool file. An empty file (or one holding only comments) declares no tools.
