@@ -20,7 +20,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the catalog under PATH... as an MCP server on stdio, or over HTTP with --http
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Validate a catalog without serving it; exit 0 clean, 1 errors found (or warnings, with --deny-warnings), 2 could not run
     Check(CheckArgs),
     /// Run the catalog's *.test.yaml cases and Rego test_* rules; exit 0 when all pass
@@ -223,8 +223,44 @@ pub struct HttpArgs {
     pub allowed_origins: Vec<String>,
 
     /// Require `Authorization: Bearer TOKEN`, with TOKEN read from PATH (or set REGENT_AUTH_TOKEN)
-    #[arg(long, value_name = "PATH", requires = "http")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "http",
+        conflicts_with = "jwt_jwks_file"
+    )]
     pub auth_token_file: Option<PathBuf>,
+
+    /// Require a JWT bearer token signed by a key of the JWKS (JSON Web Key Set) at PATH; its claims reach policies as `input.caller`
+    #[arg(long, value_name = "PATH", requires_all = ["http", "jwt_issuer", "jwt_audiences"])]
+    pub jwt_jwks_file: Option<PathBuf>,
+
+    /// The issuer (`iss`) a JWT must name
+    #[arg(long, value_name = "ISS", requires = "jwt_jwks_file")]
+    pub jwt_issuer: Option<String>,
+
+    /// An audience (`aud`) a JWT may name; repeatable; the token must name one of them
+    #[arg(long = "jwt-audience", value_name = "AUD", requires = "jwt_jwks_file")]
+    pub jwt_audiences: Vec<String>,
+
+    /// The JWT signature algorithms accepted (public-key ones only: `none` and HS* are refused)
+    #[arg(
+        long,
+        value_name = "ALG,...",
+        value_delimiter = ',',
+        default_value = crate::http::jwt::DEFAULT_ALGORITHMS,
+        requires = "jwt_jwks_file"
+    )]
+    pub jwt_algorithms: Vec<String>,
+
+    /// Clock skew allowed when checking a JWT's `exp` and `nbf`, in seconds
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 60,
+        requires = "jwt_jwks_file"
+    )]
+    pub jwt_leeway_seconds: u64,
 
     /// The largest request body accepted, in bytes
     #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024, requires = "http")]

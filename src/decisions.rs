@@ -16,11 +16,13 @@ mod writer;
 
 use std::fs::OpenOptions;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::caller::Caller;
 use crate::timestamp::rfc3339;
 pub use writer::{CAPACITY, STALL_AFTER, Stalled};
 use writer::{Sink, Writer};
@@ -105,6 +107,9 @@ pub struct Entry {
     /// The JSON-RPC method: `tools/resolve`, `tools/annotations`, `tools/call`.
     pub method: &'static str,
     pub tool: String,
+    /// Who asked, when a transport verified it (HTTP with a JWT): the line
+    /// records its subject and issuer, never the token or its other claims.
+    pub caller: Option<Arc<Caller>>,
     pub arguments: Value,
     /// The resolved annotations, when resolution succeeded.
     pub annotations: Option<Map<String, Value>>,
@@ -133,6 +138,7 @@ impl Entry {
             kind,
             method,
             tool: tool.to_string(),
+            caller: None,
             arguments,
             annotations: None,
             verdict: Verdict::Error("undecided".into()),
@@ -168,6 +174,13 @@ impl Entry {
         member(out, "kind", kind);
         member(out, "method", self.method);
         member(out, "tool", &self.tool);
+        if let Some(c) = &self.caller {
+            member(
+                out,
+                "caller",
+                &json!({"subject": c.subject, "issuer": c.issuer}),
+            );
+        }
         member(out, "argumentsDigest", &arguments_digest(&self.arguments));
         if log_arguments {
             member(out, "arguments", &self.arguments);

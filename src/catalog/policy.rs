@@ -15,6 +15,7 @@ use regorus::utils::limits::ExecutionTimerConfig;
 use serde_json::Value;
 
 use super::budget::{self, Limits, Scope};
+use crate::caller::Caller;
 use crate::diag::{Diagnostic, Location};
 
 /// A policy failure at evaluation: the engine's message, cleaned up.
@@ -350,6 +351,12 @@ pub fn is_undeclared(e: &EvalError) -> bool {
 
 /// The input document every policy sees: `{"tool": name, "arguments": {...}}`.
 pub fn input(tool: &str, args: &Value) -> regorus::Value {
+    input_as(tool, args, None)
+}
+
+/// The policy input for a request from `caller`: `input.caller` is
+/// `{"subject", "issuer", "claims"}` when there is one, absent otherwise.
+pub fn input_as(tool: &str, args: &Value, caller: Option<&Caller>) -> regorus::Value {
     use serde::Deserialize;
     let mut input = regorus::Value::new_object();
     if let Ok(obj) = input.as_object_mut() {
@@ -357,6 +364,10 @@ pub fn input(tool: &str, args: &Value) -> regorus::Value {
         // Deserializing borrows the arguments instead of cloning them first.
         let args = regorus::Value::deserialize(args).unwrap_or(regorus::Value::Undefined);
         obj.insert(regorus::Value::from("arguments"), args);
+        if let Some(c) = caller {
+            let c = regorus::Value::deserialize(&c.to_value()).unwrap_or(regorus::Value::Undefined);
+            obj.insert(regorus::Value::from("caller"), c);
+        }
     }
     input
 }

@@ -13,6 +13,7 @@ use super::hints::{Hint, Hints};
 use super::policy;
 use super::schema::{self, ArgError};
 use super::{Catalog, Field, Tool};
+use crate::caller::Caller;
 
 /// Which layer set a field, for error messages and `--explain`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,7 +119,18 @@ impl Catalog {
     /// Resolves `name` for `args`. Works for every tool: one without rules
     /// or a policy resolves to its listing.
     pub fn resolve(&self, name: &str, args: &Value) -> Result<Resolution<'_>, ResolveError> {
-        let r = self.resolve_layers(name, args)?;
+        self.resolve_as(name, args, None)
+    }
+
+    /// Resolves `name` for `args` asked by `caller` (`input.caller`; absent
+    /// when `None`).
+    pub fn resolve_as(
+        &self,
+        name: &str,
+        args: &Value,
+        caller: Option<&Caller>,
+    ) -> Result<Resolution<'_>, ResolveError> {
+        let r = self.resolve_layers_as(name, args, caller)?;
         let tool = r.tool;
         for (k, h) in Hint::ALL.into_iter().enumerate() {
             let resolved = r.hints.get(h);
@@ -164,6 +176,16 @@ impl Catalog {
     /// never-riskier check, so that `regent check` can see how risky a
     /// resolution would be. Never answer a client with this.
     pub fn resolve_layers(&self, name: &str, args: &Value) -> Result<Resolution<'_>, ResolveError> {
+        self.resolve_layers_as(name, args, None)
+    }
+
+    /// [`Catalog::resolve_layers`] for a request from `caller`.
+    pub fn resolve_layers_as(
+        &self,
+        name: &str,
+        args: &Value,
+        caller: Option<&Caller>,
+    ) -> Result<Resolution<'_>, ResolveError> {
         let tool = self
             .tool(name)
             .ok_or_else(|| ResolveError::UnknownTool(name.to_string()))?;
@@ -194,7 +216,7 @@ impl Catalog {
 
         let rules = tool.plan.iter().map(|(_, step)| step);
         let values = engines
-            .eval(rules, policy::input(name, args))
+            .eval(rules, policy::input_as(name, args, caller))
             .map_err(|e| policy_error(tool, e.message, e.location.map(|l| l.to_string())))?;
         let mut mapping = None;
         let mut result = Map::new();

@@ -12,7 +12,7 @@ use rmcp::ServerHandler;
 
 use super::{Failure, exit};
 use crate::cli::HttpArgs;
-use crate::http::{self, HttpOptions};
+use crate::http::{self, HttpOptions, jwt};
 use crate::metrics::Metrics;
 use crate::state::CatalogState;
 
@@ -72,12 +72,18 @@ where
     H: ServerHandler + Clone,
 {
     let addr = opts.addr;
-    let auth = opts.auth_token.is_some();
+    let auth = if opts.jwt.is_some() {
+        "jwt"
+    } else if opts.auth_token.is_some() {
+        "bearer"
+    } else {
+        "none"
+    };
     let result = async {
         let shutdown = shutdown_signal()?;
         http::serve(opts, handler, state, metrics, shutdown, |bound| {
             tracing::info!(
-                auth = if auth { "bearer" } else { "none" },
+                auth,
                 "serving MCP at http://{}/mcp (health: /healthz, metrics: /metrics)",
                 bound.addr
             );
@@ -117,6 +123,12 @@ pub fn options(args: &HttpArgs, env_token: Option<String>) -> Result<HttpOptions
              help: serve this machine only with --http 127.0.0.1:{port}, or pass --allow-remote \
              (with --auth-token-file and --allowed-host) to accept remote clients",
             port = addr.port()
+        ));
+    }
+    let jwt = jwt(args)?;
+    if jwt.is_some() && env_token.is_some() {
+        return Err(format!(
+            "error: both --jwt-jwks-file and {TOKEN_ENV} are set\n  help: a server checks either a static token or JWTs; unset {TOKEN_ENV}"
         ));
     }
     let auth_token = token(args, env_token)?;
@@ -160,6 +172,7 @@ pub fn options(args: &HttpArgs, env_token: Option<String>) -> Result<HttpOptions
         allowed_hosts,
         allowed_origins,
         auth_token,
+        jwt,
         max_body_bytes: args.max_body_bytes,
         max_connections: args.max_connections,
         request_timeout: Duration::from_secs(args.request_timeout_secs),
@@ -177,6 +190,33 @@ fn add_bound_ip(hosts: &mut Vec<String>, addr: SocketAddr) {
     if !hosts.contains(&ip) {
         hosts.push(ip);
     }
+}
+
+/// The JWT verifier, when `--jwt-jwks-file` is given: the allow-list is
+/// checked and the key set read now, so a bad one fails start-up.
+fn jwt(args: &HttpArgs) -> Result<Option<Arc<jwt::Verifier>>, String> {
+    let Some(jwks_file) = &args.jwt_jwks_file else {
+        return Ok(None);
+    };
+    let issuer = args
+        .jwt_issuer
+        .clone()
+        .filter(|i| !i.trim().is_empty())
+        .ok_or("error: --jwt-jwks-file needs --jwt-issuer ISS, the issuer tokens must name")?;
+    if args.jwt_audiences.iter().all(|a| a.trim().is_empty()) {
+        return Err(
+            "error: --jwt-jwks-file needs --jwt-audience AUD, an audience tokens must name (this server's identifier at the identity provider)"
+                .into(),
+        );
+    }
+    let cfg = jwt::JwtConfig {
+        jwks_file: jwks_file.clone(),
+        issuer,
+        audiences: args.jwt_audiences.clone(),
+        algorithms: jwt::parse_algorithms(&args.jwt_algorithms)?,
+        leeway_seconds: args.jwt_leeway_seconds,
+    };
+    jwt::Verifier::load(&cfg).map(|v| Some(Arc::new(v)))
 }
 
 fn token(args: &HttpArgs, env_token: Option<String>) -> Result<Option<String>, String> {
@@ -214,7 +254,7 @@ fn token(args: &HttpArgs, env_token: Option<String>) -> Result<Option<String>, S
 }
 
 fn warn_about_exposure(opts: &HttpOptions, args: &HttpArgs) {
-    if args.allow_remote && opts.auth_token.is_none() {
+    if args.allow_remote && opts.auth_token.is_none() && opts.jwt.is_none() {
         tracing::warn!(
             "--allow-remote without a bearer token: anyone who can reach {} can list and call tools (set --auth-token-file)",
             opts.addr

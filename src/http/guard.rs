@@ -1,7 +1,9 @@
 //! The checks rmcp's Streamable HTTP service does not make, as axum
 //! middleware:
 //!
-//! - [`authenticate`]: optional bearer token, compared in constant time (401);
+//! - [`authenticate`]: optional bearer token, compared in constant time, or
+//!   a JWT verified against the JWKS, whose caller the request then carries
+//!   (401 with RFC 6750's `WWW-Authenticate`);
 //! - [`host_and_origin`]: the DNS-rebinding and cross-origin checks for the
 //!   operator routes (rmcp makes the same checks on `/mcp` itself);
 //! - [`deadline_and_track`]: one deadline per MCP request, covering its body,
@@ -34,6 +36,7 @@ use tokio::sync::Notify;
 use tokio::time::{Instant, Sleep};
 
 use super::HttpOptions;
+use super::jwt::{Refused, Verifier};
 use crate::metrics::Metrics;
 use crate::state::CatalogState;
 
@@ -42,6 +45,8 @@ pub struct Shared {
     /// SHA-256 of the bearer token. Comparing digests keeps the comparison
     /// constant-time in the token's length as well as its content.
     token_digest: Option<[u8; 32]>,
+    /// JWT verification; never together with a static token.
+    jwt: Option<Arc<Verifier>>,
     hosts: Vec<HostRule>,
     origins: Vec<OriginRule>,
     request_timeout: Duration,
@@ -57,6 +62,7 @@ impl Shared {
     pub fn new(opts: &HttpOptions, state: Arc<CatalogState>, metrics: Arc<Metrics>) -> Shared {
         Shared {
             token_digest: opts.auth_token.as_deref().map(digest),
+            jwt: opts.jwt.clone(),
             hosts: opts
                 .allowed_hosts
                 .iter()
@@ -111,19 +117,37 @@ pub(super) fn plain(status: StatusCode, text: impl Into<String>) -> Response {
     r
 }
 
-/// `Authorization: Bearer TOKEN` when a token is configured; 401 otherwise.
-pub async fn authenticate(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Response {
-    let Some(want) = &s.token_digest else {
-        return next.run(req).await;
-    };
-    let presented = req
-        .headers()
+/// The token of an `Authorization: Bearer TOKEN` header.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| {
             let (scheme, token) = v.split_once(' ')?;
             scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-        });
+        })
+}
+
+/// `Authorization: Bearer TOKEN` when a token or JWT verification is
+/// configured; 401 otherwise. A verified JWT's caller is put in the
+/// request's extensions, where the protocol layer finds it: a request is
+/// never evaluated as anonymous when a token was required.
+pub async fn authenticate(State(s): State<Arc<Shared>>, mut req: Request, next: Next) -> Response {
+    if let Some(verifier) = &s.jwt {
+        let verified = bearer(req.headers()).map(|t| verifier.verify(t));
+        return match verified {
+            Some(Ok(caller)) => {
+                req.extensions_mut().insert(Arc::new(caller));
+                next.run(req).await
+            }
+            Some(Err(why)) => jwt_refused(Some(why)),
+            None => jwt_refused(None),
+        };
+    }
+    let Some(want) = &s.token_digest else {
+        return next.run(req).await;
+    };
+    let presented = bearer(req.headers());
     let (ok, challenge) = match presented {
         None => (false, r#"Bearer realm="regent""#),
         Some(token) => (
@@ -146,6 +170,28 @@ pub async fn authenticate(State(s): State<Arc<Shared>>, req: Request, next: Next
         header::WWW_AUTHENTICATE,
         HeaderValue::from_static(challenge),
     );
+    r
+}
+
+/// The 401 for a JWT that is missing (`None`: a challenge without an error,
+/// RFC 6750 section 3.1) or refused.
+fn jwt_refused(why: Option<Refused>) -> Response {
+    let (text, challenge) = match why {
+        None => (
+            "Unauthorized: send `Authorization: Bearer <JWT>`".to_string(),
+            r#"Bearer realm="regent""#.to_string(),
+        ),
+        Some(Refused(why)) => (
+            format!("Unauthorized: {why}"),
+            // The descriptions are fixed texts without quotes or
+            // backslashes, so they fit a quoted-string as they are.
+            format!(r#"Bearer realm="regent", error="invalid_token", error_description="{why}""#),
+        ),
+    };
+    let mut r = plain(StatusCode::UNAUTHORIZED, text);
+    if let Ok(v) = HeaderValue::from_str(&challenge) {
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
     r
 }
 

@@ -9,7 +9,9 @@
 //!   (403), the body size (413), the protocol-version, `Mcp-Method` and
 //!   `Mcp-Name` headers, sessions.
 //! - [`guard`] adds what rmcp lacks: the same `Host`/`Origin` checks on the
-//!   operator routes, bearer authentication (401), a deadline per request,
+//!   operator routes, bearer authentication (401: a static token, or a
+//!   JWT verified by [`jwt`] whose claims travel on as the request's
+//!   `Caller`, in the request extensions rmcp hands the handler), a deadline per request,
 //!   413 from `Content-Length` before the body is read, JSON-RPC errors
 //!   (400, -32700/-32600) for bodies that are not JSON-RPC, refusing new
 //!   requests once shutdown has begun (503), and the count of requests in
@@ -26,6 +28,7 @@
 
 mod guard;
 mod hoist;
+pub mod jwt;
 mod listener;
 mod ops;
 
@@ -61,6 +64,9 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// The bearer token, when authentication is on.
     pub auth_token: Option<String>,
+    /// JWT verification, when `--jwt-jwks-file` is given (never with
+    /// `auth_token`): a verified token's claims become the request's caller.
+    pub jwt: Option<Arc<jwt::Verifier>>,
     pub max_body_bytes: usize,
     /// Connections open at once; one more is closed as soon as it is accepted.
     pub max_connections: usize,

@@ -159,6 +159,8 @@ pub async fn call(
         args.clone(),
         &catalog.revision,
     );
+    let caller = super::caller_of(ctx);
+    entry.caller.clone_from(&caller);
     // Until the policy has decided, a refusal (a spent state, a declined
     // question for a parameter) is logged as made before any decision.
     entry.verdict =
@@ -239,7 +241,7 @@ pub async fn call(
     };
 
     // 2. Decide on the whole arguments.
-    let r = match catalog.resolve(name, &full) {
+    let r = match catalog.resolve_as(name, &full, caller.as_deref()) {
         Ok(r) => r,
         Err(e) => return Err(fail(entry, e)),
     };

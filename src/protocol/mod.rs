@@ -30,6 +30,7 @@ use rmcp::service::{NotificationContext, RequestContext, RoleServer, Subscriptio
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Map, Value, json};
 
+use crate::caller::Caller;
 use crate::catalog::Catalog;
 use crate::decisions::{DecisionLog, Entry, Kind, Verdict};
 use crate::state::CatalogState;
@@ -160,6 +161,7 @@ impl Regent {
         full: bool,
         result_type: bool,
         negotiated: Negotiated,
+        caller: Option<Arc<Caller>>,
     ) -> Result<Answer, ErrorData> {
         resolve_logged(
             catalog,
@@ -167,10 +169,35 @@ impl Regent {
             full,
             result_type,
             negotiated,
-            Some(&self.decisions),
-            Some((&self.listed, self.text)),
+            Some(Serving {
+                log: &self.decisions,
+                listed: &self.listed,
+                text: self.text,
+                caller,
+            }),
         )
     }
+}
+
+/// What a served request adds to a resolve: the decision log, the cache of
+/// listed members, whether the answer is rendered as text (stdio), and who
+/// asked.
+struct Serving<'a> {
+    log: &'a DecisionLog,
+    listed: &'a answer::Listed,
+    text: bool,
+    caller: Option<Arc<Caller>>,
+}
+
+/// The verified caller of a request, when its transport put one there: over
+/// HTTP, rmcp hands the handler the request's `http::request::Parts`, whose
+/// extensions hold the `Caller` the HTTP layer verified. Over stdio, and
+/// over HTTP without JWT verification, there is none.
+pub fn caller_of(ctx: &RequestContext<RoleServer>) -> Option<Arc<Caller>> {
+    ctx.extensions
+        .get::<http::request::Parts>()
+        .and_then(|p| p.extensions.get::<Arc<Caller>>())
+        .cloned()
 }
 
 /// The result of `tools/resolve` (`full`) or `tools/annotations` for the
@@ -191,7 +218,6 @@ pub fn resolve_result(
         result_type,
         negotiated,
         None,
-        None,
     )
     .map(Answer::into_value)
 }
@@ -202,9 +228,10 @@ fn resolve_logged(
     full: bool,
     result_type: bool,
     negotiated: Negotiated,
-    log: Option<&DecisionLog>,
-    server: Option<(&answer::Listed, bool)>,
+    serving: Option<Serving<'_>>,
 ) -> Result<Answer, ErrorData> {
+    let log = serving.as_ref().map(|s| s.log);
+    let caller = serving.as_ref().and_then(|s| s.caller.clone());
     // The extension's answer replaces SEP-1862's only for `tools/resolve`;
     // `tools/annotations` is the older draft's method either way.
     let shape = answer::Shape {
@@ -254,11 +281,12 @@ fn resolve_logged(
         &args
     };
     // The log records the arguments as the client sent them.
-    let r = match catalog.resolve(&name, decided_on) {
+    let r = match catalog.resolve_as(&name, decided_on, caller.as_deref()) {
         Ok(r) => r,
         Err(e) => {
             if let Some(log) = log {
                 let mut entry = Entry::new(Kind::Resolve, method, &name, args, &catalog.revision);
+                entry.caller = caller;
                 entry.verdict = Verdict::Error(e.to_string());
                 // The answer is an error either way.
                 let _ = log.record(entry);
@@ -267,8 +295,8 @@ fn resolve_logged(
         }
     };
     let annotations = wire::annotations(tool, Some(&r));
-    let listed = shape.has_tool().then(|| match server {
-        Some((listed, _)) => listed.get(&catalog.revision, tool),
+    let listed = shape.has_tool().then(|| match &serving {
+        Some(s) => s.listed.get(&catalog.revision, tool),
         None => Arc::new(answer::ListedTool::of(tool)),
     });
     let parts = answer::Parts {
@@ -277,7 +305,7 @@ fn resolve_logged(
         resolution: &r,
         listed: listed.as_deref(),
     };
-    let answer = answer::build(shape, &parts).render(server.is_some_and(|(_, text)| text));
+    let answer = answer::build(shape, &parts).render(serving.as_ref().is_some_and(|s| s.text));
     if let Some(log) = log {
         let verdict = if r.allowed() {
             Verdict::Allowed
@@ -285,6 +313,7 @@ fn resolve_logged(
             Verdict::Denied(r.deny.clone())
         };
         let mut entry = Entry::new(Kind::Resolve, method, &name, args, &catalog.revision);
+        entry.caller = caller;
         entry.annotations = Some(annotations);
         entry.verdict = verdict;
         // Fail closed: a decision the audit log cannot take is not given.
@@ -371,8 +400,16 @@ impl ServerHandler for Regent {
         let value = match request.method.as_str() {
             "tools/resolve" => {
                 let negotiated = Negotiated::for_request(&ctx, result_type);
-                self.resolve(&catalog, request.params, true, result_type, negotiated)?
-                    .into_value()
+                let caller = caller_of(&ctx);
+                self.resolve(
+                    &catalog,
+                    request.params,
+                    true,
+                    result_type,
+                    negotiated,
+                    caller,
+                )?
+                .into_value()
             }
             "tools/annotations" => self
                 .resolve(
@@ -381,6 +418,7 @@ impl ServerHandler for Regent {
                     false,
                     result_type,
                     Negotiated::default(),
+                    caller_of(&ctx),
                 )?
                 .into_value(),
             // Reload status for operators and tests: the same document as

@@ -163,6 +163,17 @@ fn reads_in(
                     }
                 },
                 Some("tool") => {}
+                // The caller (a verified JWT over HTTP) is not an argument
+                // the proof can enumerate: its claims are anything.
+                Some("caller") => {
+                    unknown.get_or_insert((
+                        span_location(e.span()),
+                        format!(
+                            "`{}` reads the caller, whose claims the proof cannot enumerate",
+                            e.span().text()
+                        ),
+                    ));
+                }
                 _ => {
                     unknown.get_or_insert((
                         span_location(e.span()),

@@ -337,13 +337,36 @@ fn check_input(scope: &Scope<'_, '_>, parts: &[Part]) -> Option<Diagnostic> {
                 "compare `input.tool` as a whole",
             ))
         }
+        // The verified caller (HTTP with a JWT): `subject`, `issuer` and
+        // `claims`, whatever the token holds under `claims`.
+        "caller" => {
+            let third = parts.get(2)?;
+            let name = third.name.as_deref()?;
+            if matches!(name, "subject" | "issuer" | "claims") {
+                return None;
+            }
+            Some(diagnostic(
+                "rego-undefined-input",
+                parts,
+                &Miss {
+                    at: 2,
+                    why: "`input.caller` has only `subject`, `issuer` and `claims`".to_string(),
+                    candidates: vec!["claims".into(), "issuer".into(), "subject".into()],
+                },
+                "read the token's other claims under `input.caller.claims`",
+            ))
+        }
         _ => Some(diagnostic(
             "rego-undefined-input",
             parts,
             &Miss {
                 at: 1,
-                why: "the policy input has only `tool` and `arguments`".to_string(),
-                candidates: vec!["arguments".to_string(), "tool".to_string()],
+                why: "the policy input has only `tool`, `arguments` and `caller`".to_string(),
+                candidates: vec![
+                    "arguments".to_string(),
+                    "caller".to_string(),
+                    "tool".to_string(),
+                ],
             },
             "read the tool's arguments under `input.arguments`",
         )),

@@ -1,0 +1,381 @@
+//! JWT bearer verification (`--jwt-jwks-file`): the public keys of a JWKS
+//! file, an allow-list of public-key algorithms, and the issuer, audience,
+//! expiry and not-before checks, with `jsonwebtoken` doing the signature and
+//! claim checks. A verified token becomes a [`Caller`].
+//!
+//! What is refused, and where:
+//! - at start-up: `none` and the HMAC algorithms in the allow-list (a
+//!   public key must never be used as an HMAC secret), symmetric (`oct`)
+//!   keys in the JWKS, a JWKS without a key usable with an allowed
+//!   algorithm;
+//! - per request: a token whose algorithm is not allowed, whose `kid` names
+//!   no key (or, without `kid`, when not exactly one key fits its
+//!   algorithm), whose signature does not verify, that has expired or is
+//!   not yet valid (with `--jwt-leeway-seconds` of skew), whose issuer or
+//!   audience is not the configured one, or that lacks `exp`, `iss`, `aud`
+//!   or `sub`.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::jwk::{
+    AlgorithmParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm, PublicKeyUse,
+};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::{Map, Value};
+
+use crate::caller::Caller;
+
+/// The algorithms accepted when `--jwt-algorithms` is not given.
+pub const DEFAULT_ALGORITHMS: &str = "RS256,ES256,EdDSA";
+
+/// What `--jwt-*` said, checked.
+#[derive(Debug, Clone)]
+pub struct JwtConfig {
+    pub jwks_file: PathBuf,
+    pub issuer: String,
+    pub audiences: Vec<String>,
+    pub algorithms: Vec<Algorithm>,
+    pub leeway_seconds: u64,
+}
+
+/// Parses `--jwt-algorithms`: public-key algorithms only.
+pub fn parse_algorithms(names: &[String]) -> Result<Vec<Algorithm>, String> {
+    let mut out = Vec::new();
+    for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        if name.eq_ignore_ascii_case("none") {
+            return Err(
+                "error: --jwt-algorithms none is refused: an unsigned token proves nothing about its caller\n  \
+                 help: list public-key algorithms only, such as RS256,ES256,EdDSA"
+                    .to_string(),
+            );
+        }
+        let alg = Algorithm::from_str(name).map_err(|_| {
+            format!(
+                "error: --jwt-algorithms {name:?} is not a JWS algorithm regent verifies\n  \
+                 help: choose from RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, EdDSA"
+            )
+        })?;
+        if matches!(alg, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512) {
+            return Err(format!(
+                "error: --jwt-algorithms {name} is refused: HMAC algorithms use a shared secret, and the keys of a JWKS are public, \
+                 so anyone could sign with them\n  help: list public-key algorithms only, such as RS256,ES256,EdDSA"
+            ));
+        }
+        if !out.contains(&alg) {
+            out.push(alg);
+        }
+    }
+    if out.is_empty() {
+        return Err(
+            "error: --jwt-algorithms names no algorithm\n  help: such as RS256,ES256,EdDSA".into(),
+        );
+    }
+    Ok(out)
+}
+
+/// One public key of the set.
+struct Key {
+    kid: Option<String>,
+    /// The algorithms of the allow-list this key can verify (only the JWK's
+    /// own `alg`, when it names one).
+    fits: Vec<Algorithm>,
+    key: DecodingKey,
+}
+
+/// Verifies bearer tokens; built once at start-up.
+pub struct Verifier {
+    keys: Vec<Key>,
+    /// One per allowed algorithm, allowing only it: `jsonwebtoken` refuses
+    /// a validation whose algorithms are not all of the key's family.
+    validations: Vec<(Algorithm, Validation)>,
+}
+
+impl std::fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Verifier")
+            .field("keys", &self.keys.len())
+            .field(
+                "algorithms",
+                &self.validations.iter().map(|(a, _)| a).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// Why a token was refused: the `error_description` of the 401's
+/// `WWW-Authenticate` header (fixed texts: nothing the client sent is
+/// echoed back).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused(pub &'static str);
+
+impl Verifier {
+    /// Reads the JWKS file and checks it against the configuration.
+    pub fn load(cfg: &JwtConfig) -> Result<Verifier, String> {
+        let path = &cfg.jwks_file;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            format!(
+                "error: cannot read the JWKS file {}: {}\n  help: --jwt-jwks-file names a JSON Web Key Set ({{\"keys\": [...]}}), as an identity provider publishes at its jwks_uri",
+                path.display(),
+                crate::source::files::lower_io(&e)
+            )
+        })?;
+        Verifier::from_jwks(&text, path, cfg)
+    }
+
+    fn from_jwks(text: &str, path: &Path, cfg: &JwtConfig) -> Result<Verifier, String> {
+        let set: JwkSet = serde_json::from_str(text).map_err(|e| {
+            format!(
+                "error: the JWKS file {} is not a JSON Web Key Set: {e}\n  help: it must be {{\"keys\": [...]}} with RSA, EC or OKP (Ed25519) public keys",
+                path.display()
+            )
+        })?;
+        let mut keys = Vec::new();
+        for (i, jwk) in set.keys.iter().enumerate() {
+            let name = match &jwk.common.key_id {
+                Some(kid) => format!("key {kid:?}"),
+                None => format!("key {}", i + 1),
+            };
+            if let AlgorithmParameters::OctetKey(_) = jwk.algorithm {
+                return Err(format!(
+                    "error: the JWKS file {} holds a symmetric (oct) {name}\n  help: regent verifies tokens with public keys only; remove the shared secret from the set",
+                    path.display()
+                ));
+            }
+            if matches!(
+                jwk.common.public_key_use,
+                Some(PublicKeyUse::Encryption) | Some(PublicKeyUse::Other(_))
+            ) {
+                tracing::warn!(
+                    "JWKS {}: {name} is not for signatures; skipped",
+                    path.display()
+                );
+                continue;
+            }
+            let fits = fits(jwk, &cfg.algorithms);
+            if fits.is_empty() {
+                tracing::warn!(
+                    "JWKS {}: {name} cannot verify any of --jwt-algorithms; skipped",
+                    path.display()
+                );
+                continue;
+            }
+            let key = DecodingKey::from_jwk(jwk).map_err(|e| {
+                format!(
+                    "error: the JWKS file {}: {name} is not a usable public key: {e}",
+                    path.display()
+                )
+            })?;
+            keys.push(Key {
+                kid: jwk.common.key_id.clone(),
+                fits,
+                key,
+            });
+        }
+        if keys.is_empty() {
+            return Err(format!(
+                "error: the JWKS file {} has no public key usable with --jwt-algorithms {}\n  help: RSA keys verify RS*/PS*, EC P-256 ES256, EC P-384 ES384, OKP Ed25519 EdDSA",
+                path.display(),
+                cfg.algorithms
+                    .iter()
+                    .map(|a| format!("{a:?}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ));
+        }
+        let validations = cfg
+            .algorithms
+            .iter()
+            .map(|&alg| {
+                let mut v = Validation::new(alg);
+                v.leeway = cfg.leeway_seconds;
+                v.validate_exp = true;
+                v.validate_nbf = true;
+                v.validate_aud = true;
+                v.set_issuer(&[&cfg.issuer]);
+                v.set_audience(&cfg.audiences);
+                v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+                (alg, v)
+            })
+            .collect();
+        Ok(Verifier { keys, validations })
+    }
+
+    /// The caller a bearer token proves, or why it proves nothing.
+    pub fn verify(&self, token: &str) -> Result<Caller, Refused> {
+        let header = jsonwebtoken::decode_header(token).map_err(|_| {
+            Refused(
+                "the token is not a signed JWT with an algorithm regent verifies (alg none is never accepted)",
+            )
+        })?;
+        let Some((_, validation)) = self.validations.iter().find(|(a, _)| *a == header.alg) else {
+            return Err(Refused("the token's signing algorithm is not allowed"));
+        };
+        let key = self.key_for(header.kid.as_deref(), header.alg)?;
+        let data = jsonwebtoken::decode::<Map<String, Value>>(token, key, validation)
+            .map_err(|e| Refused(describe(e.kind())))?;
+        let claims = data.claims;
+        let text = |k: &str| claims.get(k).and_then(Value::as_str).map(str::to_string);
+        let subject = text("sub").ok_or(Refused("the token's sub claim is not a string"))?;
+        let issuer = text("iss").ok_or(Refused("the token's iss claim is not a string"))?;
+        Ok(Caller {
+            subject,
+            issuer,
+            claims,
+        })
+    }
+
+    /// The key named by `kid`; without one, the only key that fits `alg`.
+    fn key_for(&self, kid: Option<&str>, alg: Algorithm) -> Result<&DecodingKey, Refused> {
+        let usable = |k: &&Key| k.fits.contains(&alg);
+        match kid {
+            Some(kid) => {
+                let key = self
+                    .keys
+                    .iter()
+                    .find(|k| k.kid.as_deref() == Some(kid))
+                    .ok_or(Refused("the token's key id (kid) is not in the key set"))?;
+                if !usable(&key) {
+                    return Err(Refused(
+                        "the key the token names (kid) is not for its signing algorithm",
+                    ));
+                }
+                Ok(&key.key)
+            }
+            None => {
+                let mut fitting = self.keys.iter().filter(usable);
+                match (fitting.next(), fitting.next()) {
+                    (Some(k), None) => Ok(&k.key),
+                    (None, _) => Err(Refused("no key in the key set fits the token's algorithm")),
+                    (Some(_), Some(_)) => Err(Refused(
+                        "the token has no key id (kid) and more than one key fits its algorithm",
+                    )),
+                }
+            }
+        }
+    }
+}
+
+/// The allowed algorithms `jwk` can verify: by key type and curve, and only
+/// its own `alg` when it names one.
+fn fits(jwk: &Jwk, allowed: &[Algorithm]) -> Vec<Algorithm> {
+    allowed
+        .iter()
+        .copied()
+        .filter(|alg| {
+            let kind = match &jwk.algorithm {
+                AlgorithmParameters::RSA(_) => matches!(
+                    alg,
+                    Algorithm::RS256
+                        | Algorithm::RS384
+                        | Algorithm::RS512
+                        | Algorithm::PS256
+                        | Algorithm::PS384
+                        | Algorithm::PS512
+                ),
+                AlgorithmParameters::EllipticCurve(p) => matches!(
+                    (&p.curve, alg),
+                    (EllipticCurve::P256, Algorithm::ES256)
+                        | (EllipticCurve::P384, Algorithm::ES384)
+                ),
+                AlgorithmParameters::OctetKeyPair(p) => {
+                    p.curve == EllipticCurve::Ed25519 && *alg == Algorithm::EdDSA
+                }
+                _ => false,
+            };
+            kind && jwk
+                .common
+                .key_algorithm
+                .is_none_or(|own| own == KeyAlgorithm::from(*alg))
+        })
+        .collect()
+}
+
+/// A fixed description of why `jsonwebtoken` refused a token.
+fn describe(kind: &ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::ExpiredSignature => "the token has expired",
+        ErrorKind::ImmatureSignature => "the token is not valid yet (nbf)",
+        ErrorKind::InvalidIssuer => "the token's issuer (iss) is not accepted",
+        ErrorKind::InvalidAudience => "the token's audience (aud) is not accepted",
+        ErrorKind::InvalidSignature => "the token's signature does not verify",
+        ErrorKind::InvalidAlgorithm => "the token's signing algorithm is not allowed",
+        ErrorKind::MissingRequiredClaim(c) => match c.as_str() {
+            "exp" => "the token has no expiry (exp)",
+            "iss" => "the token has no issuer (iss)",
+            "aud" => "the token has no audience (aud)",
+            "sub" => "the token has no subject (sub)",
+            _ => "the token lacks a required claim",
+        },
+        ErrorKind::InvalidClaimFormat(_) => "a claim of the token has the wrong type",
+        _ => "the token is malformed",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(algs: &[Algorithm]) -> JwtConfig {
+        JwtConfig {
+            jwks_file: PathBuf::from("jwks.json"),
+            issuer: "https://idp.example".into(),
+            audiences: vec!["regent".into()],
+            algorithms: algs.to_vec(),
+            leeway_seconds: 60,
+        }
+    }
+
+    const ED: &str =
+        r#"{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#;
+
+    #[test]
+    fn none_and_hmac_are_refused_in_the_allow_list() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert!(
+            parse_algorithms(&s(&["none"]))
+                .unwrap_err()
+                .contains("unsigned")
+        );
+        assert!(
+            parse_algorithms(&s(&["RS256", "HS256"]))
+                .unwrap_err()
+                .contains("HMAC")
+        );
+        assert!(parse_algorithms(&s(&["XX1"])).is_err());
+        assert_eq!(
+            parse_algorithms(&s(&["RS256", "ES256", "EdDSA"])).unwrap(),
+            vec![Algorithm::RS256, Algorithm::ES256, Algorithm::EdDSA]
+        );
+    }
+
+    #[test]
+    fn symmetric_keys_and_sets_without_a_usable_key_are_refused() {
+        let p = Path::new("jwks.json");
+        let oct = r#"{"keys":[{"kty":"oct","k":"c2VjcmV0"}]}"#;
+        let e = Verifier::from_jwks(oct, p, &cfg(&[Algorithm::RS256])).unwrap_err();
+        assert!(e.contains("symmetric"), "{e}");
+        let ed = format!(r#"{{"keys":[{ED}]}}"#);
+        let e = Verifier::from_jwks(&ed, p, &cfg(&[Algorithm::RS256])).unwrap_err();
+        assert!(e.contains("no public key usable"), "{e}");
+        assert!(Verifier::from_jwks(&ed, p, &cfg(&[Algorithm::EdDSA])).is_ok());
+    }
+
+    #[test]
+    fn a_token_without_kid_needs_exactly_one_fitting_key() {
+        let p = Path::new("jwks.json");
+        let one = format!(r#"{{"keys":[{ED}]}}"#);
+        let v = Verifier::from_jwks(&one, p, &cfg(&[Algorithm::EdDSA])).unwrap();
+        assert!(v.key_for(None, Algorithm::EdDSA).is_ok());
+        assert!(v.key_for(Some("x"), Algorithm::EdDSA).is_err());
+        let two = format!(r#"{{"keys":[{ED},{ED}]}}"#);
+        let v = Verifier::from_jwks(&two, p, &cfg(&[Algorithm::EdDSA])).unwrap();
+        assert_eq!(
+            v.key_for(None, Algorithm::EdDSA).err(),
+            Some(Refused(
+                "the token has no key id (kid) and more than one key fits its algorithm"
+            ))
+        );
+    }
+}

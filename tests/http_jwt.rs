@@ -1,0 +1,476 @@
+//! `regent serve --http --jwt-jwks-file`: JWT bearer tokens verified against
+//! a JWKS, over real sockets on 127.0.0.1 with the real binary. The key pairs
+//! are made here (Ed25519 and ECDSA P-256, with ring) and tokens are signed
+//! by hand, so the verifier is tested against another implementation. A
+//! verified token's claims reach the policy as `input.caller`; anything
+//! else is 401 and never reaches the policy.
+
+mod common;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use common::draft_client::{self, DECISION, EXTENSION};
+use common::http::{HttpServer, McpHttp, Req};
+use common::{Era, Server, regent};
+use ring::rand::SystemRandom;
+use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair, KeyPair};
+use serde_json::{Value, json};
+
+const ISSUER: &str = "https://idp.example";
+const AUDIENCE: &str = "regent-tests";
+
+/// One tool whose policy denies unless the caller is in the `oncall` group,
+/// and denies outright when there is no verified caller.
+const TOOLS: &str = r#"tools:
+  - name: restart
+    description: restarts a service
+    inputSchema:
+      type: object
+      properties: {service: {type: string}}
+      required: [service]
+    annotations: {readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false}
+    policy: tools.restart
+    run: {cli: {program: echo, args: ["restarted", "{service}"], timeout: 5s}}
+"#;
+
+const POLICY: &str = r#"package tools.restart
+
+import rego.v1
+
+oncall if "oncall" in input.caller.claims.groups
+
+deny contains "no verified caller" if not input.caller
+
+deny contains sprintf("%s (from %s) is not on call", [input.caller.subject, input.caller.issuer]) if {
+	input.caller
+	not oncall
+}
+"#;
+
+/// The signing keys, the JWKS file and the catalog, in one directory.
+struct Keys {
+    dir: tempfile::TempDir,
+    rng: SystemRandom,
+    ed: Ed25519KeyPair,
+    ec: EcdsaKeyPair,
+}
+
+impl Keys {
+    fn new() -> Keys {
+        let rng = SystemRandom::new();
+        let ed = Ed25519KeyPair::from_pkcs8(Ed25519KeyPair::generate_pkcs8(&rng).unwrap().as_ref())
+            .unwrap();
+        let doc = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+        let ec =
+            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, doc.as_ref(), &rng).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = dir.path().join("catalog");
+        std::fs::create_dir(&catalog).unwrap();
+        std::fs::write(catalog.join("restart.yaml"), TOOLS).unwrap();
+        std::fs::write(catalog.join("restart.rego"), POLICY).unwrap();
+        let k = Keys { dir, rng, ed, ec };
+        let point = k.ec.public_key().as_ref();
+        let jwks = json!({"keys": [
+            {"kty": "OKP", "crv": "Ed25519", "kid": "ed-1", "use": "sig", "alg": "EdDSA",
+             "x": B64.encode(k.ed.public_key().as_ref())},
+            {"kty": "EC", "crv": "P-256", "kid": "ec-1", "use": "sig",
+             "x": B64.encode(&point[1..33]), "y": B64.encode(&point[33..65])},
+        ]});
+        std::fs::write(k.jwks(), jwks.to_string()).unwrap();
+        k
+    }
+
+    fn jwks(&self) -> String {
+        self.dir.path().join("jwks.json").display().to_string()
+    }
+
+    fn catalog(&self) -> String {
+        self.dir.path().join("catalog").display().to_string()
+    }
+
+    fn decision_log(&self) -> std::path::PathBuf {
+        self.dir.path().join("decisions.jsonl")
+    }
+
+    /// A JWT with `header` and `claims`, signed as its `alg` says (`none`:
+    /// no signature; `HS256`: HMAC with the Ed25519 public key's bytes).
+    fn sign(&self, header: &Value, claims: &Value) -> String {
+        let input = format!(
+            "{}.{}",
+            B64.encode(header.to_string()),
+            B64.encode(claims.to_string())
+        );
+        let sig = match header["alg"].as_str().unwrap() {
+            "EdDSA" => self.ed.sign(input.as_bytes()).as_ref().to_vec(),
+            "ES256" => self
+                .ec
+                .sign(&self.rng, input.as_bytes())
+                .unwrap()
+                .as_ref()
+                .to_vec(),
+            "HS256" => {
+                let key =
+                    ring::hmac::Key::new(ring::hmac::HMAC_SHA256, self.ed.public_key().as_ref());
+                ring::hmac::sign(&key, input.as_bytes()).as_ref().to_vec()
+            }
+            "none" => Vec::new(),
+            other => panic!("no key for {other}"),
+        };
+        format!("{input}.{}", B64.encode(sig))
+    }
+
+    /// A valid Ed25519 token for `sub` in `groups`.
+    fn token(&self, sub: &str, groups: &[&str]) -> String {
+        self.sign(&header("EdDSA", Some("ed-1")), &claims(sub, groups))
+    }
+
+    fn serve(&self) -> HttpServer {
+        HttpServer::start(&[
+            "--jwt-jwks-file",
+            &self.jwks(),
+            "--jwt-issuer",
+            ISSUER,
+            "--jwt-audience",
+            "another-service",
+            "--jwt-audience",
+            AUDIENCE,
+            "--decision-log",
+            self.decision_log().to_str().unwrap(),
+            &self.catalog(),
+        ])
+    }
+}
+
+/// The decision log once it has `n` lines (its writer runs on a thread of
+/// its own).
+fn wait_for_lines(path: &std::path::Path, n: usize) -> String {
+    let deadline = std::time::Instant::now() + common::WAIT;
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.lines().count() >= n || std::time::Instant::now() > deadline {
+            return text;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn header(alg: &str, kid: Option<&str>) -> Value {
+    let mut h = json!({"alg": alg, "typ": "JWT"});
+    if let Some(kid) = kid {
+        h["kid"] = json!(kid);
+    }
+    h
+}
+
+fn claims(sub: &str, groups: &[&str]) -> Value {
+    json!({
+        "sub": sub, "iss": ISSUER, "aud": AUDIENCE,
+        "iat": now(), "exp": now() + 300,
+        "groups": groups, "email": format!("{sub}@example.com"),
+    })
+}
+
+fn client(http: &HttpServer, era: Era, token: &str) -> McpHttp {
+    McpHttp::connect_caps(
+        http.addr,
+        era,
+        vec![("Authorization".into(), format!("Bearer {token}"))],
+        draft_client::capabilities(&[EXTENSION, DECISION]),
+    )
+}
+
+fn call(c: &mut McpHttp, service: &str) -> Value {
+    let r = c.request(
+        "tools/call",
+        json!({"name": "restart", "arguments": {"service": service}}),
+    );
+    r.get("result")
+        .cloned()
+        .unwrap_or_else(|| panic!("tools/call failed: {r}"))
+}
+
+#[test]
+fn the_verified_caller_reaches_the_policy_in_resolve_and_call() {
+    let keys = Keys::new();
+    let http = keys.serve();
+    let oncall = keys.token("alice", &["dev", "oncall"]);
+    // The same claims shape, signed by the other key (ES256, kid ec-1).
+    let dev = keys.sign(&header("ES256", Some("ec-1")), &claims("bob", &["dev"]));
+    for era in Era::ALL {
+        let mut c = client(&http, era, &oncall);
+        let r = c.resolve("restart", json!({"service": "web"}));
+        assert_eq!(r["_meta"][DECISION]["allowed"], json!(true), "{era:?}: {r}");
+        let r = call(&mut c, "web");
+        assert_eq!(r["isError"], json!(false), "{era:?}: {r}");
+        assert!(r.to_string().contains("restarted web"), "{era:?}: {r}");
+
+        let mut c = client(&http, era, &dev);
+        let r = c.resolve("restart", json!({"service": "web"}));
+        assert_eq!(
+            r["_meta"][DECISION]["allowed"],
+            json!(false),
+            "{era:?}: {r}"
+        );
+        assert_eq!(
+            r["_meta"][DECISION]["reasons"],
+            json!([format!("bob (from {ISSUER}) is not on call")]),
+            "{era:?}: {r}"
+        );
+        let r = call(&mut c, "web");
+        assert_eq!(r["isError"], json!(true), "{era:?}: {r}");
+        assert!(
+            r.to_string()
+                .contains("bob (from https://idp.example) is not on call"),
+            "{era:?}: {r}"
+        );
+        assert!(!r.to_string().contains("restarted web"), "{era:?}: {r}");
+    }
+
+    // The decision log records who asked: subject and issuer, not the token
+    // nor its other claims.
+    let log = wait_for_lines(&keys.decision_log(), 8);
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 8, "{log}");
+    for line in &lines {
+        let who = &line["caller"];
+        assert_eq!(who["issuer"], json!(ISSUER), "{line}");
+        assert!(who["subject"] == json!("alice") || who["subject"] == json!("bob"));
+        assert_eq!(who.as_object().unwrap().len(), 2, "{line}");
+    }
+    assert!(
+        !log.contains("oncall") && !log.contains("example.com"),
+        "{log}"
+    );
+    assert!(!log.contains(&oncall) && !http.stderr().contains(&oncall));
+}
+
+#[test]
+fn without_a_verified_caller_input_caller_is_absent() {
+    // Over stdio there is no caller: the fixture's policy denies.
+    let keys = Keys::new();
+    let mut s = Server::start_with(
+        Era::Modern,
+        &[&keys.catalog()],
+        draft_client::capabilities(&[EXTENSION, DECISION]),
+    );
+    let r = s.resolve("restart", json!({"service": "web"}));
+    assert_eq!(
+        r["_meta"][DECISION]["reasons"],
+        json!(["no verified caller"]),
+        "{r}"
+    );
+}
+
+/// The 401 and its challenge for a request carrying `authorization`.
+fn refused(http: &HttpServer, authorization: Option<&str>) -> (u16, String) {
+    let mut c = McpHttp::connect(http.addr, Era::Modern);
+    let msg = c.message("tools/list", json!({}));
+    let mut req = c.req(&msg, "tools/list");
+    if let Some(a) = authorization {
+        req = req.header("Authorization", a);
+    }
+    let resp = http.send(&req);
+    (
+        resp.status,
+        resp.header("www-authenticate")
+            .unwrap_or_default()
+            .to_string(),
+    )
+}
+
+#[test]
+fn invalid_tokens_are_401_with_the_reason_and_never_reach_the_policy() {
+    let keys = Keys::new();
+    let http = keys.serve();
+    let ed = header("EdDSA", Some("ed-1"));
+    let with = |edit: &dyn Fn(&mut Value)| {
+        let mut c = claims("mallory", &["oncall"]);
+        edit(&mut c);
+        c
+    };
+    let good = keys.token("mallory", &["oncall"]);
+    let tampered = {
+        // The claims of another token under this token's signature.
+        let other = keys.token("mallory", &["oncall", "admin"]);
+        let parts: Vec<&str> = good.split('.').collect();
+        let other: Vec<&str> = other.split('.').collect();
+        format!("{}.{}.{}", parts[0], other[1], parts[2])
+    };
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "expired",
+            keys.sign(&ed, &with(&|c| c["exp"] = json!(now() - 600))),
+            "the token has expired",
+        ),
+        (
+            "not yet valid",
+            keys.sign(&ed, &with(&|c| c["nbf"] = json!(now() + 600))),
+            "not valid yet",
+        ),
+        (
+            "wrong issuer",
+            keys.sign(&ed, &with(&|c| c["iss"] = json!("https://evil.example"))),
+            "issuer (iss) is not accepted",
+        ),
+        (
+            "wrong audience",
+            keys.sign(&ed, &with(&|c| c["aud"] = json!("someone-else"))),
+            "audience (aud) is not accepted",
+        ),
+        (
+            "no expiry",
+            keys.sign(
+                &ed,
+                &with(&|c| {
+                    c.as_object_mut().unwrap().remove("exp");
+                }),
+            ),
+            "no expiry (exp)",
+        ),
+        (
+            "no subject",
+            keys.sign(
+                &ed,
+                &with(&|c| {
+                    c.as_object_mut().unwrap().remove("sub");
+                }),
+            ),
+            "no subject (sub)",
+        ),
+        ("bad signature", tampered, "signature does not verify"),
+        (
+            "signed by the other key under this kid",
+            keys.sign(
+                &header("ES256", Some("ed-1")),
+                &claims("mallory", &["oncall"]),
+            ),
+            "not for its signing algorithm",
+        ),
+        (
+            "alg none",
+            keys.sign(
+                &header("none", Some("ed-1")),
+                &claims("mallory", &["oncall"]),
+            ),
+            "alg none is never accepted",
+        ),
+        (
+            "HS256 keyed with the public key",
+            keys.sign(
+                &header("HS256", Some("ed-1")),
+                &claims("mallory", &["oncall"]),
+            ),
+            "algorithm is not allowed",
+        ),
+        (
+            "unknown kid",
+            keys.sign(
+                &header("EdDSA", Some("ed-2")),
+                &claims("mallory", &["oncall"]),
+            ),
+            "key id (kid) is not in the key set",
+        ),
+        ("not a JWT", "s3cret-token".to_string(), "not a signed JWT"),
+    ];
+    for (label, token, why) in &cases {
+        let (status, challenge) = refused(&http, Some(&format!("Bearer {token}")));
+        assert_eq!(status, 401, "{label}");
+        assert!(
+            challenge.starts_with(
+                r#"Bearer realm="regent", error="invalid_token", error_description=""#
+            ) && challenge.contains(why),
+            "{label}: {challenge}"
+        );
+    }
+    // Missing: a challenge without an error (RFC 6750 section 3.1).
+    for auth in [None, Some("Basic YWxpY2U6cHc=")] {
+        let (status, challenge) = refused(&http, auth);
+        assert_eq!(status, 401, "{auth:?}");
+        assert_eq!(challenge, r#"Bearer realm="regent""#, "{auth:?}");
+    }
+    // A token without kid is accepted when exactly one key fits its
+    // algorithm (one Ed25519 key here).
+    let no_kid = keys.sign(&header("EdDSA", None), &claims("carol", &["oncall"]));
+    let mut c = client(&http, Era::Modern, &no_kid);
+    let r = c.resolve("restart", json!({"service": "web"}));
+    assert_eq!(r["_meta"][DECISION]["allowed"], json!(true), "{r}");
+    // /metrics wants a token too; /healthz does not.
+    assert_eq!(http.send(&Req::get("/metrics")).status, 401);
+    assert_eq!(
+        http.send(&Req::get("/metrics").header("Authorization", &format!("Bearer {good}")))
+            .status,
+        200
+    );
+    assert_eq!(http.send(&Req::get("/healthz")).status, 200);
+    // None of the refused requests was decided.
+    let log = std::fs::read_to_string(keys.decision_log()).unwrap_or_default();
+    assert!(!log.contains("mallory"), "{log}");
+}
+
+#[test]
+fn unsafe_jwt_settings_are_refused_at_start_up() {
+    let keys = Keys::new();
+    let dir = tempfile::tempdir().unwrap();
+    let oct = dir.path().join("oct.json");
+    std::fs::write(&oct, r#"{"keys":[{"kty":"oct","k":"c2VjcmV0"}]}"#).unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "s3cret\n").unwrap();
+    let base = |jwks: &str| {
+        vec![
+            "--jwt-jwks-file".to_string(),
+            jwks.to_string(),
+            "--jwt-issuer".into(),
+            ISSUER.into(),
+            "--jwt-audience".into(),
+            AUDIENCE.into(),
+        ]
+    };
+    let with = |jwks: &str, more: &[&str]| {
+        let mut v = base(jwks);
+        v.extend(more.iter().map(|s| s.to_string()));
+        v
+    };
+    let jwks = keys.jwks();
+    for (args, want) in [
+        (with(&jwks, &["--jwt-algorithms", "none"]), "unsigned token"),
+        (
+            with(&jwks, &["--jwt-algorithms", "EdDSA,HS256"]),
+            "HMAC algorithms use a shared secret",
+        ),
+        (base(oct.to_str().unwrap()), "symmetric (oct)"),
+        (
+            with(&jwks, &["--jwt-algorithms", "RS256"]),
+            "no public key usable",
+        ),
+        (
+            with(&jwks, &["--auth-token-file", token.to_str().unwrap()]),
+            "cannot be used with",
+        ),
+        (
+            vec!["--jwt-jwks-file".to_string(), jwks.clone()],
+            "--jwt-issuer",
+        ),
+    ] {
+        let out = regent()
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(&args)
+            .arg(keys.catalog())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+}
