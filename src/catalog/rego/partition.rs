@@ -31,6 +31,21 @@
 //! `SEP`, so it equals no literal, as `w` does not. So `r` and `w` make
 //! every predicate agree, and the decision cannot tell them apart.
 //!
+//! The representatives the proof resolves must be values inputSchema
+//! accepts, and a schema's `pattern` or `minLength` often refuses the
+//! canonical `r` (`"x"` is no absolute path). So each class is represented
+//! by the first candidate the schema accepts among: `r` with each filler
+//! character in turn as `SEP` (the first one repeated up to `minLength`),
+//! then with one more character before (no prefix) or after (no suffix),
+//! then strings generated from the `pattern`, then the pieces with no
+//! separator at all. A candidate stands for the
+//! class only when its truth vector, computed, is the canonical `r`'s: the
+//! completeness argument above is about the canonical representatives, and
+//! a candidate with the same vector is, for the decision, the same value.
+//! A class no candidate fits fails the partition: it may hold values the
+//! schema accepts (a pattern can allow a class without allowing the shapes
+//! tried), so it is never dropped.
+//!
 //! Which arguments the annotations depend on, and evaluating the
 //! representatives, are the proof's (`catalog/proof`).
 
@@ -527,26 +542,38 @@ fn partition_of(tool: &Tool, name: &str, uses: Option<&Uses>) -> Result<Partitio
     if let Some((_, why)) = &u.blocked {
         return Err(why.clone());
     }
-    let reps = representatives(u)?;
     // Every representative must be a value inputSchema accepts.
     let mut base = match schema::sample(&tool.input_schema) {
         Value::Object(m) => m,
         _ => Map::new(),
     };
     let pointer = format!("/{}", name.replace('~', "~0").replace('/', "~1"));
-    for r in &reps {
-        base.insert(name.to_string(), Value::String(r.clone()));
+    let valid = |r: &str| -> Result<(), String> {
+        base.insert(name.to_string(), Value::String(r.to_string()));
         let errors = tool.validate_complete(&Value::Object(base.clone()));
-        if let Some(e) = errors.iter().find(|e| {
+        match errors.iter().find(|e| {
             e.instance_path == pointer || e.instance_path.starts_with(&format!("{pointer}/"))
         }) {
-            return Err(format!(
-                "representative {} rejected by inputSchema: {}",
-                Value::String(r.clone()),
-                e.message
-            ));
+            Some(e) => Err(e.message.clone()),
+            None => Ok(()),
         }
-    }
+    };
+    let s = s.cloned().unwrap_or(Value::Null);
+    let shape = Shape {
+        min_len: s.get("minLength").and_then(Value::as_u64).unwrap_or(0) as usize,
+        samples: s
+            .get("pattern")
+            .and_then(Value::as_str)
+            .map(|p| {
+                let max = s
+                    .get("maxLength")
+                    .and_then(Value::as_u64)
+                    .map_or(usize::MAX, |m| m as usize);
+                schema::pattern_strings(p, max, PATTERN_SAMPLES)
+            })
+            .unwrap_or_default(),
+    };
+    let reps = representatives(u, &shape, valid)?;
     Ok(Partition {
         argument: name.to_string(),
         equals: u.equals.clone(),
@@ -557,8 +584,93 @@ fn partition_of(tool: &Tool, name: &str, uses: Option<&Uses>) -> Result<Partitio
     })
 }
 
-/// One string per class of the predicates in `u` (see the module's doc).
-fn representatives(u: &Uses) -> Result<Vec<String>, String> {
+/// How many strings generated from a `pattern` are tried as
+/// representatives of classes no constructed string fits.
+const PATTERN_SAMPLES: usize = 64;
+
+/// What the argument's schema asks of a string, to choose representatives
+/// it accepts: its `minLength`, and strings generated from its `pattern`.
+#[derive(Debug, Default)]
+struct Shape {
+    min_len: usize,
+    samples: Vec<String>,
+}
+
+/// The truth of every predicate of `u` on `w`.
+fn vector(u: &Uses, w: &str) -> Vec<bool> {
+    let mut v: Vec<bool> = u.equals.iter().map(|l| w == l).collect();
+    v.extend(u.prefixes.iter().map(|l| w.starts_with(l.as_str())));
+    v.extend(u.suffixes.iter().map(|l| w.ends_with(l.as_str())));
+    v.extend(u.contains.iter().map(|l| w.contains(l.as_str())));
+    v
+}
+
+/// Characters tried as separators and fillers, most readable first.
+fn filler_chars() -> Vec<char> {
+    let mut out: Vec<char> = Vec::new();
+    for c in "xyzq_0-XYZ~.ab"
+        .chars()
+        .chain('a'..='z')
+        .chain('A'..='Z')
+        .chain('0'..='9')
+        .chain('!'..='~')
+    {
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `lead p F c1 F … F s trail`, where `F` is `f`, the first one repeated
+/// to make the whole at least `min_len` characters long.
+fn build(
+    p: &str,
+    cs: &[&String],
+    s: &str,
+    f: char,
+    lead: &str,
+    trail: &str,
+    min_len: usize,
+) -> String {
+    let mut r = String::from(lead);
+    r.push_str(p);
+    let at = r.len();
+    for c in cs {
+        r.push(f);
+        r.push_str(c);
+    }
+    r.push(f);
+    r.push_str(s);
+    r.push_str(trail);
+    let n = r.chars().count();
+    if n < min_len {
+        r.insert_str(at, &f.to_string().repeat(min_len - n));
+    }
+    r
+}
+
+/// One string per class of the predicates in `u` (see the module's doc),
+/// each accepted by `valid`.
+///
+/// The classes are those of the canonical representatives, built with a
+/// separator in no constant. For each class, the first candidate `valid`
+/// accepts whose predicates hold exactly as the canonical one's stands for
+/// it: the canonical shape with each filler character in turn (padded to
+/// `minLength`), then with one character before or after it, then strings
+/// generated from the schema's pattern, then the pieces with no separator
+/// (`/etc` under a `maxLength`). Whatever the candidate, its truth
+/// vector is computed, not assumed, so the argument of completeness is the
+/// canonical one's: every string has the vector of some canonical
+/// representative, and every canonical vector has a representative. A
+/// class no candidate fits fails the partition, naming its canonical
+/// representative and why inputSchema refused it: the class may hold
+/// values the schema accepts, so it is never dropped.
+fn representatives(
+    u: &Uses,
+    shape: &Shape,
+    mut valid: impl FnMut(&str) -> Result<(), String>,
+) -> Result<Vec<String>, String> {
     if u.contains.len() > MAX_CONTAINS {
         return Err(format!(
             "it is tested with contains on {} constants (at most {MAX_CONTAINS})",
@@ -576,28 +688,90 @@ fn representatives(u: &Uses) -> Result<Vec<String>, String> {
         .chain(&u.suffixes)
         .chain(&u.contains)
         .collect();
-    let sep = "xyzq_0-XYZ~.ab"
-        .chars()
-        .chain('a'..='z')
-        .chain('A'..='Z')
-        .chain('0'..='9')
-        .find(|c| all.iter().all(|l| !l.contains(*c)))
-        .ok_or("every letter and digit occurs in its constants")?;
-    let mut reps: Vec<String> = u.equals.clone();
+    let free = |c: &char| all.iter().all(|l| !l.contains(*c));
+    let fillers: Vec<char> = filler_chars().into_iter().filter(free).collect();
+    // The canonical separator: any character in no constant will do.
+    let sep = fillers
+        .first()
+        .copied()
+        .or_else(|| ('\u{e000}'..='\u{f8ff}').find(free))
+        .ok_or("its constants hold every character tried as a separator")?;
+    let mut reps: Vec<String> = Vec::new();
+    // Equality classes: the constant itself is the only member.
+    for e in &u.equals {
+        if let Err(why) = valid(e) {
+            return Err(format!(
+                "representative {} rejected by inputSchema: {why}",
+                Value::String(e.clone())
+            ));
+        }
+        add(&mut reps, e.clone());
+    }
     let none = String::new();
+    let edges: Vec<String> = ('!'..='~').map(String::from).collect();
     for p in std::iter::once(&none).chain(&u.prefixes) {
         for mask in 0..(1usize << u.contains.len()) {
+            let cs: Vec<&String> = u
+                .contains
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) != 0)
+                .map(|(_, c)| c)
+                .collect();
             for s in std::iter::once(&none).chain(&u.suffixes) {
-                let mut r = p.clone();
-                for (i, c) in u.contains.iter().enumerate() {
-                    if mask & (1 << i) != 0 {
-                        r.push(sep);
-                        r.push_str(c);
+                let canonical = build(p, &cs, s, sep, "", "", 0);
+                let want = vector(u, &canonical);
+                let fits = |r: &str| vector(u, r) == want;
+                let mut first_error: Option<(String, String)> = None;
+                let mut chosen: Option<String> = None;
+                let mut try_one = |r: String, valid: &mut dyn FnMut(&str) -> Result<(), String>| {
+                    if !fits(&r) {
+                        return false;
                     }
+                    match valid(&r) {
+                        Ok(()) => {
+                            chosen = Some(r);
+                            true
+                        }
+                        Err(why) => {
+                            first_error.get_or_insert((r, why));
+                            false
+                        }
+                    }
+                };
+                let min = shape.min_len;
+                let found = fillers
+                    .iter()
+                    .any(|&f| try_one(build(p, &cs, s, f, "", "", min), &mut valid))
+                    || fillers.iter().take(4).any(|&f| {
+                        edges.iter().any(|e| {
+                            (p.is_empty() && try_one(build(p, &cs, s, f, e, "", min), &mut valid))
+                                || (s.is_empty()
+                                    && try_one(build(p, &cs, s, f, "", e, min), &mut valid))
+                                || (p.is_empty()
+                                    && s.is_empty()
+                                    && try_one(build(p, &cs, s, f, e, e, min), &mut valid))
+                        })
+                    })
+                    || shape.samples.iter().any(|w| try_one(w.clone(), &mut valid))
+                    || try_one(
+                        format!(
+                            "{p}{}{s}",
+                            cs.iter().map(|c| c.as_str()).collect::<String>()
+                        ),
+                        &mut valid,
+                    );
+                if !found {
+                    let (r, why) = first_error
+                        .unwrap_or_else(|| (canonical.clone(), "no candidate fits".to_string()));
+                    return Err(format!(
+                        "representative {} rejected by inputSchema: {why}",
+                        Value::String(r)
+                    ));
                 }
-                r.push(sep);
-                r.push_str(s);
-                add(&mut reps, r);
+                if let Some(r) = chosen {
+                    add(&mut reps, r);
+                }
             }
         }
     }
@@ -680,7 +854,7 @@ deny contains sprintf("%s", [input.arguments.path]) if lower(input.arguments.pat
             contains: strs(&["bb", "a"]),
             blocked: None,
         };
-        let reps = representatives(&u).unwrap();
+        let reps = representatives(&u, &Shape::default(), |_| Ok(())).unwrap();
         let vector = |w: &str| -> Vec<bool> {
             let mut v: Vec<bool> = u.equals.iter().map(|l| w == l).collect();
             v.extend(u.prefixes.iter().map(|l| w.starts_with(l.as_str())));
@@ -710,12 +884,49 @@ deny contains sprintf("%s", [input.arguments.path]) if lower(input.arguments.pat
         }
     }
 
+    /// Representatives chosen for a schema that refuses the canonical ones
+    /// are valid, and still reach every truth vector the canonical ones do.
+    #[test]
+    fn representatives_fit_the_schema() {
+        let u = Uses {
+            equals: strs(&["/etc/motd"]),
+            prefixes: strs(&["/etc"]),
+            suffixes: strs(&[".x"]),
+            contains: strs(&[".."]),
+            blocked: None,
+        };
+        let accepts = |r: &str| r.starts_with('/') && r.chars().count() >= 6;
+        let shape = Shape {
+            min_len: 6,
+            samples: Vec::new(),
+        };
+        let reps = representatives(&u, &shape, |r| {
+            if accepts(r) { Ok(()) } else { Err("no".into()) }
+        })
+        .unwrap();
+        assert!(reps.iter().all(|r| accepts(r)), "{reps:?}");
+        let canonical = representatives(&u, &Shape::default(), |_| Ok(())).unwrap();
+        let want: BTreeSet<Vec<bool>> = canonical.iter().map(|r| vector(&u, r)).collect();
+        let got: BTreeSet<Vec<bool>> = reps.iter().map(|r| vector(&u, r)).collect();
+        assert_eq!(want, got);
+        // A schema no candidate of some class fits: no partition, naming one.
+        let err = representatives(&u, &Shape::default(), |r| {
+            if r.contains("..") {
+                Err("no dots".into())
+            } else {
+                Ok(())
+            }
+        })
+        .unwrap_err();
+        assert!(err.contains("rejected by inputSchema: no dots"), "{err}");
+    }
+
     #[test]
     fn bounds_the_classes() {
         let u = Uses {
             contains: (0..7).map(|i| format!("c{i}")).collect(),
             ..Uses::default()
         };
-        assert!(representatives(&u).is_err());
+        assert!(representatives(&u, &Shape::default(), |_| Ok(())).is_err());
     }
 }
