@@ -268,6 +268,12 @@ fn format_example(format: &str) -> Option<&'static str> {
 /// the pattern allows. Nothing when regex-syntax cannot read the pattern
 /// (ECMA-262 and Rust regexes differ at the edges).
 fn from_pattern(pattern: &str, max_len: usize) -> Vec<String> {
+    pattern_strings(pattern, max_len, FROM_PATTERN)
+}
+
+/// Up to `n` distinct strings matching `pattern` (as [`from_pattern`]);
+/// `max_len` bounds unbounded repetitions (at 16), not the result.
+pub fn pattern_strings(pattern: &str, max_len: usize, n: usize) -> Vec<String> {
     use rand::SeedableRng;
     use rand::distr::Distribution;
     let repeat = u32::try_from(max_len.min(16)).unwrap_or(16);
@@ -287,13 +293,13 @@ fn from_pattern(pattern: &str, max_len: usize) -> Vec<String> {
     // A fixed seed: `check` must say the same thing on every run.
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x7265_6765_6e74);
     let mut out: Vec<String> = Vec::new();
-    for _ in 0..FROM_PATTERN * 8 {
+    for _ in 0..n * 8 {
         let s: Result<String, _> = generator.sample(&mut rng);
         if let Ok(s) = s
             && !out.contains(&s)
         {
             out.push(s);
-            if out.len() == FROM_PATTERN {
+            if out.len() == n {
                 break;
             }
         }

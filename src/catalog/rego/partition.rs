@@ -31,6 +31,37 @@
 //! `SEP`, so it equals no literal, as `w` does not. So `r` and `w` make
 //! every predicate agree, and the decision cannot tell them apart.
 //!
+//! The representatives the proof resolves must be values inputSchema
+//! accepts, and a schema's `pattern` or `minLength` often refuses the
+//! canonical `r` (`"x"` is no absolute path). So each class is represented
+//! by the first candidate the schema accepts among: `r` with each filler
+//! character in turn as `SEP` (the first one repeated up to `minLength`),
+//! then with one more character before (no prefix) or after (no suffix),
+//! then strings generated from the `pattern`, then the pieces with no
+//! separator at all. A candidate stands for the
+//! class only when its truth vector, computed, is the canonical `r`'s: the
+//! completeness argument above is about the canonical representatives, and
+//! a candidate with the same vector is, for the decision, the same value.
+//! A class no candidate fits fails the partition: it may hold values the
+//! schema accepts (a pattern can allow a class without allowing the shapes
+//! tried), so it is never dropped.
+//!
+//! Case folds: when every such use compares `lower(x)` instead of `x`
+//! (directly, through a variable `o := lower(input.arguments.x)` or a rule
+//! `owner := lower(input.arguments.owner)`; likewise `upper`), the decision
+//! depends on `x` only through the predicates on `y = lower(x)`, and the
+//! partition is of `y`: every `y` has the vector of some canonical
+//! representative, and a candidate `r` stands for a class when the vector
+//! of `lower(r)` (computed as regorus computes it) is the class's. A
+//! constant `lower(x)` can never hold (one with an ASCII capital: no
+//! character lowercases to one; for `upper`, an ASCII small letter) makes
+//! its predicate false for every `x` and is left out; an equality constant
+//! that is not its own fold has no representative, and the argument is not
+//! partitioned. A mix of folded and unfolded uses of one argument (or of
+//! `lower` and `upper`) is not followed: the predicates would be on two
+//! strings, `x` and `lower(x)`, whose truths are linked in ways the
+//! construction above does not track.
+//!
 //! Which arguments the annotations depend on, and evaluating the
 //! representatives, are the proof's (`catalog/proof`).
 
@@ -50,9 +81,51 @@ const MAX_CONTAINS: usize = 6;
 /// The most classes one argument may have.
 const MAX_CLASSES: usize = 256;
 
+/// What the predicates compare: the argument itself, `lower(x)` or
+/// `upper(x)`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Fold {
+    #[default]
+    None,
+    Lower,
+    Upper,
+}
+
+impl Fold {
+    /// `x` as the rules see it, folded as regorus folds it.
+    pub fn apply(self, x: &str) -> String {
+        match self {
+            Fold::None => x.to_string(),
+            Fold::Lower => x.to_lowercase(),
+            Fold::Upper => x.to_uppercase(),
+        }
+    }
+
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            Fold::None => None,
+            Fold::Lower => Some("lower"),
+            Fold::Upper => Some("upper"),
+        }
+    }
+
+    /// Whether a folded string can hold `lit` at all: `lower(x)` holds no
+    /// ASCII capital (no character's lowercase mapping is one), `upper(x)`
+    /// no ASCII small letter.
+    fn can_hold(self, lit: &str) -> bool {
+        match self {
+            Fold::None => true,
+            Fold::Lower => !lit.chars().any(|c| c.is_ascii_uppercase()),
+            Fold::Upper => !lit.chars().any(|c| c.is_ascii_lowercase()),
+        }
+    }
+}
+
 /// How the rules use one string argument.
 #[derive(Debug, Clone, Default)]
 pub struct Uses {
+    /// What the predicates compare, once one is seen.
+    pub fold: Option<Fold>,
     pub equals: Vec<String>,
     pub prefixes: Vec<String>,
     pub suffixes: Vec<String>,
@@ -65,6 +138,7 @@ pub struct Uses {
 #[derive(Debug, Clone)]
 pub struct Partition {
     pub argument: String,
+    pub fold: Fold,
     pub equals: Vec<String>,
     pub prefixes: Vec<String>,
     pub suffixes: Vec<String>,
@@ -84,7 +158,10 @@ impl Partition {
         let n = self.representatives.len();
         format!(
             "{}: {n} class{}{}",
-            self.argument,
+            match self.fold.name() {
+                Some(f) => format!("{f}({})", self.argument),
+                None => self.argument.clone(),
+            },
             if n == 1 { "" } else { "es" },
             if from.is_empty() {
                 String::new()
@@ -95,7 +172,7 @@ impl Partition {
     }
 
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "argument": self.argument,
             "classes": self.representatives.len(),
             "equals": self.equals,
@@ -103,7 +180,12 @@ impl Partition {
             "endswith": self.suffixes,
             "contains": self.contains,
             "representatives": self.representatives,
-        })
+        });
+        // `fold` only when the predicates compare `lower(x)` or `upper(x)`.
+        if let (Some(f), Value::Object(m)) = (self.fold.name(), &mut v) {
+            m.insert("fold".to_string(), json!(f));
+        }
+        v
     }
 }
 
@@ -120,6 +202,7 @@ pub fn uses(tool: &Tool) -> BTreeMap<String, Uses> {
     for rule in &tool.rules {
         for (k, v) in &rule.when {
             let u = out.entry(k.clone()).or_default();
+            u.fold = Some(Fold::None);
             // Values that are not strings never equal a string.
             match v {
                 Value::Array(vs) => vs
@@ -143,6 +226,7 @@ struct Alias {
     package: String,
     name: String,
     argument: String,
+    fold: Fold,
     data_path: Vec<String>,
 }
 
@@ -150,6 +234,65 @@ fn exact_argument(e: &Expr) -> Option<String> {
     match path_of(e).as_slice() {
         [i, a, n] if i == "input" && a == "arguments" && n != "[_]" => Some(n.clone()),
         _ => None,
+    }
+}
+
+/// `input.arguments.x`, `lower(input.arguments.x)` or
+/// `upper(input.arguments.x)`.
+fn folded_argument(e: &Expr) -> Option<(String, Fold)> {
+    if let Some((inner, fold)) = fold_call(e) {
+        return exact_argument(inner).map(|a| (a, fold));
+    }
+    exact_argument(e).map(|a| (a, Fold::None))
+}
+
+/// `lower(e)` or `upper(e)`: `e` and the fold.
+fn fold_call(e: &Expr) -> Option<(&Expr, Fold)> {
+    if let Expr::Call { fcn, params, .. } = e
+        && let [p] = params.as_slice()
+    {
+        let fold = match path_of(fcn).as_slice() {
+            [f] if f == "lower" => Fold::Lower,
+            [f] if f == "upper" => Fold::Upper,
+            _ => return None,
+        };
+        return Some((p, fold));
+    }
+    None
+}
+
+/// The uses of `arg`, for a predicate on it folded by `fold`; `None`, and
+/// the argument blocked, when another use compares it folded otherwise.
+fn record<'a>(
+    out: &'a mut BTreeMap<String, Uses>,
+    arg: &str,
+    fold: Fold,
+    e: &Expr,
+) -> Option<&'a mut Uses> {
+    let u = out.entry(arg.to_string()).or_default();
+    match u.fold {
+        Some(f) if f != fold => {
+            let as_is = |f: Fold| {
+                f.name()
+                    .map_or("as it is".to_string(), |n| format!("by {n}()"))
+            };
+            u.blocked.get_or_insert_with(|| {
+                (
+                    span_location(e.span()),
+                    format!(
+                        "`{}` compares it {}, another use {}",
+                        e.span().text(),
+                        as_is(fold),
+                        as_is(f)
+                    ),
+                )
+            });
+            None
+        }
+        _ => {
+            u.fold = Some(fold);
+            Some(u)
+        }
     }
 }
 
@@ -194,7 +337,7 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
             } = rule.as_ref()
                 && bodies.is_empty()
                 && let [name] = path_of(refr).as_slice()
-                && let Some(argument) = exact_argument(&a.value)
+                && let Some((argument, fold)) = folded_argument(&a.value)
             {
                 let mut data_path = vec!["data".to_string()];
                 data_path.extend(m.package.split('.').map(str::to_string));
@@ -203,6 +346,7 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                     package: m.package.clone(),
                     name: name.clone(),
                     argument,
+                    fold,
                     data_path,
                 });
                 alias_rules.insert(rule.as_ref() as *const Rule);
@@ -242,21 +386,31 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                 continue;
             }
             // Variables of this rule bound to exactly an argument.
-            let mut locals: BTreeMap<String, String> = BTreeMap::new();
+            let mut locals: BTreeMap<String, (String, Fold)> = BTreeMap::new();
             let mut clash: Vec<String> = Vec::new();
             let pkg_alias = |name: &str| {
                 aliases
                     .iter()
                     .find(|a| a.package == m.package && a.name == name)
-                    .map(|a| a.argument.clone())
+                    .map(|a| (a.argument.clone(), a.fold))
             };
-            let direct = |e: &Expr| {
-                exact_argument(e).or_else(|| match path_of(e).as_slice() {
+            // The argument, an alias of it, or either folded once.
+            let unfolded = |e: &Expr| {
+                folded_argument(e).or_else(|| match path_of(e).as_slice() {
                     [v] => pkg_alias(v),
                     p => aliases
                         .iter()
                         .find(|a| a.data_path == p)
-                        .map(|a| a.argument.clone()),
+                        .map(|a| (a.argument.clone(), a.fold)),
+                })
+            };
+            let direct = |e: &Expr| {
+                unfolded(e).or_else(|| {
+                    let (inner, fold) = fold_call(e)?;
+                    match unfolded(inner)? {
+                        (a, Fold::None) => Some((a, fold)),
+                        _ => None,
+                    }
                 })
             };
             walk_rule(rule, &mut |e| {
@@ -275,7 +429,7 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                 true
             });
             // `x` exactly, by any of its names.
-            let is_x = |e: &Expr| -> Option<String> {
+            let local = |e: &Expr| -> Option<(String, Fold)> {
                 if let Expr::Var { value, .. } = e
                     && let Ok(v) = value.as_string()
                     && let Some(a) = locals.get(v.as_ref())
@@ -283,6 +437,16 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                     return Some(a.clone());
                 }
                 direct(e)
+            };
+            // `x` exactly or folded once: `lower(p)` with `p` bound to it.
+            let is_x = |e: &Expr| -> Option<(String, Fold)> {
+                local(e).or_else(|| {
+                    let (inner, fold) = fold_call(e)?;
+                    match local(inner)? {
+                        (a, Fold::None) => Some((a, fold)),
+                        _ => None,
+                    }
+                })
             };
             // A reference that starts with `x` (and may go further into it).
             let mentions = |e: &Expr| -> Option<String> {
@@ -301,10 +465,10 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                     return Some(n.clone());
                 }
                 if let Some(first) = p.first() {
-                    if let Some(a) = locals.get(first) {
+                    if let Some((a, _)) = locals.get(first) {
                         return Some(a.clone());
                     }
-                    if let Some(a) = pkg_alias(first) {
+                    if let Some((a, _)) = pkg_alias(first) {
                         return Some(a);
                     }
                 }
@@ -314,7 +478,7 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                     .map(|a| a.argument.clone())
             };
             for v in &clash {
-                if let Some(a) = locals.get(v) {
+                if let Some((a, _)) = locals.get(v) {
                     let a = a.clone();
                     let u = out.entry(a).or_default();
                     u.blocked.get_or_insert_with(|| {
@@ -340,8 +504,10 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                         ..
                     } => {
                         for (a, b) in [(lhs, rhs), (rhs, lhs)] {
-                            if let (Some(arg), Some(lit)) = (is_x(a), const_string(b)) {
-                                add(&mut out.entry(arg).or_default().equals, lit);
+                            if let (Some((arg, fold)), Some(lit)) = (is_x(a), const_string(b)) {
+                                if let Some(u) = record(out, &arg, fold, e) {
+                                    add(&mut u.equals, lit);
+                                }
                                 return false;
                             }
                         }
@@ -349,19 +515,18 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                     Expr::Call { fcn, params, .. } if params.len() == 2 => {
                         let f = path_of(fcn);
                         if let [f] = f.as_slice()
-                            && let (Some(arg), Some(lit)) =
+                            && ["startswith", "endswith", "contains"].contains(&f.as_str())
+                            && let (Some((arg, fold)), Some(lit)) =
                                 (is_x(&params[0]), const_string(&params[1]))
                         {
-                            let u = out.entry(arg).or_default();
-                            match f.as_str() {
-                                "startswith" => add(&mut u.prefixes, lit),
-                                "endswith" => add(&mut u.suffixes, lit),
-                                "contains" => add(&mut u.contains, lit),
-                                _ => {}
+                            if let Some(u) = record(out, &arg, fold, e) {
+                                match f.as_str() {
+                                    "startswith" => add(&mut u.prefixes, lit),
+                                    "endswith" => add(&mut u.suffixes, lit),
+                                    _ => add(&mut u.contains, lit),
+                                }
                             }
-                            if ["startswith", "endswith", "contains"].contains(&f.as_str()) {
-                                return false;
-                            }
+                            return false;
                         }
                     }
                     Expr::Membership {
@@ -370,15 +535,18 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                         collection,
                         ..
                     } => {
-                        if let (Some(arg), Expr::Set { items, .. } | Expr::Array { items, .. }) =
-                            (is_x(value), collection.as_ref())
+                        if let (
+                            Some((arg, fold)),
+                            Expr::Set { items, .. } | Expr::Array { items, .. },
+                        ) = (is_x(value), collection.as_ref())
                         {
                             let lits: Option<Vec<String>> =
                                 items.iter().map(|i| const_string(i)).collect();
                             if let Some(lits) = lits {
-                                let u = out.entry(arg).or_default();
-                                for l in lits {
-                                    add(&mut u.equals, l);
+                                if let Some(u) = record(out, &arg, fold, e) {
+                                    for l in lits {
+                                        add(&mut u.equals, l);
+                                    }
                                 }
                                 return false;
                             }
@@ -420,7 +588,7 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                         &arg,
                         e,
                         format!(
-                            "`{}` uses it other than by ==, !=, in, startswith, endswith or contains with a string constant",
+                            "`{}` uses it other than by ==, !=, in, startswith, endswith or contains with a string constant (of it or of lower() or upper() of it)",
                             enclosing_text(rule, e)
                         ),
                     );
@@ -476,29 +644,46 @@ fn escapes(e: &Expr, aliases: &[Alias], out: &mut BTreeMap<String, Uses>) -> boo
 }
 
 /// The text of the smallest expression of `rule` that holds `e` as a
-/// direct child, or `e`'s own text: `lower(path)` rather than `path`.
+/// direct child, or `e`'s own text: `lower(path)` rather than `path`, and
+/// past a case fold, `trim_space(lower(path))`.
 fn enclosing_text(rule: &Rule, e: &Expr) -> String {
-    let target = e as *const Expr;
-    let mut found: Option<String> = None;
-    walk_rule(rule, &mut |parent| {
-        if found.is_some() {
-            return false;
-        }
-        let mut direct = false;
-        let mut depth = 0;
-        walk_expr(parent, &mut |c| {
-            depth += 1;
-            if depth > 1 && std::ptr::eq(c, target) {
-                direct = true;
+    let mut target = e as *const Expr;
+    let mut text = e.span().text().to_string();
+    loop {
+        let mut found: Option<(*const Expr, String, bool)> = None;
+        walk_rule(rule, &mut |parent| {
+            if found.is_some() {
+                return false;
             }
-            depth == 1
+            let mut direct = false;
+            let mut depth = 0;
+            walk_expr(parent, &mut |c| {
+                depth += 1;
+                if depth > 1 && std::ptr::eq(c, target) {
+                    direct = true;
+                }
+                depth == 1
+            });
+            if direct {
+                found = Some((
+                    parent as *const Expr,
+                    parent.span().text().to_string(),
+                    fold_call(parent).is_some(),
+                ));
+            }
+            true
         });
-        if direct {
-            found = Some(parent.span().text().to_string());
+        match found {
+            Some((p, t, fold)) => {
+                text = t;
+                if !fold {
+                    return text;
+                }
+                target = p;
+            }
+            None => return text,
         }
-        true
-    });
-    found.unwrap_or_else(|| e.span().text().to_string())
+    }
 }
 
 /// The partition of string argument `name` of `tool`, or why there is none
@@ -527,38 +712,151 @@ fn partition_of(tool: &Tool, name: &str, uses: Option<&Uses>) -> Result<Partitio
     if let Some((_, why)) = &u.blocked {
         return Err(why.clone());
     }
-    let reps = representatives(u)?;
     // Every representative must be a value inputSchema accepts.
     let mut base = match schema::sample(&tool.input_schema) {
         Value::Object(m) => m,
         _ => Map::new(),
     };
     let pointer = format!("/{}", name.replace('~', "~0").replace('/', "~1"));
-    for r in &reps {
-        base.insert(name.to_string(), Value::String(r.clone()));
+    let valid = |r: &str| -> Result<(), String> {
+        base.insert(name.to_string(), Value::String(r.to_string()));
         let errors = tool.validate_complete(&Value::Object(base.clone()));
-        if let Some(e) = errors.iter().find(|e| {
+        match errors.iter().find(|e| {
             e.instance_path == pointer || e.instance_path.starts_with(&format!("{pointer}/"))
         }) {
-            return Err(format!(
-                "representative {} rejected by inputSchema: {}",
-                Value::String(r.clone()),
-                e.message
-            ));
+            Some(e) => Err(e.message.clone()),
+            None => Ok(()),
         }
-    }
+    };
+    let s = s.cloned().unwrap_or(Value::Null);
+    let shape = Shape {
+        min_len: s.get("minLength").and_then(Value::as_u64).unwrap_or(0) as usize,
+        samples: s
+            .get("pattern")
+            .and_then(Value::as_str)
+            .map(|p| {
+                let max = s
+                    .get("maxLength")
+                    .and_then(Value::as_u64)
+                    .map_or(usize::MAX, |m| m as usize);
+                schema::pattern_strings(p, max, PATTERN_SAMPLES)
+            })
+            .unwrap_or_default(),
+    };
+    // A constant a folded string cannot hold makes its predicate false
+    // for every value: it tells no values apart.
+    let fold = u.fold.unwrap_or_default();
+    let keep = |v: &Vec<String>| -> Vec<String> {
+        v.iter().filter(|l| fold.can_hold(l)).cloned().collect()
+    };
+    let u = Uses {
+        fold: u.fold,
+        equals: keep(&u.equals),
+        prefixes: keep(&u.prefixes),
+        suffixes: keep(&u.suffixes),
+        contains: keep(&u.contains),
+        blocked: None,
+    };
+    let reps = representatives(&u, fold, &shape, valid)?;
     Ok(Partition {
         argument: name.to_string(),
-        equals: u.equals.clone(),
-        prefixes: u.prefixes.clone(),
-        suffixes: u.suffixes.clone(),
-        contains: u.contains.clone(),
+        fold,
+        equals: u.equals,
+        prefixes: u.prefixes,
+        suffixes: u.suffixes,
+        contains: u.contains,
         representatives: reps,
     })
 }
 
-/// One string per class of the predicates in `u` (see the module's doc).
-fn representatives(u: &Uses) -> Result<Vec<String>, String> {
+/// How many strings generated from a `pattern` are tried as
+/// representatives of classes no constructed string fits.
+const PATTERN_SAMPLES: usize = 64;
+
+/// What the argument's schema asks of a string, to choose representatives
+/// it accepts: its `minLength`, and strings generated from its `pattern`.
+#[derive(Debug, Default)]
+struct Shape {
+    min_len: usize,
+    samples: Vec<String>,
+}
+
+/// The truth of every predicate of `u` on `w`.
+fn vector(u: &Uses, w: &str) -> Vec<bool> {
+    let mut v: Vec<bool> = u.equals.iter().map(|l| w == l).collect();
+    v.extend(u.prefixes.iter().map(|l| w.starts_with(l.as_str())));
+    v.extend(u.suffixes.iter().map(|l| w.ends_with(l.as_str())));
+    v.extend(u.contains.iter().map(|l| w.contains(l.as_str())));
+    v
+}
+
+/// Characters tried as separators and fillers, most readable first.
+fn filler_chars() -> Vec<char> {
+    let mut out: Vec<char> = Vec::new();
+    for c in "xyzq_0-XYZ~.ab"
+        .chars()
+        .chain('a'..='z')
+        .chain('A'..='Z')
+        .chain('0'..='9')
+        .chain('!'..='~')
+    {
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `lead p F c1 F … F s trail`, where `F` is `f`, the first one repeated
+/// to make the whole at least `min_len` characters long.
+fn build(
+    p: &str,
+    cs: &[&String],
+    s: &str,
+    f: char,
+    lead: &str,
+    trail: &str,
+    min_len: usize,
+) -> String {
+    let mut r = String::from(lead);
+    r.push_str(p);
+    let at = r.len();
+    for c in cs {
+        r.push(f);
+        r.push_str(c);
+    }
+    r.push(f);
+    r.push_str(s);
+    r.push_str(trail);
+    let n = r.chars().count();
+    if n < min_len {
+        r.insert_str(at, &f.to_string().repeat(min_len - n));
+    }
+    r
+}
+
+/// One string per class of the predicates in `u` (see the module's doc),
+/// each accepted by `valid`.
+///
+/// The classes are those of the canonical representatives, built with a
+/// separator in no constant. For each class, the first candidate `valid`
+/// accepts whose predicates hold exactly as the canonical one's stands for
+/// it: the canonical shape with each filler character in turn (padded to
+/// `minLength`), then with one character before or after it, then strings
+/// generated from the schema's pattern, then the pieces with no separator
+/// (`/etc` under a `maxLength`). Whatever the candidate, its truth
+/// vector is computed, not assumed, so the argument of completeness is the
+/// canonical one's: every string has the vector of some canonical
+/// representative, and every canonical vector has a representative. A
+/// class no candidate fits fails the partition, naming its canonical
+/// representative and why inputSchema refused it: the class may hold
+/// values the schema accepts, so it is never dropped.
+fn representatives(
+    u: &Uses,
+    fold: Fold,
+    shape: &Shape,
+    mut valid: impl FnMut(&str) -> Result<(), String>,
+) -> Result<Vec<String>, String> {
     if u.contains.len() > MAX_CONTAINS {
         return Err(format!(
             "it is tested with contains on {} constants (at most {MAX_CONTAINS})",
@@ -576,28 +874,98 @@ fn representatives(u: &Uses) -> Result<Vec<String>, String> {
         .chain(&u.suffixes)
         .chain(&u.contains)
         .collect();
-    let sep = "xyzq_0-XYZ~.ab"
-        .chars()
-        .chain('a'..='z')
-        .chain('A'..='Z')
-        .chain('0'..='9')
-        .find(|c| all.iter().all(|l| !l.contains(*c)))
-        .ok_or("every letter and digit occurs in its constants")?;
-    let mut reps: Vec<String> = u.equals.clone();
+    let free = |c: &char| all.iter().all(|l| !l.contains(*c));
+    let fillers: Vec<char> = filler_chars().into_iter().filter(free).collect();
+    // The canonical separator: any character in no constant will do.
+    let sep = fillers
+        .first()
+        .copied()
+        .or_else(|| ('\u{e000}'..='\u{f8ff}').find(free))
+        .ok_or("its constants hold every character tried as a separator")?;
+    let mut reps: Vec<String> = Vec::new();
+    // Equality classes: the constant itself is the only member (folded,
+    // the constant if it folds to itself).
+    for e in &u.equals {
+        if fold.apply(e) != *e {
+            return Err(format!(
+                "it is compared with {} by {}(), which that constant does not survive",
+                Value::String(e.clone()),
+                fold.name().unwrap_or_default(),
+            ));
+        }
+        if let Err(why) = valid(e) {
+            return Err(format!(
+                "representative {} rejected by inputSchema: {why}",
+                Value::String(e.clone())
+            ));
+        }
+        add(&mut reps, e.clone());
+    }
     let none = String::new();
+    let edges: Vec<String> = ('!'..='~').map(String::from).collect();
     for p in std::iter::once(&none).chain(&u.prefixes) {
         for mask in 0..(1usize << u.contains.len()) {
+            let cs: Vec<&String> = u
+                .contains
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1 << i) != 0)
+                .map(|(_, c)| c)
+                .collect();
             for s in std::iter::once(&none).chain(&u.suffixes) {
-                let mut r = p.clone();
-                for (i, c) in u.contains.iter().enumerate() {
-                    if mask & (1 << i) != 0 {
-                        r.push(sep);
-                        r.push_str(c);
+                let canonical = build(p, &cs, s, sep, "", "", 0);
+                let want = vector(u, &canonical);
+                let fits = |r: &str| vector(u, &fold.apply(r)) == want;
+                let mut first_error: Option<(String, String)> = None;
+                let mut chosen: Option<String> = None;
+                let mut try_one = |r: String, valid: &mut dyn FnMut(&str) -> Result<(), String>| {
+                    if !fits(&r) {
+                        return false;
                     }
+                    match valid(&r) {
+                        Ok(()) => {
+                            chosen = Some(r);
+                            true
+                        }
+                        Err(why) => {
+                            first_error.get_or_insert((r, why));
+                            false
+                        }
+                    }
+                };
+                let min = shape.min_len;
+                let found = fillers
+                    .iter()
+                    .any(|&f| try_one(build(p, &cs, s, f, "", "", min), &mut valid))
+                    || fillers.iter().take(4).any(|&f| {
+                        edges.iter().any(|e| {
+                            (p.is_empty() && try_one(build(p, &cs, s, f, e, "", min), &mut valid))
+                                || (s.is_empty()
+                                    && try_one(build(p, &cs, s, f, "", e, min), &mut valid))
+                                || (p.is_empty()
+                                    && s.is_empty()
+                                    && try_one(build(p, &cs, s, f, e, e, min), &mut valid))
+                        })
+                    })
+                    || shape.samples.iter().any(|w| try_one(w.clone(), &mut valid))
+                    || try_one(
+                        format!(
+                            "{p}{}{s}",
+                            cs.iter().map(|c| c.as_str()).collect::<String>()
+                        ),
+                        &mut valid,
+                    );
+                if !found {
+                    let (r, why) = first_error
+                        .unwrap_or_else(|| (canonical.clone(), "no candidate fits".to_string()));
+                    return Err(format!(
+                        "representative {} rejected by inputSchema: {why}",
+                        Value::String(r)
+                    ));
                 }
-                r.push(sep);
-                r.push_str(s);
-                add(&mut reps, r);
+                if let Some(r) = chosen {
+                    add(&mut reps, r);
+                }
             }
         }
     }
@@ -649,7 +1017,7 @@ deny contains sprintf("%s", [input.arguments.path]) if lower(input.arguments.pat
     #[test]
     fn blocks_other_uses() {
         for body in [
-            "startswith(lower(input.arguments.path), \"/\")",
+            "startswith(trim_space(input.arguments.path), \"/\")",
             "p := input.arguments.path; count(p) > 3",
             "input.arguments.path < \"m\"",
             "some k; data.t[k] == \"x\"",
@@ -674,13 +1042,14 @@ deny contains sprintf("%s", [input.arguments.path]) if lower(input.arguments.pat
     #[test]
     fn representatives_cover_every_truth_vector() {
         let u = Uses {
+            fold: None,
             equals: strs(&["ab", ""]),
             prefixes: strs(&["a", "ab"]),
             suffixes: strs(&["b", "ba"]),
             contains: strs(&["bb", "a"]),
             blocked: None,
         };
-        let reps = representatives(&u).unwrap();
+        let reps = representatives(&u, Fold::None, &Shape::default(), |_| Ok(())).unwrap();
         let vector = |w: &str| -> Vec<bool> {
             let mut v: Vec<bool> = u.equals.iter().map(|l| w == l).collect();
             v.extend(u.prefixes.iter().map(|l| w.starts_with(l.as_str())));
@@ -710,12 +1079,126 @@ deny contains sprintf("%s", [input.arguments.path]) if lower(input.arguments.pat
         }
     }
 
+    /// Representatives chosen for a schema that refuses the canonical ones
+    /// are valid, and still reach every truth vector the canonical ones do.
+    #[test]
+    fn representatives_fit_the_schema() {
+        let u = Uses {
+            fold: None,
+            equals: strs(&["/etc/motd"]),
+            prefixes: strs(&["/etc"]),
+            suffixes: strs(&[".x"]),
+            contains: strs(&[".."]),
+            blocked: None,
+        };
+        let accepts = |r: &str| r.starts_with('/') && r.chars().count() >= 6;
+        let shape = Shape {
+            min_len: 6,
+            samples: Vec::new(),
+        };
+        let reps = representatives(&u, Fold::None, &shape, |r| {
+            if accepts(r) { Ok(()) } else { Err("no".into()) }
+        })
+        .unwrap();
+        assert!(reps.iter().all(|r| accepts(r)), "{reps:?}");
+        let canonical = representatives(&u, Fold::None, &Shape::default(), |_| Ok(())).unwrap();
+        let want: BTreeSet<Vec<bool>> = canonical.iter().map(|r| vector(&u, r)).collect();
+        let got: BTreeSet<Vec<bool>> = reps.iter().map(|r| vector(&u, r)).collect();
+        assert_eq!(want, got);
+        // A schema no candidate of some class fits: no partition, naming one.
+        let err = representatives(&u, Fold::None, &Shape::default(), |r| {
+            if r.contains("..") {
+                Err("no dots".into())
+            } else {
+                Ok(())
+            }
+        })
+        .unwrap_err();
+        assert!(err.contains("rejected by inputSchema: no dots"), "{err}");
+    }
+
+    #[test]
+    fn follows_case_folds() {
+        let u = uses_of(
+            r#"package t
+import rego.v1
+owner := lower(input.arguments.owner)
+annotations := {"destructiveHint": true} if {
+    lower(input.arguments.owner) == "microsoft"
+    o := lower(input.arguments.owner)
+    startswith(o, "ms-")
+    owner in {"github", "Octo"}
+    p := input.arguments.repo
+    endswith(upper(p), ".GIT")
+}
+"#,
+            "t",
+        );
+        let o = &u["owner"];
+        assert!(o.blocked.is_none(), "{:?}", o.blocked);
+        assert_eq!(o.fold, Some(Fold::Lower));
+        assert_eq!(o.equals, strs(&["microsoft", "github", "Octo"]));
+        assert_eq!(o.prefixes, strs(&["ms-"]));
+        let r = &u["repo"];
+        assert!(r.blocked.is_none(), "{:?}", r.blocked);
+        assert_eq!(r.fold, Some(Fold::Upper));
+        assert_eq!(r.suffixes, strs(&[".GIT"]));
+        for body in [
+            "lower(input.arguments.path) == \"a\"; input.arguments.path == \"b\"",
+            "lower(input.arguments.path) == \"a\"; startswith(upper(input.arguments.path), \"B\")",
+            "upper(lower(input.arguments.path)) == \"A\"",
+            "count(lower(input.arguments.path)) > 2",
+        ] {
+            let u = uses_of(
+                &format!(
+                    "package t\nimport rego.v1\nannotations := {{\"destructiveHint\": true}} if {{ {body} }}\n"
+                ),
+                "t",
+            );
+            assert!(u.get("path").is_some_and(|p| p.blocked.is_some()), "{body}");
+        }
+    }
+
+    /// Folded, every truth vector `lower(w)` reaches is reached by
+    /// `lower(r)` for some representative `r`.
+    #[test]
+    fn folded_representatives_cover_every_truth_vector() {
+        let u = Uses {
+            fold: Some(Fold::Lower),
+            equals: strs(&["ab"]),
+            prefixes: strs(&["a"]),
+            suffixes: strs(&["b"]),
+            contains: strs(&["ba"]),
+            blocked: None,
+        };
+        let reps = representatives(&u, Fold::Lower, &Shape::default(), |_| Ok(())).unwrap();
+        let reached: BTreeSet<Vec<bool>> =
+            reps.iter().map(|r| vector(&u, &r.to_lowercase())).collect();
+        let mut words = vec![String::new()];
+        for _ in 0..5 {
+            let next: Vec<String> = words
+                .iter()
+                .flat_map(|w| ['a', 'b', 'A', 'B', 'c'].map(|c| format!("{w}{c}")))
+                .collect();
+            words.extend(next);
+            words = words
+                .into_iter()
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect();
+        }
+        for w in &words {
+            let v = vector(&u, &w.to_lowercase());
+            assert!(reached.contains(&v), "{w:?} has no representative");
+        }
+    }
+
     #[test]
     fn bounds_the_classes() {
         let u = Uses {
             contains: (0..7).map(|i| format!("c{i}")).collect(),
             ..Uses::default()
         };
-        assert!(representatives(&u).is_err());
+        assert!(representatives(&u, Fold::None, &Shape::default(), |_| Ok(())).is_err());
     }
 }

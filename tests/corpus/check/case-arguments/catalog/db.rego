@@ -4,5 +4,5 @@ import rego.v1
 
 annotations := {"destructiveHint": true} if {
 	input.arguments.action == "drop"
-	lower(input.arguments.env) == "prod"
+	trim_space(lower(input.arguments.env)) == "prod"
 }

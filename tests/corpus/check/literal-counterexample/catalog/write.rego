@@ -5,4 +5,5 @@ import rego.v1
 annotations := {"destructiveHint": true} if {
 	input.arguments.mode == "overwrite"
 	startswith(input.arguments.path, "/etc/")
+	count(split(input.arguments.path, "/")) > 2
 }
