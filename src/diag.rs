@@ -129,8 +129,9 @@ impl Diagnostic {
     }
 }
 
-/// Whether output for people gets ANSI colours: only on a terminal, and
-/// never with `NO_COLOR` set (https://no-color.org).
+/// Whether output for people gets ANSI colours, decided as clap decides its
+/// own (anstream): on a terminal that supports them, never with `NO_COLOR`
+/// set (https://no-color.org) or `CLICOLOR=0`, always with `CLICOLOR_FORCE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Style {
     pub colour: bool,
@@ -141,43 +142,54 @@ impl Style {
         Style { colour: false }
     }
 
-    /// Colour when stdout is a terminal and `NO_COLOR` is unset or empty.
+    /// For what is written to stdout.
     pub fn for_stdout() -> Style {
-        use std::io::IsTerminal;
         Style {
-            colour: std::io::stdout().is_terminal()
-                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+            colour: anstream::AutoStream::choice(&std::io::stdout())
+                != anstream::ColorChoice::Never,
         }
     }
 
-    fn paint(self, code: &str, text: &str) -> String {
+    /// For what is written to stderr (the log).
+    pub fn for_stderr() -> Style {
+        Style {
+            colour: anstream::AutoStream::choice(&std::io::stderr())
+                != anstream::ColorChoice::Never,
+        }
+    }
+
+    fn paint(self, style: anstyle::Style, text: &str) -> String {
         if self.colour {
-            format!("\x1b[{code}m{text}\x1b[0m")
+            format!("{style}{text}{style:#}")
         } else {
             text.to_string()
         }
     }
 
+    fn bold_colour(self, c: anstyle::AnsiColor, t: &str) -> String {
+        self.paint(anstyle::Style::new().bold().fg_color(Some(c.into())), t)
+    }
+
     pub fn red(self, t: &str) -> String {
-        self.paint("1;31", t)
+        self.bold_colour(anstyle::AnsiColor::Red, t)
     }
     pub fn yellow(self, t: &str) -> String {
-        self.paint("1;33", t)
+        self.bold_colour(anstyle::AnsiColor::Yellow, t)
     }
     pub fn green(self, t: &str) -> String {
-        self.paint("1;32", t)
+        self.bold_colour(anstyle::AnsiColor::Green, t)
     }
     pub fn cyan(self, t: &str) -> String {
-        self.paint("1;36", t)
+        self.bold_colour(anstyle::AnsiColor::Cyan, t)
     }
     pub fn blue(self, t: &str) -> String {
-        self.paint("1;34", t)
+        self.bold_colour(anstyle::AnsiColor::Blue, t)
     }
     pub fn bold(self, t: &str) -> String {
-        self.paint("1", t)
+        self.paint(anstyle::Style::new().bold(), t)
     }
     pub fn dim(self, t: &str) -> String {
-        self.paint("2", t)
+        self.paint(anstyle::Style::new().dimmed(), t)
     }
 }
 

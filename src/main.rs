@@ -79,12 +79,6 @@ fn init_logging() {
         .with_writer(std::io::stderr)
         .with_env_filter(filter)
         .with_target(false)
-        .with_ansi(use_colour_on_stderr())
+        .with_ansi(regent::diag::Style::for_stderr().colour)
         .init();
-}
-
-/// Colour only for a person at a terminal, and never with `NO_COLOR` set.
-fn use_colour_on_stderr() -> bool {
-    use std::io::IsTerminal;
-    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
