@@ -146,6 +146,10 @@ pub struct ResolveArgs {
     /// Read the arguments (a JSON object) from FILE, or from standard input with `-`, as `opa eval -i`
     #[arg(short, long, value_name = "FILE", conflicts_with = "arguments")]
     pub input: Option<PathBuf>,
+
+    /// Resolve as the caller in FILE (policies' `input.caller`): a JSON or YAML document {subject, issuer?, claims?}
+    #[arg(long, value_name = "FILE")]
+    pub caller: Option<PathBuf>,
 }
 
 /// Settings shared by every command that loads a catalog.
@@ -193,6 +197,12 @@ pub struct ServeArgs {
     /// Keep the reload status as JSON in FILE, rewritten atomically after every reload attempt
     #[arg(long, value_name = "FILE")]
     pub status_file: Option<PathBuf>,
+
+    /// Over stdio, the caller every request is made by (policies' `input.caller`): a JSON or YAML
+    /// document {subject, issuer?, claims?} at PATH, trusted as configuration (or set
+    /// REGENT_CALLER_FILE); refused with --http, where callers come from verified tokens
+    #[arg(long, value_name = "PATH")]
+    pub caller_file: Option<PathBuf>,
 
     /// The most tool executions (tools/call) running at once, over all sessions; one more is refused with -32603
     #[arg(long, value_name = "N", default_value_t = crate::protocol::call::DEFAULT_MAX_CONCURRENT_CALLS)]

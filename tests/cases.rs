@@ -8,6 +8,7 @@
 //!   - name: read is read-only          # optional
 //!     tool: manage_files
 //!     arguments: {path: a.txt, action: read}
+//!     caller: {subject: alice, claims: {groups: [oncall]}}   # optional: input.caller
 //!     expect:
 //!       annotations: {readOnlyHint: true}   # a subset of the resolved hints
 //!       meta: {...}                         # a subset of the resolved _meta
@@ -16,7 +17,10 @@
 //!       error: "substring of the error message"
 //! ```
 //!
-//! The real binary is started per file and driven over stdio.
+//! The real binary is started per file and driven over stdio; a case with a
+//! `caller` goes to a server started with that caller as `--caller-file`
+//! (one per distinct caller), so `regent test` and the stdio server are held
+//! to the same answers.
 
 mod common;
 
@@ -41,6 +45,8 @@ struct Case {
     tool: String,
     #[serde(default = "empty_object")]
     arguments: Value,
+    #[serde(default)]
+    caller: Option<Value>,
     expect: Expect,
 }
 
@@ -98,7 +104,10 @@ fn run_file(path: &Path, era: Era) -> Result<(), Failed> {
         return Err(format!("{} holds no cases", path.display()).into());
     }
     let dir = path.parent().expect("file has a directory");
-    let mut server = Server::start(era, &[dir.to_str().expect("utf-8 path")]);
+    let catalog = dir.to_str().expect("utf-8 path");
+    // Servers by caller (`None`: no --caller-file), started when first needed.
+    let mut servers: std::collections::BTreeMap<Option<String>, Server> = Default::default();
+    let callers = tempfile::tempdir().map_err(|e| e.to_string())?;
     for (i, case) in file.cases.iter().enumerate() {
         let label = format!(
             "{} case {} ({})",
@@ -106,7 +115,17 @@ fn run_file(path: &Path, era: Era) -> Result<(), Failed> {
             i + 1,
             case.name.as_deref().unwrap_or(&case.tool)
         );
-        run_case(&mut server, case, &label)?;
+        let key = case.caller.as_ref().map(Value::to_string);
+        let server = servers.entry(key.clone()).or_insert_with(|| match &key {
+            None => Server::start(era, &[catalog]),
+            Some(doc) => {
+                let file = callers.path().join(format!("caller-{i}.json"));
+                std::fs::write(&file, doc).expect("write the caller file");
+                let file = file.to_str().expect("utf-8 path").to_string();
+                Server::start(era, &["--caller-file", &file, catalog])
+            }
+        });
+        run_case(server, case, &label)?;
     }
     Ok(())
 }

@@ -12,6 +12,13 @@ use crate::diag::Style;
 
 pub fn run(args: &ResolveArgs) -> Result<i32, Failure> {
     let arguments = arguments(args)?;
+    let caller = match &args.caller {
+        Some(path) => Some(
+            crate::caller::Caller::from_file(path)
+                .map_err(|d| Failure::new(exit::CANNOT_RUN, d.render().trim_end().to_string()))?,
+        ),
+        None => None,
+    };
     let catalog = load_catalog(&CatalogArgs {
         paths: args.config.clone(),
         policy_timeout_ms: args.policy_timeout_ms,
@@ -28,7 +35,14 @@ pub fn run(args: &ResolveArgs) -> Result<i32, Failure> {
         .map(|id| (id.clone(), json!({})))
         .collect();
     let negotiated = crate::protocol::Negotiated::from_json(Some(&Value::Object(ext)));
-    let answer = crate::protocol::resolve_result(&catalog, Some(&params), true, true, negotiated);
+    let answer = crate::protocol::resolve_result(
+        &catalog,
+        Some(&params),
+        true,
+        true,
+        negotiated,
+        caller.as_ref(),
+    );
     let code = match &answer {
         Ok(v) => {
             print_stdout(&(serde_json::to_string_pretty(v).unwrap_or_default() + "\n"))?;
@@ -44,7 +58,7 @@ pub fn run(args: &ResolveArgs) -> Result<i32, Failure> {
                 .unwrap_or("");
             // The wire message hides the policy's own (it is in the log); the
             // help depends on it.
-            let detail = match catalog.resolve(&args.tool, &arguments) {
+            let detail = match catalog.resolve_as(&args.tool, &arguments, caller.as_ref()) {
                 Err(crate::catalog::ResolveError::Policy { message, .. }) => message,
                 _ => e.message.to_string(),
             };
@@ -53,7 +67,10 @@ pub fn run(args: &ResolveArgs) -> Result<i32, Failure> {
         }
     };
     if args.explain {
-        eprint!("{}", explanation(&catalog, &args.tool, &arguments));
+        eprint!(
+            "{}",
+            explanation(&catalog, &args.tool, &arguments, caller.as_ref())
+        );
     }
     Ok(code)
 }
@@ -138,12 +155,17 @@ fn help(reason: &str, message: &str) -> &'static str {
 }
 
 /// Which rule produced each field that differs from the listing.
-fn explanation(catalog: &crate::catalog::Catalog, tool: &str, args: &Value) -> String {
+fn explanation(
+    catalog: &crate::catalog::Catalog,
+    tool: &str,
+    args: &Value,
+    caller: Option<&crate::caller::Caller>,
+) -> String {
     let style = Style::plain();
     let Some(t) = catalog.tool(tool) else {
         return String::new();
     };
-    let r = match catalog.resolve_layers(tool, args) {
+    let r = match catalog.resolve_layers_as(tool, args, caller) {
         Ok(r) => r,
         Err(e) => return format!("explain: nothing to explain: {e}\n"),
     };

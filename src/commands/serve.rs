@@ -17,6 +17,29 @@ use crate::protocol::transport::LineTransport;
 use crate::reload;
 use crate::state::CatalogState;
 
+/// The environment variable that names the caller file when `--caller-file`
+/// is not given.
+pub const CALLER_FILE_ENV: &str = "REGENT_CALLER_FILE";
+
+/// The configured stdio caller: `--caller-file`, else `REGENT_CALLER_FILE`.
+/// Refused with `--http`, whose callers come only from verified tokens.
+fn caller(args: &ServeArgs) -> Result<Option<crate::caller::Caller>, Failure> {
+    let from_env = std::env::var_os(CALLER_FILE_ENV).filter(|v| !v.is_empty());
+    let (path, named_by) = match (&args.caller_file, from_env) {
+        (Some(p), _) => (p.clone(), "--caller-file"),
+        (None, Some(v)) => (std::path::PathBuf::from(v), CALLER_FILE_ENV),
+        (None, None) => return Ok(None),
+    };
+    if args.http.http.is_some() {
+        return Err(cannot_run(format!(
+            "{named_by} cannot be used with --http: over HTTP the caller comes only from a verified token\n  = help: drop {named_by} (unset {CALLER_FILE_ENV}), or give --jwt-jwks-file so each request names its caller"
+        )));
+    }
+    crate::caller::Caller::from_file(&path)
+        .map(Some)
+        .map_err(|d| Failure::new(exit::CANNOT_RUN, d.render().trim_end().to_string()))
+}
+
 pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     check_status_file(args)?;
     if args.max_concurrent_calls == 0 {
@@ -24,6 +47,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
             "--max-concurrent-calls must be at least 1".into(),
         ));
     }
+    let caller = caller(args)?;
     let http = match args.http.http {
         Some(_) => Some(super::serve_http::prepare(&args.http)?),
         None => None,
@@ -128,7 +152,12 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         // the decision log is written out before the process exits.
         let stop = super::serve_http::shutdown_signal()
             .map_err(|e| cannot_run(format!("cannot handle SIGTERM and SIGINT: {e}")))?;
-        let service = Regent::new(state)
+        let mut regent = Regent::new(state);
+        if let Some(caller) = caller {
+            tracing::info!(subject = %caller.subject, issuer = %caller.issuer, "serving as the configured caller");
+            regent = regent.with_caller(caller);
+        }
+        let service = regent
             .with_decision_log(log)
             .with_request_states(states)
             .with_call_limit(calls)

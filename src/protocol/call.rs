@@ -125,6 +125,8 @@ pub struct CallContext<'a> {
     pub retry: Retry,
     /// The bound on executions running at once.
     pub limit: &'a CallLimit,
+    /// Who is calling: the transport's verified caller or the configured one.
+    pub caller: Option<std::sync::Arc<crate::caller::Caller>>,
 }
 
 /// Queues a call's decision-log line. The call checked that the log takes
@@ -159,7 +161,7 @@ pub async fn call(
         args.clone(),
         &catalog.revision,
     );
-    let caller = super::caller_of(ctx);
+    let caller = cc.caller.clone();
     entry.caller.clone_from(&caller);
     // Until the policy has decided, a refusal (a spent state, a declined
     // question for a parameter) is logged as made before any decision.

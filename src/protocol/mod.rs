@@ -50,6 +50,9 @@ pub struct Regent {
     text: bool,
     /// The bound on tool executions running at once, over every session.
     calls: Arc<call::CallLimit>,
+    /// The caller of every request that brings none of its own: the stdio
+    /// server's `--caller-file`, trusted configuration.
+    caller: Option<Arc<Caller>>,
 }
 
 impl Regent {
@@ -70,7 +73,22 @@ impl Regent {
                 call::DEFAULT_MAX_CONCURRENT_CALLS,
                 Arc::new(crate::metrics::Metrics::new()),
             )),
+            caller: None,
         }
+    }
+
+    /// Takes `caller` as the caller of every request whose transport names
+    /// none (stdio's `--caller-file`). Over HTTP the caller comes only from
+    /// a verified token: `serve` refuses `--caller-file` with `--http`.
+    pub fn with_caller(mut self, caller: Caller) -> Regent {
+        self.caller = Some(Arc::new(caller));
+        self
+    }
+
+    /// The caller of a request: the one its transport verified, else the
+    /// configured one, else none.
+    fn caller(&self, ctx: &RequestContext<RoleServer>) -> Option<Arc<Caller>> {
+        caller_of(ctx).or_else(|| self.caller.clone())
     }
 
     /// Bounds tool executions with `limit` (shared by every clone).
@@ -173,20 +191,18 @@ impl Regent {
                 log: &self.decisions,
                 listed: &self.listed,
                 text: self.text,
-                caller,
             }),
+            caller,
         )
     }
 }
 
 /// What a served request adds to a resolve: the decision log, the cache of
-/// listed members, whether the answer is rendered as text (stdio), and who
-/// asked.
+/// listed members, and whether the answer is rendered as text (stdio).
 struct Serving<'a> {
     log: &'a DecisionLog,
     listed: &'a answer::Listed,
     text: bool,
-    caller: Option<Arc<Caller>>,
 }
 
 /// The verified caller of a request, when its transport put one there: over
@@ -210,6 +226,7 @@ pub fn resolve_result(
     full: bool,
     result_type: bool,
     negotiated: Negotiated,
+    caller: Option<&Caller>,
 ) -> Result<Value, ErrorData> {
     resolve_logged(
         catalog,
@@ -218,6 +235,7 @@ pub fn resolve_result(
         result_type,
         negotiated,
         None,
+        caller.cloned().map(Arc::new),
     )
     .map(Answer::into_value)
 }
@@ -229,9 +247,9 @@ fn resolve_logged(
     result_type: bool,
     negotiated: Negotiated,
     serving: Option<Serving<'_>>,
+    caller: Option<Arc<Caller>>,
 ) -> Result<Answer, ErrorData> {
     let log = serving.as_ref().map(|s| s.log);
-    let caller = serving.as_ref().and_then(|s| s.caller.clone());
     // The extension's answer replaces SEP-1862's only for `tools/resolve`;
     // `tools/annotations` is the older draft's method either way.
     let shape = answer::Shape {
@@ -382,6 +400,7 @@ impl ServerHandler for Regent {
                 state: request.request_state,
             },
             limit: &self.calls,
+            caller: self.caller(&ctx),
         };
         // Boxed: rmcp runs every request in one future type whose size is
         // that of its largest branch, and a call's state (execution,
@@ -400,7 +419,7 @@ impl ServerHandler for Regent {
         let value = match request.method.as_str() {
             "tools/resolve" => {
                 let negotiated = Negotiated::for_request(&ctx, result_type);
-                let caller = caller_of(&ctx);
+                let caller = self.caller(&ctx);
                 self.resolve(
                     &catalog,
                     request.params,
@@ -418,7 +437,7 @@ impl ServerHandler for Regent {
                     false,
                     result_type,
                     Negotiated::default(),
-                    caller_of(&ctx),
+                    self.caller(&ctx),
                 )?
                 .into_value(),
             // Reload status for operators and tests: the same document as

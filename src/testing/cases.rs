@@ -5,6 +5,10 @@
 //!   - name: reading is read-only          # optional
 //!     tool: manage_files
 //!     arguments: {path: notes.txt, action: read}
+//!     caller:                              # optional: input.caller, as a verified
+//!       subject: alice                     # token or --caller-file would give it
+//!       issuer: https://idp.example.com    # optional, default "local"
+//!       claims: {groups: [oncall]}         # optional; sub and iss added
 //!     expect:
 //!       annotations: {readOnlyHint: true}  # only the keys given are compared
 //!       meta: {...}                        # likewise, against the resolved _meta
@@ -23,6 +27,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::caller::{Caller, CallerDocument};
 use crate::catalog::Catalog;
 use crate::diag::{Diagnostic, Location};
 use crate::source::{LocationIndex, YamlPath, yaml_error};
@@ -43,6 +48,9 @@ pub struct Case {
     pub tool: String,
     #[serde(default)]
     pub arguments: Map<String, Value>,
+    /// Who asks (`input.caller`); absent when not given.
+    #[serde(default)]
+    pub caller: Option<CallerDocument>,
     pub expect: Expect,
 }
 
@@ -78,6 +86,8 @@ pub enum ConfirmExpect {
 #[derive(Debug, Clone)]
 pub struct LocatedCase {
     pub case: Case,
+    /// The case's `caller`, checked.
+    pub caller: Option<Caller>,
     pub file: PathBuf,
     pub location: Location,
 }
@@ -166,8 +176,21 @@ pub fn parse(path: &Path, text: &str) -> Result<Parsed, Diagnostic> {
             );
             continue;
         }
+        let caller = match case.caller.clone().map(CallerDocument::into_caller) {
+            None => None,
+            Some(Ok(c)) => Some(c),
+            Some(Err((_, message))) => {
+                let (line, column) = index.locate(&at.key("caller"));
+                out.malformed.push(
+                    Diagnostic::error("caller", Location::new(path, line, column), message)
+                        .with_help("give `caller` a non-empty `subject`; `sub` and `iss` under `claims`, when given, must equal `subject` and `issuer`"),
+                );
+                continue;
+            }
+        };
         out.cases.push(LocatedCase {
             case,
+            caller,
             file: path.to_path_buf(),
             location,
         });
@@ -271,8 +294,9 @@ fn show(v: Option<&Value>) -> String {
     }
 }
 
-/// Resolves the case's tool and compares the answer with the expectation.
-pub fn run(catalog: &Catalog, c: &Case) -> Outcome {
+/// Resolves the case's tool, as asked by `caller`, and compares the answer
+/// with the expectation.
+pub fn run(catalog: &Catalog, c: &Case, caller: Option<&Caller>) -> Outcome {
     let params = json!({"name": c.tool, "arguments": c.arguments});
     let answer = crate::protocol::resolve_result(
         catalog,
@@ -280,9 +304,10 @@ pub fn run(catalog: &Catalog, c: &Case) -> Outcome {
         true,
         false,
         crate::protocol::Negotiated::default(),
+        caller,
     );
     let mapping = catalog
-        .resolve(&c.tool, &Value::Object(c.arguments.clone()))
+        .resolve_as(&c.tool, &Value::Object(c.arguments.clone()), caller)
         .ok()
         .and_then(|r| r.rule);
     let mut rows = Vec::new();

@@ -160,7 +160,7 @@ pub fn run(paths: &[PathBuf], opts: &BuildOptions, test: &TestOptions) -> TestRe
             report.filtered_out += 1;
             continue;
         }
-        let outcome = cases::run(&catalog, &c.case);
+        let outcome = cases::run(&catalog, &c.case, c.caller.as_ref());
         report.cases.push(CaseResult { case: c, outcome });
     }
 

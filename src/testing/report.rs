@@ -98,8 +98,12 @@ pub fn human(r: &TestReport, style: Style, verbose: bool) -> String {
 /// The compared values of a failed case in three columns.
 fn diff_table(c: &CaseResult, style: Style) -> String {
     let rows = &c.outcome.rows;
+    let caller = match &c.case.caller {
+        Some(who) => format!(", caller {} ({})", who.subject, who.issuer),
+        None => String::new(),
+    };
     let mut out = format!(
-        "       tool `{}`, arguments {}\n",
+        "       tool `{}`, arguments {}{caller}\n",
         c.case.case.tool,
         serde_json::Value::Object(c.case.case.arguments.clone())
     );

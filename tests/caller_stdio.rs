@@ -1,0 +1,221 @@
+//! The stdio caller: `serve --caller-file` (or `REGENT_CALLER_FILE`) names
+//! who launched the server, and every request reaches the policy as that
+//! `input.caller`, in resolve and call alike, with the decision log saying
+//! who asked. A malformed file and `--http` are refused at start-up. Runs the
+//! built binary on a catalog in a temp dir.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{Era, Server, regent};
+use serde_json::{Value, json};
+
+const TOOLS: &str = r#"tools:
+  - name: restart
+    inputSchema:
+      type: object
+      properties: {service: {type: string}}
+      required: [service]
+    annotations: {readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false}
+    policy: tools.restart
+    run: {cli: {program: echo, args: ["restarted", "{service}"], timeout: 5s}}
+"#;
+
+/// Only alice may restart; every answer says who asked.
+const POLICY: &str = r#"package tools.restart
+
+import rego.v1
+
+meta := {"asked_by": input.caller.subject}
+
+deny contains "no caller" if not input.caller
+
+deny contains sprintf("%s may not restart", [input.caller.subject]) if {
+	input.caller
+	input.caller.subject != "alice"
+}
+"#;
+
+struct Setup {
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = dir.path().join("catalog");
+        std::fs::create_dir(&cat).unwrap();
+        std::fs::write(cat.join("tools.yaml"), TOOLS).unwrap();
+        std::fs::write(cat.join("restart.rego"), POLICY).unwrap();
+        Setup { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn arg(&self, name: &str) -> String {
+        self.path(name).display().to_string()
+    }
+
+    fn caller_file(&self, name: &str, text: &str) -> String {
+        std::fs::write(self.path(name), text).unwrap();
+        self.arg(name)
+    }
+}
+
+fn log_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_caller_file_is_every_requests_caller_in_resolve_call_and_the_log() {
+    let s = Setup::new();
+    let alice = s.caller_file(
+        "alice.yaml",
+        "subject: alice\nissuer: https://idp.example.com\nclaims: {groups: [oncall], secret_claim: x}\n",
+    );
+    let log = s.arg("decisions.jsonl");
+    let mut server = Server::start(
+        Era::Legacy,
+        &[
+            "--no-watch",
+            "--caller-file",
+            &alice,
+            "--decision-log",
+            &log,
+            &s.arg("catalog"),
+        ],
+    );
+    let r = server.resolve("restart", json!({"service": "web"}));
+    assert_eq!(r["_meta"]["asked_by"], json!("alice"), "{r}");
+    let call = server.request(
+        "tools/call",
+        json!({"name": "restart", "arguments": {"service": "web"}}),
+    );
+    assert_eq!(call["result"]["isError"], json!(false), "{call}");
+    assert!(call.to_string().contains("restarted web"), "{call}");
+    assert!(server.finish().success());
+
+    let lines = log_lines(&s.path("decisions.jsonl"));
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for line in &lines {
+        assert_eq!(
+            line["caller"],
+            json!({"subject": "alice", "issuer": "https://idp.example.com"}),
+            "{line}"
+        );
+        assert_eq!(line["decision"], json!("allowed"), "{line}");
+    }
+    let text = std::fs::read_to_string(s.path("decisions.jsonl")).unwrap();
+    assert!(
+        !text.contains("secret_claim"),
+        "claims stay out of the log: {text}"
+    );
+}
+
+#[test]
+fn the_environment_names_the_caller_file_too() {
+    let s = Setup::new();
+    let bob = s.caller_file("bob.json", r#"{"subject": "bob"}"#);
+    let log = s.arg("decisions.jsonl");
+    let mut cmd = regent();
+    cmd.env("REGENT_CALLER_FILE", &bob).args([
+        "serve",
+        "--no-watch",
+        "--decision-log",
+        &log,
+        &s.arg("catalog"),
+    ]);
+    let mut server = Server::spawn(Era::Legacy, cmd);
+    let r = server.resolve("restart", json!({"service": "web"}));
+    assert_eq!(r["_meta"]["asked_by"], json!("bob"), "{r}");
+    let err = server.request(
+        "tools/call",
+        json!({"name": "restart", "arguments": {"service": "web"}}),
+    );
+    assert!(err.to_string().contains("bob may not restart"), "{err}");
+    assert!(server.finish().success());
+    let lines = log_lines(&s.path("decisions.jsonl"));
+    assert!(!lines.is_empty());
+    for line in &lines {
+        assert_eq!(
+            line["caller"],
+            json!({"subject": "bob", "issuer": "local"}),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn without_a_caller_file_input_caller_is_absent() {
+    let s = Setup::new();
+    let mut server = Server::start(Era::Legacy, &["--no-watch", &s.arg("catalog")]);
+    let err = server.request(
+        "tools/call",
+        json!({"name": "restart", "arguments": {"service": "web"}}),
+    );
+    assert!(err.to_string().contains("no caller"), "{err}");
+}
+
+#[test]
+fn a_malformed_caller_file_is_refused_with_where_and_how_to_fix_it() {
+    let s = Setup::new();
+    let bad = s.caller_file("bad.yaml", "subject: alice\ngroups: [oncall]\n");
+    let out = regent()
+        .args([
+            "serve",
+            "--no-watch",
+            "--caller-file",
+            &bad,
+            &s.arg("catalog"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("bad.yaml:2:1: error: unknown field `groups`, expected one of `subject`, `issuer`, `claims`"),
+        "{err}"
+    );
+    assert!(err.contains("= help: "), "{err}");
+}
+
+#[test]
+fn a_caller_file_is_refused_over_http() {
+    let s = Setup::new();
+    let alice = s.caller_file("alice.yaml", "subject: alice\n");
+    let out = regent()
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--caller-file",
+            &alice,
+            &s.arg("catalog"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("error: --caller-file cannot be used with --http: over HTTP the caller comes only from a verified token"),
+        "{err}"
+    );
+    let out = regent()
+        .env("REGENT_CALLER_FILE", &alice)
+        .args(["serve", "--http", "127.0.0.1:0", &s.arg("catalog")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("error: REGENT_CALLER_FILE cannot be used with --http"),
+        "{err}"
+    );
+}
