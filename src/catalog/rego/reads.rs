@@ -201,13 +201,31 @@ fn reads_in(
 /// String constants the policies compare a top-level argument with:
 /// `input.arguments.x == "lit"` (or `!=`, `=`, `:=`), `startswith`,
 /// `endswith` or `contains` of the argument and a constant, and
-/// `input.arguments.x in {"a", "b"}`. The proof's sampling tries them, so a
-/// branch taken only for such a value is reached.
+/// `input.arguments.x in {"a", "b"}`, the argument also through `lower()` or
+/// `upper()`; and, for `regex.match("pattern", input.arguments.x)`, a few
+/// strings the pattern matches. The proof's sampling tries them, so a branch
+/// taken only for such a value is reached.
 pub fn argument_literals(modules: &[PolicyModule]) -> BTreeMap<String, Vec<String>> {
     fn argument(e: &Expr) -> Option<String> {
         match path_of(e).as_slice() {
             [i, a, name] if i == "input" && a == "arguments" && name != "[_]" => Some(name.clone()),
-            _ => None,
+            _ => match e {
+                // A folded argument compared with a constant: the constant
+                // itself is a value whose fold is the constant (when it is
+                // already folded, as a comparison that can hold needs).
+                Expr::Call { fcn, params, .. }
+                    if matches!(path_of(fcn).as_slice(), [f] if f == "lower" || f == "upper")
+                        && params.len() == 1 =>
+                {
+                    match path_of(&params[0]).as_slice() {
+                        [i, a, name] if i == "input" && a == "arguments" && name != "[_]" => {
+                            Some(name.clone())
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            },
         }
     }
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -238,6 +256,17 @@ pub fn argument_literals(modules: &[PolicyModule]) -> BTreeMap<String, Vec<Strin
                             (argument(&params[0]), const_string(&params[1]))
                         {
                             add(name, lit);
+                        }
+                    }
+                    Expr::Call { fcn, params, .. }
+                        if path_of(fcn) == ["regex", "match"] && params.len() == 2 =>
+                    {
+                        if let (Some(pattern), Some(name)) =
+                            (const_string(&params[0]), argument(&params[1]))
+                        {
+                            for s in crate::catalog::schema::pattern_strings(&pattern, 16, 3) {
+                                add(name.clone(), s);
+                            }
                         }
                     }
                     Expr::Membership {
