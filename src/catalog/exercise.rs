@@ -168,7 +168,7 @@ pub fn exercise(tool: &Tool, samples: &[Value]) -> Vec<Diagnostic> {
             // A query reaches rules defined by path (`meta.scratch := ...`),
             // whose prefix is not a rule path for `eval_rule`.
             let outcome = if path == DECISION {
-                tool.evaluate_on(&mut engine, args)
+                tool.evaluate_on(&mut engine, args, None)
                     .map(|m| Some(Value::Object(m)))
             } else {
                 policy::query_value(

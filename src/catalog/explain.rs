@@ -17,6 +17,7 @@ use super::hints::Hint;
 use super::rego::{self, RuleKind};
 use super::resolve::{Origin, Resolution};
 use super::{Tool, policy};
+use crate::caller::Caller;
 use crate::diag::Location;
 
 /// Which layer produced a field.
@@ -53,8 +54,13 @@ pub struct Change {
 }
 
 /// The changes `r` makes to its tool's listing, each with its producers.
-pub fn explain(tool: &Tool, args: &Value, r: &Resolution<'_>) -> Vec<Change> {
-    let mut probe = Probe::new(tool, args);
+pub fn explain(
+    tool: &Tool,
+    args: &Value,
+    caller: Option<&Caller>,
+    r: &Resolution<'_>,
+) -> Vec<Change> {
+    let mut probe = Probe::new(tool, args, caller);
     let mut out = Vec::new();
     for (k, h) in Hint::ALL.into_iter().enumerate() {
         let (listed, resolved) = (tool.listed.get(h), r.hints.get(h));
@@ -134,17 +140,23 @@ fn yaml(tool: &Tool, i: usize) -> Producer {
 struct Probe<'a> {
     tool: &'a Tool,
     args: &'a Value,
+    caller: Option<&'a Caller>,
     /// The decision module's result for this input (`mapping`, contract rules).
     result: Map<String, Value>,
 }
 
 impl<'a> Probe<'a> {
-    fn new(tool: &'a Tool, args: &'a Value) -> Probe<'a> {
+    fn new(tool: &'a Tool, args: &'a Value, caller: Option<&'a Caller>) -> Probe<'a> {
         let result = tool
             .engine()
-            .and_then(|mut e| tool.evaluate_on(&mut e, args).ok())
+            .and_then(|mut e| tool.evaluate_on(&mut e, args, caller).ok())
             .unwrap_or_default();
-        Probe { tool, args, result }
+        Probe {
+            tool,
+            args,
+            caller,
+            result,
+        }
     }
 
     /// The definitions of `rule` (in the tool's package) that yield `value`
@@ -188,7 +200,7 @@ impl<'a> Probe<'a> {
             let got = match policy::query_value(
                 &mut e,
                 &generate::rule_ref(&package, &probe_name),
-                policy::input(&self.tool.name, self.args),
+                policy::input_as(&self.tool.name, self.args, self.caller),
                 &self.tool.limits(),
             ) {
                 Ok(v) => v,

@@ -178,8 +178,9 @@ impl Tool {
         &self,
         engine: &mut regorus::Engine,
         args: &Value,
+        caller: Option<&crate::caller::Caller>,
     ) -> Result<Map<String, Value>, policy::EvalError> {
-        engine.set_input(policy::input(&self.name, args));
+        engine.set_input(policy::input_as(&self.name, args, caller));
         let limits = self.limits();
         // One budget for the whole plan, as a request has.
         let _scope = budget::Scope::begin();

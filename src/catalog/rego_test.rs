@@ -135,17 +135,21 @@ fn merge(covered: &mut Covered, engine: &regorus::Engine) {
     }
 }
 
-/// Evaluates `tool`'s decision on each argument object with coverage on,
-/// as a request would, and returns the lines covered.
-pub fn cover_tool(tool: &Tool, inputs: &[Value]) -> Covered {
+/// Evaluates `tool`'s decision on each argument object (asked by its
+/// caller, if any) with coverage on, as a request would, and returns the
+/// lines covered.
+pub fn cover_tool(tool: &Tool, inputs: &[(Value, Option<crate::caller::Caller>)]) -> Covered {
     let mut covered = Covered::new();
     let Some(template) = tool.engine() else {
         return covered;
     };
     let mut engine = template.clone();
     engine.set_enable_coverage(true);
-    for args in inputs {
-        if tool.evaluate_on(&mut engine, args).is_err() {
+    for (args, caller) in inputs {
+        if tool
+            .evaluate_on(&mut engine, args, caller.as_ref())
+            .is_err()
+        {
             merge(&mut covered, &engine);
             engine = template.clone();
             engine.set_enable_coverage(true);

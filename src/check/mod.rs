@@ -456,7 +456,7 @@ fn counterexample(
         .resolve_layers(name, &c.arguments)
         .ok()
         .and_then(|r| {
-            explain::explain(tool, &c.arguments, &r)
+            explain::explain(tool, &c.arguments, None, &r)
                 .into_iter()
                 .find(|ch| ch.field == format!("annotations.{}", c.hint.key()))
         })

@@ -169,7 +169,7 @@ fn explanation(
         Ok(r) => r,
         Err(e) => return format!("explain: nothing to explain: {e}\n"),
     };
-    let changes = explain::explain(t, args, &r);
+    let changes = explain::explain(t, args, caller, &r);
     if changes.is_empty() {
         return "explain: every field is as listed\n".to_string();
     }

@@ -198,14 +198,14 @@ fn measure(
     mut covered: rego_test::Covered,
     opts: &BuildOptions,
 ) -> Coverage {
-    let mut inputs: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    let mut inputs: BTreeMap<&str, Vec<(Value, Option<crate::caller::Caller>)>> = BTreeMap::new();
     let mut matched: BTreeMap<(&str, usize), usize> = BTreeMap::new();
     for r in results {
         let tool = r.case.case.tool.as_str();
-        inputs
-            .entry(tool)
-            .or_default()
-            .push(Value::Object(r.case.case.arguments.clone()));
+        inputs.entry(tool).or_default().push((
+            Value::Object(r.case.case.arguments.clone()),
+            r.case.caller.clone(),
+        ));
         if let Some(i) = r.outcome.mapping {
             *matched.entry((tool, i)).or_default() += 1;
         }
