@@ -186,19 +186,7 @@ impl Catalog {
         args: &Value,
         caller: Option<&Caller>,
     ) -> Result<Resolution<'_>, ResolveError> {
-        let tool = self
-            .tool(name)
-            .ok_or_else(|| ResolveError::UnknownTool(name.to_string()))?;
-        let errors = schema::validate(
-            tool.partial_validator.as_ref().unwrap_or(&tool.validator),
-            args,
-        );
-        if !errors.is_empty() {
-            return Err(ResolveError::InvalidArguments {
-                tool: name.to_string(),
-                errors,
-            });
-        }
+        let tool = self.validate_partial(name, args)?;
         let mut r = Resolution {
             tool,
             hints: tool.listed,
