@@ -209,7 +209,7 @@ fn written(v: &Value, factor: u64, limits: &Limits) -> u64 {
 /// The result size, in bytes, of a size-driving builtin for these arguments;
 /// `None` when the arguments are not of the builtin's types, in which case
 /// the builtin itself reports the type error.
-type Estimate = fn(&[Value], &Limits) -> Option<u64>;
+pub(super) type Estimate = fn(&[Value], &Limits) -> Option<u64>;
 
 /// Builtins whose output size the arguments choose, with their estimates.
 const GUARDED: &[(&str, Estimate)] = &[
@@ -450,6 +450,30 @@ static PLACEHOLDER: LazyLock<(Span, Vec<Ref<Expr>>)> = LazyLock::new(|| {
     (span, params)
 });
 
+/// regorus' own builtin `fcn`, as an evaluation calls it: when `name` is
+/// size-driving (its `estimate`, from [`estimate_of`]), its output is charged
+/// to the evaluation's budget first, exactly as the installed guard does.
+/// One path for the guards regorus calls and the calls of `super::native`.
+pub(super) fn call(
+    name: &str,
+    fcn: regorus::unstable::BuiltinFcn,
+    estimate: Option<Estimate>,
+    args: &[Value],
+    limits: &Limits,
+) -> anyhow::Result<Value> {
+    if let Some(estimate) = estimate {
+        charge(name, estimate(args, limits).unwrap_or(0), limits)?;
+    }
+    let (span, params) = &*PLACEHOLDER;
+    (fcn.0)(span, &params[..args.len()], args, true)
+        .map_err(|e| refuse(super::policy::builtin_message(&e.to_string())))
+}
+
+/// The estimate of a size-driving builtin; `None` for one that is not guarded.
+pub(super) fn estimate_of(name: &str) -> Option<Estimate> {
+    GUARDED.iter().find(|(n, _)| *n == name).map(|(_, e)| *e)
+}
+
 /// Installs the guards on `engine`: each size-driving builtin becomes an
 /// extension that charges its output's size before calling regorus' own.
 pub fn install(engine: &mut regorus::Engine, limits: Limits) -> anyhow::Result<()> {
@@ -458,13 +482,10 @@ pub fn install(engine: &mut regorus::Engine, limits: Limits) -> anyhow::Result<(
             // A builtin this build of regorus lacks needs no guard.
             continue;
         };
+        // Arguments of the wrong types are charged nothing, but the time
+        // limit is still checked.
         let guard = move |args: Vec<Value>| -> anyhow::Result<Value> {
-            // Nothing to charge for arguments of the wrong types, but the
-            // time limit is still checked.
-            charge(name, estimate(&args, &limits).unwrap_or(0), &limits)?;
-            let (span, params) = &*PLACEHOLDER;
-            builtin(span, &params[..args.len()], &args, true)
-                .map_err(|e| refuse(super::policy::builtin_message(&e.to_string())))
+            call(name, (builtin, nargs), Some(estimate), &args, &limits)
         };
         engine.add_extension(name.to_string(), nargs, Box::new(guard))?;
     }

@@ -367,7 +367,9 @@ fn compile_tool(
         let rule_refs: Vec<&str> = resolver_rules.iter().map(|(_, r)| r.as_str()).collect();
         match tool_engine(decl, own, base, library, &rule_refs, &opts.policy_limits) {
             Ok((engine, p, steps)) => {
-                engines = Some(EnginePool::new(engine, opts.policy_limits));
+                let pool = EnginePool::new(engine, opts.policy_limits);
+                engines =
+                    Some(pool.with_native(p.iter().map(|(_, s)| s).chain(steps.iter().flatten())));
                 plan = p;
                 for ((i, _), step) in resolver_rules.iter().zip(steps) {
                     match step {

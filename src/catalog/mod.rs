@@ -13,6 +13,7 @@ pub mod exercise;
 pub mod explain;
 pub mod generate;
 pub mod hints;
+pub mod native;
 pub mod policy;
 pub mod proof;
 pub mod rego;
@@ -163,6 +164,14 @@ impl Tool {
         };
         let mut out = engines.eval([step], policy::input(&self.name, args))?;
         Ok(out.pop().flatten())
+    }
+
+    /// Whether a resolution's plan runs on `native` rather than on regorus'
+    /// interpreter (always with regorus as its fallback).
+    pub fn is_native(&self) -> bool {
+        self.engines
+            .as_ref()
+            .is_some_and(|e| e.is_native(self.plan.iter().map(|(_, s)| s)))
     }
 
     /// The rules one resolution evaluates, with what each answers.

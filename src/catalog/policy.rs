@@ -15,6 +15,7 @@ use regorus::utils::limits::ExecutionTimerConfig;
 use serde_json::Value;
 
 use super::budget::{self, Limits, Scope};
+use super::native::{Outcome, Program};
 use crate::caller::Caller;
 use crate::diag::{Diagnostic, Location};
 
@@ -61,6 +62,8 @@ pub struct EnginePool {
     template: Engine,
     idle: Mutex<Vec<Engine>>,
     limits: Limits,
+    /// The planned rules lowered for `native`, when any could be.
+    native: Option<Program>,
 }
 
 impl EnginePool {
@@ -73,7 +76,36 @@ impl EnginePool {
             template,
             idle: Mutex::new(Vec::new()),
             limits,
+            native: None,
         }
+    }
+
+    /// Lowers the rules of `steps` for `native` (those it can), so that a
+    /// request whose steps all were is evaluated without the interpreter.
+    pub fn with_native<'s>(mut self, steps: impl IntoIterator<Item = &'s Step>) -> EnginePool {
+        let paths = steps
+            .into_iter()
+            .filter(|s| !s.by_query)
+            .map(|s| s.path.as_str());
+        self.native = super::rego::lower::program(&mut self.template, paths);
+        self
+    }
+
+    /// Whether every one of `steps` runs on `native`.
+    pub fn is_native<'r>(&self, steps: impl IntoIterator<Item = &'r Step>) -> bool {
+        self.native_entries(steps).is_some()
+    }
+
+    fn native_entries<'r>(&self, steps: impl IntoIterator<Item = &'r Step>) -> Option<Vec<usize>> {
+        let program = self.native.as_ref()?;
+        let mut paths = Vec::new();
+        for s in steps {
+            if s.by_query {
+                return None;
+            }
+            paths.push(s.path.as_str());
+        }
+        program.entries(paths)
     }
 
     /// What one evaluation on these engines may spend.
@@ -84,6 +116,64 @@ impl EnginePool {
     /// Evaluates each rule of `rules` with `input` on one engine, returning
     /// each value as JSON (`None` when undefined).
     pub fn eval<'r>(
+        &self,
+        steps: impl IntoIterator<Item = &'r Step> + Clone,
+        input: regorus::Value,
+    ) -> Result<Vec<Option<Value>>, EvalError> {
+        if let (Some(program), Some(entries)) = (&self.native, self.native_entries(steps.clone())) {
+            let scope = Scope::begin();
+            match program.eval(&entries, &input, &self.limits, &scope) {
+                Outcome::Values(values) => {
+                    in_time(&scope, &self.limits)?;
+                    let out = values
+                        .into_iter()
+                        .map(|v| to_json(v, &self.limits))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    drop(scope);
+                    #[cfg(debug_assertions)]
+                    self.agrees_with_regorus(steps, input, &out);
+                    return Ok(out);
+                }
+                Outcome::TimedOut => {
+                    in_time(&scope, &self.limits)?;
+                }
+                // Nothing of the attempt is kept, its charges included: the
+                // scope ends here and regorus starts afresh.
+                Outcome::Fallback => {}
+            }
+        }
+        self.eval_regorus(steps, input)
+    }
+
+    /// Every answer of `native` is checked against regorus' in debug builds,
+    /// so the whole test suite compares the two evaluators. An answer where
+    /// regorus fails (other than by its clock, which a loaded debug build
+    /// can pass) or answers differently is a bug in `native` or its lowering.
+    #[cfg(debug_assertions)]
+    fn agrees_with_regorus<'r>(
+        &self,
+        steps: impl IntoIterator<Item = &'r Step>,
+        input: regorus::Value,
+        native: &[Option<Value>],
+    ) {
+        let steps: Vec<&Step> = steps.into_iter().collect();
+        match self.eval_regorus(steps.iter().copied(), input.clone()) {
+            Ok(reference) => assert_eq!(
+                native,
+                &reference[..],
+                "native evaluation differs from regorus for {:?} on input {input}",
+                steps.iter().map(|s| &s.path).collect::<Vec<_>>()
+            ),
+            Err(e) if e.timed_out => {}
+            Err(e) => panic!(
+                "native evaluation answered {native:?} where regorus fails ({}) for {:?} on input {input}",
+                e.message,
+                steps.iter().map(|s| &s.path).collect::<Vec<_>>()
+            ),
+        }
+    }
+
+    fn eval_regorus<'r>(
         &self,
         steps: impl IntoIterator<Item = &'r Step>,
         input: regorus::Value,

@@ -18,7 +18,8 @@
 //! - [`refs`]: references into `input` and `data` that can never be defined;
 //! - [`safety`]: OPA's safety rule (unbound variables);
 //! - [`partition`]: the finite partition of a free string argument;
-//! - [`coverage`]: the lines regorus' coverage counts.
+//! - [`coverage`]: the lines regorus' coverage counts;
+//! - [`lower`]: the planned rules as `native`'s terms, when they are in its subset.
 //!
 //! Evaluation stays in `policy`; deciding what a finding means for a
 //! catalog is `regent check`'s job.
@@ -31,6 +32,7 @@ pub mod coverage;
 pub mod identity;
 pub mod input_sized;
 pub mod lint;
+pub(super) mod lower;
 pub mod partition;
 pub mod reads;
 pub mod recursion;

@@ -1,0 +1,682 @@
+//! A second evaluator for the plain part of Rego, with regorus as its
+//! reference: it answers a plan only when every rule of it is in the subset
+//! below, and hands the request to regorus whenever it meets anything else.
+//!
+//! Why it exists (issue 17): regorus' interpreter spends ~170k instructions
+//! on the three rules of the shipped `manage_files` policy, most of them on
+//! bookkeeping (reference paths built as strings, per-rule resets, scopes),
+//! and its compiled RVM swallows errors raised in rule bodies, which would
+//! fail open. This evaluator runs the same rules as a tree of [`Term`]s and
+//! [`Stmt`]s lowered once at load (`rego/lower`), on regorus' own values
+//! (so equality and ordering are regorus'), calling regorus' own builtins
+//! (through `budget::call`, so size-driving ones are charged exactly as the
+//! installed guards charge them).
+//!
+//! What it runs: complete rules (`x := v if …`, `else` chains, `default`),
+//! partial sets (`x contains v if …`), rules of the same package referenced
+//! by name, `input` references, locals (`:=`, `some … in`), literals,
+//! comparisons, membership, `not`, calls of deterministic builtins,
+//! comprehensions, and constant references into the data documents.
+//! Everything else (functions, `every`, `with`, references to other
+//! packages' rules, unification, arithmetic) makes the lowering refuse the
+//! plan, which then always runs on regorus.
+//!
+//! Failing closed: whenever evaluation meets a case whose outcome is not
+//! plainly regorus' (a builtin error, including a memory guard's refusal; a
+//! complete rule with two values; an index into something that is not a
+//! collection), it returns [`Outcome::Fallback`] and the caller evaluates
+//! the plan on regorus from scratch, which gives the error with its location.
+//! A runaway loop is stopped by the time limit, as on regorus. In debug
+//! builds (every test run) each answer is also computed by regorus and the
+//! two must agree (`policy::EnginePool::eval`).
+//!
+//! This module knows regorus' values and builtin table; it does not know the
+//! syntax tree (that is `rego/lower`'s), tools or the wire.
+
+use std::collections::HashMap;
+
+use regorus::Value;
+use regorus::unstable::BuiltinFcn;
+
+use super::budget::{self, Estimate, Limits, Scope};
+
+/// The lowered rules of one tool's engine, and which plan steps they answer.
+pub struct Program {
+    pub(super) rules: Vec<Rule>,
+    /// Step path (`data.tools.manage_files.deny`) to its rule.
+    pub(super) entries: HashMap<String, usize>,
+}
+
+/// One rule: all its definitions, across the package's modules.
+pub(super) struct Rule {
+    pub kind: Kind,
+    pub defs: Vec<Def>,
+    /// `default x := v`, for a complete rule.
+    pub default: Option<Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Complete,
+    PartialSet,
+}
+
+/// One definition: a body and the `else` bodies after it, the first to hold
+/// giving the value.
+pub(super) struct Def {
+    pub bodies: Vec<Body>,
+}
+
+pub(super) struct Body {
+    pub stmts: Vec<Stmt>,
+    /// The rule's value (complete) or member (partial set) when the body holds.
+    pub value: Term,
+    /// How many local variables the body binds.
+    pub locals: usize,
+}
+
+pub(super) enum Stmt {
+    /// Holds unless the term is `false` or undefined.
+    Expr(Term),
+    /// Holds when the term is `false` or undefined.
+    Not(Term),
+    /// `x := term`: binds a fresh local; fails when the term is undefined.
+    Assign(usize, Term),
+    /// `some k, v in coll`: the rest of the body once per member.
+    SomeIn {
+        key: Option<usize>,
+        value: usize,
+        collection: Term,
+    },
+}
+
+pub(super) enum Term {
+    Const(Value),
+    Input,
+    Local(usize),
+    Rule(usize),
+    /// `a.b`, `a[i]`: regorus' indexing (undefined when absent).
+    Index(Box<Term>, Box<Term>),
+    Call(Builtin, Vec<Term>),
+    Array(Vec<Term>),
+    Set(Vec<Term>),
+    Object(Vec<(Term, Term)>),
+    Compare(Cmp, Box<Term>, Box<Term>),
+    /// `v in coll`.
+    In(Box<Term>, Box<Term>),
+    /// `[v | …]`, `{v | …}`, `{k: v | …}` (whose value is `[k, v]`).
+    Compr {
+        kind: Collect,
+        stmts: Vec<Stmt>,
+        value: Box<Term>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Collect {
+    Array,
+    Set,
+    Object,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// A regorus builtin, with its guard's estimate when it is size-driving.
+pub(super) struct Builtin {
+    pub name: &'static str,
+    pub fcn: BuiltinFcn,
+    pub estimate: Option<Estimate>,
+}
+
+/// What evaluating a plan natively gave.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Each step's value (`Undefined` when undefined), in plan order.
+    Values(Vec<Value>),
+    /// A case regorus must decide; nothing of this attempt is used.
+    Fallback,
+    /// The time limit passed.
+    TimedOut,
+}
+
+/// Why evaluation stopped early.
+enum Stop {
+    Fallback,
+    TimedOut,
+}
+
+/// Loop iterations between two looks at the clock.
+const CLOCK_EVERY: u32 = 256;
+
+impl Program {
+    /// The rules answering `paths`, when every one of them was lowered.
+    pub fn entries<'p>(&self, paths: impl IntoIterator<Item = &'p str>) -> Option<Vec<usize>> {
+        paths
+            .into_iter()
+            .map(|p| self.entries.get(p).copied())
+            .collect()
+    }
+
+    /// Evaluates the rules `entries` for `input`, within `limits` (charged to
+    /// the current [`Scope`]).
+    pub fn eval(
+        &self,
+        entries: &[usize],
+        input: &Value,
+        limits: &Limits,
+        scope: &Scope,
+    ) -> Outcome {
+        let mut ev = Eval {
+            program: self,
+            input,
+            limits,
+            scope,
+            memo: vec![None; self.rules.len()],
+            ticks: 0,
+        };
+        let mut out = Vec::with_capacity(entries.len());
+        for &rule in entries {
+            match ev.rule(rule) {
+                Ok(v) => out.push(v),
+                Err(Stop::Fallback) => return Outcome::Fallback,
+                Err(Stop::TimedOut) => return Outcome::TimedOut,
+            }
+        }
+        Outcome::Values(out)
+    }
+}
+
+struct Eval<'a> {
+    program: &'a Program,
+    input: &'a Value,
+    limits: &'a Limits,
+    scope: &'a Scope,
+    /// Each rule's value once computed (regorus also evaluates a rule once
+    /// per evaluation).
+    memo: Vec<Option<Value>>,
+    ticks: u32,
+}
+
+impl Eval<'_> {
+    fn tick(&mut self) -> Result<(), Stop> {
+        self.ticks = self.ticks.wrapping_add(1);
+        if self.ticks.is_multiple_of(CLOCK_EVERY) && self.scope.elapsed() > self.limits.time {
+            return Err(Stop::TimedOut);
+        }
+        Ok(())
+    }
+
+    fn rule(&mut self, i: usize) -> Result<Value, Stop> {
+        if let Some(v) = &self.memo[i] {
+            return Ok(v.clone());
+        }
+        let program = self.program;
+        let rule = &program.rules[i];
+        let v = match rule.kind {
+            Kind::PartialSet => {
+                let mut set = Value::new_set();
+                for def in &rule.defs {
+                    for body in &def.bodies {
+                        self.body(body, &mut |v| {
+                            set.as_set_mut().map_err(|_| Stop::Fallback)?.insert(v);
+                            Ok(())
+                        })?;
+                    }
+                }
+                set
+            }
+            Kind::Complete => {
+                let mut value = Value::Undefined;
+                for def in &rule.defs {
+                    for body in &def.bodies {
+                        let mut held = false;
+                        self.body(body, &mut |v| {
+                            if held {
+                                // One body holding twice (`some`): regorus
+                                // decides whether that is a conflict.
+                                return Err(Stop::Fallback);
+                            }
+                            held = true;
+                            if value == Value::Undefined {
+                                value = v;
+                                Ok(())
+                            } else if value == v {
+                                Ok(())
+                            } else {
+                                // Two definitions, two values: regorus'
+                                // conflict error.
+                                Err(Stop::Fallback)
+                            }
+                        })?;
+                        // An `else` body counts only when the ones before failed.
+                        if held {
+                            break;
+                        }
+                    }
+                }
+                match (&value, &rule.default) {
+                    (Value::Undefined, Some(d)) => d.clone(),
+                    _ => value,
+                }
+            }
+        };
+        self.memo[i] = Some(v.clone());
+        Ok(v)
+    }
+
+    /// Runs `body`, calling `emit` with its value for every way it holds.
+    fn body(
+        &mut self,
+        body: &Body,
+        emit: &mut dyn FnMut(Value) -> Result<(), Stop>,
+    ) -> Result<(), Stop> {
+        let mut locals = vec![Value::Undefined; body.locals];
+        self.stmts(&body.stmts, &body.value, &mut locals, emit)
+    }
+
+    fn stmts(
+        &mut self,
+        stmts: &[Stmt],
+        value: &Term,
+        locals: &mut Vec<Value>,
+        emit: &mut dyn FnMut(Value) -> Result<(), Stop>,
+    ) -> Result<(), Stop> {
+        let Some((first, rest)) = stmts.split_first() else {
+            let v = self.term(value, locals)?;
+            if v != Value::Undefined {
+                emit(v)?;
+            }
+            return Ok(());
+        };
+        match first {
+            Stmt::Expr(t) => {
+                if truthy(&self.term(t, locals)?) {
+                    self.stmts(rest, value, locals, emit)?;
+                }
+            }
+            Stmt::Not(t) => {
+                if !truthy(&self.term(t, locals)?) {
+                    self.stmts(rest, value, locals, emit)?;
+                }
+            }
+            Stmt::Assign(slot, t) => {
+                let v = self.term(t, locals)?;
+                if v != Value::Undefined {
+                    locals[*slot] = v;
+                    self.stmts(rest, value, locals, emit)?;
+                }
+            }
+            Stmt::SomeIn {
+                key,
+                value: slot,
+                collection,
+            } => {
+                let coll = self.term(collection, locals)?;
+                match &coll {
+                    Value::Array(items) => {
+                        for (i, item) in items.iter().enumerate() {
+                            self.tick()?;
+                            if let Some(k) = key {
+                                locals[*k] = Value::from(i as u64);
+                            }
+                            locals[*slot] = item.clone();
+                            self.stmts(rest, value, locals, emit)?;
+                        }
+                    }
+                    Value::Set(items) => {
+                        for item in items.iter() {
+                            self.tick()?;
+                            if let Some(k) = key {
+                                locals[*k] = item.clone();
+                            }
+                            locals[*slot] = item.clone();
+                            self.stmts(rest, value, locals, emit)?;
+                        }
+                    }
+                    Value::Object(fields) => {
+                        for (k, v) in fields.iter() {
+                            self.tick()?;
+                            if let Some(kslot) = key {
+                                locals[*kslot] = k.clone();
+                            }
+                            locals[*slot] = v.clone();
+                            self.stmts(rest, value, locals, emit)?;
+                        }
+                    }
+                    Value::Undefined => {}
+                    // Iterating a scalar: whatever regorus says.
+                    _ => return Err(Stop::Fallback),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn term(&mut self, t: &Term, locals: &mut Vec<Value>) -> Result<Value, Stop> {
+        Ok(match t {
+            Term::Const(v) => v.clone(),
+            Term::Input => self.input.clone(),
+            Term::Local(i) => locals[*i].clone(),
+            Term::Rule(i) => self.rule(*i)?,
+            Term::Index(base, index) => {
+                let base = self.term(base, locals)?;
+                let index = self.term(index, locals)?;
+                match (&base, &index) {
+                    (Value::Undefined, _) | (_, Value::Undefined) => Value::Undefined,
+                    (Value::Object(_) | Value::Array(_) | Value::Set(_), _) => base[&index].clone(),
+                    // Indexing a scalar: whatever regorus says.
+                    _ => return Err(Stop::Fallback),
+                }
+            }
+            Term::Call(b, args) => {
+                let mut values = Vec::with_capacity(args.len());
+                for a in args {
+                    let v = self.term(a, locals)?;
+                    if v == Value::Undefined {
+                        return Ok(Value::Undefined);
+                    }
+                    values.push(v);
+                }
+                match budget::call(b.name, b.fcn, b.estimate, &values, self.limits) {
+                    Ok(v) => v,
+                    // regorus raises it again, with the call's location.
+                    Err(_) => return Err(Stop::Fallback),
+                }
+            }
+            Term::Array(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items {
+                    let v = self.term(item, locals)?;
+                    if v == Value::Undefined {
+                        return Ok(Value::Undefined);
+                    }
+                    out.push(v);
+                }
+                Value::from(out)
+            }
+            Term::Set(items) => {
+                let mut set = Value::new_set();
+                for item in items {
+                    let v = self.term(item, locals)?;
+                    if v == Value::Undefined {
+                        return Ok(Value::Undefined);
+                    }
+                    set.as_set_mut().map_err(|_| Stop::Fallback)?.insert(v);
+                }
+                set
+            }
+            Term::Object(fields) => {
+                let mut obj = Value::new_object();
+                for (k, v) in fields {
+                    let k = self.term(k, locals)?;
+                    let v = self.term(v, locals)?;
+                    if k == Value::Undefined || v == Value::Undefined {
+                        return Ok(Value::Undefined);
+                    }
+                    obj.as_object_mut()
+                        .map_err(|_| Stop::Fallback)?
+                        .insert(k, v);
+                }
+                obj
+            }
+            Term::Compare(op, a, b) => {
+                let a = self.term(a, locals)?;
+                let b = self.term(b, locals)?;
+                if a == Value::Undefined || b == Value::Undefined {
+                    return Ok(Value::Undefined);
+                }
+                Value::Bool(match op {
+                    Cmp::Eq => a == b,
+                    Cmp::Ne => a != b,
+                    Cmp::Lt => a < b,
+                    Cmp::Le => a <= b,
+                    Cmp::Gt => a > b,
+                    Cmp::Ge => a >= b,
+                })
+            }
+            Term::Compr { kind, stmts, value } => {
+                let mut out = match kind {
+                    Collect::Array => Value::new_array(),
+                    Collect::Set => Value::new_set(),
+                    Collect::Object => Value::new_object(),
+                };
+                self.stmts(stmts, value, locals, &mut |v| {
+                    match kind {
+                        Collect::Array => out.as_array_mut().map_err(|_| Stop::Fallback)?.push(v),
+                        Collect::Set => {
+                            out.as_set_mut().map_err(|_| Stop::Fallback)?.insert(v);
+                        }
+                        Collect::Object => {
+                            let (Value::Array(kv), Ok(obj)) = (&v, out.as_object_mut()) else {
+                                return Err(Stop::Fallback);
+                            };
+                            let (Some(k), Some(x)) = (kv.get(0), kv.get(1)) else {
+                                return Err(Stop::Fallback);
+                            };
+                            // A key given two values: regorus' error.
+                            if obj.get(k).is_some_and(|old| old != x) {
+                                return Err(Stop::Fallback);
+                            }
+                            obj.insert(k.clone(), x.clone());
+                        }
+                    }
+                    Ok(())
+                })?;
+                out
+            }
+            Term::In(v, coll) => {
+                // regorus: membership is never undefined; anything that is
+                // not a collection holds nothing.
+                let v = self.term(v, locals)?;
+                let coll = self.term(coll, locals)?;
+                Value::Bool(match &coll {
+                    Value::Array(items) => items.contains(&v),
+                    Value::Set(items) => items.contains(&v),
+                    Value::Object(fields) => fields.values().any(|x| *x == v),
+                    _ => false,
+                })
+            }
+        })
+    }
+}
+
+/// Whether a statement's value lets the body go on: anything but `false` and
+/// undefined (regorus, like OPA).
+fn truthy(v: &Value) -> bool {
+    !matches!(v, Value::Bool(false) | Value::Undefined)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use serde_json::{Value as Json, json};
+
+    use crate::catalog::budget::Limits;
+    use crate::catalog::policy::{self, EnginePool, Step};
+    use crate::catalog::{BuildOptions, build};
+    use crate::source::Source;
+
+    /// A pool for package `p` holding `rego`, planning `rules`.
+    fn pool(rego: &str, rules: &[&str]) -> (EnginePool, Vec<Step>) {
+        let limits = Limits::default();
+        let mut e = policy::new_engine(limits);
+        policy::add_policy(
+            &mut e,
+            "p.rego",
+            &format!("package p\nimport rego.v1\n{rego}"),
+        )
+        .unwrap();
+        let steps: Vec<Step> = rules
+            .iter()
+            .map(|r| Step {
+                path: format!("data.p.{r}"),
+                by_query: false,
+            })
+            .collect();
+        (EnginePool::new(e, limits).with_native(&steps), steps)
+    }
+
+    /// Evaluates on the pool; in a debug build (tests) the pool checks the
+    /// native answer against regorus' and panics when they differ.
+    fn eval(pool: &EnginePool, steps: &[Step], args: Json) -> Result<Vec<Option<Json>>, String> {
+        pool.eval(steps, policy::input("t", &args))
+            .map_err(|e| e.message)
+    }
+
+    #[test]
+    fn the_shipped_examples_run_natively() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+        for (example, tool) in [
+            ("manage_files", "manage_files"),
+            ("github_api", "github_api"),
+        ] {
+            let source = Source::load(&[root.join(example)]).unwrap();
+            let catalog = build(&source, &BuildOptions::default()).unwrap();
+            let Some(t) = catalog.tool(tool) else {
+                let names: Vec<_> = catalog.tools().iter().map(|t| t.name.clone()).collect();
+                panic!("no tool {tool} in {example}: {names:?}");
+            };
+            assert!(t.is_native(), "{example}/{tool} does not run natively");
+        }
+    }
+
+    #[test]
+    fn answers_equal_regorus_on_the_subset() {
+        let rego = r#"
+path := input.arguments.path
+default level := "low"
+level := "high" if startswith(path, "/")
+else := "mid" if contains(path, "..")
+deny contains sprintf("bad segment %q", [s]) if {
+    some s in split(path, "/")
+    s in {"..", "~"}
+}
+deny contains "no action" if not input.arguments.action
+confirm := sprintf("%s %s?", [input.arguments.action, path]) if input.arguments.action != "read"
+keys := object.keys(input.arguments)
+n := count(keys)
+flags contains k if {
+    some k, v in input.arguments
+    v == true
+}
+"#;
+        let rules = ["level", "deny", "confirm", "n", "flags"];
+        let (pool, steps) = pool(rego, &rules);
+        assert!(pool.is_native(&steps));
+        for args in [
+            json!({"path": "a/b", "action": "read"}),
+            json!({"path": "/etc/../x", "action": "delete", "force": true}),
+            json!({"path": "~/x"}),
+            json!({"path": "a", "action": "read", "x": true, "y": false}),
+            json!({}),
+            json!({"path": 7, "action": "read"}),
+        ] {
+            // Each call compares with regorus itself (debug builds).
+            let _ = eval(&pool, &steps, args);
+        }
+        let out = eval(&pool, &steps, json!({"path": "../~", "action": "delete"})).unwrap();
+        assert_eq!(out[0], Some(json!("mid")));
+        assert_eq!(
+            out[1],
+            Some(json!(["bad segment \"..\"", "bad segment \"~\""]))
+        );
+        assert_eq!(out[2], Some(json!("delete ../~?")));
+    }
+
+    #[test]
+    fn comprehensions_and_data_documents() {
+        let rego = r#"
+names := {lower(n) | some n in data.lists.names}
+picked := [x | some x in input.arguments.l; x in names]
+by_len := {n: count(n) | some n in names}
+known if lower(input.arguments.who) in names
+"#;
+        let limits = Limits::default();
+        let mut e = policy::new_engine(limits);
+        e.add_data(
+            regorus::Value::from_json_str(r#"{"lists": {"names": ["Ann", "bob", "ANN"]}}"#)
+                .unwrap(),
+        )
+        .unwrap();
+        policy::add_policy(
+            &mut e,
+            "p.rego",
+            &format!("package p\nimport rego.v1\n{rego}"),
+        )
+        .unwrap();
+        let steps: Vec<Step> = ["names", "picked", "by_len", "known"]
+            .iter()
+            .map(|r| Step {
+                path: format!("data.p.{r}"),
+                by_query: false,
+            })
+            .collect();
+        let pool = EnginePool::new(e, limits).with_native(&steps);
+        assert!(pool.is_native(&steps));
+        for args in [
+            json!({"l": ["ann", "x", "bob"], "who": "BOB"}),
+            json!({"l": "not a list", "who": 3}),
+            json!({}),
+        ] {
+            let _ = eval(&pool, &steps, args);
+        }
+        let out = eval(
+            &pool,
+            &steps,
+            json!({"l": ["bob", "ann", "zed"], "who": "Ann"}),
+        )
+        .unwrap();
+        assert_eq!(out[0], Some(json!(["ann", "bob"])));
+        assert_eq!(out[1], Some(json!(["bob", "ann"])));
+        assert_eq!(out[2], Some(json!({"ann": 3, "bob": 3})));
+        assert_eq!(out[3], Some(json!(true)));
+    }
+
+    #[test]
+    fn what_native_cannot_decide_regorus_does() {
+        // A builtin error (strict), a conflict, and a complete rule holding
+        // twice: native falls back and regorus gives its error.
+        for (rego, args) in [
+            (
+                r#"x := startswith(input.arguments.p, "/")"#,
+                json!({"p": 1}),
+            ),
+            (
+                "x := 1 if input.arguments.a\nx := 2 if input.arguments.b",
+                json!({"a": true, "b": true}),
+            ),
+            (
+                "x := v if { some v in input.arguments.l }",
+                json!({"l": [1, 2]}),
+            ),
+        ] {
+            let (pool, steps) = pool(rego, &["x"]);
+            assert!(pool.is_native(&steps), "{rego}");
+            assert!(eval(&pool, &steps, args).is_err(), "{rego}");
+        }
+    }
+
+    #[test]
+    fn rules_outside_the_subset_stay_on_regorus() {
+        for rego in [
+            "f(a) := a\nx := f(1)",
+            "x := data.p.y",
+            "x := input.arguments.n + 1",
+            "x := time.now_ns()",
+            "x if { every v in input.arguments.l { v } }",
+            "x := 1 if { input.arguments.a = 1 }",
+        ] {
+            let (pool, steps) = pool(rego, &["x"]);
+            assert!(!pool.is_native(&steps), "{rego}");
+        }
+    }
+}

@@ -1,0 +1,566 @@
+//! Lowering a tool's planned rules into `native`'s terms, once, at load.
+//!
+//! A rule is lowered when everything it is made of is in `native`'s subset
+//! (its module doc lists it); anything else (functions, comprehensions,
+//! `every`, `with`, references to rules of other packages, unification,
+//! arithmetic, a builtin
+//! that is not deterministic, an import other than `rego.v1` and
+//! `future.keywords`) leaves its plan step without an entry, so requests
+//! evaluate that plan on regorus. Refusing is always safe; accepting
+//! something whose meaning differs from regorus' is not, so when in doubt
+//! this module refuses.
+//!
+//! Variables are resolved as regorus resolves them: locals of the body
+//! first, then `input`, then rules of the same package. A body must bind a
+//! local before it uses it (regorus would reorder such a body; this module
+//! refuses it instead).
+//!
+//! This module reads syntax and knows the builtin table; it does not
+//! evaluate anything.
+
+use std::collections::HashMap;
+
+use regorus::Value;
+use regorus::unstable::{
+    AssignOp, BUILTINS, BoolOp, Expr, Literal, Module, Query, Ref, Rule, RuleHead, must_cache,
+};
+
+use super::{head, path_of};
+use crate::catalog::budget;
+use crate::catalog::native::{
+    Body, Builtin, Cmp, Collect, Def, Kind, Program, Rule as NRule, Stmt, Term,
+};
+
+/// Builtins whose answer is not a function of their arguments, or that
+/// need the interpreter: never lowered.
+const IMPURE: &[&str] = &["print", "trace", "walk", "http.send", "net.lookup_ip_addr"];
+
+/// Lowers every step of `paths` (`data.tools.x.deny`) that it can; `None`
+/// when it can lower none.
+pub fn program<'p>(
+    engine: &mut regorus::Engine,
+    paths: impl IntoIterator<Item = &'p str>,
+) -> Option<Program> {
+    let modules: Vec<(Vec<String>, Ref<Module>)> = engine
+        .get_modules()
+        .iter()
+        .map(|m| (package_of(m), m.clone()))
+        .collect();
+    let mut lower = Lower {
+        data: engine.get_data(),
+        modules,
+        rules: Vec::new(),
+        index: HashMap::new(),
+    };
+    let mut entries = HashMap::new();
+    for path in paths {
+        let Some((pkg, name)) = split_path(path) else {
+            continue;
+        };
+        let mark = lower.rules.len();
+        match lower.rule(&pkg, &name) {
+            Some(i) => {
+                entries.insert(path.to_string(), i);
+            }
+            None => {
+                // Undo what this entry lowered; earlier entries keep theirs.
+                lower.rules.truncate(mark);
+                lower.index.retain(|_, i| *i < mark);
+            }
+        }
+    }
+    if entries.is_empty() {
+        return None;
+    }
+    let rules = lower.rules.into_iter().collect::<Option<Vec<_>>>()?;
+    Some(Program { rules, entries })
+}
+
+/// `data.tools.manage_files.deny` → (`["tools", "manage_files"]`, `deny`);
+/// bracketed segments (`data.tools["my-tool"].deny`) are JSON strings.
+fn split_path(path: &str) -> Option<(Vec<String>, String)> {
+    let mut rest = path.strip_prefix("data")?;
+    let mut segs = Vec::new();
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            segs.push(r[..end].to_string());
+            rest = &r[end..];
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let end = r.find("\"]")? + 1;
+            segs.push(serde_json::from_str::<String>(&r[..end]).ok()?);
+            rest = &r[end + 1..];
+        } else {
+            return None;
+        }
+    }
+    let name = segs.pop()?;
+    Some((segs, name))
+}
+
+fn package_of(m: &Ref<Module>) -> Vec<String> {
+    let mut p = path_of(&m.package.refr);
+    if p.first().is_some_and(|s| s == "data") {
+        p.remove(0);
+    }
+    p
+}
+
+struct Lower {
+    /// The engine's data documents.
+    data: Value,
+    modules: Vec<(Vec<String>, Ref<Module>)>,
+    /// `None` while a rule is being lowered (a reference back to it is
+    /// recursion, refused).
+    rules: Vec<Option<NRule>>,
+    index: HashMap<(Vec<String>, String), usize>,
+}
+
+/// A body's locals: name to slot.
+#[derive(Default)]
+struct Scope {
+    names: HashMap<String, usize>,
+    next: usize,
+}
+
+impl Scope {
+    fn bind(&mut self, name: &str) -> Option<usize> {
+        if name != "_" && self.names.contains_key(name) {
+            return None;
+        }
+        let slot = self.next;
+        self.next += 1;
+        if name != "_" {
+            self.names.insert(name.to_string(), slot);
+        }
+        Some(slot)
+    }
+}
+
+impl Lower {
+    fn modules_of(&self, pkg: &[String]) -> Vec<Ref<Module>> {
+        self.modules
+            .iter()
+            .filter(|(p, _)| p == pkg)
+            .map(|(_, m)| m.clone())
+            .collect()
+    }
+
+    /// Whether some rule or function of `pkg` is called `name`.
+    fn defines(&self, pkg: &[String], name: &str) -> bool {
+        self.modules_of(pkg).iter().any(|m| {
+            m.policy
+                .iter()
+                .any(|r| path_of(head(r)).first().is_some_and(|n| n == name))
+        })
+    }
+
+    fn rule(&mut self, pkg: &[String], name: &str) -> Option<usize> {
+        let key = (pkg.to_vec(), name.to_string());
+        if let Some(&i) = self.index.get(&key) {
+            // Still `None`: the rule refers to itself.
+            return self.rules[i].is_some().then_some(i);
+        }
+        let modules = self.modules_of(pkg);
+        if modules.is_empty() || !modules.iter().all(|m| plain_imports(m)) {
+            return None;
+        }
+        let i = self.rules.len();
+        self.rules.push(None);
+        self.index.insert(key, i);
+        let mut kind = None;
+        let mut defs = Vec::new();
+        let mut default = None;
+        for m in &modules {
+            for rule in &m.policy {
+                let path = path_of(head(rule));
+                if path.first().map(String::as_str) != Some(name) {
+                    continue;
+                }
+                if path.len() != 1 {
+                    return None;
+                }
+                match rule.as_ref() {
+                    Rule::Default {
+                        args, op, value, ..
+                    } => {
+                        if !args.is_empty() || *op != AssignOp::ColEq || default.is_some() {
+                            return None;
+                        }
+                        match self.expr(value, pkg, &mut Scope::default())? {
+                            Term::Const(v) => default = Some(v),
+                            _ => return None,
+                        }
+                    }
+                    Rule::Spec { head, bodies, .. } => {
+                        let (k, def) = self.definition(head, bodies, pkg)?;
+                        if kind.is_some_and(|x| x != k) {
+                            return None;
+                        }
+                        kind = Some(k);
+                        defs.push(def);
+                    }
+                }
+            }
+        }
+        let kind = match (kind, &default) {
+            (Some(k), _) => k,
+            (None, Some(_)) => Kind::Complete,
+            (None, None) => return None,
+        };
+        if kind == Kind::PartialSet && default.is_some() {
+            return None;
+        }
+        self.rules[i] = Some(NRule {
+            kind,
+            defs,
+            default,
+        });
+        Some(i)
+    }
+
+    fn definition(
+        &mut self,
+        head: &RuleHead,
+        bodies: &[regorus::unstable::RuleBody],
+        pkg: &[String],
+    ) -> Option<(Kind, Def)> {
+        let (kind, value) = match head {
+            RuleHead::Compr { assign, .. } => {
+                (Kind::Complete, assign.as_ref().map(|a| a.value.clone()))
+            }
+            RuleHead::Set { key: Some(k), .. } => (Kind::PartialSet, Some(k.clone())),
+            _ => return None,
+        };
+        if let Some(a) = head_assign(head)
+            && a != AssignOp::ColEq
+        {
+            return None;
+        }
+        let mut out = Vec::new();
+        if bodies.is_empty() {
+            out.push(self.body(None, value.as_ref(), pkg)?);
+        }
+        for (j, b) in bodies.iter().enumerate() {
+            if j > 0 && (!b.is_else || kind == Kind::PartialSet) {
+                // Several independent bodies, or `else` on a partial set.
+                return None;
+            }
+            let v = if j == 0 {
+                value.clone()
+            } else {
+                if b.assign.as_ref().is_some_and(|a| a.op != AssignOp::ColEq) {
+                    return None;
+                }
+                b.assign.as_ref().map(|a| a.value.clone())
+            };
+            out.push(self.body(Some(&b.query), v.as_ref(), pkg)?);
+        }
+        Some((kind, Def { bodies: out }))
+    }
+
+    /// A body; a missing `value` is `true`.
+    fn body(
+        &mut self,
+        query: Option<&Ref<Query>>,
+        value: Option<&Ref<Expr>>,
+        pkg: &[String],
+    ) -> Option<Body> {
+        let mut scope = Scope::default();
+        let stmts = match query {
+            Some(q) => self.stmts(q, pkg, &mut scope)?,
+            None => Vec::new(),
+        };
+        let value = match value {
+            Some(v) => self.expr(v, pkg, &mut scope)?,
+            None => Term::Const(Value::Bool(true)),
+        };
+        Some(Body {
+            stmts,
+            value,
+            locals: scope.next,
+        })
+    }
+
+    fn stmts(&mut self, query: &Query, pkg: &[String], scope: &mut Scope) -> Option<Vec<Stmt>> {
+        let mut stmts = Vec::with_capacity(query.stmts.len());
+        for stmt in &query.stmts {
+            if !stmt.with_mods.is_empty() {
+                return None;
+            }
+            stmts.push(match &stmt.literal {
+                Literal::Expr { expr, .. } => match expr.as_ref() {
+                    Expr::AssignExpr { op, lhs, rhs, .. } => {
+                        let Expr::Var { value: name, .. } = lhs.as_ref() else {
+                            return None;
+                        };
+                        if *op != AssignOp::ColEq {
+                            return None;
+                        }
+                        let t = self.expr(rhs, pkg, scope)?;
+                        let name = name.as_string().ok()?;
+                        if name.as_ref() == "_" {
+                            return None;
+                        }
+                        Stmt::Assign(scope.bind(name)?, t)
+                    }
+                    _ => Stmt::Expr(self.expr(expr, pkg, scope)?),
+                },
+                Literal::NotExpr { expr, .. } => Stmt::Not(self.expr(expr, pkg, scope)?),
+                Literal::SomeIn {
+                    key,
+                    value,
+                    collection,
+                    ..
+                } => {
+                    let collection = self.expr(collection, pkg, scope)?;
+                    let key = match key {
+                        Some(k) => Some(scope.bind(&var_name(k)?)?),
+                        None => None,
+                    };
+                    let value = scope.bind(&var_name(value)?)?;
+                    Stmt::SomeIn {
+                        key,
+                        value,
+                        collection,
+                    }
+                }
+                Literal::SomeVars { .. } | Literal::Every { .. } => return None,
+            });
+        }
+        Some(stmts)
+    }
+
+    /// A comprehension: its own names (its locals take slots of the
+    /// enclosing body, which outlive it), the enclosing ones visible.
+    fn comprehension(
+        &mut self,
+        kind: Collect,
+        value: &Ref<Expr>,
+        key: Option<&Ref<Expr>>,
+        query: &Query,
+        pkg: &[String],
+        scope: &mut Scope,
+    ) -> Option<Term> {
+        let outer = scope.names.clone();
+        let stmts = self.stmts(query, pkg, scope)?;
+        let value = self.expr(value, pkg, scope)?;
+        let value = match key {
+            Some(k) => Term::Array(vec![self.expr(k, pkg, scope)?, value]),
+            None => value,
+        };
+        scope.names = outer;
+        Some(Term::Compr {
+            kind,
+            stmts,
+            value: Box::new(value),
+        })
+    }
+
+    /// A constant reference into the data documents (`data.github.repos`),
+    /// as its value. Refused when any part of it could be a rule's.
+    fn data(&self, e: &Expr) -> Option<Term> {
+        let path = path_of(e);
+        if path.first().map(String::as_str) != Some("data") || path.iter().any(|s| s == "[_]") {
+            return None;
+        }
+        let path = &path[1..];
+        if self.modules.iter().any(|(pkg, _)| {
+            let n = pkg.len().min(path.len());
+            pkg[..n] == path[..n]
+        }) {
+            return None;
+        }
+        let mut v = &self.data;
+        for seg in path {
+            v = &v[seg.as_str()];
+        }
+        Some(Term::Const(v.clone()))
+    }
+
+    fn expr(&mut self, e: &Ref<Expr>, pkg: &[String], scope: &mut Scope) -> Option<Term> {
+        if root_is_data(e) {
+            return self.data(e);
+        }
+        Some(match e.as_ref() {
+            Expr::String { value, .. }
+            | Expr::RawString { value, .. }
+            | Expr::Number { value, .. }
+            | Expr::Bool { value, .. }
+            | Expr::Null { value, .. } => Term::Const(value.clone()),
+            Expr::Var { value, .. } => {
+                let name = value.as_string().ok()?;
+                match name.as_ref() {
+                    "_" | "data" => return None,
+                    n if scope.names.contains_key(n) => Term::Local(scope.names[n]),
+                    "input" => Term::Input,
+                    n => Term::Rule(self.rule(pkg, n)?),
+                }
+            }
+            Expr::RefDot { refr, field, .. } => Term::Index(
+                Box::new(self.expr(refr, pkg, scope)?),
+                Box::new(Term::Const(field.1.clone())),
+            ),
+            Expr::RefBrack { refr, index, .. } => Term::Index(
+                Box::new(self.expr(refr, pkg, scope)?),
+                Box::new(self.expr(index, pkg, scope)?),
+            ),
+            Expr::Array { items, .. } => {
+                let items = self.exprs(items, pkg, scope)?;
+                match consts(&items) {
+                    Some(vs) => Term::Const(Value::from(vs)),
+                    None => Term::Array(items),
+                }
+            }
+            Expr::Set { items, .. } => {
+                let items = self.exprs(items, pkg, scope)?;
+                match consts(&items) {
+                    Some(vs) => {
+                        let mut set = Value::new_set();
+                        for v in vs {
+                            set.as_set_mut().ok()?.insert(v);
+                        }
+                        Term::Const(set)
+                    }
+                    None => Term::Set(items),
+                }
+            }
+            Expr::Object { fields, .. } => {
+                let mut out = Vec::with_capacity(fields.len());
+                for (_, k, v) in fields {
+                    out.push((self.expr(k, pkg, scope)?, self.expr(v, pkg, scope)?));
+                }
+                Term::Object(out)
+            }
+            Expr::Call { fcn, params, .. } => {
+                let path = path_of(fcn);
+                if path.iter().any(|s| s == "[_]")
+                    || matches!(path[0].as_str(), "data" | "input")
+                    || scope.names.contains_key(&path[0])
+                    || self.defines(pkg, &path[0])
+                {
+                    return None;
+                }
+                let name = path.join(".");
+                let (&key, &fcn) = BUILTINS.get_key_value(name.as_str())?;
+                if usize::from(fcn.1) != params.len()
+                    || params.len() > 4
+                    || must_cache(key).is_some()
+                    || IMPURE.contains(&key)
+                    || key.starts_with("rand.")
+                    || key.starts_with("uuid.")
+                    || key.starts_with("time.now")
+                {
+                    return None;
+                }
+                let args = self.exprs(params, pkg, scope)?;
+                Term::Call(
+                    Builtin {
+                        name: key,
+                        fcn,
+                        estimate: budget::estimate_of(key),
+                    },
+                    args,
+                )
+            }
+            Expr::BoolExpr { op, lhs, rhs, .. } => Term::Compare(
+                match op {
+                    BoolOp::Eq => Cmp::Eq,
+                    BoolOp::Ne => Cmp::Ne,
+                    BoolOp::Lt => Cmp::Lt,
+                    BoolOp::Le => Cmp::Le,
+                    BoolOp::Gt => Cmp::Gt,
+                    BoolOp::Ge => Cmp::Ge,
+                },
+                Box::new(self.expr(lhs, pkg, scope)?),
+                Box::new(self.expr(rhs, pkg, scope)?),
+            ),
+            Expr::Membership {
+                key: None,
+                value,
+                collection,
+                ..
+            } => Term::In(
+                Box::new(self.expr(value, pkg, scope)?),
+                Box::new(self.expr(collection, pkg, scope)?),
+            ),
+            Expr::ArrayCompr { term, query, .. } => {
+                self.comprehension(Collect::Array, term, None, query, pkg, scope)?
+            }
+            Expr::SetCompr { term, query, .. } => {
+                self.comprehension(Collect::Set, term, None, query, pkg, scope)?
+            }
+            Expr::ObjectCompr {
+                key, value, query, ..
+            } => self.comprehension(Collect::Object, value, Some(key), query, pkg, scope)?,
+            _ => return None,
+        })
+    }
+
+    fn exprs(&mut self, es: &[Ref<Expr>], pkg: &[String], scope: &mut Scope) -> Option<Vec<Term>> {
+        es.iter().map(|e| self.expr(e, pkg, scope)).collect()
+    }
+}
+
+/// Whether a reference starts at `data`.
+fn root_is_data(e: &Expr) -> bool {
+    match e {
+        Expr::RefDot { refr, .. } | Expr::RefBrack { refr, .. } => root_is_data(refr),
+        Expr::Var { value, .. } => value.as_string().is_ok_and(|s| s.as_ref() == "data"),
+        _ => false,
+    }
+}
+
+fn head_assign(head: &RuleHead) -> Option<AssignOp> {
+    match head {
+        RuleHead::Compr { assign, .. } | RuleHead::Func { assign, .. } => {
+            assign.as_ref().map(|a| a.op.clone())
+        }
+        RuleHead::Set { .. } => None,
+    }
+}
+
+fn var_name(e: &Ref<Expr>) -> Option<String> {
+    match e.as_ref() {
+        Expr::Var { value, .. } => value.as_string().ok().map(|s| s.to_string()),
+        _ => None,
+    }
+}
+
+/// The values of `terms` when all are constants.
+fn consts(terms: &[Term]) -> Option<Vec<Value>> {
+    terms
+        .iter()
+        .map(|t| match t {
+            Term::Const(v) => Some(v.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Only imports that change no name: `rego.v1` and `future.keywords`.
+fn plain_imports(m: &Module) -> bool {
+    m.imports.iter().all(|i| {
+        let p = path_of(&i.refr);
+        i.r#as.is_none()
+            && (p == ["rego", "v1"] || p.get(..2) == Some(&["future".into(), "keywords".into()]))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_path;
+
+    #[test]
+    fn step_paths_split_into_package_and_rule() {
+        assert_eq!(
+            split_path("data.tools.manage_files.deny"),
+            Some((vec!["tools".into(), "manage_files".into()], "deny".into()))
+        );
+        assert_eq!(
+            split_path("data.tools[\"my-tool\"].meta"),
+            Some((vec!["tools".into(), "my-tool".into()], "meta".into()))
+        );
+        assert_eq!(split_path("input.x"), None);
+    }
+}
