@@ -352,6 +352,22 @@ fn a_key_rotated_in_after_start_up_is_fetched_on_its_kid_and_bogus_kids_are_boun
     }
     assert!(idp.fetches() <= 3, "{} fetches", idp.fetches());
     assert!(allowed(&http, &keys.token("ec-1", "carol", &["oncall"])));
+
+    // A fresh server flooded at once: the concurrent unknown kids share one
+    // fetch (beside the start-up one).
+    let http = keys.serve(&idp, &[]);
+    let before = idp.fetches();
+    std::thread::scope(|s| {
+        for i in 0..16 {
+            let (http, keys) = (&http, &keys);
+            s.spawn(move || {
+                let token = keys.token(&format!("flood-{i}"), "eve", &["oncall"]);
+                assert!(decide(http, &token).is_err());
+            });
+        }
+    });
+    assert_eq!(idp.fetches(), before + 1);
+    assert!(allowed(&http, &keys.token("ec-2", "alice", &["oncall"])));
 }
 
 #[test]

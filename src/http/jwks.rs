@@ -140,7 +140,11 @@ impl Remote {
                 tracing::info!(url = %self.url, keys = set.key_count(), "{why}: fetched the JWKS");
                 *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(set);
             }
-            Err(e) => tracing::warn!("{why}: {e}; keeping the previous key set"),
+            Err(e) => {
+                // The first line: the help is for start-up.
+                let e = e.lines().next().unwrap_or_default();
+                tracing::warn!("{why}: {e}; keeping the previous key set");
+            }
         }
     }
 }
