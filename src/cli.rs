@@ -233,24 +233,36 @@ pub struct HttpArgs {
     pub allowed_origins: Vec<String>,
 
     /// Require `Authorization: Bearer TOKEN`, with TOKEN read from PATH (or set REGENT_AUTH_TOKEN)
-    #[arg(
-        long,
-        value_name = "PATH",
-        requires = "http",
-        conflicts_with = "jwt_jwks_file"
-    )]
+    #[arg(long, value_name = "PATH", requires = "http", conflicts_with = "jwks")]
     pub auth_token_file: Option<PathBuf>,
 
     /// Require a JWT bearer token signed by a key of the JWKS (JSON Web Key Set) at PATH; its claims reach policies as `input.caller`
-    #[arg(long, value_name = "PATH", requires_all = ["http", "jwt_issuer", "jwt_audiences"])]
+    #[arg(long, value_name = "PATH", group = "jwks", requires_all = ["http", "jwt_issuer", "jwt_audiences"])]
     pub jwt_jwks_file: Option<PathBuf>,
 
+    /// As --jwt-jwks-file, with the JWKS fetched from an https:// URL (the identity provider's jwks_uri), refetched periodically and when a token names an unknown key id
+    #[arg(long, value_name = "URL", group = "jwks", requires_all = ["http", "jwt_issuer", "jwt_audiences"])]
+    pub jwt_jwks_url: Option<String>,
+
+    /// How often the JWKS of --jwt-jwks-url is refetched, in seconds
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 300,
+        requires = "jwt_jwks_url"
+    )]
+    pub jwt_jwks_refresh_seconds: u64,
+
+    /// A CA certificate (PEM) to trust, beside the system's, for the server of --jwt-jwks-url
+    #[arg(long, value_name = "PATH", requires = "jwt_jwks_url")]
+    pub jwt_jwks_ca: Option<PathBuf>,
+
     /// The issuer (`iss`) a JWT must name
-    #[arg(long, value_name = "ISS", requires = "jwt_jwks_file")]
+    #[arg(long, value_name = "ISS", requires = "jwks")]
     pub jwt_issuer: Option<String>,
 
     /// An audience (`aud`) a JWT may name; repeatable; the token must name one of them
-    #[arg(long = "jwt-audience", value_name = "AUD", requires = "jwt_jwks_file")]
+    #[arg(long = "jwt-audience", value_name = "AUD", requires = "jwks")]
     pub jwt_audiences: Vec<String>,
 
     /// The JWT signature algorithms accepted (public-key ones only: `none` and HS* are refused)
@@ -259,17 +271,12 @@ pub struct HttpArgs {
         value_name = "ALG,...",
         value_delimiter = ',',
         default_value = crate::http::jwt::DEFAULT_ALGORITHMS,
-        requires = "jwt_jwks_file"
+        requires = "jwks"
     )]
     pub jwt_algorithms: Vec<String>,
 
     /// Clock skew allowed when checking a JWT's `exp` and `nbf`, in seconds
-    #[arg(
-        long,
-        value_name = "SECS",
-        default_value_t = 60,
-        requires = "jwt_jwks_file"
-    )]
+    #[arg(long, value_name = "SECS", default_value_t = 60, requires = "jwks")]
     pub jwt_leeway_seconds: u64,
 
     /// The largest request body accepted, in bytes

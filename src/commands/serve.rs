@@ -32,7 +32,7 @@ fn caller(args: &ServeArgs) -> Result<Option<crate::caller::Caller>, Failure> {
     };
     if args.http.http.is_some() {
         return Err(cannot_run(format!(
-            "{named_by} cannot be used with --http: over HTTP the caller comes only from a verified token\n  = help: drop {named_by} (unset {CALLER_FILE_ENV}), or give --jwt-jwks-file so each request names its caller"
+            "{named_by} cannot be used with --http: over HTTP the caller comes only from a verified token\n  = help: drop {named_by} (unset {CALLER_FILE_ENV}), or give --jwt-jwks-file or --jwt-jwks-url so each request names its caller"
         )));
     }
     crate::caller::Caller::from_file(&path)

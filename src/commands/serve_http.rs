@@ -128,7 +128,7 @@ pub fn options(args: &HttpArgs, env_token: Option<String>) -> Result<HttpOptions
     let jwt = jwt(args)?;
     if jwt.is_some() && env_token.is_some() {
         return Err(format!(
-            "error: both --jwt-jwks-file and {TOKEN_ENV} are set\n  help: a server checks either a static token or JWTs; unset {TOKEN_ENV}"
+            "error: both a JWT key set (--jwt-jwks-file or --jwt-jwks-url) and {TOKEN_ENV} are set\n  help: a server checks either a static token or JWTs; unset {TOKEN_ENV}"
         ));
     }
     let auth_token = token(args, env_token)?;
@@ -192,25 +192,41 @@ fn add_bound_ip(hosts: &mut Vec<String>, addr: SocketAddr) {
     }
 }
 
-/// The JWT verifier, when `--jwt-jwks-file` is given: the allow-list is
-/// checked and the key set read now, so a bad one fails start-up.
+/// The JWT verifier, when `--jwt-jwks-file` or `--jwt-jwks-url` is given:
+/// the allow-list is checked and the key set read (or fetched) now, so a
+/// bad one fails start-up.
 fn jwt(args: &HttpArgs) -> Result<Option<Arc<jwt::Verifier>>, String> {
-    let Some(jwks_file) = &args.jwt_jwks_file else {
-        return Ok(None);
+    let (jwks, flag) = match (&args.jwt_jwks_file, &args.jwt_jwks_url) {
+        (Some(_), Some(_)) => {
+            return Err(
+                "error: both --jwt-jwks-file and --jwt-jwks-url are given\n  help: give the key set one way".into(),
+            );
+        }
+        (Some(path), None) => (jwt::JwksSource::File(path.clone()), "--jwt-jwks-file"),
+        (None, Some(url)) => (
+            jwt::JwksSource::Url {
+                url: url.clone(),
+                ca: args.jwt_jwks_ca.clone(),
+                refresh: Duration::from_secs(args.jwt_jwks_refresh_seconds),
+            },
+            "--jwt-jwks-url",
+        ),
+        (None, None) => return Ok(None),
     };
     let issuer = args
         .jwt_issuer
         .clone()
         .filter(|i| !i.trim().is_empty())
-        .ok_or("error: --jwt-jwks-file needs --jwt-issuer ISS, the issuer tokens must name")?;
+        .ok_or(format!(
+            "error: {flag} needs --jwt-issuer ISS, the issuer tokens must name"
+        ))?;
     if args.jwt_audiences.iter().all(|a| a.trim().is_empty()) {
-        return Err(
-            "error: --jwt-jwks-file needs --jwt-audience AUD, an audience tokens must name (this server's identifier at the identity provider)"
-                .into(),
-        );
+        return Err(format!(
+            "error: {flag} needs --jwt-audience AUD, an audience tokens must name (this server's identifier at the identity provider)"
+        ));
     }
     let cfg = jwt::JwtConfig {
-        jwks_file: jwks_file.clone(),
+        jwks,
         issuer,
         audiences: args.jwt_audiences.clone(),
         algorithms: jwt::parse_algorithms(&args.jwt_algorithms)?,

@@ -134,7 +134,10 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// never evaluated as anonymous when a token was required.
 pub async fn authenticate(State(s): State<Arc<Shared>>, mut req: Request, next: Next) -> Response {
     if let Some(verifier) = &s.jwt {
-        let verified = bearer(req.headers()).map(|t| verifier.verify(t));
+        let verified = match bearer(req.headers()) {
+            Some(t) => Some(verifier.verify(t).await),
+            None => None,
+        };
         return match verified {
             Some(Ok(caller)) => {
                 req.extensions_mut().insert(Arc::new(caller));

@@ -1,22 +1,27 @@
-//! JWT bearer verification (`--jwt-jwks-file`): the public keys of a JWKS
-//! file, an allow-list of public-key algorithms, and the issuer, audience,
-//! expiry and not-before checks, with `jsonwebtoken` doing the signature and
-//! claim checks. A verified token becomes a [`Caller`].
+//! JWT bearer verification (`--jwt-jwks-file`, `--jwt-jwks-url`): the
+//! public keys of a JWKS, an allow-list of public-key algorithms, and the
+//! issuer, audience, expiry and not-before checks, with `jsonwebtoken` doing
+//! the signature and claim checks. A verified token becomes a [`Caller`].
+//! A key set read from a file is fixed; one fetched from a URL is kept
+//! current by [`super::jwks`], and both are parsed by [`KeySet::parse`].
 //!
 //! What is refused, and where:
 //! - at start-up: `none` and the HMAC algorithms in the allow-list (a
 //!   public key must never be used as an HMAC secret), symmetric (`oct`)
 //!   keys in the JWKS, a JWKS without a key usable with an allowed
-//!   algorithm;
+//!   algorithm (a refetched set that breaks these rules is not used: the
+//!   previous one stays);
 //! - per request: a token whose algorithm is not allowed, whose `kid` names
-//!   no key (or, without `kid`, when not exactly one key fits its
-//!   algorithm), whose signature does not verify, that has expired or is
-//!   not yet valid (with `--jwt-leeway-seconds` of skew), whose issuer or
+//!   no key (for a remote set, after one rate-limited refetch) or, without
+//!   `kid`, when not exactly one key fits its algorithm, whose signature
+//!   does not verify, that has expired or is not yet valid (with `--jwt-leeway-seconds` of skew), whose issuer or
 //!   audience is not the configured one, or that lacks `exp`, `iss`, `aud`
 //!   or `sub`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
 
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::jwk::{
@@ -25,6 +30,7 @@ use jsonwebtoken::jwk::{
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
 
+use super::jwks::Remote;
 use crate::caller::Caller;
 
 /// The algorithms accepted when `--jwt-algorithms` is not given.
@@ -33,11 +39,25 @@ pub const DEFAULT_ALGORITHMS: &str = "RS256,ES256,EdDSA";
 /// What `--jwt-*` said, checked.
 #[derive(Debug, Clone)]
 pub struct JwtConfig {
-    pub jwks_file: PathBuf,
+    pub jwks: JwksSource,
     pub issuer: String,
     pub audiences: Vec<String>,
     pub algorithms: Vec<Algorithm>,
     pub leeway_seconds: u64,
+}
+
+/// Where the key set comes from.
+#[derive(Debug, Clone)]
+pub enum JwksSource {
+    /// `--jwt-jwks-file`: read once at start-up.
+    File(PathBuf),
+    /// `--jwt-jwks-url`: fetched at start-up, then every `refresh` and on a
+    /// token whose `kid` is unknown; `ca` is an extra trusted CA (PEM).
+    Url {
+        url: String,
+        ca: Option<PathBuf>,
+        refresh: Duration,
+    },
 }
 
 /// Parses `--jwt-algorithms`: public-key algorithms only.
@@ -84,9 +104,28 @@ struct Key {
     key: DecodingKey,
 }
 
+/// The usable keys of one JWKS document.
+pub struct KeySet {
+    keys: Vec<Key>,
+}
+
+impl std::fmt::Debug for KeySet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.keys.iter().map(|k| &k.kid))
+            .finish()
+    }
+}
+
+/// Where a [`Verifier`] finds its keys.
+enum Keys {
+    Fixed(KeySet),
+    Remote(Arc<Remote>),
+}
+
 /// Verifies bearer tokens; built once at start-up.
 pub struct Verifier {
-    keys: Vec<Key>,
+    keys: Keys,
     /// One per allowed algorithm, allowing only it: `jsonwebtoken` refuses
     /// a validation whose algorithms are not all of the key's family.
     validations: Vec<(Algorithm, Validation)>,
@@ -94,8 +133,12 @@ pub struct Verifier {
 
 impl std::fmt::Debug for Verifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys = match &self.keys {
+            Keys::Fixed(set) => set.keys.len(),
+            Keys::Remote(r) => r.current().keys.len(),
+        };
         f.debug_struct("Verifier")
-            .field("keys", &self.keys.len())
+            .field("keys", &keys)
             .field(
                 "algorithms",
                 &self.validations.iter().map(|(a, _)| a).collect::<Vec<_>>(),
@@ -111,79 +154,33 @@ impl std::fmt::Debug for Verifier {
 pub struct Refused(pub &'static str);
 
 impl Verifier {
-    /// Reads the JWKS file and checks it against the configuration.
+    /// Reads (or fetches) the key set and checks it against the
+    /// configuration. Fetching a remote set at start-up blocks: call it
+    /// outside the async runtime.
     pub fn load(cfg: &JwtConfig) -> Result<Verifier, String> {
-        let path = &cfg.jwks_file;
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            format!(
-                "error: cannot read the JWKS file {}: {}\n  help: --jwt-jwks-file names a JSON Web Key Set ({{\"keys\": [...]}}), as an identity provider publishes at its jwks_uri",
-                path.display(),
-                crate::source::files::lower_io(&e)
-            )
-        })?;
-        Verifier::from_jwks(&text, path, cfg)
+        let keys = match &cfg.jwks {
+            JwksSource::File(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    format!(
+                        "error: cannot read the JWKS file {}: {}\n  help: --jwt-jwks-file names a JSON Web Key Set ({{\"keys\": [...]}}), as an identity provider publishes at its jwks_uri",
+                        path.display(),
+                        crate::source::files::lower_io(&e)
+                    )
+                })?;
+                let origin = format!("the JWKS file {}", path.display());
+                Keys::Fixed(KeySet::parse(&text, &origin, &cfg.algorithms)?)
+            }
+            JwksSource::Url { url, ca, refresh } => Keys::Remote(Arc::new(Remote::start(
+                url,
+                ca.as_deref(),
+                *refresh,
+                cfg.algorithms.clone(),
+            )?)),
+        };
+        Ok(Verifier::with_keys(keys, cfg))
     }
 
-    fn from_jwks(text: &str, path: &Path, cfg: &JwtConfig) -> Result<Verifier, String> {
-        let set: JwkSet = serde_json::from_str(text).map_err(|e| {
-            format!(
-                "error: the JWKS file {} is not a JSON Web Key Set: {e}\n  help: it must be {{\"keys\": [...]}} with RSA, EC or OKP (Ed25519) public keys",
-                path.display()
-            )
-        })?;
-        let mut keys = Vec::new();
-        for (i, jwk) in set.keys.iter().enumerate() {
-            let name = match &jwk.common.key_id {
-                Some(kid) => format!("key {kid:?}"),
-                None => format!("key {}", i + 1),
-            };
-            if let AlgorithmParameters::OctetKey(_) = jwk.algorithm {
-                return Err(format!(
-                    "error: the JWKS file {} holds a symmetric (oct) {name}\n  help: regent verifies tokens with public keys only; remove the shared secret from the set",
-                    path.display()
-                ));
-            }
-            if matches!(
-                jwk.common.public_key_use,
-                Some(PublicKeyUse::Encryption) | Some(PublicKeyUse::Other(_))
-            ) {
-                tracing::warn!(
-                    "JWKS {}: {name} is not for signatures; skipped",
-                    path.display()
-                );
-                continue;
-            }
-            let fits = fits(jwk, &cfg.algorithms);
-            if fits.is_empty() {
-                tracing::warn!(
-                    "JWKS {}: {name} cannot verify any of --jwt-algorithms; skipped",
-                    path.display()
-                );
-                continue;
-            }
-            let key = DecodingKey::from_jwk(jwk).map_err(|e| {
-                format!(
-                    "error: the JWKS file {}: {name} is not a usable public key: {e}",
-                    path.display()
-                )
-            })?;
-            keys.push(Key {
-                kid: jwk.common.key_id.clone(),
-                fits,
-                key,
-            });
-        }
-        if keys.is_empty() {
-            return Err(format!(
-                "error: the JWKS file {} has no public key usable with --jwt-algorithms {}\n  help: RSA keys verify RS*/PS*, EC P-256 ES256, EC P-384 ES384, OKP Ed25519 EdDSA",
-                path.display(),
-                cfg.algorithms
-                    .iter()
-                    .map(|a| format!("{a:?}"))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            ));
-        }
+    fn with_keys(keys: Keys, cfg: &JwtConfig) -> Verifier {
         let validations = cfg
             .algorithms
             .iter()
@@ -199,11 +196,22 @@ impl Verifier {
                 (alg, v)
             })
             .collect();
-        Ok(Verifier { keys, validations })
+        Verifier { keys, validations }
     }
 
-    /// The caller a bearer token proves, or why it proves nothing.
-    pub fn verify(&self, token: &str) -> Result<Caller, Refused> {
+    /// The remote key set, when the keys come from `--jwt-jwks-url`: its
+    /// periodic refresh runs while the server does.
+    pub fn remote(&self) -> Option<Arc<Remote>> {
+        match &self.keys {
+            Keys::Remote(r) => Some(r.clone()),
+            Keys::Fixed(_) => None,
+        }
+    }
+
+    /// The caller a bearer token proves, or why it proves nothing. A `kid`
+    /// that a remote key set lacks makes it refetch (at most once per
+    /// [`super::jwks::ON_DEMAND_WINDOW`]) and look once more.
+    pub async fn verify(&self, token: &str) -> Result<Caller, Refused> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| {
             Refused(
                 "the token is not a signed JWT with an algorithm regent verifies (alg none is never accepted)",
@@ -212,10 +220,21 @@ impl Verifier {
         let Some((_, validation)) = self.validations.iter().find(|(a, _)| *a == header.alg) else {
             return Err(Refused("the token's signing algorithm is not allowed"));
         };
-        let key = self.key_for(header.kid.as_deref(), header.alg)?;
-        let data = jsonwebtoken::decode::<Map<String, Value>>(token, key, validation)
-            .map_err(|e| Refused(describe(e.kind())))?;
-        let claims = data.claims;
+        let kid = header.kid.as_deref();
+        let data = match &self.keys {
+            Keys::Fixed(set) => decode(token, set.key_for(kid, header.alg)?, validation)?,
+            Keys::Remote(remote) => {
+                let mut set = remote.current();
+                if let Some(kid) = kid
+                    && !set.has_kid(kid)
+                {
+                    remote.refresh_for_unknown_kid().await;
+                    set = remote.current();
+                }
+                decode(token, set.key_for(kid, header.alg)?, validation)?
+            }
+        };
+        let claims = data;
         let text = |k: &str| claims.get(k).and_then(Value::as_str).map(str::to_string);
         let subject = text("sub").ok_or(Refused("the token's sub claim is not a string"))?;
         let issuer = text("iss").ok_or(Refused("the token's iss claim is not a string"))?;
@@ -224,6 +243,80 @@ impl Verifier {
             issuer,
             claims,
         })
+    }
+}
+
+fn decode(
+    token: &str,
+    key: &DecodingKey,
+    validation: &Validation,
+) -> Result<Map<String, Value>, Refused> {
+    jsonwebtoken::decode::<Map<String, Value>>(token, key, validation)
+        .map(|d| d.claims)
+        .map_err(|e| Refused(describe(e.kind())))
+}
+
+impl KeySet {
+    /// The keys of the JWKS `text` usable with `algorithms`; `origin` names
+    /// where it came from in errors ("the JWKS file PATH", "the JWKS at
+    /// URL"). Refuses symmetric keys and a set with no usable key.
+    pub fn parse(text: &str, origin: &str, algorithms: &[Algorithm]) -> Result<KeySet, String> {
+        let set: JwkSet = serde_json::from_str(text).map_err(|e| {
+            format!(
+                "error: {origin} is not a JSON Web Key Set: {e}\n  help: it must be {{\"keys\": [...]}} with RSA, EC or OKP (Ed25519) public keys"
+            )
+        })?;
+        let mut keys = Vec::new();
+        for (i, jwk) in set.keys.iter().enumerate() {
+            let name = match &jwk.common.key_id {
+                Some(kid) => format!("key {kid:?}"),
+                None => format!("key {}", i + 1),
+            };
+            if let AlgorithmParameters::OctetKey(_) = jwk.algorithm {
+                return Err(format!(
+                    "error: {origin} holds a symmetric (oct) {name}\n  help: regent verifies tokens with public keys only; remove the shared secret from the set"
+                ));
+            }
+            if matches!(
+                jwk.common.public_key_use,
+                Some(PublicKeyUse::Encryption) | Some(PublicKeyUse::Other(_))
+            ) {
+                tracing::warn!("{origin}: {name} is not for signatures; skipped");
+                continue;
+            }
+            let fits = fits(jwk, algorithms);
+            if fits.is_empty() {
+                tracing::warn!("{origin}: {name} cannot verify any of --jwt-algorithms; skipped");
+                continue;
+            }
+            let key = DecodingKey::from_jwk(jwk)
+                .map_err(|e| format!("error: {origin}: {name} is not a usable public key: {e}"))?;
+            keys.push(Key {
+                kid: jwk.common.key_id.clone(),
+                fits,
+                key,
+            });
+        }
+        if keys.is_empty() {
+            return Err(format!(
+                "error: {origin} has no public key usable with --jwt-algorithms {}\n  help: RSA keys verify RS*/PS*, EC P-256 ES256, EC P-384 ES384, OKP Ed25519 EdDSA",
+                algorithms
+                    .iter()
+                    .map(|a| format!("{a:?}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ));
+        }
+        Ok(KeySet { keys })
+    }
+
+    /// How many usable keys the set holds (never zero).
+    pub fn key_count(&self) -> usize {
+        self.keys.len()
+    }
+
+    fn has_kid(&self, kid: &str) -> bool {
+        self.keys.iter().any(|k| k.kid.as_deref() == Some(kid))
     }
 
     /// The key named by `kid`; without one, the only key that fits `alg`.
@@ -317,14 +410,8 @@ fn describe(kind: &ErrorKind) -> &'static str {
 mod tests {
     use super::*;
 
-    fn cfg(algs: &[Algorithm]) -> JwtConfig {
-        JwtConfig {
-            jwks_file: PathBuf::from("jwks.json"),
-            issuer: "https://idp.example".into(),
-            audiences: vec!["regent".into()],
-            algorithms: algs.to_vec(),
-            leeway_seconds: 60,
-        }
+    fn parse(text: &str, algs: &[Algorithm]) -> Result<KeySet, String> {
+        KeySet::parse(text, "the JWKS file jwks.json", algs)
     }
 
     const ED: &str =
@@ -352,25 +439,23 @@ mod tests {
 
     #[test]
     fn symmetric_keys_and_sets_without_a_usable_key_are_refused() {
-        let p = Path::new("jwks.json");
         let oct = r#"{"keys":[{"kty":"oct","k":"c2VjcmV0"}]}"#;
-        let e = Verifier::from_jwks(oct, p, &cfg(&[Algorithm::RS256])).unwrap_err();
+        let e = parse(oct, &[Algorithm::RS256]).unwrap_err();
         assert!(e.contains("symmetric"), "{e}");
         let ed = format!(r#"{{"keys":[{ED}]}}"#);
-        let e = Verifier::from_jwks(&ed, p, &cfg(&[Algorithm::RS256])).unwrap_err();
+        let e = parse(&ed, &[Algorithm::RS256]).unwrap_err();
         assert!(e.contains("no public key usable"), "{e}");
-        assert!(Verifier::from_jwks(&ed, p, &cfg(&[Algorithm::EdDSA])).is_ok());
+        assert!(parse(&ed, &[Algorithm::EdDSA]).is_ok());
     }
 
     #[test]
     fn a_token_without_kid_needs_exactly_one_fitting_key() {
-        let p = Path::new("jwks.json");
         let one = format!(r#"{{"keys":[{ED}]}}"#);
-        let v = Verifier::from_jwks(&one, p, &cfg(&[Algorithm::EdDSA])).unwrap();
+        let v = parse(&one, &[Algorithm::EdDSA]).unwrap();
         assert!(v.key_for(None, Algorithm::EdDSA).is_ok());
         assert!(v.key_for(Some("x"), Algorithm::EdDSA).is_err());
         let two = format!(r#"{{"keys":[{ED},{ED}]}}"#);
-        let v = Verifier::from_jwks(&two, p, &cfg(&[Algorithm::EdDSA])).unwrap();
+        let v = parse(&two, &[Algorithm::EdDSA]).unwrap();
         assert_eq!(
             v.key_for(None, Algorithm::EdDSA).err(),
             Some(Refused(

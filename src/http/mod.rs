@@ -10,7 +10,8 @@
 //!   `Mcp-Name` headers, sessions.
 //! - [`guard`] adds what rmcp lacks: the same `Host`/`Origin` checks on the
 //!   operator routes, bearer authentication (401: a static token, or a
-//!   JWT verified by [`jwt`] whose claims travel on as the request's
+//!   JWT verified by [`jwt`] against a key set from a file or fetched
+//!   and kept current by [`jwks`], whose claims travel on as the request's
 //!   `Caller`, in the request extensions rmcp hands the handler), a deadline per request,
 //!   413 from `Content-Length` before the body is read, JSON-RPC errors
 //!   (400, -32700/-32600) for bodies that are not JSON-RPC, refusing new
@@ -28,6 +29,7 @@
 
 mod guard;
 mod hoist;
+pub mod jwks;
 pub mod jwt;
 mod listener;
 mod ops;
@@ -64,8 +66,8 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// The bearer token, when authentication is on.
     pub auth_token: Option<String>,
-    /// JWT verification, when `--jwt-jwks-file` is given (never with
-    /// `auth_token`): a verified token's claims become the request's caller.
+    /// JWT verification, when `--jwt-jwks-file` or `--jwt-jwks-url` is
+    /// given (never with `auth_token`): a verified token's claims become the request's caller.
     pub jwt: Option<Arc<jwt::Verifier>>,
     pub max_body_bytes: usize,
     /// Connections open at once; one more is closed as soon as it is accepted.
@@ -129,8 +131,14 @@ where
     let shared = Arc::new(guard::Shared::new(&opts, state.clone(), metrics.clone()));
     let app = router(mcp, sessions, shared.clone());
     let bound = listener::bind(opts.addr).await?;
+    // A remote key set is refetched while the server runs.
+    let refresh = opts
+        .jwt
+        .as_ref()
+        .and_then(|v| v.remote())
+        .map(|r| AbortOnDrop(tokio::spawn(r.refresh_periodically())));
     on_bound(&bound);
-    listener::run(
+    let served = listener::run(
         bound,
         app,
         shared,
@@ -139,7 +147,18 @@ where
         opts.max_connections,
         shutdown,
     )
-    .await
+    .await;
+    drop(refresh);
+    served
+}
+
+/// Aborts a background task when serving ends, however it ends.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The sessions of the 2025-11-25 era, shared with the `DELETE` check.
