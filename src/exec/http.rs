@@ -343,7 +343,7 @@ fn prepare_auth(a: &Auth) -> Result<Option<PreparedAuth>, Refusal> {
 }
 
 /// Installs rustls' ring provider once; reqwest is built without one.
-fn install_crypto() {
+pub(crate) fn install_crypto() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // Another part of the process may have installed one first; either is fine.
@@ -503,7 +503,7 @@ fn failure(e: &reqwest::Error, timeout: Duration) -> Status {
 
 /// An error and its sources as one line: reqwest's own message is often
 /// only "error sending request", with the cause further down.
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut parts = vec![e.to_string()];
     let mut src = e.source();
     while let Some(s) = src {
