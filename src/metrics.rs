@@ -330,6 +330,24 @@ mod tests {
     }
 
     #[test]
+    fn decision_log_counts_are_rendered() {
+        let m = Metrics::new();
+        m.decision_log_sent.add(7);
+        m.decision_log_failed.inc();
+        m.decision_log_dropped.add(3);
+        let mut out = String::new();
+        m.render(&mut out);
+        for line in [
+            "regent_decision_log_sent_total 7",
+            "regent_decision_log_upload_failures_total 1",
+            "regent_decision_log_dropped_total 3",
+            "# TYPE regent_decision_log_dropped_total counter",
+        ] {
+            assert!(out.lines().any(|l| l == line), "no {line:?} in\n{out}");
+        }
+    }
+
+    #[test]
     fn label_values_are_escaped() {
         assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
