@@ -3,6 +3,8 @@
 //! ways serving ends (end of input, SIGTERM) write every line before the
 //! process exits. Runs the built binary on a catalog in a temp dir.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -555,4 +557,56 @@ fn with_a_tiny_buffer_and_no_collector_drops_are_counted_and_reported() {
         "{text}"
     );
     assert!(text.contains("sent=0"), "{text}");
+}
+
+#[test]
+fn the_sinks_counts_are_in_metrics_over_http() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let log = tmp.path().join("decisions.jsonl");
+    let url = format!("http://127.0.0.1:{port}/logs");
+    let http = common::http::HttpServer::start(&[
+        "--no-watch",
+        "--decision-log",
+        log.to_str().unwrap(),
+        "--decision-log-url",
+        &url,
+        "--decision-log-buffer",
+        "3",
+        cat.to_str().unwrap(),
+    ]);
+    let mut mcp = common::http::McpHttp::connect(http.addr, common::Era::Modern);
+    for i in 0..10 {
+        mcp.resolve(
+            "manage_files",
+            serde_json::json!({"path": format!("{i}.txt"), "action": "read"}),
+        );
+    }
+    let metric = |name: &str| http.metric(None, name).unwrap_or(0.0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while metric("regent_decision_log_dropped_total") < 7.0
+        || metric("regent_decision_log_upload_failures_total") < 1.0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "{}\n{}",
+            http.metrics(None),
+            http.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        http.metric(None, "regent_decision_log_sent_total"),
+        Some(0.0)
+    );
+    assert!(
+        http.stderr().contains("cannot upload decisions"),
+        "{}",
+        http.stderr()
+    );
 }
