@@ -181,6 +181,18 @@ pub struct ServeArgs {
     #[arg(long)]
     pub log_arguments: bool,
 
+    /// Also POST decision-log lines to URL in batches, as OPA's decision-log plugin does (a gzip-compressed JSON array)
+    #[arg(long, value_name = "URL", value_parser = crate::decisions::ship::parse_url)]
+    pub decision_log_url: Option<reqwest::Url>,
+
+    /// How many decisions may wait for --decision-log-url; beyond, the oldest are dropped (and counted)
+    #[arg(long, value_name = "N", default_value_t = crate::decisions::ship::DEFAULT_BUFFER, value_parser = crate::decisions::ship::parse_buffer)]
+    pub decision_log_buffer: usize,
+
+    /// A label KEY=VALUE added to every decision-log line's OPA `labels` (repeatable)
+    #[arg(long, value_name = "KEY=VALUE", value_parser = crate::decisions::parse_label)]
+    pub decision_log_label: Vec<(String, String)>,
+
     /// HMAC key (at least 32 bytes) for the requestState of 2026-07-28
     /// confirmations; default: a random key generated at start
     #[arg(long, value_name = "PATH")]

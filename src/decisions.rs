@@ -7,16 +7,23 @@
 //! execution ended and how long it took. Secrets are never in a line: they
 //! are read by `exec` at the moment of use and never pass through here.
 //!
+//! Every line also carries the fields of OPA's decision-log event
+//! (`decision_id`, `timestamp`, `path`, `input`, `result`, `labels`,
+//! `bundles`, `metrics`), after regent's own, so OPA's tooling can ingest
+//! the lines while existing readers keep theirs; see [`Entry::line`].
+//!
 //! This module writes lines, off the request path: a request queues its
-//! entry and a writer thread ([`writer`]) digests, formats and writes it.
+//! entry and a writer thread ([`writer`]) digests, formats and writes it,
+//! and hands each line to the HTTP sink ([`ship`]) when one is configured.
 //! What goes in them is decided by `protocol`, which sees both the decision
 //! and the outcome.
 
+pub mod ship;
 mod writer;
 
 use std::fs::OpenOptions;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value, json};
@@ -24,6 +31,7 @@ use sha2::{Digest, Sha256};
 
 use crate::caller::Caller;
 use crate::timestamp::rfc3339;
+use ship::Shipper;
 pub use writer::{CAPACITY, STALL_AFTER, Stalled};
 use writer::{Sink, Writer};
 
@@ -31,22 +39,53 @@ use writer::{Sink, Writer};
 /// ([`writer`]): recording an entry queues it and returns.
 pub struct DecisionLog {
     writer: Writer,
+    /// The HTTP sink, closed after the writer has handed it every line.
+    shipper: Option<Arc<Shipper>>,
+}
+
+/// How lines are made and where else they go, beside the file or stderr.
+#[derive(Default)]
+pub struct Options {
+    pub log_arguments: bool,
+    /// `--decision-log-label KEY=VALUE`, added to `labels` after `id` and
+    /// `version`.
+    pub labels: Vec<(String, String)>,
+    /// `--decision-log-url`: every line is also posted there.
+    pub shipper: Option<Arc<Shipper>>,
 }
 
 impl DecisionLog {
     /// Lines to standard error (beside regent's other logs).
     pub fn stderr(log_arguments: bool) -> DecisionLog {
-        DecisionLog {
-            writer: Writer::new(Sink::Stderr, log_arguments),
-        }
+        DecisionLog::to_stderr(Options {
+            log_arguments,
+            ..Options::default()
+        })
+    }
+
+    /// Lines to standard error, made and shipped as `options` says.
+    pub fn to_stderr(options: Options) -> DecisionLog {
+        DecisionLog::with_sink(Sink::Stderr, options)
     }
 
     /// Lines appended to the file at `path`, created if missing.
-    pub fn file(path: &Path, log_arguments: bool) -> std::io::Result<DecisionLog> {
+    pub fn file(path: &Path, options: Options) -> std::io::Result<DecisionLog> {
         let f = OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(DecisionLog {
-            writer: Writer::new(Sink::File(f), log_arguments),
-        })
+        Ok(DecisionLog::with_sink(Sink::File(f), options))
+    }
+
+    fn with_sink(sink: Sink, options: Options) -> DecisionLog {
+        let format = Format::new(options.log_arguments, &options.labels);
+        DecisionLog {
+            writer: Writer::configured(
+                sink,
+                format,
+                options.shipper.clone(),
+                CAPACITY,
+                STALL_AFTER,
+            ),
+            shipper: options.shipper,
+        }
     }
 
     /// Queues one entry, to be written as one line. Waits while the queue is
@@ -73,7 +112,64 @@ impl DecisionLog {
     /// does it too.
     pub fn close(&self) {
         self.writer.close();
+        if let Some(s) = &self.shipper {
+            s.close();
+        }
     }
+}
+
+/// What every line of one log shares: whether arguments are logged, and the
+/// OPA `labels` object, serialized once.
+#[derive(Debug, Clone)]
+pub struct Format {
+    pub log_arguments: bool,
+    labels: Vec<u8>,
+}
+
+impl Format {
+    /// `labels` is `{"id": the instance id, "version": regent's version}`
+    /// followed by `extra` (checked by [`parse_label`]: never `id` or
+    /// `version`).
+    pub fn new(log_arguments: bool, extra: &[(String, String)]) -> Format {
+        let mut labels = Map::new();
+        labels.insert("id".into(), json!(instance_id()));
+        labels.insert("version".into(), json!(env!("CARGO_PKG_VERSION")));
+        for (k, v) in extra {
+            labels.insert(k.clone(), json!(v));
+        }
+        Format {
+            log_arguments,
+            labels: serde_json::to_vec(&labels).expect("labels serialize"),
+        }
+    }
+}
+
+/// This process's id in OPA's `labels.id`: a UUID made once per process,
+/// so a collector can tell regent instances apart.
+pub fn instance_id() -> &'static str {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(new_id)
+}
+
+/// One `--decision-log-label` value, `KEY=VALUE`.
+pub fn parse_label(text: &str) -> Result<(String, String), String> {
+    let Some((k, v)) = text.split_once('=') else {
+        return Err(format!(
+            "decision-log label {text:?} has no '=': write it as KEY=VALUE, for example --decision-log-label env=prod"
+        ));
+    };
+    let k = k.trim();
+    if k.is_empty() {
+        return Err(format!(
+            "decision-log label {text:?} has an empty key: write it as KEY=VALUE"
+        ));
+    }
+    if k == "id" || k == "version" {
+        return Err(format!(
+            "decision-log label {k} is set by regent (the instance id and regent's version): choose another key"
+        ));
+    }
+    Ok((k.to_string(), v.to_string()))
 }
 
 /// Which request decided.
@@ -121,6 +217,11 @@ pub struct Entry {
     /// Calls only: how execution ended (see `exec::Status::to_json`).
     pub outcome: Option<Value>,
     pub duration: Option<Duration>,
+    /// The question the decision asks the user before a call runs.
+    pub confirm: Option<String>,
+    /// How long the catalog took to decide (`Catalog::resolve_as`: the
+    /// tool's plan evaluated and layered), when it decided.
+    pub eval: Option<Duration>,
 }
 
 impl Entry {
@@ -146,6 +247,8 @@ impl Entry {
             refused: None,
             outcome: None,
             duration: None,
+            confirm: None,
+            eval: None,
         }
     }
 
@@ -156,7 +259,21 @@ impl Entry {
 
     /// The line (without its newline) for an entry recorded at `time`,
     /// written straight to JSON text: this runs for every decision.
-    pub fn line(&self, time: SystemTime, log_arguments: bool, out: &mut Vec<u8>) {
+    ///
+    /// regent's own fields come first, unchanged; OPA's decision-log event
+    /// fields follow (see docs/execution.md):
+    /// - `decision_id`: the line's `id`; `timestamp`: its `time`;
+    /// - `path`: `tools/<tool>`, the decision regent made (the tool's
+    ///   contract, layered from listed values, YAML rules and the policy's
+    ///   rules, not one Rego rule);
+    /// - `input`: `{tool, arguments (with --log-arguments only), caller}`;
+    /// - `result`: `{allowed, deny, annotations, confirm}`, or `{allowed:
+    ///   false, error}` when no decision could be made;
+    /// - `labels`: `{id, version, ...--decision-log-label}`;
+    /// - `bundles`: `{"regent": {"revision": the catalog revision}}`;
+    /// - `metrics`: `{timer_regent_eval_ns}` when the catalog decided.
+    pub fn line(&self, time: SystemTime, format: &Format, out: &mut Vec<u8>) {
+        let log_arguments = format.log_arguments;
         // Writing strings and values into a Vec cannot fail.
         fn member<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, key: &str, value: &T) {
             out.push(b',');
@@ -164,9 +281,11 @@ impl Entry {
             out.push(b':');
             let _ = serde_json::to_writer(&mut *out, value);
         }
+        let id = self.id();
+        let timestamp = rfc3339(time);
         out.extend_from_slice(br#"{"time":"#);
-        let _ = serde_json::to_writer(&mut *out, &rfc3339(time));
-        member(out, "id", &self.id());
+        let _ = serde_json::to_writer(&mut *out, &timestamp);
+        member(out, "id", &id);
         let kind = match self.kind {
             Kind::Resolve => "resolve",
             Kind::Call => "call",
@@ -212,15 +331,96 @@ impl Entry {
         if let Some(d) = self.duration {
             member(out, "durationMs", &json!(millis(d)));
         }
+        // OPA's decision-log event.
+        member(out, "decision_id", &id);
+        member(out, "timestamp", &timestamp);
+        let mut path = String::with_capacity(6 + self.tool.len());
+        path.push_str("tools/");
+        path.push_str(&self.tool);
+        member(out, "path", &path);
+        member(out, "input", &self.input(log_arguments));
+        member(out, "result", &self.result());
+        out.extend_from_slice(br#","labels":"#);
+        out.extend_from_slice(&format.labels);
+        member(
+            out,
+            "bundles",
+            &json!({"regent": {"revision": self.revision}}),
+        );
+        if let Some(d) = self.eval {
+            let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+            member(out, "metrics", &json!({"timer_regent_eval_ns": ns}));
+        }
         out.push(b'}');
+    }
+
+    /// OPA's `input`: what the policy was asked about. The caller is its
+    /// subject and issuer only, as in regent's own `caller` field.
+    ///
+    /// Masking (erasing caller claims or argument paths before they leave
+    /// the process, OPA's `erased`/`masked`) belongs here: it is the one
+    /// place the policy input is put into a line.
+    fn input(&self, log_arguments: bool) -> OpaInput<'_> {
+        OpaInput {
+            tool: &self.tool,
+            arguments: log_arguments.then_some(&self.arguments),
+            caller: self.caller.as_deref().map(|c| CallerRef {
+                subject: &c.subject,
+                issuer: &c.issuer,
+            }),
+        }
+    }
+
+    /// OPA's `result`: the decision.
+    fn result(&self) -> OpaResult<'_> {
+        let (allowed, deny, error) = match &self.verdict {
+            Verdict::Allowed => (true, Some(&[] as &[String]), None),
+            Verdict::Denied(reasons) => (false, Some(reasons.as_slice()), None),
+            Verdict::Error(why) => (false, None, Some(why.as_str())),
+        };
+        OpaResult {
+            allowed,
+            deny,
+            error,
+            annotations: self.annotations.as_ref(),
+            confirm: self.confirm.as_deref(),
+        }
     }
 
     /// The line, as JSON.
     pub fn to_json(&self, time: SystemTime, log_arguments: bool) -> Value {
         let mut line = Vec::new();
-        self.line(time, log_arguments, &mut line);
+        self.line(time, &Format::new(log_arguments, &[]), &mut line);
         serde_json::from_slice(&line).expect("a decision line is JSON")
     }
+}
+
+#[derive(serde::Serialize)]
+struct OpaInput<'a> {
+    tool: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    caller: Option<CallerRef<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct CallerRef<'a> {
+    subject: &'a str,
+    issuer: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct OpaResult<'a> {
+    allowed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deny: Option<&'a [String]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<&'a Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confirm: Option<&'a str>,
 }
 
 /// Milliseconds with microsecond precision, for durations in logs and `_meta`.
@@ -322,6 +522,40 @@ mod tests {
     }
 
     #[test]
+    fn opa_fields_carry_confirm_timer_caller_and_labels() {
+        let mut e = Entry::new(Kind::Resolve, "tools/resolve", "t", json!({}), "r");
+        e.verdict = Verdict::Denied(vec!["no".into()]);
+        e.confirm = Some("sure?".into());
+        e.eval = Some(Duration::from_nanos(1234));
+        e.caller = Some(Arc::new(Caller {
+            subject: "alice".into(),
+            issuer: "https://idp".into(),
+            claims: Default::default(),
+        }));
+        let format = Format::new(false, &[("env".into(), "prod".into())]);
+        let mut out = Vec::new();
+        e.line(UNIX_EPOCH, &format, &mut out);
+        let line: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            line["result"],
+            json!({"allowed": false, "deny": ["no"], "confirm": "sure?"})
+        );
+        assert_eq!(line["metrics"], json!({"timer_regent_eval_ns": 1234}));
+        assert_eq!(
+            line["input"]["caller"],
+            json!({"subject": "alice", "issuer": "https://idp"})
+        );
+        assert_eq!(line["labels"]["env"], json!("prod"));
+        assert!(
+            parse_label("id=x")
+                .unwrap_err()
+                .contains("choose another key")
+        );
+        assert!(parse_label("novalue").unwrap_err().contains("KEY=VALUE"));
+        assert_eq!(parse_label("a=b=c").unwrap(), ("a".into(), "b=c".into()));
+    }
+
+    #[test]
     fn a_call_line_has_every_field_in_order() {
         let mut e = Entry::new(Kind::Call, "tools/call", "t", json!({"b": 1, "a": 2}), "r");
         e.annotations = Some(Map::from_iter([("readOnlyHint".to_string(), json!(true))]));
@@ -352,7 +586,14 @@ mod tests {
                 "revision",
                 "refused",
                 "outcome",
-                "durationMs"
+                "durationMs",
+                "decision_id",
+                "timestamp",
+                "path",
+                "input",
+                "result",
+                "labels",
+                "bundles"
             ]
         );
         assert_eq!(line["time"], json!("1970-01-01T00:00:00.000Z"));
@@ -363,11 +604,34 @@ mod tests {
         );
         assert_eq!(line["reasons"], json!([]));
         assert_eq!(line["durationMs"], json!(12.5));
+        // OPA's event: the same id and time, the input with the arguments
+        // (logged here), the decision, the instance and the revision.
+        assert_eq!(line["decision_id"], line["id"]);
+        assert_eq!(line["timestamp"], line["time"]);
+        assert_eq!(line["path"], json!("tools/t"));
+        assert_eq!(
+            line["input"],
+            json!({"tool": "t", "arguments": {"b": 1, "a": 2}})
+        );
+        assert_eq!(
+            line["result"],
+            json!({"allowed": true, "deny": [], "annotations": {"readOnlyHint": true}})
+        );
+        assert_eq!(line["labels"]["id"], json!(instance_id()));
+        assert_eq!(line["labels"]["version"], json!(env!("CARGO_PKG_VERSION")));
+        assert_eq!(line["bundles"], json!({"regent": {"revision": "r"}}));
+        assert!(line.get("metrics").is_none(), "no evaluation, no timer");
         let mut denied = Entry::new(Kind::Resolve, "tools/resolve", "t", json!({}), "r");
         denied.verdict = Verdict::Error("boom".into());
         let line = denied.to_json(UNIX_EPOCH, false);
         assert_eq!(line["decision"], json!("error"));
         assert_eq!(line["error"], json!("boom"));
+        assert_eq!(line["result"], json!({"allowed": false, "error": "boom"}));
+        assert_eq!(
+            line["input"],
+            json!({"tool": "t"}),
+            "no arguments unless asked"
+        );
         assert!(
             line["id"].as_str().is_some_and(|id| id.len() == 36),
             "{line}"

@@ -92,6 +92,13 @@ pub struct Metrics {
     pub connections_open: Gauge,
     /// HTTP connections closed at once because `--max-connections` were open.
     pub connections_refused: Counter,
+    /// Decisions the decision-log HTTP sink delivered (`--decision-log-url`).
+    pub decision_log_sent: Counter,
+    /// Decision-log uploads that failed (each retried, or dropped at exit).
+    pub decision_log_failed: Counter,
+    /// Decisions the decision-log HTTP sink dropped: its buffer was full,
+    /// or they were still unsent at exit.
+    pub decision_log_dropped: Counter,
 }
 
 /// A gauge that goes up and down.
@@ -121,6 +128,10 @@ impl Counter {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
 
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
@@ -144,6 +155,9 @@ impl Metrics {
             calls_refused: Counter::default(),
             connections_open: Gauge::default(),
             connections_refused: Counter::default(),
+            decision_log_sent: Counter::default(),
+            decision_log_failed: Counter::default(),
+            decision_log_dropped: Counter::default(),
         }
     }
 
@@ -236,6 +250,24 @@ impl Metrics {
                 "counter",
                 self.connections_refused.get().to_string(),
             ),
+            (
+                "regent_decision_log_sent_total",
+                "Decisions delivered to the --decision-log-url collector",
+                "counter",
+                self.decision_log_sent.get().to_string(),
+            ),
+            (
+                "regent_decision_log_upload_failures_total",
+                "Uploads to the --decision-log-url collector that failed (retried with backoff)",
+                "counter",
+                self.decision_log_failed.get().to_string(),
+            ),
+            (
+                "regent_decision_log_dropped_total",
+                "Decisions never delivered to the --decision-log-url collector: the buffer was full, or they were unsent at exit",
+                "counter",
+                self.decision_log_dropped.get().to_string(),
+            ),
         ] {
             header(out, name, help, kind);
             let _ = writeln!(out, "{name} {value}");
@@ -294,6 +326,24 @@ mod tests {
             "regent_resolve_duration_seconds_count 3",
         ] {
             assert!(out.lines().any(|l| l == line), "missing {line} in\n{out}");
+        }
+    }
+
+    #[test]
+    fn decision_log_counts_are_rendered() {
+        let m = Metrics::new();
+        m.decision_log_sent.add(7);
+        m.decision_log_failed.inc();
+        m.decision_log_dropped.add(3);
+        let mut out = String::new();
+        m.render(&mut out);
+        for line in [
+            "regent_decision_log_sent_total 7",
+            "regent_decision_log_upload_failures_total 1",
+            "regent_decision_log_dropped_total 3",
+            "# TYPE regent_decision_log_dropped_total counter",
+        ] {
+            assert!(out.lines().any(|l| l == line), "no {line:?} in\n{out}");
         }
     }
 

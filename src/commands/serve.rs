@@ -8,7 +8,7 @@ use rmcp::ServiceExt;
 
 use super::{Failure, build_options, exit, load_catalog};
 use crate::cli::ServeArgs;
-use crate::decisions::DecisionLog;
+use crate::decisions::{self, DecisionLog, ship};
 use crate::metrics::Metrics;
 use crate::protocol::Regent;
 use crate::protocol::call::CallLimit;
@@ -82,9 +82,25 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         "catalog loaded"
     );
     let state = Arc::new(CatalogState::new(catalog));
+    let metrics = Arc::new(Metrics::new());
+    let shipper = match &args.decision_log_url {
+        None => None,
+        Some(url) => {
+            let settings = ship::Settings::new(url.clone(), args.decision_log_buffer);
+            tracing::info!(url = %url, buffer = settings.buffer, "shipping decisions");
+            Some(Arc::new(
+                ship::Shipper::start(settings, metrics.clone()).map_err(cannot_run)?,
+            ))
+        }
+    };
+    let options = decisions::Options {
+        log_arguments: args.log_arguments,
+        labels: args.decision_log_label.clone(),
+        shipper,
+    };
     let decisions = Arc::new(match &args.decision_log {
-        None => DecisionLog::stderr(args.log_arguments),
-        Some(path) => DecisionLog::file(path, args.log_arguments).map_err(|e| {
+        None => DecisionLog::to_stderr(options),
+        Some(path) => DecisionLog::file(path, options).map_err(|e| {
             cannot_run(format!(
                 "cannot open the decision log {}: {}",
                 path.display(),
@@ -116,7 +132,6 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         tracing::info!("watching the catalog for changes");
     }
 
-    let metrics = Arc::new(Metrics::new());
     let calls = Arc::new(CallLimit::new(args.max_concurrent_calls, metrics.clone()));
 
     let requester = reloads.requester();

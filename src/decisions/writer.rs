@@ -25,6 +25,11 @@
 //! joins the thread; a line recorded after that is written directly. What
 //! goes into a line is `Entry`'s business ([`super::Entry::line`]).
 //!
+//! With an HTTP sink ([`super::ship`]), each decision line is also handed
+//! to it as it is formatted; that never waits (the sink drops rather than
+//! block), so the network never holds up this thread or a request. `gap`
+//! lines stay local: they are not decisions.
+//!
 //! [`DecisionLog::record`]: super::DecisionLog::record
 //! [`DecisionLog::close`]: super::DecisionLog::close
 
@@ -38,7 +43,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::json;
 
-use super::Entry;
+use super::ship::Shipper;
+use super::{Entry, Format};
 use crate::timestamp::rfc3339;
 
 /// How many entries may wait for the writer before requests wait for room.
@@ -133,7 +139,7 @@ struct Shared {
     /// The buffer and the sink; the writer holds this while it writes, and
     /// a line recorded after closing is written through it directly.
     out: Mutex<Output>,
-    log_arguments: bool,
+    format: Format,
     capacity: usize,
     stall_after: Duration,
 }
@@ -150,11 +156,16 @@ impl Shared {
 struct Output {
     sink: Sink,
     buf: Vec<u8>,
+    ship: Option<Arc<Shipper>>,
 }
 
 impl Output {
-    fn line(&mut self, entry: &Entry, time: SystemTime, log_arguments: bool) {
-        entry.line(time, log_arguments, &mut self.buf);
+    fn line(&mut self, entry: &Entry, time: SystemTime, format: &Format) {
+        let start = self.buf.len();
+        entry.line(time, format, &mut self.buf);
+        if let Some(ship) = &self.ship {
+            ship.push(&self.buf[start..]);
+        }
         self.buf.push(b'\n');
     }
 
@@ -196,14 +207,34 @@ pub struct Writer {
 }
 
 impl Writer {
+    #[cfg(test)]
     pub fn new(sink: Sink, log_arguments: bool) -> Writer {
         Writer::with_limits(sink, log_arguments, CAPACITY, STALL_AFTER)
     }
 
     /// A writer with another queue size and stall bound (tests).
+    #[cfg(test)]
     pub fn with_limits(
         sink: Sink,
         log_arguments: bool,
+        capacity: usize,
+        stall_after: Duration,
+    ) -> Writer {
+        Writer::configured(
+            sink,
+            Format::new(log_arguments, &[]),
+            None,
+            capacity,
+            stall_after,
+        )
+    }
+
+    /// A writer making lines by `format`, handing each decision line to
+    /// `ship` too when there is one.
+    pub fn configured(
+        sink: Sink,
+        format: Format,
+        ship: Option<Arc<Shipper>>,
         capacity: usize,
         stall_after: Duration,
     ) -> Writer {
@@ -223,8 +254,9 @@ impl Writer {
                 out: Mutex::new(Output {
                     sink,
                     buf: Vec::with_capacity(BUFFER),
+                    ship,
                 }),
-                log_arguments,
+                format,
                 capacity: capacity.max(1),
                 stall_after,
             }),
@@ -266,7 +298,7 @@ impl Writer {
             // The thread is gone (or going): write the line here.
             drop(st);
             let mut out = lock(&shared.out);
-            out.line(&entry, time, shared.log_arguments);
+            out.line(&entry, time, &shared.format);
             out.flush();
             return Ok(());
         }
@@ -404,7 +436,7 @@ fn run(shared: &Shared) {
             out.gap(missed, shared.stalled());
         }
         for p in batch.drain(..) {
-            out.line(&p.entry, p.time, shared.log_arguments);
+            out.line(&p.entry, p.time, &shared.format);
             if out.buf.len() >= BUFFER {
                 out.flush();
             }

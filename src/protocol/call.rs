@@ -243,11 +243,15 @@ pub async fn call(
     };
 
     // 2. Decide on the whole arguments.
-    let r = match catalog.resolve_as(name, &full, caller.as_deref()) {
+    let started = std::time::Instant::now();
+    let r = catalog.resolve_as(name, &full, caller.as_deref());
+    entry.eval = Some(started.elapsed());
+    let r = match r {
         Ok(r) => r,
         Err(e) => return Err(fail(entry, e)),
     };
     entry.annotations = Some(wire::annotations(tool, Some(&r)));
+    entry.confirm.clone_from(&r.confirm);
     let mut meta = Map::new();
     meta.insert(
         DECISION_META.into(),

@@ -299,12 +299,16 @@ fn resolve_logged(
         &args
     };
     // The log records the arguments as the client sent them.
-    let r = match catalog.resolve_as(&name, decided_on, caller.as_deref()) {
+    let started = std::time::Instant::now();
+    let r = catalog.resolve_as(&name, decided_on, caller.as_deref());
+    let eval = started.elapsed();
+    let r = match r {
         Ok(r) => r,
         Err(e) => {
             if let Some(log) = log {
                 let mut entry = Entry::new(Kind::Resolve, method, &name, args, &catalog.revision);
                 entry.caller = caller;
+                entry.eval = Some(eval);
                 entry.verdict = Verdict::Error(e.to_string());
                 // The answer is an error either way.
                 let _ = log.record(entry);
@@ -334,6 +338,8 @@ fn resolve_logged(
         entry.caller = caller;
         entry.annotations = Some(annotations);
         entry.verdict = verdict;
+        entry.confirm.clone_from(&r.confirm);
+        entry.eval = Some(eval);
         // Fail closed: a decision the audit log cannot take is not given.
         log.record(entry)
             .map_err(|stalled| ErrorData::internal_error(stalled.to_string(), None))?;
