@@ -250,6 +250,90 @@ mod tests {
         }
     }
 
+    /// A catalog of `tools.yaml` and, when given, `p.rego` (package `p`,
+    /// policy of tool `a`; tool `b` has none).
+    fn catalog(rego: Option<&str>) -> Catalog {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = if rego.is_some() {
+            "\n    policy: p"
+        } else {
+            ""
+        };
+        std::fs::write(
+            dir.path().join("tools.yaml"),
+            format!(
+                "tools:\n  - name: a\n    inputSchema: {{type: object}}{policy}\n  - name: b\n    inputSchema: {{type: object}}\n"
+            ),
+        )
+        .unwrap();
+        if let Some(rego) = rego {
+            std::fs::write(
+                dir.path().join("p.rego"),
+                format!("package p\n\nimport rego.v1\n\n{rego}\n"),
+            )
+            .unwrap();
+        }
+        let source = crate::source::Source::load(&[dir.path().to_path_buf()]).unwrap();
+        crate::catalog::build(&source, &Default::default()).unwrap()
+    }
+
+    fn names<'a>(c: &'a Catalog, caller: Option<&Caller>) -> Vec<&'a str> {
+        c.tools_visible_to(caller)
+            .map(|t| t.name.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn without_a_visible_rule_nothing_is_evaluated_or_kept() {
+        let c = catalog(Some("meta := {\"x\": 1}"));
+        let ops = caller(json!({"groups": ["ops"]}));
+        assert!(c.visible_set(Some(&ops)).is_none());
+        assert_eq!(names(&c, Some(&ops)), ["a", "b"]);
+        assert_eq!(names(&c, None), ["a", "b"]);
+        assert_eq!(c.visibility_cached(), 0);
+    }
+
+    #[test]
+    fn a_declared_rule_shows_the_tool_only_when_true_once_per_caller() {
+        let c = catalog(Some("visible if \"ops\" in input.caller.claims.groups"));
+        let ops = caller(json!({"groups": ["ops"]}));
+        let dev = caller(json!({"groups": ["dev"]}));
+        assert_eq!(names(&c, Some(&ops)), ["a", "b"]);
+        assert_eq!(names(&c, Some(&dev)), ["b"]);
+        assert_eq!(names(&c, None), ["b"]);
+        assert!(c.tool_as("a", Some(&dev)).is_none());
+        assert!(c.tool_as("a", Some(&ops)).is_some());
+        assert!(c.tool_as("nope", Some(&ops)).is_none());
+        assert_eq!(c.visibility_cached(), 3, "one set per caller");
+        names(&c, Some(&ops));
+        assert_eq!(c.visibility_cached(), 3);
+    }
+
+    #[test]
+    fn a_rule_that_reads_arguments_is_undefined_and_hides() {
+        let c = catalog(Some("visible if input.arguments"));
+        assert_eq!(names(&c, None), ["b"]);
+    }
+
+    #[test]
+    fn a_non_boolean_or_failing_rule_hides() {
+        let c = catalog(Some("visible := 1"));
+        assert_eq!(names(&c, None), ["b"]);
+        assert!(matches!(
+            c.tools()[0].visibility(None),
+            Verdict::Failed { ref message, timed_out: false } if message.contains("must be true or false, got a number")
+        ));
+        let c = catalog(Some(
+            "visible := true if input.caller\n\nvisible := false if input.caller",
+        ));
+        let ops = caller(json!({"groups": ["ops"]}));
+        assert_eq!(names(&c, Some(&ops)), ["b"]);
+        assert!(matches!(
+            c.tools()[0].visibility(Some(&ops)),
+            Verdict::Failed { .. }
+        ));
+    }
+
     #[test]
     fn the_key_does_not_depend_on_claim_order() {
         let a = caller(json!({"groups": ["ops"], "team": {"x": 1, "y": 2}}));
