@@ -219,3 +219,118 @@ fn a_caller_file_is_refused_over_http() {
         "{err}"
     );
 }
+
+/// `restart` is for the ops group only (its `visible` rule); `ping` has no
+/// policy and is listed for everyone.
+const VISIBLE_TOOLS: &str = r#"tools:
+  - name: restart
+    inputSchema:
+      type: object
+      properties: {service: {type: string}}
+      required: [service]
+    annotations: {readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false}
+    policy: tools.restart
+    run: {cli: {program: echo, args: ["restarted", "{service}"], timeout: 5s}}
+  - name: ping
+    inputSchema: {type: object}
+    run: {cli: {program: echo, args: ["pong"], timeout: 5s}}
+"#;
+
+const VISIBLE_POLICY: &str = r#"package tools.restart
+
+import rego.v1
+
+visible if "ops" in input.caller.claims.groups
+
+meta := {"asked_by": input.caller.subject}
+"#;
+
+fn listed_names(server: &mut Server) -> Vec<String> {
+    let list = server.request("tools/list", json!({}));
+    list["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("tools/list: {list}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The error of each method that names a tool, for `name`.
+fn errors_for(server: &mut Server, name: &str) -> Vec<Value> {
+    let args = json!({"service": "web"});
+    [
+        ("tools/resolve", json!({"name": name, "arguments": args})),
+        (
+            "tools/annotations",
+            json!({"name": name, "arguments": args}),
+        ),
+        ("tools/call", json!({"name": name, "arguments": args})),
+    ]
+    .into_iter()
+    .map(|(method, params)| server.expect_error(method, params))
+    .collect()
+}
+
+#[test]
+fn a_tool_the_caller_may_not_see_is_not_listed_and_answers_as_unknown() {
+    let s = Setup::new();
+    std::fs::write(s.path("catalog/tools.yaml"), VISIBLE_TOOLS).unwrap();
+    std::fs::write(s.path("catalog/restart.rego"), VISIBLE_POLICY).unwrap();
+    let bob = s.caller_file("bob.yaml", "subject: bob\nclaims: {groups: [dev]}\n");
+    let alice = s.caller_file("alice.yaml", "subject: alice\nclaims: {groups: [ops]}\n");
+    for era in Era::ALL {
+        for caller in [Some(&bob), None] {
+            let mut args = vec!["--no-watch"];
+            if let Some(file) = caller {
+                args.extend(["--caller-file", file.as_str()]);
+            }
+            let catalog = s.arg("catalog");
+            args.push(&catalog);
+            let mut server = Server::start(era, &args);
+            assert_eq!(listed_names(&mut server), ["ping"], "{era:?} {caller:?}");
+            let hidden = errors_for(&mut server, "restart");
+            let unknown = errors_for(&mut server, "restart2");
+            for (h, u) in hidden.iter().zip(&unknown) {
+                assert_eq!(h["code"], json!(-32602), "{h}");
+                assert_eq!(h["code"], u["code"]);
+                assert_eq!(h["message"], json!("unknown tool: restart"), "{h}");
+                assert_eq!(
+                    h["data"],
+                    json!({"tool": "restart", "reason": "unknown-tool"}),
+                    "{h}"
+                );
+                assert_eq!(u["data"]["reason"], h["data"]["reason"]);
+            }
+            assert!(server.finish().success());
+        }
+
+        let mut server = Server::start(
+            era,
+            &["--no-watch", "--caller-file", &alice, &s.arg("catalog")],
+        );
+        assert_eq!(listed_names(&mut server), ["restart", "ping"], "{era:?}");
+        let r = server.resolve("restart", json!({"service": "web"}));
+        assert_eq!(r["_meta"]["asked_by"], json!("alice"), "{r}");
+        let call = server.request(
+            "tools/call",
+            json!({"name": "restart", "arguments": {"service": "web"}}),
+        );
+        assert!(call.to_string().contains("restarted web"), "{call}");
+        assert!(server.finish().success());
+    }
+}
+
+#[test]
+fn without_a_visible_rule_every_caller_gets_the_same_listing() {
+    let s = Setup::new();
+    let bob = s.caller_file("bob.yaml", "subject: bob\nclaims: {groups: [dev]}\n");
+    let mut anonymous = Server::start(Era::Legacy, &["--no-watch", &s.arg("catalog")]);
+    let mut with_bob = Server::start(
+        Era::Legacy,
+        &["--no-watch", "--caller-file", &bob, &s.arg("catalog")],
+    );
+    let a = anonymous.request("tools/list", json!({}));
+    let b = with_bob.request("tools/list", json!({}));
+    assert_eq!(a["result"].to_string(), b["result"].to_string());
+    assert_eq!(a["result"]["tools"][0]["name"], json!("restart"), "{a}");
+}

@@ -15,6 +15,7 @@
 //!       securitySchemes: [...]              # the resolved securitySchemes, exactly
 //!       deny: [...]                         # the deny reasons, exactly ([] = allowed)
 //!       error: "substring of the error message"
+//!       visible: false                      # listed or not; hidden answers as unknown
 //! ```
 //!
 //! The real binary is started per file and driven over stdio; a case with a
@@ -66,6 +67,10 @@ struct Expect {
     /// A message, or `true`/`false` for whether there is a question.
     #[serde(default)]
     confirm: Option<Value>,
+    /// Whether the caller sees the tool: in `tools/list`, and a hidden one
+    /// answers `tools/resolve` and `tools/call` exactly as an unknown one.
+    #[serde(default)]
+    visible: Option<bool>,
 }
 
 fn empty_object() -> Value {
@@ -135,7 +140,20 @@ fn run_case(server: &mut Server, case: &Case, label: &str) -> Result<(), Failed>
         "tools/resolve",
         json!({"name": case.tool, "arguments": case.arguments}),
     );
+    let seen = case.expect.visible.map(|_| {
+        let list = server.request("tools/list", json!({}));
+        let call = server.request(
+            "tools/call",
+            json!({"name": case.tool, "arguments": case.arguments}),
+        );
+        (list, call)
+    });
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if let (Some(want), Some((list, call))) = (case.expect.visible, &seen)
+            && !check_visible(want, &case.tool, &response, list, call, label)
+        {
+            return;
+        }
         check(&response, &case.expect, label);
     }));
     outcome.map_err(|p| {
@@ -146,6 +164,46 @@ fn run_case(server: &mut Server, case: &Case, label: &str) -> Result<(), Failed>
             .unwrap_or_default();
         Failed::from(msg)
     })
+}
+
+/// Checks that `tool` is listed exactly when `want`, and that a hidden one
+/// answers `tools/resolve` and `tools/call` as an unknown tool does. Returns
+/// whether there is a resolution left to check.
+fn check_visible(
+    want: bool,
+    tool: &str,
+    resolve: &Value,
+    list: &Value,
+    call: &Value,
+    label: &str,
+) -> bool {
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{label}: tools/list gave no tools: {list}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(
+        names.contains(&tool),
+        want,
+        "{label}: visible\n  expected: {want}\n  listed:   {names:?}"
+    );
+    if want {
+        return true;
+    }
+    let unknown = json!({
+        "code": -32602,
+        "message": format!("unknown tool: {tool}"),
+        "data": {"tool": tool, "reason": "unknown-tool"},
+    });
+    for (method, response) in [("tools/resolve", resolve), ("tools/call", call)] {
+        assert_eq!(
+            response.get("error"),
+            Some(&unknown),
+            "{label}: a hidden tool must answer {method} as an unknown one: {response}"
+        );
+    }
+    false
 }
 
 fn check(response: &Value, expect: &Expect, label: &str) {

@@ -474,3 +474,45 @@ fn unsafe_jwt_settings_are_refused_at_start_up() {
         assert!(stderr.contains(want), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn tools_list_shows_a_tool_only_to_the_callers_its_visible_rule_admits() {
+    let keys = Keys::new();
+    let catalog = std::path::Path::new(&keys.catalog()).to_path_buf();
+    std::fs::write(
+        catalog.join("page.yaml"),
+        "tools:\n  - name: page\n    inputSchema: {type: object}\n    policy: tools.page\n",
+    )
+    .unwrap();
+    std::fs::write(
+        catalog.join("page.rego"),
+        "package tools.page\n\nimport rego.v1\n\nvisible if \"oncall\" in input.caller.claims.groups\n",
+    )
+    .unwrap();
+    let http = keys.serve();
+    let oncall = keys.token("alice", &["dev", "oncall"]);
+    let dev = keys.token("bob", &["dev"]);
+    for era in Era::ALL {
+        for (token, want) in [(&oncall, vec!["page", "restart"]), (&dev, vec!["restart"])] {
+            let mut c = client(&http, era, token);
+            let list = c.request("tools/list", json!({}));
+            let names: Vec<&str> = list["result"]["tools"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{era:?}: {list}"))
+                .iter()
+                .filter_map(|t| t["name"].as_str())
+                .collect();
+            assert_eq!(names, want, "{era:?}: {list}");
+            let r = c.request("tools/resolve", json!({"name": "page", "arguments": {}}));
+            if want.contains(&"page") {
+                assert!(r.get("result").is_some(), "{era:?}: {r}");
+            } else {
+                assert_eq!(
+                    r["error"]["data"],
+                    json!({"tool": "page", "reason": "unknown-tool"}),
+                    "{era:?}: {r}"
+                );
+            }
+        }
+    }
+}

@@ -155,11 +155,18 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         .enumerate()
         .map(|(i, t): (usize, &Tool)| (t.name.clone(), i))
         .collect();
+    // Only a catalog where some tool declares `visible` evaluates anything
+    // per caller; every other one lists as it always did.
+    let visibility = tools
+        .iter()
+        .any(|t| t.visible.is_some())
+        .then(super::visibility::Cache::default);
     let catalog = Catalog {
         revision: source.digest.clone(),
         tools,
         by_name,
         warnings,
+        visibility,
     };
     (catalog, diags)
 }
@@ -363,14 +370,16 @@ fn compile_tool(
     };
     let mut engines = None;
     let mut plan = Vec::new();
+    let mut visible = None;
     if needs_engine && !blocking(&diags) {
         let rule_refs: Vec<&str> = resolver_rules.iter().map(|(_, r)| r.as_str()).collect();
         match tool_engine(decl, own, base, library, &rule_refs, &opts.policy_limits) {
-            Ok((engine, p, steps)) => {
+            Ok((engine, p, steps, v)) => {
                 let pool = EnginePool::new(engine, opts.policy_limits);
-                engines =
-                    Some(pool.with_native(p.iter().map(|(_, s)| s).chain(steps.iter().flatten())));
+                let lowered = p.iter().map(|(_, s)| s).chain(steps.iter().flatten());
+                engines = Some(pool.with_native(lowered.chain(v.iter())));
                 plan = p;
+                visible = v;
                 for ((i, _), step) in resolver_rules.iter().zip(steps) {
                     match step {
                         Ok(step) => {
@@ -436,6 +445,7 @@ fn compile_tool(
                 engines,
                 run,
                 plan,
+                visible,
             },
             diags,
         )),
@@ -608,6 +618,7 @@ fn tool_engine(
         &schema::sample(&decl.input_schema),
     ));
     let mut plan = Vec::new();
+    let mut visible = None;
     for (field, path, dotted) in candidates {
         // A contract rule counts as declared when any loaded module has a rule
         // at that path or below it (regorus takes the path relative to the
@@ -630,6 +641,10 @@ fn tool_engine(
             path,
             by_query: false,
         };
+        if field == Field::Contract(generate::VISIBLE_RULE) {
+            visible = Some(step);
+            continue;
+        }
         match warm(&step, &mut engine, limits) {
             Ok(_) => {}
             // Defined by path (`annotations.readOnlyHint := ...`): `eval_rule`
@@ -647,7 +662,27 @@ fn tool_engine(
         .iter()
         .map(|rule| resolver_step(&mut engine, &modules, rule, limits))
         .collect();
-    Ok((engine, plan, steps))
+    // `visible` is warmed last, on the listing's input (no arguments, no
+    // caller): an error there is a load error, as for the other contract
+    // rules; a value of the wrong type is judged per caller, where it hides
+    // the tool.
+    let visible = match visible {
+        Some(mut step) => {
+            engine.set_input(policy::listing_input(&decl.name, None));
+            match warm(&step, &mut engine, limits) {
+                Ok(_) => {}
+                Err(e) if policy::is_undeclared(&e) => {
+                    step.by_query = true;
+                    warm(&step, &mut engine, limits)
+                        .map_err(|e| LocatedError::Eval(e.location, e.message))?;
+                }
+                Err(e) => return Err(LocatedError::Eval(e.location, e.message)),
+            }
+            Some(step)
+        }
+        None => None,
+    };
+    Ok((engine, plan, steps, visible))
 }
 
 /// Evaluates `step` once to warm the engine and surface evaluation errors at
@@ -666,12 +701,14 @@ fn warm(
     }
 }
 
-/// A prepared engine, its per-request plan, and one step (or the reason
-/// there is none) per policy resolver rule.
+/// A prepared engine, its per-request plan, one step (or the reason
+/// there is none) per policy resolver rule, and the `visible` rule's step
+/// when the package declares one.
 type ToolEngine = (
     regorus::Engine,
     Vec<(Field, policy::Step)>,
     Vec<Result<policy::Step, LocatedError>>,
+    Option<policy::Step>,
 );
 
 /// The step that evaluates a policy resolver's rule, checked to exist and

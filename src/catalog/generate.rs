@@ -25,7 +25,21 @@ pub const MAPPING_RULE: &str = "data.regent.decision.mapping";
 /// The contract rules read from a tool's policy package.
 /// `deny` is a set of reason strings (conftest style): non-empty refuses the call.
 /// `confirm` is a message: when defined, `tools/call` asks the user first.
-pub const CONTRACT_RULES: &[&str] = &["annotations", "meta", "security_schemes", "deny", "confirm"];
+/// `visible` ([`VISIBLE_RULE`]) is a boolean: whether the caller sees the tool
+/// at all. It is evaluated per caller for listing (no arguments), never per
+/// resolution, so it stays out of a tool's resolution plan.
+pub const CONTRACT_RULES: &[&str] = &[
+    "annotations",
+    "meta",
+    "security_schemes",
+    "deny",
+    "confirm",
+    VISIBLE_RULE,
+];
+
+/// The contract rule that decides whether a caller sees a tool (see
+/// `catalog::visibility`).
+pub const VISIBLE_RULE: &str = "visible";
 
 /// Rego source for one tool's mapping module; `None` when it has no rules.
 pub fn mapping_module(tool: &str, rules: &[MappingRule]) -> Option<String> {

@@ -22,6 +22,7 @@ mod resolve;
 pub mod resolvers;
 pub mod run;
 pub mod schema;
+pub mod visibility;
 
 use std::collections::HashMap;
 
@@ -104,6 +105,9 @@ pub struct Tool {
     /// What one resolution evaluates, in order: the generated mapping rule
     /// when there are YAML rules, then each contract rule the policy declares.
     plan: Vec<(Field, policy::Step)>,
+    /// The package's `visible` rule, evaluated per caller for listing (see
+    /// `visibility`); `None` when it declares none (visible to everyone).
+    visible: Option<policy::Step>,
 }
 
 /// What a planned rule evaluation answers.
@@ -238,6 +242,10 @@ pub struct Catalog {
     by_name: HashMap<String, usize>,
     /// Problems that did not stop the catalog from loading.
     pub warnings: Vec<Diagnostic>,
+    /// Visibility sets by caller, when some tool declares `visible`: a
+    /// memo of a pure function of this snapshot and the caller, never an
+    /// input to it (see `visibility`).
+    visibility: Option<visibility::Cache>,
 }
 
 impl Catalog {

@@ -462,6 +462,23 @@ pub fn input_as(tool: &str, args: &Value, caller: Option<&Caller>) -> regorus::V
     input
 }
 
+/// The input of a tool's `visible` rule, evaluated for listing:
+/// `{"tool": name}` and `caller` when there is one. There are no arguments
+/// (a listing has none), so `input.arguments` is absent and any rule body
+/// that reads it is undefined.
+pub fn listing_input(tool: &str, caller: Option<&Caller>) -> regorus::Value {
+    use serde::Deserialize;
+    let mut input = regorus::Value::new_object();
+    if let Ok(obj) = input.as_object_mut() {
+        obj.insert(regorus::Value::from("tool"), regorus::Value::from(tool));
+        if let Some(c) = caller {
+            let c = regorus::Value::deserialize(&c.to_value()).unwrap_or(regorus::Value::Undefined);
+            obj.insert(regorus::Value::from("caller"), c);
+        }
+    }
+    input
+}
+
 /// Whether an evaluation failed because two definitions of a complete rule
 /// (or function) produced different values (`annotations := {...} if A` and
 /// `annotations := {...} if B`, both holding).

@@ -132,6 +132,10 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
     out.extend(lint_policies(&source, opts));
 
     let cases = case_arguments(&source);
+    let callers = case_callers(&source);
+    for tool in catalog.tools().iter().filter(|t| t.has_visible_rule()) {
+        out.extend(visible_failure(tool, &callers));
+    }
     for tool in catalog.tools().iter().filter(|t| t.is_resolvable()) {
         let mut proof = proof::prove(&catalog, tool);
         // The catalog's own test cases for this tool, those inputSchema
@@ -239,6 +243,59 @@ fn case_arguments(source: &Source) -> BTreeMap<String, Vec<Value>> {
         }
     }
     out
+}
+
+/// The callers of every `regent test` case in the catalog, distinct.
+fn case_callers(source: &Source) -> Vec<crate::caller::Caller> {
+    let mut out: Vec<crate::caller::Caller> = Vec::new();
+    for f in &source.cases {
+        let Ok(cases) = crate::testing::cases::parse(&f.path, &f.text) else {
+            continue;
+        };
+        for c in cases.cases.into_iter().filter_map(|c| c.caller) {
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// The first failure of a `visible` rule (an error or a value that is not a
+/// boolean), without a caller, then for each caller of the catalog's own
+/// test cases: the tool would be hidden from that caller (and the failure
+/// logged) on every `tools/list`.
+fn visible_failure(
+    tool: &crate::catalog::Tool,
+    callers: &[crate::caller::Caller],
+) -> Option<Diagnostic> {
+    use crate::catalog::visibility::Verdict;
+    let pkg = tool.policy.as_deref().unwrap_or("");
+    for caller in std::iter::once(None).chain(callers.iter().map(Some)) {
+        let Verdict::Failed {
+            message,
+            timed_out: false,
+        } = tool.visibility(caller)
+        else {
+            continue;
+        };
+        let who = match caller {
+            Some(c) => format!("for caller {} ({})", c.subject, c.issuer),
+            None => "without a caller".to_string(),
+        };
+        let location = tool
+            .rule_location(&format!("{pkg}.visible"))
+            .unwrap_or_else(|| tool.location.clone());
+        return Some(
+            Diagnostic::error(
+                "visible-failed",
+                location,
+                format!("the visible rule of `{}` fails {who}: {message}", tool.name),
+            )
+            .with_help("a failing `visible` hides the tool from that caller and logs an error on every listing; make it true or false (`default visible := false`)"),
+        );
+    }
+    None
 }
 
 /// Lints every serving policy in one engine (packages of all tools side by

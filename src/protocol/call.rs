@@ -174,7 +174,9 @@ pub async fn call(
         }
         errors::resolve_error(&catalog, &e)
     };
-    let Some(tool) = catalog.tool(name) else {
+    // A tool the caller may not see answers as an unknown one, before
+    // anything about it (its resolvers, its questions) can show.
+    let Some(tool) = catalog.tool_as(name, caller.as_deref()) else {
         return Err(fail(entry, ResolveError::UnknownTool(name.to_string())));
     };
     if let Some(r) = fill::supplied_by_client(tool, &args) {

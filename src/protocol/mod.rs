@@ -258,8 +258,9 @@ fn resolve_logged(
         negotiated,
     };
     let (name, args) = name_and_arguments(params, shape.draft())?;
+    // A tool the caller may not see answers as an unknown one.
     let tool = catalog
-        .tool(&name)
+        .tool_as(&name, caller.as_deref())
         .ok_or_else(|| errors::unknown_tool(&name))?;
     if !tool.is_resolvable() {
         return Err(ErrorData::invalid_params(
@@ -370,9 +371,11 @@ impl ServerHandler for Regent {
     ) -> Result<ListToolsResult, ErrorData> {
         let catalog = self.state.current();
         let marked = Negotiated::for_request(&ctx, has_result_type(&ctx)).resolution;
+        // Only the tools this request's caller sees (all of them unless some
+        // tool declares `visible`), each listed exactly as for everyone.
+        let caller = self.caller(&ctx);
         let tools = catalog
-            .tools()
-            .iter()
+            .tools_visible_to(caller.as_deref())
             .map(|t| {
                 let mut tool = wire::tool_json(t, None);
                 if !marked {

@@ -72,6 +72,10 @@ pub struct Expect {
     /// any, `false` for none.
     #[serde(default)]
     pub confirm: Option<ConfirmExpect>,
+    /// Whether the case's caller sees the tool (its `visible` rule). A tool
+    /// expected hidden answers as an unknown one, which is then no failure.
+    #[serde(default)]
+    pub visible: Option<bool>,
 }
 
 /// `expect.confirm`: a message, or whether there is one at all.
@@ -162,6 +166,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Parsed, Diagnostic> {
             && e.deny.is_none()
             && e.error.is_none()
             && e.confirm.is_none()
+            && e.visible.is_none()
         {
             let (line, column) = index.locate(&at.key("expect"));
             out.malformed.push(
@@ -171,7 +176,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Parsed, Diagnostic> {
                     format!("case {} expects nothing, so it could never fail", i + 1),
                 )
                 .with_help(
-                    "add `annotations`, `meta`, `securitySchemes`, `deny`, `confirm` or `error` under `expect`",
+                    "add `annotations`, `meta`, `securitySchemes`, `deny`, `confirm`, `visible` or `error` under `expect`",
                 ),
             );
             continue;
@@ -313,7 +318,25 @@ pub fn run(catalog: &Catalog, c: &Case, caller: Option<&Caller>) -> Outcome {
     let mut rows = Vec::new();
     let mut note = None;
     let e = &c.expect;
+    // Whether the caller sees the tool; `None` when no tool has the name.
+    let visible = catalog
+        .tool(&c.tool)
+        .map(|_| catalog.tool_as(&c.tool, caller).is_some());
+    if let Some(want) = e.visible {
+        rows.push(Row {
+            field: "visible".into(),
+            expected: want.to_string(),
+            actual: match visible {
+                Some(v) => v.to_string(),
+                None => "(unknown tool)".to_string(),
+            },
+            ok: visible == Some(want),
+        });
+    }
     match (&answer, &e.error) {
+        // A tool expected hidden, and hidden, answers as an unknown one: the
+        // `visible` row says so.
+        (Err(_), None) if e.visible == Some(false) && visible == Some(false) => {}
         (Err(err), Some(want)) => rows.push(Row {
             field: "error".into(),
             expected: format!("contains {want:?}"),

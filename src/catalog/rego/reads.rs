@@ -70,8 +70,14 @@ fn reads_of(
 }
 
 /// The contract rules whose value is not a hint: arguments only they read
-/// cannot change the annotations.
-const NOT_HINTS: &[&str] = &["deny", "confirm", "meta", "security_schemes"];
+/// cannot change the annotations (`visible` sees no arguments at all).
+const NOT_HINTS: &[&str] = &[
+    "deny",
+    "confirm",
+    "meta",
+    "security_schemes",
+    crate::catalog::generate::VISIBLE_RULE,
+];
 
 /// Which tool arguments can change the annotations of the tool whose policy
 /// is `package`: [`argument_reads`] without the rules of `package` named in

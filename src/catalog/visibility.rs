@@ -1,0 +1,362 @@
+//! Which tools a caller sees: each tool's `visible` contract rule, evaluated
+//! per caller for listing, and a small cache of the answers.
+//!
+//! `visible` is evaluated with input `{"tool": name, "caller": ...}` (no
+//! `arguments`: a listing has none; `caller` absent without one). A tool
+//! whose package does not declare `visible` is visible to everyone. One that
+//! declares it is visible only when it evaluates to `true`: `false`,
+//! undefined (`visible if "ops" in input.caller.claims.groups` for a caller
+//! outside `ops`), a value that is not a boolean and an evaluation error all
+//! hide the tool; the last two are logged. A tool is never listed by
+//! accident.
+//!
+//! The set of visible tools is a pure function of the catalog snapshot and
+//! the caller (policies are deterministic and read nothing else), so it is
+//! computed once per caller and kept in a [`Cache`] inside the `Catalog`,
+//! keyed by a digest of the caller's canonical JSON and bounded to
+//! [`CAPACITY`] callers. Keeping it never changes an answer, only how fast
+//! it comes, which is why it does not break "nothing in `catalog` is mutable
+//! after build" (ARCHITECTURE.md). A set in which some evaluation timed out
+//! (a busy machine, not the policy's answer) is used once and not kept.
+//! A catalog in which no tool declares `visible` has no cache and evaluates
+//! nothing.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::{Catalog, Tool, policy};
+use crate::caller::Caller;
+
+/// How many callers' sets one catalog keeps.
+pub const CAPACITY: usize = 1024;
+
+/// Per tool (in catalog order), whether the caller sees it.
+pub type Visible = Arc<[bool]>;
+
+/// Visibility sets by caller digest, oldest first out.
+#[derive(Default)]
+pub struct Cache {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    sets: HashMap<[u8; 32], Visible>,
+    /// Insertion order, for eviction.
+    order: VecDeque<[u8; 32]>,
+}
+
+impl Cache {
+    fn get(&self, key: &[u8; 32]) -> Option<Visible> {
+        self.lock().sets.get(key).cloned()
+    }
+
+    fn insert(&self, key: [u8; 32], set: Visible) {
+        let mut inner = self.lock();
+        if inner.sets.insert(key, set).is_some() {
+            return;
+        }
+        inner.order.push_back(key);
+        while inner.order.len() > CAPACITY {
+            if let Some(old) = inner.order.pop_front() {
+                inner.sets.remove(&old);
+            }
+        }
+    }
+
+    /// How many callers' sets are kept.
+    pub fn len(&self) -> usize {
+        self.lock().sets.len()
+    }
+
+    /// Whether no set is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// What one tool's `visible` rule says for one caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Visible,
+    Hidden,
+    /// Hidden because the rule failed or answered something else than a
+    /// boolean; the message says which.
+    Failed {
+        message: String,
+        timed_out: bool,
+    },
+}
+
+impl Tool {
+    /// Evaluates this tool's `visible` rule for `caller`. A tool without one
+    /// is visible.
+    pub fn visibility(&self, caller: Option<&Caller>) -> Verdict {
+        let (Some(step), Some(engines)) = (&self.visible, &self.engines) else {
+            return Verdict::Visible;
+        };
+        let pkg = self.policy.as_deref().unwrap_or("");
+        match engines.eval([step], policy::listing_input(&self.name, caller)) {
+            Ok(mut values) => match values.pop().flatten() {
+                Some(Value::Bool(true)) => Verdict::Visible,
+                Some(Value::Bool(false)) | None => Verdict::Hidden,
+                Some(other) => Verdict::Failed {
+                    message: format!(
+                        "rule {pkg}.visible must be true or false, got {}",
+                        crate::diag::json_kind(&other)
+                    ),
+                    timed_out: false,
+                },
+            },
+            Err(e) => Verdict::Failed {
+                message: match &e.location {
+                    Some(l) => format!("{} (at {l})", e.message),
+                    None => e.message,
+                },
+                timed_out: e.timed_out,
+            },
+        }
+    }
+
+    /// Whether the package declares a `visible` rule.
+    pub fn has_visible_rule(&self) -> bool {
+        self.visible.is_some()
+    }
+}
+
+impl Catalog {
+    /// Per tool, whether `caller` sees it; `None` when every tool is visible
+    /// to everyone (no tool declares `visible`), without evaluating anything.
+    pub fn visible_set(&self, caller: Option<&Caller>) -> Option<Visible> {
+        let cache = self.visibility.as_ref()?;
+        let key = caller_key(caller);
+        if let Some(set) = cache.get(&key) {
+            return Some(set);
+        }
+        let mut keep = true;
+        let set: Visible = self
+            .tools
+            .iter()
+            .map(|t| match t.visibility(caller) {
+                Verdict::Visible => true,
+                Verdict::Hidden => false,
+                Verdict::Failed { message, timed_out } => {
+                    tracing::error!(
+                        tool = %t.name,
+                        caller = caller.map_or("-", |c| c.subject.as_str()),
+                        revision = self.short_revision(),
+                        "visible failed, the tool is hidden: {message}"
+                    );
+                    keep &= !timed_out;
+                    false
+                }
+            })
+            .collect();
+        if keep {
+            cache.insert(key, set.clone());
+        }
+        Some(set)
+    }
+
+    /// The tools `caller` sees, in declaration order.
+    pub fn tools_visible_to<'a>(
+        &'a self,
+        caller: Option<&Caller>,
+    ) -> impl Iterator<Item = &'a Tool> + 'a {
+        let set = self.visible_set(caller);
+        self.tools
+            .iter()
+            .enumerate()
+            .filter(move |(i, _)| set.as_ref().is_none_or(|s| s[*i]))
+            .map(|(_, t)| t)
+    }
+
+    /// Tool `name` if `caller` sees it: `None` for an unknown tool and for a
+    /// hidden one alike, so that a hidden tool answers as an unknown one.
+    pub fn tool_as(&self, name: &str, caller: Option<&Caller>) -> Option<&Tool> {
+        let i = *self.by_name.get(name)?;
+        match self.visible_set(caller) {
+            Some(set) if !set[i] => None,
+            _ => Some(&self.tools[i]),
+        }
+    }
+
+    /// How many callers' visibility sets this catalog keeps (0 without a
+    /// `visible` rule).
+    pub fn visibility_cached(&self) -> usize {
+        self.visibility.as_ref().map_or(0, Cache::len)
+    }
+}
+
+/// The cache key of `caller`: sha256 of its canonical JSON (object keys
+/// sorted at every level), or of `null` without one.
+fn caller_key(caller: Option<&Caller>) -> [u8; 32] {
+    let mut h = Sha256::new();
+    match caller {
+        Some(c) => canonical(&c.to_value(), &mut h),
+        None => h.update(b"null"),
+    }
+    h.finalize().into()
+}
+
+/// Feeds `v` to `h` as JSON with object keys sorted.
+fn canonical(v: &Value, h: &mut Sha256) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            h.update(b"{");
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    h.update(b",");
+                }
+                h.update(Value::String(k.clone()).to_string().as_bytes());
+                h.update(b":");
+                canonical(&m[k], h);
+            }
+            h.update(b"}");
+        }
+        Value::Array(a) => {
+            h.update(b"[");
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    h.update(b",");
+                }
+                canonical(x, h);
+            }
+            h.update(b"]");
+        }
+        other => h.update(other.to_string().as_bytes()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn caller(claims: Value) -> Caller {
+        Caller {
+            subject: "alice".into(),
+            issuer: "local".into(),
+            claims: claims.as_object().unwrap().clone(),
+        }
+    }
+
+    /// A catalog of `tools.yaml` and, when given, `p.rego` (package `p`,
+    /// policy of tool `a`; tool `b` has none).
+    fn catalog(rego: Option<&str>) -> Catalog {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = if rego.is_some() {
+            "\n    policy: p"
+        } else {
+            ""
+        };
+        std::fs::write(
+            dir.path().join("tools.yaml"),
+            format!(
+                "tools:\n  - name: a\n    inputSchema: {{type: object}}{policy}\n  - name: b\n    inputSchema: {{type: object}}\n"
+            ),
+        )
+        .unwrap();
+        if let Some(rego) = rego {
+            std::fs::write(
+                dir.path().join("p.rego"),
+                format!("package p\n\nimport rego.v1\n\n{rego}\n"),
+            )
+            .unwrap();
+        }
+        let source = crate::source::Source::load(&[dir.path().to_path_buf()]).unwrap();
+        crate::catalog::build(&source, &Default::default()).unwrap()
+    }
+
+    fn names<'a>(c: &'a Catalog, caller: Option<&Caller>) -> Vec<&'a str> {
+        c.tools_visible_to(caller)
+            .map(|t| t.name.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn without_a_visible_rule_nothing_is_evaluated_or_kept() {
+        let c = catalog(Some("meta := {\"x\": 1}"));
+        let ops = caller(json!({"groups": ["ops"]}));
+        assert!(c.visible_set(Some(&ops)).is_none());
+        assert_eq!(names(&c, Some(&ops)), ["a", "b"]);
+        assert_eq!(names(&c, None), ["a", "b"]);
+        assert_eq!(c.visibility_cached(), 0);
+    }
+
+    #[test]
+    fn a_declared_rule_shows_the_tool_only_when_true_once_per_caller() {
+        let c = catalog(Some("visible if \"ops\" in input.caller.claims.groups"));
+        let ops = caller(json!({"groups": ["ops"]}));
+        let dev = caller(json!({"groups": ["dev"]}));
+        assert_eq!(names(&c, Some(&ops)), ["a", "b"]);
+        assert_eq!(names(&c, Some(&dev)), ["b"]);
+        assert_eq!(names(&c, None), ["b"]);
+        assert!(c.tool_as("a", Some(&dev)).is_none());
+        assert!(c.tool_as("a", Some(&ops)).is_some());
+        assert!(c.tool_as("nope", Some(&ops)).is_none());
+        assert_eq!(c.visibility_cached(), 3, "one set per caller");
+        names(&c, Some(&ops));
+        assert_eq!(c.visibility_cached(), 3);
+    }
+
+    #[test]
+    fn a_rule_that_reads_arguments_is_undefined_and_hides() {
+        let c = catalog(Some("visible if input.arguments"));
+        assert_eq!(names(&c, None), ["b"]);
+    }
+
+    #[test]
+    fn a_non_boolean_or_failing_rule_hides() {
+        let c = catalog(Some("visible := 1"));
+        assert_eq!(names(&c, None), ["b"]);
+        assert!(matches!(
+            c.tools()[0].visibility(None),
+            Verdict::Failed { ref message, timed_out: false } if message.contains("must be true or false, got a number")
+        ));
+        let c = catalog(Some(
+            "visible := true if input.caller\n\nvisible := false if input.caller",
+        ));
+        let ops = caller(json!({"groups": ["ops"]}));
+        assert_eq!(names(&c, Some(&ops)), ["b"]);
+        assert!(matches!(
+            c.tools()[0].visibility(Some(&ops)),
+            Verdict::Failed { .. }
+        ));
+    }
+
+    #[test]
+    fn the_key_does_not_depend_on_claim_order() {
+        let a = caller(json!({"groups": ["ops"], "team": {"x": 1, "y": 2}}));
+        let b = caller(json!({"team": {"y": 2, "x": 1}, "groups": ["ops"]}));
+        let c = caller(json!({"groups": ["dev"], "team": {"x": 1, "y": 2}}));
+        assert_eq!(caller_key(Some(&a)), caller_key(Some(&b)));
+        assert_ne!(caller_key(Some(&a)), caller_key(Some(&c)));
+        assert_ne!(caller_key(Some(&a)), caller_key(None));
+    }
+
+    #[test]
+    fn the_cache_keeps_at_most_its_capacity_oldest_out() {
+        let cache = Cache::default();
+        let set: Visible = Arc::from(vec![true]);
+        for i in 0..(CAPACITY + 10) {
+            let mut key = [0u8; 32];
+            key[..8].copy_from_slice(&(i as u64).to_le_bytes());
+            cache.insert(key, set.clone());
+        }
+        assert_eq!(cache.len(), CAPACITY);
+        assert!(cache.get(&[0u8; 32]).is_none(), "the oldest went first");
+        let mut newest = [0u8; 32];
+        newest[..8].copy_from_slice(&((CAPACITY + 9) as u64).to_le_bytes());
+        assert!(cache.get(&newest).is_some());
+    }
+}
