@@ -516,3 +516,54 @@ fn tools_list_shows_a_tool_only_to_the_callers_its_visible_rule_admits() {
         }
     }
 }
+
+#[test]
+fn a_session_answers_only_the_caller_who_opened_it() {
+    let keys = Keys::new();
+    let http = keys.serve();
+    let alice_token = keys.token("alice", &["oncall"]);
+    let mut alice = client(&http, Era::Legacy, &alice_token);
+    let session = alice.session.clone().expect("a 2025-11-25 session");
+
+    // Bob has a valid token of his own and alice's session id.
+    let mut bob = client(&http, Era::Legacy, &keys.token("bob", &["oncall"]));
+    bob.session = Some(session.clone());
+    let msg = bob.message("tools/list", json!({}));
+    let resp = bob.post(&msg, "tools/list");
+    assert_eq!(resp.status, 404, "{}", resp.text());
+    assert!(resp.text().contains("Session not found"), "{}", resp.text());
+    let msg = bob.message(
+        "tools/call",
+        json!({"name": "restart", "arguments": {"service": "web"}}),
+    );
+    assert_eq!(bob.post(&msg, "tools/call").status, 404);
+    // Ending someone else's session is refused too, and the session lives on.
+    let delete = Req {
+        method: "DELETE".into(),
+        ..bob.req(&json!({}), "")
+    };
+    let resp = http.send(&delete.body(Vec::new()));
+    assert_eq!(resp.status, 404, "{}", resp.text());
+
+    // Alice's session is untouched by all that.
+    let r = alice.resolve("restart", json!({"service": "web"}));
+    assert_eq!(r["_meta"][DECISION]["allowed"], json!(true), "{r}");
+
+    // Alice, with a fresh token of hers (same issuer and subject), goes on.
+    alice.extra = vec![(
+        "Authorization".into(),
+        format!("Bearer {}", keys.token("alice", &["oncall"])),
+    )];
+    let r = call(&mut alice, "web");
+    assert!(r.to_string().contains("restarted web"), "{r}");
+
+    // Her own DELETE ends it; afterwards the id is unknown to everyone.
+    let delete = Req {
+        method: "DELETE".into(),
+        ..alice.req(&json!({}), "")
+    };
+    let resp = http.send(&delete.body(Vec::new()));
+    assert!(resp.status == 204 || resp.status == 200, "{}", resp.text());
+    let msg = alice.message("tools/list", json!({}));
+    assert_eq!(alice.post(&msg, "tools/list").status, 404);
+}

@@ -18,6 +18,8 @@
 //!   requests once shutdown has begun (503), and the count of requests in
 //!   flight that shutdown waits for.
 //! - `end_session` makes a `DELETE` of an unknown session 404.
+//! - [`binding`] binds each session to the verified caller who opened it: a
+//!   request into it under another identity is 404, as for an unknown one.
 //! - [`hoist`] rewrites `/mcp` response bodies so the wire shape matches the
 //!   stdio transport's (the tool-resolution fields rmcp's types drop).
 //! - [`listener`] accepts connections (at most `--max-connections`, header
@@ -27,6 +29,7 @@
 //! Deciding anything about tools is the protocol layer's and the catalog's
 //! job; this module only carries MCP over HTTP and guards the door.
 
+mod binding;
 mod guard;
 mod hoist;
 pub mod jwks;
@@ -222,7 +225,11 @@ where
         .route_service("/mcp", mcp)
         .layer(axum::middleware::from_fn(hoist::rewrite))
         .layer(axum::middleware::from_fn(guard::json_rpc_parse_errors))
-        .layer(from_fn_with_state(sessions, end_session))
+        .layer(from_fn_with_state(sessions.clone(), end_session))
+        .layer(from_fn_with_state(
+            Arc::new(binding::Bindings::new(sessions)),
+            binding::bind_session,
+        ))
         .layer(from_fn_with_state(shared.clone(), guard::body_cap))
         .layer(from_fn_with_state(shared.clone(), guard::authenticate))
         .layer(from_fn_with_state(
