@@ -5,9 +5,10 @@
 //! uses it never fires: the policy fails open. Read from the syntax tree
 //! (through [`super::visit`]), before anything runs:
 //!
-//! - `input.X` must be `input.tool` or `input.arguments` (see
-//!   [`crate::catalog::policy::input`]), and `input.arguments.a.b[_].c` must be a path
-//!   the tool's `inputSchema` can have;
+//! - `input.X` must be `input.tool`, `input.arguments` or `input.caller` (see
+//!   [`crate::catalog::policy::input`]), `input.arguments.a.b[_].c` must be a path
+//!   the tool's `inputSchema` can have, and `input.caller` has only `subject`
+//!   and `issuer` (strings) and `claims` (anything below);
 //! - `data.a.b.c` must lead into the merged data documents or to a package
 //!   or rule some policy defines.
 //!
@@ -342,8 +343,25 @@ fn check_input(scope: &Scope<'_, '_>, parts: &[Part]) -> Option<Diagnostic> {
         "caller" => {
             let third = parts.get(2)?;
             let name = third.name.as_deref()?;
-            if matches!(name, "subject" | "issuer" | "claims") {
-                return None;
+            match name {
+                "claims" => return None,
+                "subject" | "issuer" => {
+                    // Both are strings: a field of either is never defined.
+                    parts.get(3)?.name.as_ref()?;
+                    return Some(diagnostic(
+                        "rego-undefined-input",
+                        parts,
+                        &Miss {
+                            at: 3,
+                            why: format!("`input.caller.{name}` is a string"),
+                            candidates: Vec::new(),
+                        },
+                        &format!(
+                            "compare `input.caller.{name}` as a whole, or read the token's claims under `input.caller.claims`"
+                        ),
+                    ));
+                }
+                _ => {}
             }
             Some(diagnostic(
                 "rego-undefined-input",
