@@ -5,9 +5,11 @@
 //! uses it never fires: the policy fails open. Read from the syntax tree
 //! (through [`super::visit`]), before anything runs:
 //!
-//! - `input.X` must be `input.tool` or `input.arguments` (see
-//!   [`crate::catalog::policy::input`]), and `input.arguments.a.b[_].c` must be a path
-//!   the tool's `inputSchema` can have;
+//! - `input.X` must be `input.tool`, `input.arguments` or `input.caller` (see
+//!   [`crate::catalog::policy::input`]), `input.arguments.a.b[_].c` must be a path
+//!   the tool's `inputSchema` can have, and `input.caller` has only `subject`
+//!   and `issuer` (strings) and `claims` (anything below); a tool's `visible`
+//!   rule has no `input.arguments` at all;
 //! - `data.a.b.c` must lead into the merged data documents or to a package
 //!   or rule some policy defines.
 //!
@@ -98,13 +100,19 @@ pub fn check<'v>(
     for (i, m) in modules.iter().enumerate() {
         let schemas = schemas(i);
         let imports = imports(m);
-        let scope = Scope {
-            ctx,
-            owner: ctx.module_owner.get(i).cloned().flatten(),
-            schemas: &schemas,
-            imports: &imports,
-        };
+        let owner = ctx.module_owner.get(i).cloned().flatten();
+        // A tool's own package is where its contract rules are read.
+        let tool_package = owner.as_deref() == Some(m.package.as_str());
         for rule in &m.module.policy {
+            let scope = Scope {
+                ctx,
+                owner: owner.clone(),
+                schemas: &schemas,
+                imports: &imports,
+                visible: tool_package
+                    && rego::path_of(rego::head(rule)).first().map(String::as_str)
+                        == Some("visible"),
+            };
             walk_rule(rule, &mut |e| visit(&scope, e, &mut out));
         }
     }
@@ -117,6 +125,8 @@ struct Scope<'a, 'v> {
     owner: Option<String>,
     schemas: &'a Schemas<'v>,
     imports: &'a BTreeMap<String, Vec<String>>,
+    /// True in a tool's `visible` rule, whose input has no `arguments`.
+    visible: bool,
 }
 
 /// `import data.kv` (alias `kv`), `import input.arguments as args`.
@@ -322,6 +332,19 @@ fn check_input(scope: &Scope<'_, '_>, parts: &[Part]) -> Option<Diagnostic> {
     let second = parts.get(1)?;
     let name = second.name.as_deref()?;
     match name {
+        // tools/list decides `visible` once per caller, with no arguments:
+        // a `visible` rule that reads them is undefined, so the tool is
+        // hidden from everyone.
+        "arguments" if scope.visible => Some(diagnostic(
+            "rego-undefined-input",
+            parts,
+            &Miss {
+                at: 1,
+                why: "a `visible` rule is decided per caller, without arguments (its input is `tool` and `caller`), so a definition that reads them never holds".to_string(),
+                candidates: Vec::new(),
+            },
+            "decide visibility from `input.caller` alone; refuse calls by their arguments with `deny`",
+        )),
         "arguments" => check_arguments(scope.schemas, parts),
         "tool" => {
             let third = parts.get(2)?;
@@ -342,8 +365,25 @@ fn check_input(scope: &Scope<'_, '_>, parts: &[Part]) -> Option<Diagnostic> {
         "caller" => {
             let third = parts.get(2)?;
             let name = third.name.as_deref()?;
-            if matches!(name, "subject" | "issuer" | "claims") {
-                return None;
+            match name {
+                "claims" => return None,
+                "subject" | "issuer" => {
+                    // Both are strings: a field of either is never defined.
+                    parts.get(3)?.name.as_ref()?;
+                    return Some(diagnostic(
+                        "rego-undefined-input",
+                        parts,
+                        &Miss {
+                            at: 3,
+                            why: format!("`input.caller.{name}` is a string"),
+                            candidates: Vec::new(),
+                        },
+                        &format!(
+                            "compare `input.caller.{name}` as a whole, or read the token's claims under `input.caller.claims`"
+                        ),
+                    ));
+                }
+                _ => {}
             }
             Some(diagnostic(
                 "rego-undefined-input",
