@@ -469,3 +469,30 @@ fn bad_jwks_urls_are_refused_at_start_up() {
     // The URLs fetched were the ones that could be: no retries.
     assert_eq!(bad.fetches(), 1);
 }
+
+#[test]
+fn a_token_remembered_as_verified_is_refused_once_its_key_is_rotated_out() {
+    let keys = Keys::new();
+    let idp = Idp::start(&keys.jwks());
+    let http = keys.serve(&idp, &["--jwt-jwks-refresh-seconds", "1"]);
+    // The same token on every request: verified once, then remembered.
+    let token = keys.token("ec-1", "alice", &["oncall"]);
+    for _ in 0..3 {
+        assert!(allowed(&http, &token));
+    }
+    // The IdP drops ec-1; the periodic refresh fetches the new set.
+    idp.serve(&json!({"keys": [keys.rsa_jwk()]}));
+    let before = idp.fetches();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while idp.fetches() < before + 1 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    // Remembering it was under the old set: it is checked again, and fails.
+    let refused = decide(&http, &token);
+    assert!(
+        refused.is_err(),
+        "a token of a removed key was accepted: {refused:?}"
+    );
+    assert!(allowed(&http, &keys.token("rsa-1", "alice", &["oncall"])));
+}

@@ -140,7 +140,7 @@ pub async fn authenticate(State(s): State<Arc<Shared>>, mut req: Request, next: 
         };
         return match verified {
             Some(Ok(caller)) => {
-                req.extensions_mut().insert(Arc::new(caller));
+                req.extensions_mut().insert(caller);
                 next.run(req).await
             }
             Some(Err(why)) => jwt_refused(Some(why)),

@@ -31,6 +31,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
 
 use super::jwks::Remote;
+use super::verified::{self, Verified};
 use crate::caller::Caller;
 
 /// The algorithms accepted when `--jwt-algorithms` is not given.
@@ -129,6 +130,9 @@ pub struct Verifier {
     /// One per allowed algorithm, allowing only it: `jsonwebtoken` refuses
     /// a validation whose algorithms are not all of the key's family.
     validations: Vec<(Algorithm, Validation)>,
+    leeway_seconds: u64,
+    /// Tokens verified before, by digest (`http/verified`).
+    verified: Verified,
 }
 
 impl std::fmt::Debug for Verifier {
@@ -196,7 +200,12 @@ impl Verifier {
                 (alg, v)
             })
             .collect();
-        Verifier { keys, validations }
+        Verifier {
+            keys,
+            validations,
+            leeway_seconds: cfg.leeway_seconds,
+            verified: Verified::default(),
+        }
     }
 
     /// The remote key set, when the keys come from `--jwt-jwks-url`: its
@@ -211,7 +220,33 @@ impl Verifier {
     /// The caller a bearer token proves, or why it proves nothing. A `kid`
     /// that a remote key set lacks makes it refetch (at most once per
     /// [`super::jwks::ON_DEMAND_WINDOW`]) and look once more.
-    pub async fn verify(&self, token: &str) -> Result<Caller, Refused> {
+    pub async fn verify(&self, token: &str) -> Result<Arc<Caller>, Refused> {
+        let digest = verified::digest(token);
+        // Which key set would verify it now: a rotation makes earlier
+        // verifications count for nothing.
+        let remote_set = match &self.keys {
+            Keys::Fixed(_) => None,
+            Keys::Remote(remote) => Some(remote.current()),
+        };
+        let generation = remote_set.as_ref().map_or(0, verified::key_id);
+        if let Some(caller) = self.verified.get(&digest, generation, self.leeway_seconds) {
+            return Ok(caller);
+        }
+        let (caller, used) = self.verify_signed(token).await?;
+        let caller = Arc::new(caller);
+        let expires = caller.claims.get("exp").and_then(Value::as_u64);
+        // Remembered under the set that verified it (after a refetch for an
+        // unknown `kid`, the new one).
+        let pin = used.map(|set| set as Arc<dyn std::any::Any + Send + Sync>);
+        if let Some(expires) = expires {
+            self.verified.insert(digest, caller.clone(), expires, pin);
+        }
+        Ok(caller)
+    }
+
+    /// Verifies `token`'s signature and claims; with a remote key set, also
+    /// the set that verified it.
+    async fn verify_signed(&self, token: &str) -> Result<(Caller, Option<Arc<KeySet>>), Refused> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| {
             Refused(
                 "the token is not a signed JWT with an algorithm regent verifies (alg none is never accepted)",
@@ -221,8 +256,11 @@ impl Verifier {
             return Err(Refused("the token's signing algorithm is not allowed"));
         };
         let kid = header.kid.as_deref();
-        let data = match &self.keys {
-            Keys::Fixed(set) => decode(token, set.key_for(kid, header.alg)?, validation)?,
+        let (data, used) = match &self.keys {
+            Keys::Fixed(set) => (
+                decode(token, set.key_for(kid, header.alg)?, validation)?,
+                None,
+            ),
             Keys::Remote(remote) => {
                 let mut set = remote.current();
                 if let Some(kid) = kid
@@ -231,18 +269,24 @@ impl Verifier {
                     remote.refresh_for_unknown_kid().await;
                     set = remote.current();
                 }
-                decode(token, set.key_for(kid, header.alg)?, validation)?
+                (
+                    decode(token, set.key_for(kid, header.alg)?, validation)?,
+                    Some(set),
+                )
             }
         };
         let claims = data;
         let text = |k: &str| claims.get(k).and_then(Value::as_str).map(str::to_string);
         let subject = text("sub").ok_or(Refused("the token's sub claim is not a string"))?;
         let issuer = text("iss").ok_or(Refused("the token's iss claim is not a string"))?;
-        Ok(Caller {
-            subject,
-            issuer,
-            claims,
-        })
+        Ok((
+            Caller {
+                subject,
+                issuer,
+                claims,
+            },
+            used,
+        ))
     }
 }
 

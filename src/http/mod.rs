@@ -36,6 +36,7 @@ pub mod jwks;
 pub mod jwt;
 mod listener;
 mod ops;
+pub mod verified;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
