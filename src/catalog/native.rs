@@ -194,6 +194,55 @@ impl Program {
     }
 }
 
+/// The value of `term`, which reads neither `input` nor a rule nor a local
+/// bound outside it (a constant, a comprehension over the data documents):
+/// computed once at load instead of per request. `None` when evaluating it
+/// would fall back or time out; it is then left to each request, which
+/// gives regorus the same chance to raise the error.
+pub(super) fn fold(term: &Term, locals: usize, limits: &Limits) -> Option<Value> {
+    let program = Program {
+        rules: Vec::new(),
+        entries: HashMap::new(),
+    };
+    let scope = Scope::begin();
+    let input = Value::Undefined;
+    let mut ev = Eval {
+        program: &program,
+        input: &input,
+        limits,
+        scope: &scope,
+        memo: Vec::new(),
+        ticks: 0,
+    };
+    ev.term(term, &mut vec![Value::Undefined; locals]).ok()
+}
+
+/// Whether `term` reads nothing a request supplies: no `input`, no rule,
+/// no local below `bound` (those are bound outside it).
+pub(super) fn is_static(term: &Term, bound: usize) -> bool {
+    let all = |ts: &[Term]| ts.iter().all(|t| is_static(t, bound));
+    match term {
+        Term::Const(_) => true,
+        Term::Input | Term::Rule(_) => false,
+        Term::Local(i) => *i >= bound,
+        Term::Index(a, b) | Term::Compare(_, a, b) | Term::In(a, b) => {
+            is_static(a, bound) && is_static(b, bound)
+        }
+        Term::Call(_, args) => all(args),
+        Term::Array(items) | Term::Set(items) => all(items),
+        Term::Object(fields) => fields
+            .iter()
+            .all(|(k, v)| is_static(k, bound) && is_static(v, bound)),
+        Term::Compr { stmts, value, .. } => {
+            is_static(value, bound)
+                && stmts.iter().all(|s| match s {
+                    Stmt::Expr(t) | Stmt::Not(t) | Stmt::Assign(_, t) => is_static(t, bound),
+                    Stmt::SomeIn { collection, .. } => is_static(collection, bound),
+                })
+        }
+    }
+}
+
 struct Eval<'a> {
     program: &'a Program,
     input: &'a Value,
@@ -639,6 +688,31 @@ known if lower(input.arguments.who) in names
         assert_eq!(out[1], Some(json!(["bob", "ann"])));
         assert_eq!(out[2], Some(json!({"ann": 3, "bob": 3})));
         assert_eq!(out[3], Some(json!(true)));
+    }
+
+    #[test]
+    fn what_reads_only_data_is_computed_once_at_load() {
+        let limits = Limits::default();
+        let mut e = policy::new_engine(limits);
+        e.add_data(regorus::Value::from_json_str(r#"{"names": ["Ann", "bob"]}"#).unwrap())
+            .unwrap();
+        let rego = "names := {lower(n) | some n in data.names}\nmine := {n | some n in names; n == input.arguments.who}";
+        policy::add_policy(
+            &mut e,
+            "p.rego",
+            &format!("package p\nimport rego.v1\n{rego}"),
+        )
+        .unwrap();
+        let program =
+            crate::catalog::rego::lower::program(&mut e, ["data.p.names", "data.p.mine"], limits)
+                .unwrap();
+        let value = |path: &str| &program.rules[program.entries[path]].defs[0].bodies[0].value;
+        match value("data.p.names") {
+            super::Term::Const(v) => assert_eq!(serde_json::to_value(v).unwrap(), json!(["ann", "bob"])),
+            _ => panic!("the data-only comprehension was not folded"),
+        }
+        // One that reads the input stays a comprehension.
+        assert!(matches!(value("data.p.mine"), super::Term::Compr { .. }));
     }
 
     #[test]

@@ -87,7 +87,7 @@ impl EnginePool {
             .into_iter()
             .filter(|s| !s.by_query)
             .map(|s| s.path.as_str());
-        self.native = super::rego::lower::program(&mut self.template, paths);
+        self.native = super::rego::lower::program(&mut self.template, paths, self.limits);
         self
     }
 

@@ -27,8 +27,9 @@ use regorus::unstable::{
 
 use super::{head, path_of};
 use crate::catalog::budget;
+use crate::catalog::budget::Limits;
 use crate::catalog::native::{
-    Body, Builtin, Cmp, Collect, Def, Kind, Program, Rule as NRule, Stmt, Term,
+    self, Body, Builtin, Cmp, Collect, Def, Kind, Program, Rule as NRule, Stmt, Term,
 };
 
 /// Builtins whose answer is not a function of their arguments, or that
@@ -40,6 +41,7 @@ const IMPURE: &[&str] = &["print", "trace", "walk", "http.send", "net.lookup_ip_
 pub fn program<'p>(
     engine: &mut regorus::Engine,
     paths: impl IntoIterator<Item = &'p str>,
+    limits: Limits,
 ) -> Option<Program> {
     let modules: Vec<(Vec<String>, Ref<Module>)> = engine
         .get_modules()
@@ -48,6 +50,7 @@ pub fn program<'p>(
         .collect();
     let mut lower = Lower {
         data: engine.get_data(),
+        limits,
         modules,
         rules: Vec::new(),
         index: HashMap::new(),
@@ -109,6 +112,8 @@ fn package_of(m: &Ref<Module>) -> Vec<String> {
 struct Lower {
     /// The engine's data documents.
     data: Value,
+    /// The tool's limits, for what is evaluated at load.
+    limits: Limits,
     modules: Vec<(Vec<String>, Ref<Module>)>,
     /// `None` while a rule is being lowered (a reference back to it is
     /// recursion, refused).
@@ -378,7 +383,21 @@ impl Lower {
         Some(Term::Const(v.clone()))
     }
 
+    /// An expression; one that reads nothing a request supplies is
+    /// evaluated here, once (`native::fold`).
     fn expr(&mut self, e: &Ref<Expr>, pkg: &[String], scope: &mut Scope) -> Option<Term> {
+        let bound = scope.next;
+        let term = self.expr_inner(e, pkg, scope)?;
+        if matches!(term, Term::Const(_)) || !native::is_static(&term, bound) {
+            return Some(term);
+        }
+        Some(match native::fold(&term, scope.next, &self.limits) {
+            Some(v) => Term::Const(v),
+            None => term,
+        })
+    }
+
+    fn expr_inner(&mut self, e: &Ref<Expr>, pkg: &[String], scope: &mut Scope) -> Option<Term> {
         if root_is_data(e) {
             return self.data(e);
         }
