@@ -28,6 +28,37 @@ const TOOLS: &str = r#"tools:
     policy: tools.notes
     shadow_policy: tools.notes_next
     run: {cli: {program: "true"}}
+  - name: count
+    inputSchema:
+      type: object
+      properties:
+        path: {type: string}
+        n: {type: integer}
+    annotations: {readOnlyHint: true}
+    policy: tools.count
+    shadow_policy: tools.count_next
+    run: {cli: {program: "true"}}
+"#;
+
+const COUNT: &str = r#"package tools.count
+
+import rego.v1
+
+deny contains "negative" if input.arguments.n < 0
+"#;
+
+/// Far slower than any time limit for a large `n`, without allocating.
+const COUNT_NEXT: &str = r#"package tools.count_next
+
+import rego.v1
+
+deny contains "negative" if input.arguments.n < 0
+
+deny contains "no pair" if {
+	some i in numbers.range(1, input.arguments.n)
+	some j in numbers.range(1, input.arguments.n)
+	i * j < 0
+}
 "#;
 
 const ENFORCED: &str = r#"package tools.notes
@@ -73,6 +104,8 @@ fn catalog(dir: &Path) -> PathBuf {
     std::fs::write(cat.join("tools.yaml"), TOOLS).unwrap();
     std::fs::write(cat.join("notes.rego"), ENFORCED).unwrap();
     std::fs::write(cat.join("notes_next.rego"), SHADOW).unwrap();
+    std::fs::write(cat.join("count.rego"), COUNT).unwrap();
+    std::fs::write(cat.join("count_next.rego"), COUNT_NEXT).unwrap();
     cat
 }
 
@@ -85,12 +118,12 @@ const HANDSHAKE: &str = concat!(
 
 /// Sends `requests` (method, arguments) with ids 1.. to `regent serve` with
 /// `extra` flags; returns the answers by id and the decision-log lines.
-fn serve(dir: &Path, extra: &[&str], requests: &[(&str, Value)]) -> (Vec<Value>, Vec<Value>) {
+fn serve(dir: &Path, extra: &[&str], requests: &[(&str, &str, Value)]) -> (Vec<Value>, Vec<Value>) {
     let cat = catalog(dir);
     let mut input = HANDSHAKE.to_string();
-    for (i, (method, args)) in requests.iter().enumerate() {
+    for (i, (method, tool, args)) in requests.iter().enumerate() {
         let msg = json!({"jsonrpc": "2.0", "id": i + 1, "method": method,
-            "params": {"name": "write_note", "arguments": args}});
+            "params": {"name": tool, "arguments": args}});
         input.push_str(&msg.to_string());
         input.push('\n');
     }
@@ -144,10 +177,10 @@ fn a_shadow_deny_is_logged_and_the_call_runs_anyway() {
         tmp.path(),
         &["--log-arguments"],
         &[
-            ("tools/call", json!({"path": "secret/a"})),
-            ("tools/resolve", json!({"path": "secret/a"})),
-            ("tools/call", json!({"path": "notes/a"})),
-            ("tools/call", json!({"path": "forbidden"})),
+            ("tools/call", "write_note", json!({"path": "secret/a"})),
+            ("tools/resolve", "write_note", json!({"path": "secret/a"})),
+            ("tools/call", "write_note", json!({"path": "notes/a"})),
+            ("tools/call", "write_note", json!({"path": "forbidden"})),
         ],
     );
     // The enforced policy decides: the call ran, and said so.
@@ -207,8 +240,8 @@ fn a_failing_shadow_policy_leaves_the_request_alone_and_logs_its_error() {
         tmp.path(),
         &["--log-arguments"],
         &[
-            ("tools/call", json!({"path": "boom"})),
-            ("tools/resolve", json!({"path": "boom"})),
+            ("tools/call", "write_note", json!({"path": "boom"})),
+            ("tools/resolve", "write_note", json!({"path": "boom"})),
         ],
     );
     assert_eq!(answers[0]["result"]["isError"], json!(false), "{answers:?}");
@@ -225,6 +258,28 @@ fn a_failing_shadow_policy_leaves_the_request_alone_and_logs_its_error() {
         );
         assert_eq!(line["shadow"]["agrees"], json!(false));
     }
+}
+
+#[test]
+fn a_shadow_policy_that_times_out_leaves_the_call_alone_and_logs_the_timeout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (answers, lines) = serve(
+        tmp.path(),
+        &["--log-arguments"],
+        &[("tools/call", "count", json!({"path": "slow", "n": 20000}))],
+    );
+    assert_eq!(answers[0]["result"]["isError"], json!(false), "{answers:?}");
+    let line = line_for(&lines, "call", "slow");
+    assert_eq!(line["decision"], json!("allowed"), "{line}");
+    assert_eq!(line["outcome"]["exitCode"], json!(0), "{line}");
+    let result = &line["shadow"]["result"];
+    assert_eq!(result["allowed"], json!(false), "{line}");
+    assert!(
+        result["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("time limit")),
+        "{line}"
+    );
 }
 
 #[test]
@@ -309,7 +364,10 @@ fn masking_erases_the_configured_paths_and_nothing_else() {
             "--decision-log-mask",
             "/input/caller/subject",
         ],
-        &[("tools/call", args.clone()), ("tools/resolve", args)],
+        &[
+            ("tools/call", "write_note", args.clone()),
+            ("tools/resolve", "write_note", args),
+        ],
     );
     let kept = json!({"path": "notes/a", "opts": {"keep": 1}});
     for line in &lines {
