@@ -313,6 +313,21 @@ fn regent_test_judges_the_shadow_policy_when_a_case_says_so() {
 }
 
 #[test]
+fn shadow_plans_run_on_the_native_evaluator_when_they_lower() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let source = regent::source::Source::load(&[cat]).unwrap();
+    let catalog = regent::catalog::build(&source, &Default::default()).unwrap();
+    let t = catalog.tool("write_note").unwrap();
+    assert!(t.is_native());
+    assert!(t.is_shadow_native(), "the shadow plan lowers too");
+    // A plan outside the subset is still evaluated, by regorus: the
+    // timeout test above runs on it.
+    let count = catalog.tool("count").unwrap();
+    assert!(count.is_native() && !count.is_shadow_native());
+}
+
+#[test]
 fn a_shadow_policy_naming_no_package_is_a_load_error_with_a_hint() {
     let tmp = tempfile::tempdir().unwrap();
     let cat = catalog(tmp.path());

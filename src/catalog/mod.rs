@@ -185,6 +185,16 @@ impl Tool {
             .is_some_and(|e| e.is_native(self.plan.iter().map(|(_, s)| s)))
     }
 
+    /// Whether the shadow plan runs on `native` (false without
+    /// `shadow_policy`).
+    pub fn is_shadow_native(&self) -> bool {
+        !self.shadow_plan.is_empty()
+            && self
+                .engines
+                .as_ref()
+                .is_some_and(|e| e.is_native(self.shadow_plan.iter().map(|(_, s)| s)))
+    }
+
     /// The rules one resolution evaluates, with what each answers.
     pub fn plan(&self) -> &[(Field, policy::Step)] {
         &self.plan
