@@ -328,6 +328,44 @@ fn shadow_plans_run_on_the_native_evaluator_when_they_lower() {
 }
 
 #[test]
+fn a_shadow_policy_failing_at_load_is_a_warning_and_serving_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    // Two values for one complete rule whatever the arguments: a conflict
+    // on the sample arguments at load, and on every request.
+    std::fs::write(
+        cat.join("notes_next.rego"),
+        "package tools.notes_next\n\nimport rego.v1\n\nconfirm := \"a\" if input.arguments.path != \"~\"\n\nconfirm := \"b\" if input.arguments.path != \"~\"\n",
+    )
+    .unwrap();
+    let requests = tmp.path().join("requests.jsonl");
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "write_note", "arguments": {"path": "x"}}});
+    std::fs::write(&requests, format!("{HANDSHAKE}{call}\n")).unwrap();
+    let log = tmp.path().join("decisions.jsonl");
+    let out = common::regent()
+        .args(["serve", "--no-watch", "--decision-log"])
+        .arg(&log)
+        .arg(&cat)
+        .stdin(std::fs::File::open(&requests).unwrap())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("warning: shadow policy `tools.notes_next` (log-only) fails"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let answer: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(answer["result"]["isError"], json!(false), "{answer}");
+    let line: Value = serde_json::from_str(std::fs::read_to_string(&log).unwrap().trim()).unwrap();
+    assert_eq!(line["decision"], json!("allowed"));
+    let error = line["shadow"]["result"]["error"].as_str().unwrap();
+    assert!(error.contains("conflict"), "{error}");
+}
+
+#[test]
 fn a_shadow_policy_naming_no_package_is_a_load_error_with_a_hint() {
     let tmp = tempfile::tempdir().unwrap();
     let cat = catalog(tmp.path());

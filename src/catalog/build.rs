@@ -423,6 +423,11 @@ fn compile_tool(
                     );
                     d.severity = crate::diag::Severity::Warning;
                     d.code = "shadow-policy-eval";
+                    d.message = format!(
+                        "shadow policy `{}` (log-only) fails: {}; its decisions are logged as errors and the enforced policy is unaffected",
+                        decl.shadow_policy.as_deref().unwrap_or("?"),
+                        d.message
+                    );
                     warnings.push(d);
                 }
                 for ((i, _), step) in resolver_rules.iter().zip(steps) {
