@@ -193,6 +193,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "KEY=VALUE", value_parser = crate::decisions::parse_label)]
     pub decision_log_label: Vec<(String, String)>,
 
+    /// Erase PATH from every decision-log line's input before it is written, as OPA's masking
+    /// does (repeatable): /input/arguments/KEY[/KEY...], /input/caller[/subject|/issuer];
+    /// a line lists what it lost in `erased`
+    #[arg(long, value_name = "PATH", value_parser = crate::decisions::parse_mask)]
+    pub decision_log_mask: Vec<crate::decisions::Mask>,
+
     /// HMAC key (at least 32 bytes) for the requestState of 2026-07-28
     /// confirmations; default: a random key generated at start
     #[arg(long, value_name = "PATH")]

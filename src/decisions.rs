@@ -12,6 +12,12 @@
 //! `bundles`, `metrics`), after regent's own, so OPA's tooling can ingest
 //! the lines while existing readers keep theirs; see [`Entry::line`].
 //!
+//! A tool with a `shadow_policy` adds the shadow decision to its lines, in a
+//! `shadow` object shaped like OPA's `result` (see [`ShadowEntry`]); a
+//! shadow decision is logged, never acted on. `--decision-log-mask` erases
+//! paths of the input from every line before it is written, as OPA's
+//! masking does, and says which in `erased` (see [`Mask`]).
+//!
 //! This module writes lines, off the request path: a request queues its
 //! entry and a writer thread ([`writer`]) digests, formats and writes it,
 //! and hands each line to the HTTP sink ([`ship`]) when one is configured.
@@ -21,6 +27,7 @@
 pub mod ship;
 mod writer;
 
+use std::borrow::Cow;
 use std::fs::OpenOptions;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -52,6 +59,8 @@ pub struct Options {
     pub labels: Vec<(String, String)>,
     /// `--decision-log-url`: every line is also posted there.
     pub shipper: Option<Arc<Shipper>>,
+    /// `--decision-log-mask PATH`: erased from every line's input.
+    pub mask: Vec<Mask>,
 }
 
 impl DecisionLog {
@@ -75,7 +84,7 @@ impl DecisionLog {
     }
 
     fn with_sink(sink: Sink, options: Options) -> DecisionLog {
-        let format = Format::new(options.log_arguments, &options.labels);
+        let format = Format::new(options.log_arguments, &options.labels).masking(options.mask);
         DecisionLog {
             writer: Writer::configured(
                 sink,
@@ -124,6 +133,8 @@ impl DecisionLog {
 pub struct Format {
     pub log_arguments: bool,
     labels: Vec<u8>,
+    /// Paths erased from the input of every line, in the order given.
+    mask: Vec<Mask>,
 }
 
 impl Format {
@@ -140,8 +151,133 @@ impl Format {
         Format {
             log_arguments,
             labels: serde_json::to_vec(&labels).expect("labels serialize"),
+            mask: Vec::new(),
         }
     }
+
+    /// The same format, erasing `mask` from every line's input.
+    pub fn masking(mut self, mask: Vec<Mask>) -> Format {
+        self.mask = mask;
+        self
+    }
+}
+
+/// One `--decision-log-mask` path: a JSON pointer into the policy input as
+/// the line records it (OPA's `/input/...` masks), erased before the line
+/// leaves the process.
+///
+/// - `/input/arguments/<key>[/<key>...]`: an argument, or a member of an
+///   object argument, at any depth: removed from `arguments` (with
+///   `--log-arguments`) and from `input.arguments`, and the line's
+///   `argumentsDigest` is then of the masked arguments, so that the digest
+///   cannot be used to test guesses of an erased value;
+/// - `/input/caller`, `/input/caller/subject`, `/input/caller/issuer`: the
+///   caller, or one of its two logged members, removed from `caller` and
+///   `input.caller`. (`/input/caller/claims/...` is accepted, for masks
+///   written for OPA, and never erases anything: a line never holds claims.)
+///
+/// Keys are unescaped as in JSON pointers (`~1` is `/`, `~0` is `~`); a path
+/// steps through objects only. A path that is absent from a line erases
+/// nothing and is not listed in its `erased`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mask {
+    text: String,
+    root: MaskRoot,
+    /// The keys below the root, unescaped.
+    keys: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MaskRoot {
+    Arguments,
+    Caller,
+}
+
+/// Parses one `--decision-log-mask` path.
+pub fn parse_mask(text: &str) -> Result<Mask, String> {
+    let hint = "mask a path under /input/arguments or /input/caller, for example --decision-log-mask /input/arguments/password";
+    let Some(rest) = text.strip_prefix("/input/") else {
+        return Err(format!(
+            "decision-log mask {text:?} is not a path into the logged input: {hint}"
+        ));
+    };
+    let mut parts = rest.split('/');
+    let root = match parts.next() {
+        Some("arguments") => MaskRoot::Arguments,
+        Some("caller") => MaskRoot::Caller,
+        Some("tool") => {
+            return Err(format!(
+                "decision-log mask {text:?} would erase the tool name, which every line keeps: {hint}"
+            ));
+        }
+        _ => {
+            return Err(format!(
+                "decision-log mask {text:?} names no part of the logged input: {hint}"
+            ));
+        }
+    };
+    let keys: Vec<String> = parts
+        .map(|k| k.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    if keys.iter().any(String::is_empty) {
+        return Err(format!(
+            "decision-log mask {text:?} has an empty key (a doubled or trailing '/'): {hint}"
+        ));
+    }
+    if root == MaskRoot::Arguments && keys.is_empty() {
+        return Err(format!(
+            "decision-log mask {text:?} would erase every argument: name one (/input/arguments/KEY), or leave out --log-arguments to log only their digest"
+        ));
+    }
+    Ok(Mask {
+        text: text.to_string(),
+        root,
+        keys,
+    })
+}
+
+/// What a line shows of the input once its masks are applied.
+struct Masked<'a> {
+    arguments: Cow<'a, Value>,
+    subject: bool,
+    issuer: bool,
+    /// The masks that erased something, in the order configured.
+    erased: Vec<&'a str>,
+}
+
+impl Masked<'_> {
+    fn caller<'c>(&self, c: &'c Caller) -> Option<CallerRef<'c>> {
+        (self.subject || self.issuer).then(|| CallerRef {
+            subject: self.subject.then_some(c.subject.as_str()),
+            issuer: self.issuer.then_some(c.issuer.as_str()),
+        })
+    }
+}
+
+/// Removes the member at `keys` (objects only) from `v`; whether it was there.
+fn erase(v: &mut Value, keys: &[String]) -> bool {
+    let Some((last, path)) = keys.split_last() else {
+        return false;
+    };
+    let mut at = v;
+    for k in path {
+        match at.get_mut(k.as_str()) {
+            Some(next) => at = next,
+            None => return false,
+        }
+    }
+    at.as_object_mut().and_then(|m| m.remove(last)).is_some()
+}
+
+fn holds(v: &Value, keys: &[String]) -> bool {
+    let mut at = v;
+    for k in keys {
+        match at.get(k.as_str()) {
+            Some(next) => at = next,
+            None => return false,
+        }
+    }
+    true
 }
 
 /// This process's id in OPA's `labels.id`: a UUID made once per process,
@@ -222,6 +358,36 @@ pub struct Entry {
     /// How long the catalog took to decide (`Catalog::resolve_as`: the
     /// tool's plan evaluated and layered), when it decided.
     pub eval: Option<Duration>,
+    /// The tool's shadow policy's decision, when it declares one and the
+    /// request got as far as a decision.
+    pub shadow: Option<ShadowEntry>,
+}
+
+/// A shadow policy's decision for the same request: computed, logged,
+/// never acted on (see `Catalog::shadow_as`). Its line member is
+/// `shadow: {policy, result, agrees, metrics?}`: `result` has the shape
+/// of OPA's `result` (`{allowed, deny, annotations, confirm}`, or
+/// `{allowed: false, error}` when the shadow policy failed or timed out),
+/// `agrees` whether it equals the enforced `result`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShadowEntry {
+    /// The shadow package.
+    pub policy: String,
+    pub verdict: Verdict,
+    pub annotations: Option<Map<String, Value>>,
+    pub confirm: Option<String>,
+    /// How long the shadow decision took.
+    pub eval: Option<Duration>,
+}
+
+impl ShadowEntry {
+    fn result(&self) -> OpaResult<'_> {
+        opa_result(
+            &self.verdict,
+            self.annotations.as_ref(),
+            self.confirm.as_deref(),
+        )
+    }
 }
 
 impl Entry {
@@ -249,6 +415,7 @@ impl Entry {
             duration: None,
             confirm: None,
             eval: None,
+            shadow: None,
         }
     }
 
@@ -274,6 +441,7 @@ impl Entry {
     /// - `metrics`: `{timer_regent_eval_ns}` when the catalog decided.
     pub fn line(&self, time: SystemTime, format: &Format, out: &mut Vec<u8>) {
         let log_arguments = format.log_arguments;
+        let masked = self.masked(&format.mask);
         // Writing strings and values into a Vec cannot fail.
         fn member<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, key: &str, value: &T) {
             out.push(b',');
@@ -293,16 +461,12 @@ impl Entry {
         member(out, "kind", kind);
         member(out, "method", self.method);
         member(out, "tool", &self.tool);
-        if let Some(c) = &self.caller {
-            member(
-                out,
-                "caller",
-                &json!({"subject": c.subject, "issuer": c.issuer}),
-            );
+        if let Some(c) = self.caller.as_deref().and_then(|c| masked.caller(c)) {
+            member(out, "caller", &c);
         }
-        member(out, "argumentsDigest", &arguments_digest(&self.arguments));
+        member(out, "argumentsDigest", &arguments_digest(&masked.arguments));
         if log_arguments {
-            member(out, "arguments", &self.arguments);
+            member(out, "arguments", &*masked.arguments);
         }
         if let Some(a) = &self.annotations {
             member(out, "annotations", a);
@@ -338,8 +502,12 @@ impl Entry {
         path.push_str("tools/");
         path.push_str(&self.tool);
         member(out, "path", &path);
-        member(out, "input", &self.input(log_arguments));
-        member(out, "result", &self.result());
+        member(out, "input", &self.input(log_arguments, &masked));
+        if !masked.erased.is_empty() {
+            member(out, "erased", &masked.erased);
+        }
+        let result = self.result();
+        member(out, "result", &result);
         out.extend_from_slice(br#","labels":"#);
         out.extend_from_slice(&format.labels);
         member(
@@ -351,7 +519,54 @@ impl Entry {
             let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
             member(out, "metrics", &json!({"timer_regent_eval_ns": ns}));
         }
+        if let Some(s) = &self.shadow {
+            let shadow = s.result();
+            let mut obj = json!({
+                "policy": s.policy,
+                "result": shadow,
+                "agrees": shadow == result,
+            });
+            if let Some(d) = s.eval {
+                let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+                obj["metrics"] = json!({"timer_regent_eval_ns": ns});
+            }
+            member(out, "shadow", &obj);
+        }
         out.push(b'}');
+    }
+
+    /// The input this line may show, once `mask` is applied.
+    fn masked<'a>(&'a self, mask: &'a [Mask]) -> Masked<'a> {
+        let mut m = Masked {
+            arguments: Cow::Borrowed(&self.arguments),
+            subject: true,
+            issuer: true,
+            erased: Vec::new(),
+        };
+        for p in mask {
+            let hit = match p.root {
+                MaskRoot::Arguments => {
+                    holds(&m.arguments, &p.keys) && erase(m.arguments.to_mut(), &p.keys)
+                }
+                MaskRoot::Caller => {
+                    let (subject, issuer) = match p.keys.as_slice() {
+                        [] => (true, true),
+                        [k] if k == "subject" => (true, false),
+                        [k] if k == "issuer" => (false, true),
+                        _ => (false, false),
+                    };
+                    let hit =
+                        self.caller.is_some() && ((subject && m.subject) || (issuer && m.issuer));
+                    m.subject &= !subject;
+                    m.issuer &= !issuer;
+                    hit
+                }
+            };
+            if hit {
+                m.erased.push(&p.text);
+            }
+        }
+        m
     }
 
     /// OPA's `input`: what the policy was asked about. The caller is its
@@ -360,31 +575,21 @@ impl Entry {
     /// Masking (erasing caller claims or argument paths before they leave
     /// the process, OPA's `erased`/`masked`) belongs here: it is the one
     /// place the policy input is put into a line.
-    fn input(&self, log_arguments: bool) -> OpaInput<'_> {
+    fn input<'a>(&'a self, log_arguments: bool, masked: &'a Masked<'a>) -> OpaInput<'a> {
         OpaInput {
             tool: &self.tool,
-            arguments: log_arguments.then_some(&self.arguments),
-            caller: self.caller.as_deref().map(|c| CallerRef {
-                subject: &c.subject,
-                issuer: &c.issuer,
-            }),
+            arguments: log_arguments.then_some(&*masked.arguments),
+            caller: self.caller.as_deref().and_then(|c| masked.caller(c)),
         }
     }
 
     /// OPA's `result`: the decision.
     fn result(&self) -> OpaResult<'_> {
-        let (allowed, deny, error) = match &self.verdict {
-            Verdict::Allowed => (true, Some(&[] as &[String]), None),
-            Verdict::Denied(reasons) => (false, Some(reasons.as_slice()), None),
-            Verdict::Error(why) => (false, None, Some(why.as_str())),
-        };
-        OpaResult {
-            allowed,
-            deny,
-            error,
-            annotations: self.annotations.as_ref(),
-            confirm: self.confirm.as_deref(),
-        }
+        opa_result(
+            &self.verdict,
+            self.annotations.as_ref(),
+            self.confirm.as_deref(),
+        )
     }
 
     /// The line, as JSON.
@@ -404,13 +609,35 @@ struct OpaInput<'a> {
     caller: Option<CallerRef<'a>>,
 }
 
+/// The caller as a line shows it: subject and issuer, either masked away.
 #[derive(serde::Serialize)]
 struct CallerRef<'a> {
-    subject: &'a str,
-    issuer: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    subject: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    issuer: Option<&'a str>,
 }
 
-#[derive(serde::Serialize)]
+fn opa_result<'a>(
+    verdict: &'a Verdict,
+    annotations: Option<&'a Map<String, Value>>,
+    confirm: Option<&'a str>,
+) -> OpaResult<'a> {
+    let (allowed, deny, error) = match verdict {
+        Verdict::Allowed => (true, Some(&[] as &[String]), None),
+        Verdict::Denied(reasons) => (false, Some(reasons.as_slice()), None),
+        Verdict::Error(why) => (false, None, Some(why.as_str())),
+    };
+    OpaResult {
+        allowed,
+        deny,
+        error,
+        annotations,
+        confirm,
+    }
+}
+
+#[derive(serde::Serialize, PartialEq)]
 struct OpaResult<'a> {
     allowed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -553,6 +780,74 @@ mod tests {
         );
         assert!(parse_label("novalue").unwrap_err().contains("KEY=VALUE"));
         assert_eq!(parse_label("a=b=c").unwrap(), ("a".into(), "b=c".into()));
+    }
+
+    #[test]
+    fn masks_erase_what_they_name_and_list_it() {
+        let mut e = Entry::new(
+            Kind::Resolve,
+            "tools/resolve",
+            "t",
+            json!({"a/b": 1, "c": 2, "d": "x"}),
+            "r",
+        );
+        e.caller = Some(Arc::new(Caller {
+            subject: "alice".into(),
+            issuer: "https://idp".into(),
+            claims: Default::default(),
+        }));
+        let mask = [
+            "/input/arguments/a~1b",
+            "/input/caller",
+            "/input/caller/claims/email",
+        ]
+        .map(|m| parse_mask(m).unwrap())
+        .to_vec();
+        let mut out = Vec::new();
+        e.line(UNIX_EPOCH, &Format::new(true, &[]).masking(mask), &mut out);
+        let line: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(line["arguments"], json!({"c": 2, "d": "x"}));
+        assert_eq!(
+            line["input"],
+            json!({"tool": "t", "arguments": {"c": 2, "d": "x"}})
+        );
+        assert!(line.get("caller").is_none(), "{line}");
+        assert_eq!(
+            line["erased"],
+            json!(["/input/arguments/a~1b", "/input/caller"])
+        );
+        // Without masks nothing changes, `erased` included.
+        let plain = e.to_json(UNIX_EPOCH, true);
+        assert!(plain.get("erased").is_none());
+        assert_eq!(
+            plain["argumentsDigest"],
+            json!(arguments_digest(&e.arguments))
+        );
+        assert!(parse_mask("/input/tool").is_err());
+        assert!(parse_mask("input/arguments/x").is_err());
+    }
+
+    #[test]
+    fn a_shadow_decision_is_shaped_like_the_result() {
+        let mut e = Entry::new(Kind::Resolve, "tools/resolve", "t", json!({}), "r");
+        e.verdict = Verdict::Allowed;
+        e.shadow = Some(ShadowEntry {
+            policy: "tools.next".into(),
+            verdict: Verdict::Error("boom".into()),
+            annotations: None,
+            confirm: None,
+            eval: Some(Duration::from_nanos(7)),
+        });
+        let line = e.to_json(UNIX_EPOCH, false);
+        assert_eq!(
+            line["shadow"],
+            json!({"policy": "tools.next", "result": {"allowed": false, "error": "boom"},
+                "agrees": false, "metrics": {"timer_regent_eval_ns": 7}})
+        );
+        e.shadow.as_mut().unwrap().verdict = Verdict::Allowed;
+        let line = e.to_json(UNIX_EPOCH, false);
+        assert_eq!(line["shadow"]["agrees"], json!(true));
+        assert_eq!(line["shadow"]["result"], line["result"]);
     }
 
     #[test]

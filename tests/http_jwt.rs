@@ -127,9 +127,17 @@ impl Keys {
     }
 
     fn serve(&self) -> HttpServer {
-        HttpServer::start(&[
+        self.serve_with(&[])
+    }
+
+    fn serve_with(&self, extra: &[&str]) -> HttpServer {
+        let mut args = extra.to_vec();
+        let catalog = self.catalog();
+        let log = self.decision_log();
+        let jwks = self.jwks();
+        args.extend([
             "--jwt-jwks-file",
-            &self.jwks(),
+            &jwks,
             "--jwt-issuer",
             ISSUER,
             "--jwt-audience",
@@ -137,9 +145,10 @@ impl Keys {
             "--jwt-audience",
             AUDIENCE,
             "--decision-log",
-            self.decision_log().to_str().unwrap(),
-            &self.catalog(),
-        ])
+            log.to_str().unwrap(),
+            &catalog,
+        ]);
+        HttpServer::start(&args)
     }
 }
 
@@ -254,6 +263,47 @@ fn the_verified_caller_reaches_the_policy_in_resolve_and_call() {
         "{log}"
     );
     assert!(!log.contains(&oncall) && !http.stderr().contains(&oncall));
+}
+
+#[test]
+fn over_http_a_shadow_policy_sees_the_verified_caller_and_masks_erase_it_from_the_line() {
+    let keys = Keys::new();
+    let catalog = std::path::Path::new(&keys.catalog()).to_path_buf();
+    std::fs::write(
+        catalog.join("restart.yaml"),
+        TOOLS.replace(
+            "    policy: tools.restart\n",
+            "    policy: tools.restart\n    shadow_policy: tools.restart_next\n",
+        ),
+    )
+    .unwrap();
+    // The next policy: on call is not enough, SRE membership is needed.
+    std::fs::write(
+        catalog.join("restart_next.rego"),
+        "package tools.restart_next\n\nimport rego.v1\n\ndeny contains \"not in sre\" if not \"sre\" in input.caller.claims.groups\n",
+    )
+    .unwrap();
+    let http = keys.serve_with(&["--decision-log-mask", "/input/caller/subject"]);
+    let oncall = keys.token("alice", &["dev", "oncall"]);
+    let mut c = client(&http, Era::Legacy, &oncall);
+    let r = call(&mut c, "web");
+    assert_eq!(
+        r["isError"],
+        json!(false),
+        "the enforced policy decides: {r}"
+    );
+    let log = wait_for_lines(&keys.decision_log(), 1);
+    let line: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+    assert_eq!(line["decision"], json!("allowed"), "{line}");
+    assert_eq!(
+        line["shadow"]["result"]["deny"],
+        json!(["not in sre"]),
+        "{line}"
+    );
+    assert_eq!(line["caller"], json!({"issuer": ISSUER}), "{line}");
+    assert_eq!(line["input"]["caller"], json!({"issuer": ISSUER}), "{line}");
+    assert_eq!(line["erased"], json!(["/input/caller/subject"]), "{line}");
+    assert!(!log.contains("alice"), "{log}");
 }
 
 #[test]

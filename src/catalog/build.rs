@@ -44,7 +44,8 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     let policies = parse_policies(source, opts, &mut diags);
     let claimed: BTreeSet<&str> = source
         .tools()
-        .filter_map(|(_, _, t)| t.policy.as_deref())
+        .flat_map(|(_, _, t)| t.policy.iter().chain(t.shadow_policy.iter()))
+        .map(String::as_str)
         .collect();
     // The tool package that owns each policy: the longest claimed package
     // that is the policy's package or a dotted prefix of it. Found by walking
@@ -125,17 +126,20 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     };
     let decls: Vec<_> = source.tools().collect();
     let compiled = crate::par::map_ordered(&decls, 32, |(file, at, decl)| {
-        let package = decl.policy.as_deref();
-        if package.is_some() && (recursive.contains(&None) || recursive.contains(&package)) {
+        let packages = [decl.policy.as_deref(), decl.shadow_policy.as_deref()];
+        if packages.iter().any(|package| {
+            package.is_some() && (recursive.contains(&None) || recursive.contains(package))
+        }) {
             // Reported above, at the rule.
             return Err(Vec::new());
         }
-        let own: &[&PolicyFile] = decl
-            .policy
-            .as_deref()
-            .and_then(|pkg| owned.get(pkg))
-            .map_or(&[], Vec::as_slice);
-        compile_tool(file, at, decl, own, &shared, opts)
+        let own_of = |pkg: Option<&str>| -> Vec<&PolicyFile> {
+            pkg.and_then(|pkg| owned.get(pkg))
+                .map_or_else(Vec::new, Clone::clone)
+        };
+        let own = own_of(decl.policy.as_deref());
+        let shadow = own_of(decl.shadow_policy.as_deref());
+        compile_tool(file, at, decl, (&own, &shadow), &shared, opts)
     });
     let mut tools = Vec::with_capacity(compiled.len());
     for c in compiled {
@@ -182,13 +186,16 @@ fn references(
     owners: &[Option<&str>],
     diags: &mut Diagnostics,
 ) {
-    let tools: Vec<(&str, Option<&str>, &Value)> = source
+    let tools: Vec<(&str, [Option<&str>; 2], &Value)> = source
         .tools()
-        .map(|(_, _, t)| (t.name.as_str(), t.policy.as_deref(), &t.input_schema))
+        .map(|(_, _, t)| {
+            let packages = [t.policy.as_deref(), t.shadow_policy.as_deref()];
+            (t.name.as_str(), packages, &t.input_schema)
+        })
         .collect();
     let mut by_package: HashMap<&str, Vec<(&str, &Value)>> = HashMap::new();
-    for (name, pkg, schema) in &tools {
-        if let Some(pkg) = pkg {
+    for (name, packages, schema) in &tools {
+        for pkg in packages.iter().flatten() {
             by_package.entry(pkg).or_default().push((name, schema));
         }
     }
@@ -287,7 +294,7 @@ fn compile_tool(
     file: &ToolSource,
     at: &YamlPath,
     decl: &ToolDecl,
-    own: &[&PolicyFile],
+    (own, shadow): (&[&PolicyFile], &[&PolicyFile]),
     shared: &Shared<'_>,
     opts: &BuildOptions,
 ) -> Result<(Tool, Vec<Diagnostic>), Vec<Diagnostic>> {
@@ -355,11 +362,28 @@ fn compile_tool(
         })
         .collect();
 
-    let needs_engine = !rules.is_empty() || decl.policy.is_some() || !resolver_rules.is_empty();
+    let needs_engine = !rules.is_empty()
+        || decl.policy.is_some()
+        || decl.shadow_policy.is_some()
+        || !resolver_rules.is_empty();
     if let Some(pkg) = &decl.policy
         && own.is_empty()
     {
-        diags.push(missing_package(file, at, pkg, all));
+        diags.push(missing_package(file, at, "policy", pkg, all));
+    }
+    if let Some(pkg) = &decl.shadow_policy {
+        if decl.policy.as_deref() == Some(pkg.as_str()) {
+            diags.push(
+                Diagnostic::error(
+                    "shadow-is-enforced",
+                    file.locate(&at.key("shadow_policy")),
+                    format!("shadow_policy `{pkg}` is the tool's enforced policy"),
+                )
+                .with_help("name the new package under test here, the one `policy` will point to once it has proven itself"),
+            );
+        } else if shadow.is_empty() {
+            diags.push(missing_package(file, at, "shadow_policy", pkg, all));
+        }
     }
     // With `keep_riskier_rules` (regent check), a riskier YAML rule is still
     // reported but does not stop the tool from compiling, so the worst-case
@@ -371,15 +395,41 @@ fn compile_tool(
     let mut engines = None;
     let mut plan = Vec::new();
     let mut visible = None;
+    let mut shadow_plan = Vec::new();
     if needs_engine && !blocking(&diags) {
         let rule_refs: Vec<&str> = resolver_rules.iter().map(|(_, r)| r.as_str()).collect();
+        let own = Own { own, shadow };
         match tool_engine(decl, own, base, library, &rule_refs, &opts.policy_limits) {
-            Ok((engine, p, steps, v)) => {
+            Ok(ToolEngine {
+                engine,
+                plan: p,
+                resolver_steps: steps,
+                visible: v,
+                shadow: (sp, shadow_errors),
+            }) => {
                 let pool = EnginePool::new(engine, opts.policy_limits);
                 let lowered = p.iter().map(|(_, s)| s).chain(steps.iter().flatten());
+                let lowered = lowered.chain(sp.iter().map(|(_, s)| s));
                 engines = Some(pool.with_native(lowered.chain(v.iter())));
                 plan = p;
                 visible = v;
+                shadow_plan = sp;
+                // A shadow rule that fails on the sample arguments is worth
+                // knowing, but never stops the enforced policy from loading.
+                for e in shadow_errors {
+                    let mut d = e.located_or(
+                        file.locate(&at.key("shadow_policy")),
+                        &schema::sample(&decl.input_schema),
+                    );
+                    d.severity = crate::diag::Severity::Warning;
+                    d.code = "shadow-policy-eval";
+                    d.message = format!(
+                        "shadow policy `{}` (log-only) fails: {}; its decisions are logged as errors and the enforced policy is unaffected",
+                        decl.shadow_policy.as_deref().unwrap_or("?"),
+                        d.message
+                    );
+                    warnings.push(d);
+                }
                 for ((i, _), step) in resolver_rules.iter().zip(steps) {
                     match step {
                         Ok(step) => {
@@ -437,6 +487,8 @@ fn compile_tool(
                 security_schemes: decl.security_schemes.clone(),
                 rules,
                 policy: decl.policy.clone(),
+                shadow_policy: decl.shadow_policy.clone(),
+                shadow_plan,
                 location,
                 validator,
                 partial_validator,
@@ -545,7 +597,13 @@ fn compile_rules(
     rules
 }
 
-fn missing_package(file: &ToolSource, at: &YamlPath, pkg: &str, all: &[PolicyFile]) -> Diagnostic {
+fn missing_package(
+    file: &ToolSource,
+    at: &YamlPath,
+    key: &str,
+    pkg: &str,
+    all: &[PolicyFile],
+) -> Diagnostic {
     let mut known: Vec<&str> = all.iter().map(|p| p.package.as_str()).collect();
     known.sort();
     known.dedup();
@@ -564,8 +622,8 @@ fn missing_package(file: &ToolSource, at: &YamlPath, pkg: &str, all: &[PolicyFil
     };
     Diagnostic::error(
         "missing-package",
-        file.locate(&at.key("policy")),
-        format!("policy package `{pkg}` is not defined by any .rego file"),
+        file.locate(&at.key(key)),
+        format!("{key} package `{pkg}` is not defined by any .rego file"),
     )
     .with_help(help)
 }
@@ -577,7 +635,7 @@ fn missing_package(file: &ToolSource, at: &YamlPath, pkg: &str, all: &[PolicyFil
 /// rules the package actually declares.
 fn tool_engine(
     decl: &ToolDecl,
-    own: &[&PolicyFile],
+    Own { own, shadow }: Own<'_>,
     base: &regorus::Engine,
     library: &[(&str, &str)],
     resolver_rules: &[&str],
@@ -587,10 +645,11 @@ fn tool_engine(
     // Every module that could declare a contract rule: (file, package).
     let modules: Vec<(&str, &str)> = own
         .iter()
+        .chain(shadow)
         .map(|p| (p.path.as_str(), p.package.as_str()))
         .chain(library.iter().copied())
         .collect();
-    for p in own {
+    for p in own.iter().chain(shadow) {
         policy::add_policy(&mut engine, &p.path, p.text).map_err(LocatedError::Diag)?;
     }
     let mut candidates = Vec::new();
@@ -658,6 +717,51 @@ fn tool_engine(
         }
         plan.push((field, step));
     }
+    // The shadow plan: the same mapping rule (YAML rules are layered under
+    // either policy), then the shadow package's contract rules but
+    // `visible`, which decides listing, not a request. A failure here is
+    // kept beside the step, for a warning: it must not stop the enforced
+    // policy from loading.
+    let mut shadow_plan: Vec<(Field, policy::Step)> = plan
+        .iter()
+        .filter(|(f, _)| *f == Field::Mapping)
+        .cloned()
+        .collect();
+    let mut shadow_errors = Vec::new();
+    if let Some(pkg) = &decl.shadow_policy {
+        for rule in generate::CONTRACT_RULES {
+            if *rule == generate::VISIBLE_RULE {
+                continue;
+            }
+            let dotted = format!("{pkg}.{rule}");
+            let declared = modules.iter().any(|(file, package)| {
+                match dotted.strip_prefix(&format!("{package}.")) {
+                    Some(root) => engine
+                        .has_declared_rule_rooted_at(file, root)
+                        .unwrap_or(true),
+                    None => false,
+                }
+            });
+            if !declared {
+                continue;
+            }
+            let mut step = policy::Step {
+                path: generate::rule_ref(pkg, rule),
+                by_query: false,
+            };
+            match warm(&step, &mut engine, limits) {
+                Ok(_) => {}
+                Err(e) if policy::is_undeclared(&e) => {
+                    step.by_query = true;
+                    if let Err(e) = warm(&step, &mut engine, limits) {
+                        shadow_errors.push(LocatedError::Eval(e.location, e.message));
+                    }
+                }
+                Err(e) => shadow_errors.push(LocatedError::Eval(e.location, e.message)),
+            }
+            shadow_plan.push((Field::Contract(rule), step));
+        }
+    }
     let steps = resolver_rules
         .iter()
         .map(|rule| resolver_step(&mut engine, &modules, rule, limits))
@@ -682,7 +786,21 @@ fn tool_engine(
         }
         None => None,
     };
-    Ok((engine, plan, steps, visible))
+    Ok(ToolEngine {
+        engine,
+        plan,
+        resolver_steps: steps,
+        visible,
+        shadow: (shadow_plan, shadow_errors),
+    })
+}
+
+/// The policy files a tool's engine holds beside the libraries: those of
+/// its enforced package and those of its shadow package.
+#[derive(Clone, Copy)]
+struct Own<'a> {
+    own: &'a [&'a PolicyFile<'a>],
+    shadow: &'a [&'a PolicyFile<'a>],
 }
 
 /// Evaluates `step` once to warm the engine and surface evaluation errors at
@@ -702,14 +820,16 @@ fn warm(
 }
 
 /// A prepared engine, its per-request plan, one step (or the reason
-/// there is none) per policy resolver rule, and the `visible` rule's step
-/// when the package declares one.
-type ToolEngine = (
-    regorus::Engine,
-    Vec<(Field, policy::Step)>,
-    Vec<Result<policy::Step, LocatedError>>,
-    Option<policy::Step>,
-);
+/// there is none) per policy resolver rule, the `visible` rule's step
+/// when the package declares one, and the shadow plan with the failures
+/// its warm-up met.
+struct ToolEngine {
+    engine: regorus::Engine,
+    plan: Vec<(Field, policy::Step)>,
+    resolver_steps: Vec<Result<policy::Step, LocatedError>>,
+    visible: Option<policy::Step>,
+    shadow: (Vec<(Field, policy::Step)>, Vec<LocatedError>),
+}
 
 /// The step that evaluates a policy resolver's rule, checked to exist and
 /// evaluated once on the sample input (which the engine holds).

@@ -31,7 +31,7 @@ use serde_json::{Map, Value};
 use crate::diag::{Diagnostic, Location};
 pub use build::{build, build_partial};
 pub use hints::{Hint, Hints};
-pub use resolve::{Origin, Resolution, ResolveError};
+pub use resolve::{Origin, Resolution, ResolveError, Shadow};
 pub use schema::ArgError;
 
 /// The default limit on one policy evaluation. Policies take microseconds;
@@ -88,6 +88,9 @@ pub struct Tool {
     pub rules: Vec<Rule>,
     /// The Rego package holding this tool's policy.
     pub policy: Option<String>,
+    /// The package evaluated beside it in log-only mode (see
+    /// [`Catalog::shadow_as`]).
+    pub shadow_policy: Option<String>,
     pub location: Location,
     /// The whole input schema, for arguments once every parameter is filled.
     validator: jsonschema::Validator,
@@ -105,6 +108,10 @@ pub struct Tool {
     /// What one resolution evaluates, in order: the generated mapping rule
     /// when there are YAML rules, then each contract rule the policy declares.
     plan: Vec<(Field, policy::Step)>,
+    /// What one shadow decision evaluates: the mapping rule when there are
+    /// YAML rules, then each contract rule the shadow package declares
+    /// (`visible` aside). Empty without `shadow_policy`.
+    shadow_plan: Vec<(Field, policy::Step)>,
     /// The package's `visible` rule, evaluated per caller for listing (see
     /// `visibility`); `None` when it declares none (visible to everyone).
     visible: Option<policy::Step>,
@@ -176,6 +183,16 @@ impl Tool {
         self.engines
             .as_ref()
             .is_some_and(|e| e.is_native(self.plan.iter().map(|(_, s)| s)))
+    }
+
+    /// Whether the shadow plan runs on `native` (false without
+    /// `shadow_policy`).
+    pub fn is_shadow_native(&self) -> bool {
+        !self.shadow_plan.is_empty()
+            && self
+                .engines
+                .as_ref()
+                .is_some_and(|e| e.is_native(self.shadow_plan.iter().map(|(_, s)| s)))
     }
 
     /// The rules one resolution evaluates, with what each answers.

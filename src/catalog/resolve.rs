@@ -131,27 +131,35 @@ impl Catalog {
         caller: Option<&Caller>,
     ) -> Result<Resolution<'_>, ResolveError> {
         let r = self.resolve_layers_as(name, args, caller)?;
-        let tool = r.tool;
-        for (k, h) in Hint::ALL.into_iter().enumerate() {
-            let resolved = r.hints.get(h);
-            if resolved != tool.listed.get(h) && resolved != h.safe_value() {
-                let origin = match r.hint_origins[k] {
-                    Origin::Rule(i) => format!("yaml rule {} at {}", i + 1, tool.rules[i].location),
-                    Origin::Policy => {
-                        format!("policy package {}", tool.policy.as_deref().unwrap_or("?"))
-                    }
-                    Origin::Listed => "the listing".to_string(),
-                };
-                return Err(ResolveError::RiskierThanListed {
-                    tool: name.to_string(),
-                    hint: h,
-                    listed: tool.listed.get(h),
-                    resolved,
-                    origin,
-                });
-            }
-        }
-        Ok(r)
+        let package = r.tool.policy.as_deref();
+        not_riskier(r, package)
+    }
+
+    /// The decision `name`'s shadow policy would give for `args` asked by
+    /// `caller`, exactly as [`Catalog::resolve_as`] would decide with the
+    /// shadow package in place of the enforced one (listed values, then the
+    /// first matching YAML rule, then the shadow package's contract rules,
+    /// and the never-riskier check). `None` when the tool is unknown or
+    /// declares no `shadow_policy`.
+    ///
+    /// Log-only: the answer is for the decision log and `regent test`,
+    /// never for a client, and its failure is not the request's.
+    pub fn shadow_as(
+        &self,
+        name: &str,
+        args: &Value,
+        caller: Option<&Caller>,
+    ) -> Option<Shadow<'_>> {
+        let tool = self.tool(name)?;
+        let package = tool.shadow_policy.as_deref()?;
+        let resolution = self.validate_partial(name, args).and_then(|tool| {
+            let r = layers(tool, &tool.shadow_plan, package, name, args, caller)?;
+            not_riskier(r, Some(package))
+        });
+        Some(Shadow {
+            package,
+            resolution,
+        })
     }
 
     /// Checks `args` as a client sends them (resolved parameters may be
@@ -187,6 +195,63 @@ impl Catalog {
         caller: Option<&Caller>,
     ) -> Result<Resolution<'_>, ResolveError> {
         let tool = self.validate_partial(name, args)?;
+        layers(
+            tool,
+            &tool.plan,
+            tool.policy.as_deref().unwrap_or(""),
+            name,
+            args,
+            caller,
+        )
+    }
+}
+
+/// The decision of a tool's shadow policy (see [`Catalog::shadow_as`]).
+#[derive(Debug)]
+pub struct Shadow<'a> {
+    /// The shadow package.
+    pub package: &'a str,
+    pub resolution: Result<Resolution<'a>, ResolveError>,
+}
+
+/// `r`, unless a hint ended up riskier than the listed one; `package` is
+/// the policy that layered it, for the message.
+fn not_riskier<'a>(
+    r: Resolution<'a>,
+    package: Option<&str>,
+) -> Result<Resolution<'a>, ResolveError> {
+    let tool = r.tool;
+    for (k, h) in Hint::ALL.into_iter().enumerate() {
+        let resolved = r.hints.get(h);
+        if resolved != tool.listed.get(h) && resolved != h.safe_value() {
+            let origin = match r.hint_origins[k] {
+                Origin::Rule(i) => format!("yaml rule {} at {}", i + 1, tool.rules[i].location),
+                Origin::Policy => format!("policy package {}", package.unwrap_or("?")),
+                Origin::Listed => "the listing".to_string(),
+            };
+            return Err(ResolveError::RiskierThanListed {
+                tool: tool.name.clone(),
+                hint: h,
+                listed: tool.listed.get(h),
+                resolved,
+                origin,
+            });
+        }
+    }
+    Ok(r)
+}
+
+/// Evaluates `plan` (the tool's, or its shadow plan) and layers the answer
+/// over the listing; `pkg` names the policy package in messages.
+fn layers<'a>(
+    tool: &'a Tool,
+    plan: &[(Field, policy::Step)],
+    pkg: &str,
+    name: &str,
+    args: &Value,
+    caller: Option<&Caller>,
+) -> Result<Resolution<'a>, ResolveError> {
+    {
         let mut r = Resolution {
             tool,
             hints: tool.listed,
@@ -202,13 +267,13 @@ impl Catalog {
             return Ok(r);
         };
 
-        let rules = tool.plan.iter().map(|(_, step)| step);
+        let rules = plan.iter().map(|(_, step)| step);
         let values = engines
             .eval(rules, policy::input_as(name, args, caller))
             .map_err(|e| policy_error(tool, e.message, e.location.map(|l| l.to_string())))?;
         let mut mapping = None;
         let mut result = Map::new();
-        for ((field, _), value) in tool.plan.iter().zip(values) {
+        for ((field, _), value) in plan.iter().zip(values) {
             match field {
                 Field::Mapping => mapping = value.as_ref().and_then(Value::as_u64),
                 Field::Contract(name) => {
@@ -239,7 +304,7 @@ impl Catalog {
             r.deny.extend(rule.deny.iter().cloned());
             r.confirm.clone_from(&rule.confirm);
         }
-        apply_policy(tool, &result, &mut r)?;
+        apply_policy(tool, pkg, &result, &mut r)?;
         Ok(r)
     }
 }
@@ -263,8 +328,12 @@ fn policy_error(tool: &Tool, message: String, location: Option<String>) -> Resol
 
 /// Applies the policy's `annotations`, `meta` and `security_schemes`, checking
 /// that each has the type the contract promises.
-fn apply_policy(tool: &Tool, result: &Value, r: &mut Resolution<'_>) -> Result<(), ResolveError> {
-    let pkg = tool.policy.as_deref().unwrap_or("");
+fn apply_policy(
+    tool: &Tool,
+    pkg: &str,
+    result: &Value,
+    r: &mut Resolution<'_>,
+) -> Result<(), ResolveError> {
     match result.get("annotations") {
         None | Some(Value::Null) => {}
         Some(Value::Object(obj)) => {

@@ -96,6 +96,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     let options = decisions::Options {
         log_arguments: args.log_arguments,
         labels: args.decision_log_label.clone(),
+        mask: args.decision_log_mask.clone(),
         shipper,
     };
     let decisions = Arc::new(match &args.decision_log {

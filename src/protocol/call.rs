@@ -15,7 +15,10 @@
 //!    `isError: true` with the status and the tail of stderr or the body.
 //!
 //! Every call writes one decision-log line, whatever the path, and the
-//! result's `_meta` carries the decision id under [`DECISION_META`].
+//! result's `_meta` carries the decision id under [`DECISION_META`]. A tool
+//! with a `shadow_policy` has it evaluated right after the enforced
+//! decision, on the same arguments; its decision goes into the line only
+//! ([`shadow`]), never into the sequence above.
 //!
 //! Executions are bounded across all sessions and transports by one
 //! [`CallLimit`] (`serve --max-concurrent-calls`): a call that would start
@@ -35,7 +38,7 @@ use serde_json::{Map, Value, json};
 use super::input::{self, RequestStates, Retry};
 use super::{errors, wire};
 use crate::catalog::{Catalog, ResolveError};
-use crate::decisions::{DecisionLog, Entry, Kind, Verdict};
+use crate::decisions::{DecisionLog, Entry, Kind, ShadowEntry, Verdict};
 use crate::exec::{self, Outcome, RunSpec};
 use crate::fill::{self, Fill, Replies, Reply};
 use crate::metrics::Metrics;
@@ -248,6 +251,7 @@ pub async fn call(
     let started = std::time::Instant::now();
     let r = catalog.resolve_as(name, &full, caller.as_deref());
     entry.eval = Some(started.elapsed());
+    entry.shadow = shadow(&catalog, name, &full, caller.as_deref());
     let r = match r {
         Ok(r) => r,
         Err(e) => return Err(fail(entry, e)),
@@ -374,6 +378,46 @@ pub async fn call(
     }
     meta.insert(EXECUTION_META.into(), execution);
     Ok(report(tool, spec, outcome, meta).into())
+}
+
+/// The decision of `name`'s shadow policy, for the log line only; `None`
+/// when the tool declares none. Its failure (an error, a timeout, an
+/// ill-typed value, a riskier hint) is its logged verdict, never the
+/// request's: nothing here can refuse or change an answer.
+///
+/// It costs the request one more evaluation of the tool's plan (the shadow
+/// package's rules and the YAML mapping rule, on the native evaluator when
+/// they lower), at most the policy time limit.
+pub(super) fn shadow(
+    catalog: &Catalog,
+    name: &str,
+    args: &Value,
+    caller: Option<&crate::caller::Caller>,
+) -> Option<ShadowEntry> {
+    let started = std::time::Instant::now();
+    let shadow = catalog.shadow_as(name, args, caller)?;
+    let eval = Some(started.elapsed());
+    let policy = shadow.package.to_string();
+    Some(match shadow.resolution {
+        Ok(r) => ShadowEntry {
+            policy,
+            verdict: if r.allowed() {
+                Verdict::Allowed
+            } else {
+                Verdict::Denied(r.deny.clone())
+            },
+            annotations: Some(wire::annotations(r.tool, Some(&r))),
+            confirm: r.confirm.clone(),
+            eval,
+        },
+        Err(e) => ShadowEntry {
+            policy,
+            verdict: Verdict::Error(e.to_string()),
+            annotations: None,
+            confirm: None,
+            eval,
+        },
+    })
 }
 
 /// The tool result for an execution that happened.

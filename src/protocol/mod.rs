@@ -184,17 +184,28 @@ impl Regent {
         resolve_logged(
             catalog,
             params,
-            full,
-            result_type,
-            negotiated,
+            answer::Shape {
+                full,
+                result_type,
+                negotiated,
+            },
             Some(Serving {
                 log: &self.decisions,
                 listed: &self.listed,
                 text: self.text,
             }),
             caller,
+            Decider::Enforced,
         )
     }
+}
+
+/// Which policy decides a resolve: the enforced one, as every request, or
+/// the tool's shadow policy, for `regent test` cases that name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decider {
+    Enforced,
+    Shadow,
 }
 
 /// What a served request adds to a resolve: the decision log, the cache of
@@ -231,11 +242,38 @@ pub fn resolve_result(
     resolve_logged(
         catalog,
         params.cloned(),
-        full,
-        result_type,
-        negotiated,
+        answer::Shape {
+            full,
+            result_type,
+            negotiated,
+        },
         None,
         caller.cloned().map(Arc::new),
+        Decider::Enforced,
+    )
+    .map(Answer::into_value)
+}
+
+/// [`resolve_result`] as the tool's shadow policy would answer it (in
+/// place of its enforced policy), for `regent test` cases with `shadow:
+/// true`. Never an answer to a client: a server only logs shadow decisions.
+/// A tool without `shadow_policy` answers -32603 saying so.
+pub fn shadow_result(
+    catalog: &Catalog,
+    params: Option<&Value>,
+    caller: Option<&Caller>,
+) -> Result<Value, ErrorData> {
+    resolve_logged(
+        catalog,
+        params.cloned(),
+        answer::Shape {
+            full: true,
+            result_type: false,
+            negotiated: Negotiated::default(),
+        },
+        None,
+        caller.cloned().map(Arc::new),
+        Decider::Shadow,
     )
     .map(Answer::into_value)
 }
@@ -243,20 +281,14 @@ pub fn resolve_result(
 fn resolve_logged(
     catalog: &Catalog,
     params: Option<Value>,
-    full: bool,
-    result_type: bool,
-    negotiated: Negotiated,
-    serving: Option<Serving<'_>>,
-    caller: Option<Arc<Caller>>,
-) -> Result<Answer, ErrorData> {
-    let log = serving.as_ref().map(|s| s.log);
     // The extension's answer replaces SEP-1862's only for `tools/resolve`;
     // `tools/annotations` is the older draft's method either way.
-    let shape = answer::Shape {
-        full,
-        result_type,
-        negotiated,
-    };
+    shape: answer::Shape,
+    serving: Option<Serving<'_>>,
+    caller: Option<Arc<Caller>>,
+    decider: Decider,
+) -> Result<Answer, ErrorData> {
+    let log = serving.as_ref().map(|s| s.log);
     let (name, args) = name_and_arguments(params, shape.draft())?;
     // A tool the caller may not see answers as an unknown one.
     let tool = catalog
@@ -268,7 +300,7 @@ fn resolve_logged(
             Some(json!({"tool": name, "reason": "not-resolvable"})),
         ));
     }
-    let method = if full {
+    let method = if shape.full {
         "tools/resolve"
     } else {
         "tools/annotations"
@@ -301,8 +333,20 @@ fn resolve_logged(
     };
     // The log records the arguments as the client sent them.
     let started = std::time::Instant::now();
-    let r = catalog.resolve_as(&name, decided_on, caller.as_deref());
+    let r = match decider {
+        Decider::Enforced => catalog.resolve_as(&name, decided_on, caller.as_deref()),
+        Decider::Shadow => match catalog.shadow_as(&name, decided_on, caller.as_deref()) {
+            Some(s) => s.resolution,
+            None => Err(crate::catalog::ResolveError::Policy {
+                tool: name.clone(),
+                message: "the tool declares no shadow_policy to test; add `shadow_policy:` to the tool or remove `shadow: true` from the case".into(),
+                location: None,
+            }),
+        },
+    };
     let eval = started.elapsed();
+    // The shadow decision is for the log: only serving computes it.
+    let shadow = log.and_then(|_| call::shadow(catalog, &name, decided_on, caller.as_deref()));
     let r = match r {
         Ok(r) => r,
         Err(e) => {
@@ -310,6 +354,7 @@ fn resolve_logged(
                 let mut entry = Entry::new(Kind::Resolve, method, &name, args, &catalog.revision);
                 entry.caller = caller;
                 entry.eval = Some(eval);
+                entry.shadow = shadow;
                 entry.verdict = Verdict::Error(e.to_string());
                 // The answer is an error either way.
                 let _ = log.record(entry);
@@ -341,6 +386,7 @@ fn resolve_logged(
         entry.verdict = verdict;
         entry.confirm.clone_from(&r.confirm);
         entry.eval = Some(eval);
+        entry.shadow = shadow;
         // Fail closed: a decision the audit log cannot take is not given.
         log.record(entry)
             .map_err(|stalled| ErrorData::internal_error(stalled.to_string(), None))?;

@@ -46,6 +46,11 @@ pub struct ToolDecl {
     /// A Rego package (`tools.manage_files`) with the logic YAML can't express.
     #[serde(default)]
     pub policy: Option<String>,
+    /// A Rego package evaluated beside `policy` on every request, in log-only
+    /// mode: its decision is written to the decision log and never changes an
+    /// answer or blocks a call (see docs/policy-tooling.md, "Shadow policies").
+    #[serde(default)]
+    pub shadow_policy: Option<String>,
     /// How `tools/call` executes the tool (see `source::run`). Without it the
     /// tool can be listed and resolved but not called.
     #[serde(default)]
@@ -158,6 +163,7 @@ pub const TOOL_KEYS: &[&str] = &[
     "securitySchemes",
     "resolve",
     "policy",
+    "shadow_policy",
     "run",
     "resolvers",
 ];

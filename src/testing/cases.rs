@@ -9,6 +9,8 @@
 //!       subject: alice                     # token or --caller-file would give it
 //!       issuer: https://idp.example.com    # optional, default "local"
 //!       claims: {groups: [oncall]}         # optional; sub and iss added
+//!     shadow: true                         # optional: judge the tool's shadow_policy
+//!                                          # (in place of its policy), not the enforced one
 //!     expect:
 //!       annotations: {readOnlyHint: true}  # only the keys given are compared
 //!       meta: {...}                        # likewise, against the resolved _meta
@@ -51,6 +53,11 @@ pub struct Case {
     /// Who asks (`input.caller`); absent when not given.
     #[serde(default)]
     pub caller: Option<CallerDocument>,
+    /// Whether the case judges the tool's `shadow_policy` decision (what it
+    /// would answer in place of the enforced policy) rather than the
+    /// enforced one.
+    #[serde(default)]
+    pub shadow: bool,
     pub expect: Expect,
 }
 
@@ -303,18 +310,29 @@ fn show(v: Option<&Value>) -> String {
 /// with the expectation.
 pub fn run(catalog: &Catalog, c: &Case, caller: Option<&Caller>) -> Outcome {
     let params = json!({"name": c.tool, "arguments": c.arguments});
-    let answer = crate::protocol::resolve_result(
-        catalog,
-        Some(&params),
-        true,
-        false,
-        crate::protocol::Negotiated::default(),
-        caller,
-    );
-    let mapping = catalog
-        .resolve_as(&c.tool, &Value::Object(c.arguments.clone()), caller)
-        .ok()
-        .and_then(|r| r.rule);
+    let args = Value::Object(c.arguments.clone());
+    let (answer, mapping) = if c.shadow {
+        let answer = crate::protocol::shadow_result(catalog, Some(&params), caller);
+        let mapping = catalog
+            .shadow_as(&c.tool, &args, caller)
+            .and_then(|s| s.resolution.ok())
+            .and_then(|r| r.rule);
+        (answer, mapping)
+    } else {
+        let answer = crate::protocol::resolve_result(
+            catalog,
+            Some(&params),
+            true,
+            false,
+            crate::protocol::Negotiated::default(),
+            caller,
+        );
+        let mapping = catalog
+            .resolve_as(&c.tool, &args, caller)
+            .ok()
+            .and_then(|r| r.rule);
+        (answer, mapping)
+    };
     let mut rows = Vec::new();
     let mut note = None;
     let e = &c.expect;
