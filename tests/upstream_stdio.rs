@@ -287,3 +287,57 @@ fn a_selected_tool_the_upstream_lacks_is_a_load_error() {
         "{stderr}"
     );
 }
+
+#[test]
+fn calls_to_an_upstream_that_exited_fail_closed() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let notes = tempfile::tempdir().unwrap();
+    std::fs::write(notes.path().join("a.md"), "text").unwrap();
+    std::fs::write(
+        dir.path().join("upstreams.yaml"),
+        format!(
+            "upstreams:\n  - name: notes\n    command: {}\n    args: [{}]\n    env: {{set: {{NOTES_DIR: {}}}}}\n    tools:\n      - name: crash\n      - name: delete_note\n",
+            which(&python).display(),
+            repo_path("tests/fixtures/upstream/notes_server.py").display(),
+            notes.path().display()
+        ),
+    )
+    .unwrap();
+    let mut s = start(Era::Legacy, dir.path(), notes.path());
+    let r = s.request("tools/call", json!({"name": "crash", "arguments": {}}));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let text = r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.starts_with("the call to crash did not complete"),
+        "{r}"
+    );
+    // The service notices the closed pipe shortly after the failed call.
+    let deadline = std::time::Instant::now() + common::WAIT;
+    let r = loop {
+        let r = s.request(
+            "tools/call",
+            json!({"name": "delete_note", "arguments": {"path": "a.md"}}),
+        );
+        let text = r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        if text.contains("has exited") || std::time::Instant::now() > deadline {
+            break r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let res = &r["result"];
+    assert_eq!(res["isError"], true, "{r}");
+    assert_eq!(
+        res["content"][0]["text"],
+        "regent did not run delete_note: upstream `notes` has exited; restart regent to start it again",
+        "{r}"
+    );
+    assert_eq!(res["_meta"]["regent/decision"]["allowed"], true, "{r}");
+    assert!(notes.path().join("a.md").exists());
+    assert_eq!(calls(notes.path()), "crash -\n");
+    assert!(s.finish().success());
+}

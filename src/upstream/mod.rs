@@ -36,8 +36,9 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 struct Live {
     client: RunningService<RoleClient, ()>,
     snapshot: Snapshot,
-    /// Killed when dropped (regent exits or the set is replaced).
-    _child: tokio::process::Child,
+    /// Killed when dropped (regent exits or the set is replaced); asked
+    /// whether it has exited before each call.
+    child: std::sync::Mutex<tokio::process::Child>,
 }
 
 /// Every connected upstream, by name.
@@ -108,7 +109,11 @@ impl Upstreams {
                 target.upstream
             )));
         };
-        if live.client.is_closed() {
+        let exited = live
+            .child
+            .lock()
+            .map_or(true, |mut c| !matches!(c.try_wait(), Ok(None)));
+        if exited || live.client.is_closed() {
             return Err(CallError(format!(
                 "upstream `{}` has exited; restart regent to start it again",
                 target.upstream
@@ -217,7 +222,7 @@ async fn connect(decl: &UpstreamDecl, base_dir: &Path) -> Result<Live, String> {
     Ok(Live {
         client,
         snapshot,
-        _child: child,
+        child: std::sync::Mutex::new(child),
     })
 }
 
