@@ -341,3 +341,61 @@ fn calls_to_an_upstream_that_exited_fail_closed() {
     assert_eq!(calls(notes.path()), "crash -\n");
     assert!(s.finish().success());
 }
+
+#[test]
+fn snapshot_prints_what_each_upstream_lists_and_a_failed_start_shows_its_stderr() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let notes = tempfile::tempdir().unwrap();
+    let file = |env: &str| {
+        format!(
+            "upstreams:\n  - name: notes\n    command: {}\n    args: [{}]\n    env: {env}\n",
+            which(&python).display(),
+            repo_path("tests/fixtures/upstream/notes_server.py").display(),
+        )
+    };
+    let yaml = dir.path().join("upstreams.yaml");
+    std::fs::write(
+        &yaml,
+        file(&format!(
+            "{{set: {{NOTES_DIR: {}}}}}",
+            notes.path().display()
+        )),
+    )
+    .unwrap();
+    let out = regent()
+        .args(["upstream", "snapshot"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pinned: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools = pinned["upstreams"]["notes"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["read_note", "delete_note", "count_words", "crash"]);
+    assert_eq!(
+        tools[0]["annotations"],
+        json!({"readOnlyHint": true, "openWorldHint": false})
+    );
+    assert!(calls(notes.path()).is_empty(), "listing called a tool");
+
+    // Without NOTES_DIR (nothing is inherited beyond the allow-list) the
+    // server dies at start; the error says why, in its own words.
+    std::fs::write(&yaml, file("{inherit: [PATH]}")).unwrap();
+    let out = regent()
+        .args(["upstream", "snapshot"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("upstream `notes` could not be started")
+            && stderr.contains("KeyError: 'NOTES_DIR'"),
+        "{stderr}"
+    );
+}

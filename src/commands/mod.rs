@@ -6,6 +6,7 @@ pub mod resolve;
 pub mod serve;
 pub mod serve_http;
 pub mod test;
+pub mod upstream;
 
 use std::time::Duration;
 

@@ -93,6 +93,14 @@ pub struct Snapshot {
     pub tools: Vec<SnapshotTool>,
 }
 
+/// Every upstream's snapshot, by upstream name: what `regent upstream
+/// snapshot` writes, for a later step to read instead of starting them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pinned {
+    pub upstreams: BTreeMap<String, Snapshot>,
+}
+
 /// One upstream tool, as listed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SnapshotTool {

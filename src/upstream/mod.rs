@@ -29,6 +29,8 @@ use crate::source::upstream::{Snapshot, UpstreamDecl, UpstreamRef};
 
 /// How long an upstream has to start, answer `initialize` and list its tools.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How many lines of a failed upstream's standard error its error shows.
+const STDERR_TAIL_LINES: usize = 5;
 /// How long one forwarded call may take.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -202,22 +204,57 @@ async fn connect(decl: &UpstreamDecl, base_dir: &Path) -> Result<Live, String> {
     };
     // The upstream's standard error goes to regent's log, never to regent's
     // own standard error (where the decision log may be written).
+    // The last lines are kept to explain a failed start.
     let name = decl.name.clone();
-    tokio::spawn(async move {
+    let tail = std::sync::Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
+    let kept = tail.clone();
+    let drained = tokio::spawn(async move {
         let mut lines = tokio::io::BufReader::new(stderr).lines();
         while let Ok(Some(line)) = lines.next_line().await {
             tracing::debug!(upstream = %name, "{line}");
+            if let Ok(mut t) = kept.lock() {
+                if t.len() == STDERR_TAIL_LINES {
+                    t.pop_front();
+                }
+                t.push_back(line);
+            }
         }
     });
-    let client = ()
-        .serve((stdout, stdin))
-        .await
-        .map_err(|e| format!("the mcp handshake failed: {}", lower(&e.to_string())))?;
-    let tools = client
-        .peer()
-        .list_all_tools()
-        .await
-        .map_err(|e| format!("`tools/list` failed: {}", lower(&e.to_string())))?;
+    let failed = |what: String| {
+        let tail = tail.clone();
+        async move {
+            // What the child wrote before it went away, if it did.
+            let _ = tokio::time::timeout(Duration::from_millis(500), drained).await;
+            let lines: Vec<String> = tail
+                .lock()
+                .map(|t| t.iter().cloned().collect())
+                .unwrap_or_default();
+            if lines.is_empty() {
+                what
+            } else {
+                format!(
+                    "{what}; its standard error ends with:\n{}",
+                    lines.join("\n")
+                )
+            }
+        }
+    };
+    let client = match ().serve((stdout, stdin)).await {
+        Ok(c) => c,
+        Err(e) => {
+            return Err(failed(format!(
+                "the mcp handshake failed: {}",
+                lower(&e.to_string())
+            ))
+            .await);
+        }
+    };
+    let tools = match client.peer().list_all_tools().await {
+        Ok(t) => t,
+        Err(e) => {
+            return Err(failed(format!("`tools/list` failed: {}", lower(&e.to_string()))).await);
+        }
+    };
     let snapshot = snapshot_of(&tools)?;
     Ok(Live {
         client,
