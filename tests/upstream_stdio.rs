@@ -399,3 +399,47 @@ fn snapshot_prints_what_each_upstream_lists_and_a_failed_start_shows_its_stderr(
         "{stderr}"
     );
 }
+
+#[test]
+fn a_reload_keeps_the_imported_tools_under_the_new_policy() {
+    let Some(python) = python() else { return };
+    let catalog_dir = tempfile::tempdir().unwrap();
+    let notes = tempfile::tempdir().unwrap();
+    catalog(catalog_dir.path(), &python);
+    std::fs::write(notes.path().join("a.md"), "text").unwrap();
+    let mut cmd = regent();
+    cmd.arg("serve")
+        .arg(catalog_dir.path())
+        .env("NOTES_DIR", notes.path());
+    let mut s = Server::spawn(Era::Legacy, cmd);
+    let r = s.resolve("delete_note", json!({"path": "a.md"}));
+    assert_eq!(r["annotations"]["destructiveHint"], true, "{r}");
+    // Every delete is denied from now on; the upstream is not restarted.
+    std::fs::write(
+        catalog_dir.path().join("notes.rego"),
+        "package tools.notes\n\nimport rego.v1\n\ndeny contains \"deletes are frozen\" if true\n",
+    )
+    .unwrap();
+    let log = s.stderr_until(|e| e.contains("catalog reloaded") || e.contains("reload failed"));
+    assert!(log.contains("catalog reloaded"), "{log}");
+    assert!(log.contains("tools=3"), "{log}");
+    let r = s.request(
+        "tools/call",
+        json!({"name": "delete_note", "arguments": {"path": "a.md"}}),
+    );
+    let res = &r["result"];
+    assert_eq!(res["isError"], true, "{r}");
+    assert_eq!(
+        res["_meta"]["regent/decision"]["reasons"],
+        json!(["deletes are frozen"]),
+        "{r}"
+    );
+    assert!(notes.path().join("a.md").exists());
+    let tools = s.request("tools/list", json!({}));
+    assert_eq!(
+        tools["result"]["tools"].as_array().map(Vec::len),
+        Some(3),
+        "{tools}"
+    );
+    assert!(s.finish().success());
+}

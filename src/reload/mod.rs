@@ -219,7 +219,11 @@ impl Reloader {
                 let emptied: Vec<_> = source
                     .tool_files
                     .iter()
-                    .filter(|f| f.model.tools.is_empty() && served.contains(&f.path))
+                    .filter(|f| {
+                        f.model.tools.is_empty()
+                            && f.model.upstreams.is_empty()
+                            && served.contains(&f.path)
+                    })
                     .map(|f| f.path.clone())
                     .collect();
                 if !emptied.is_empty() && emptied_rereads < EMPTIED_REREADS {
