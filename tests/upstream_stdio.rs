@@ -55,6 +55,8 @@ upstreams:
         resolve:
           - when: {{path: keep.md}}
             deny: keep.md is kept
+          - when: {{path: ask.md}}
+            confirm: Really delete ask.md?
       - name: count_words
         as: words
         annotations: {{readOnlyHint: true, openWorldHint: false}}
@@ -441,5 +443,54 @@ fn a_reload_keeps_the_imported_tools_under_the_new_policy() {
         Some(3),
         "{tools}"
     );
+    assert!(s.finish().success());
+}
+
+#[test]
+fn a_confirmed_call_reaches_the_upstream_only_once_accepted() {
+    let Some(python) = python() else { return };
+    let catalog_dir = tempfile::tempdir().unwrap();
+    let notes = tempfile::tempdir().unwrap();
+    catalog(catalog_dir.path(), &python);
+    let ask = notes.path().join("ask.md");
+    std::fs::write(&ask, "text").unwrap();
+    let mut cmd = regent();
+    cmd.arg("serve")
+        .arg("--no-watch")
+        .arg(catalog_dir.path())
+        .env("NOTES_DIR", notes.path());
+    let mut s = Server::spawn_with(Era::Modern, cmd, json!({"elicitation": {"form": {}}}));
+    let call = |s: &mut Server, answer: Option<(&str, &str)>| {
+        let mut params = json!({"name": "delete_note", "arguments": {"path": "ask.md"}});
+        if let Some((action, state)) = answer {
+            params["inputResponses"] = json!({"regent/confirm": {"action": action, "content": {}}});
+            params["requestState"] = json!(state);
+        }
+        s.request("tools/call", params)
+    };
+    let state = |r: &Value| -> String {
+        assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+        r["result"]["requestState"].as_str().unwrap().to_string()
+    };
+
+    let first = call(&mut s, None);
+    let question = &first["result"]["inputRequests"]["regent/confirm"];
+    assert_eq!(
+        question["params"]["message"], "Really delete ask.md?",
+        "{first}"
+    );
+    let r = call(&mut s, Some(("decline", &state(&first))));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(
+        ask.exists() && calls(notes.path()).is_empty(),
+        "a declined call ran"
+    );
+
+    let again = call(&mut s, None);
+    let r = call(&mut s, Some(("accept", &state(&again))));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert_eq!(r["result"]["content"][0]["text"], "deleted ask.md", "{r}");
+    assert!(!ask.exists());
+    assert_eq!(calls(notes.path()), "delete_note ask.md\n");
     assert!(s.finish().success());
 }
