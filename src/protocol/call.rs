@@ -9,7 +9,11 @@
 //!    `isError: true`, and a 2026-07-28 request may end here with
 //!    `input_required`, to be retried with the answer.
 //! 4. Pick the tool's run case, render it (arguments that cannot be used as
-//!    given are refused with `isError: true`), and execute it.
+//!    given are refused with `isError: true`), and execute it. A tool
+//!    imported from an upstream MCP server has no run case: the call goes to
+//!    the upstream (`crate::upstream`), whose result comes back as it gave
+//!    it, with regent's `_meta` keys added; an upstream that has exited
+//!    refuses the call before anything is sent.
 //! 5. Turn the outcome into a result: output as text, JSON output validated
 //!    against `outputSchema` as `structuredContent`, failures as
 //!    `isError: true` with the status and the tail of stderr or the body.
