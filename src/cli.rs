@@ -27,6 +27,31 @@ pub enum Command {
     Test(TestArgs),
     /// Print TOOL resolved for JSON-ARGUMENTS exactly as tools/resolve would, without a server
     Resolve(ResolveArgs),
+    /// Work with the upstream MCP servers a catalog declares (`upstreams:`)
+    Upstream(UpstreamArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct UpstreamArgs {
+    #[command(subcommand)]
+    pub command: UpstreamCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UpstreamCommand {
+    /// Start each upstream the catalog under PATH... declares and print, as JSON, the tools it lists (a snapshot to pin); exit 1 when one cannot be started
+    Snapshot(SnapshotArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    /// Tool files (*.yaml) declaring upstreams, or directories holding them
+    #[arg(value_name = "PATH", default_value = ".")]
+    pub paths: Vec<PathBuf>,
+
+    /// Write the snapshot to FILE instead of standard output (keep it outside the catalog: a *.json there is read as data)
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// Paths and limits for the policy tools (`check`, `test`): like

@@ -19,3 +19,4 @@ pub mod source;
 pub mod state;
 pub mod testing;
 pub mod timestamp;
+pub mod upstream;

@@ -43,6 +43,7 @@ fn real_main() -> i32 {
         Command::Check(args) => commands::check::run(args),
         Command::Test(args) => commands::test::run(args),
         Command::Resolve(args) => commands::resolve::run(args),
+        Command::Upstream(args) => commands::upstream::run(args),
     };
     match outcome {
         Ok(code) => code,

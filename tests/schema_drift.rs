@@ -40,6 +40,8 @@ const DEFS: &[(&str, &str)] = &[
     ("HintValues", "/tools/0/resolve/0/annotations"),
     ("Resolver", "/tools/0/resolvers/p"),
     ("Elicit", "/tools/0/resolvers/p/elicit"),
+    ("Upstream", "/upstreams/0"),
+    ("UpstreamTool", "/upstreams/0/tools/0"),
 ];
 
 fn def_schema(name: &str) -> Value {
@@ -57,7 +59,8 @@ fn minimal_tool_file() -> Value {
         "annotations": {},
         "resolve": [{"annotations": {}}],
         "resolvers": {"p": {"elicit": {"message": "m"}}}
-    }]})
+    }],
+    "upstreams": [{"name": "u", "command": "c", "tools": [{"name": "t"}]}]})
 }
 
 /// A valid value for a property schema, by its first non-null type.
@@ -202,7 +205,12 @@ fn free_json(def: &str, key: &str) -> bool {
 fn known_quirk(def: &str, key: &str, probe: &Value) -> bool {
     // YAML reads `name: null` as the text "null"; a tool named "null" is a
     // mistake, and editors should say so. The same for a question.
-    ((def == "Tool" && key == "name") || (def == "Elicit" && key == "message")) && probe.is_null()
+    // Likewise an upstream named "null", or whose command is "null".
+    ((def == "Tool" && key == "name")
+        || (def == "Elicit" && key == "message")
+        || (def == "Upstream" && matches!(key, "name" | "command"))
+        || (def == "UpstreamTool" && key == "name"))
+        && probe.is_null()
 }
 
 #[test]

@@ -496,6 +496,7 @@ fn compile_tool(
                 output_validator,
                 engines,
                 run,
+                upstream: decl.upstream.clone(),
                 plan,
                 visible,
             },

@@ -105,6 +105,9 @@ pub struct Tool {
     engines: Option<policy::EnginePool>,
     /// How `tools/call` executes the tool; absent when it declares no `run`.
     pub run: Option<crate::exec::RunPlan>,
+    /// The upstream MCP server tool `tools/call` forwards to, for a tool
+    /// imported from one (it has no `run`).
+    pub upstream: Option<crate::source::upstream::UpstreamRef>,
     /// What one resolution evaluates, in order: the generated mapping rule
     /// when there are YAML rules, then each contract rule the policy declares.
     plan: Vec<(Field, policy::Step)>,

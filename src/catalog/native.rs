@@ -708,7 +708,9 @@ known if lower(input.arguments.who) in names
                 .unwrap();
         let value = |path: &str| &program.rules[program.entries[path]].defs[0].bodies[0].value;
         match value("data.p.names") {
-            super::Term::Const(v) => assert_eq!(serde_json::to_value(v).unwrap(), json!(["ann", "bob"])),
+            super::Term::Const(v) => {
+                assert_eq!(serde_json::to_value(v).unwrap(), json!(["ann", "bob"]))
+            }
             _ => panic!("the data-only comprehension was not folded"),
         }
         // One that reads the input stays a comprehension.

@@ -94,6 +94,21 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
         }
     };
     let mut out = diags.0;
+    // Knowing an upstream's tools means starting it, which `check` does not
+    // do yet (nor read a pinned snapshot): say so rather than pass quietly.
+    for (f, at, u) in source.upstreams() {
+        out.push(
+            Diagnostic::warning(
+                "upstream-not-checked",
+                source.tool_files[f].locate(&at.key("name")),
+                format!(
+                    "the tools of upstream `{}` are not checked: check does not start upstreams yet",
+                    u.name
+                ),
+            )
+            .with_help("`regent serve` starts it and imports its tools; a policy error there stops serve"),
+        );
+    }
 
     // Rego tests are loaded only by `regent test`, but a parse error in one
     // is still a broken catalog.

@@ -6,6 +6,7 @@ pub mod resolve;
 pub mod serve;
 pub mod serve_http;
 pub mod test;
+pub mod upstream;
 
 use std::time::Duration;
 
@@ -96,10 +97,16 @@ pub fn build_options(args: &CatalogArgs) -> BuildOptions {
 
 /// Loads and compiles the catalog under `args.paths`.
 pub fn load_catalog(args: &CatalogArgs) -> Result<Catalog, Diagnostics> {
+    let source = load_source(args)?;
+    catalog::build(&source, &build_options(args))
+}
+
+/// Reads and parses the catalog files under `args.paths`, refusing paths
+/// that hold no tool file.
+pub fn load_source(args: &CatalogArgs) -> Result<Source, Diagnostics> {
     let found = files::discover(&args.paths).map_err(|d| Diagnostics(vec![d]))?;
     if let Some(d) = files::no_tool_files(&args.paths, &found) {
         return Err(Diagnostics(vec![d]));
     }
-    let source = Source::load(&args.paths)?;
-    catalog::build(&source, &build_options(args))
+    Source::load(&args.paths)
 }

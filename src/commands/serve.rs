@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use rmcp::ServiceExt;
 
-use super::{Failure, build_options, exit, load_catalog};
+use super::{Failure, build_options, exit, load_source};
 use crate::cli::ServeArgs;
 use crate::decisions::{self, DecisionLog, ship};
 use crate::metrics::Metrics;
@@ -16,6 +16,7 @@ use crate::protocol::input::RequestStates;
 use crate::protocol::transport::LineTransport;
 use crate::reload;
 use crate::state::CatalogState;
+use crate::upstream::{self, Upstreams};
 
 /// The environment variable that names the caller file when `--caller-file`
 /// is not given.
@@ -72,7 +73,21 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
             .map_err(|e| cannot_run(format!("cannot handle SIGHUP: {e}")))?
     };
 
-    let catalog = load_catalog(&args.catalog).map_err(|d| Failure::from_diagnostics(&d))?;
+    // Upstream MCP servers are started and listed before the catalog is
+    // built: the build imports what they listed, as data.
+    let mut source = load_source(&args.catalog).map_err(|d| Failure::from_diagnostics(&d))?;
+    let upstreams = runtime
+        .block_on(Upstreams::start(&source, upstream::START_TIMEOUT))
+        .map_err(|d| Failure::from_diagnostics(&d))?;
+    let snapshots = upstreams.snapshots();
+    let imported = source.import_upstreams(&snapshots);
+    if imported.has_errors() {
+        return Err(Failure::from_diagnostics(&imported));
+    }
+    let upstreams = Arc::new(upstreams);
+    let catalog = crate::catalog::build(&source, &build_options(&args.catalog))
+        .map_err(|d| Failure::from_diagnostics(&d))?;
+    drop(source);
     for w in &catalog.warnings {
         tracing::warn!("{w}");
     }
@@ -126,6 +141,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
             status_file: args.status_file.clone(),
             debounce: reload::DEBOUNCE,
             settle: reload::SETTLE,
+            upstreams: snapshots,
         },
     )
     .map_err(cannot_run)?;
@@ -146,7 +162,8 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         let regent = Regent::new(state.clone())
             .with_decision_log(decisions.clone())
             .with_request_states(states)
-            .with_call_limit(calls);
+            .with_call_limit(calls)
+            .with_upstreams(upstreams.clone());
         let outcome = runtime.block_on(async move {
             tokio::spawn(forward_hangups);
             super::serve_http::serve(opts, regent, state, metrics).await
@@ -177,6 +194,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
             .with_decision_log(log)
             .with_request_states(states)
             .with_call_limit(calls)
+            .with_upstreams(upstreams.clone())
             .with_text_answers()
             .serve(LineTransport::new(read, write))
             .await

@@ -9,7 +9,11 @@
 //!    `isError: true`, and a 2026-07-28 request may end here with
 //!    `input_required`, to be retried with the answer.
 //! 4. Pick the tool's run case, render it (arguments that cannot be used as
-//!    given are refused with `isError: true`), and execute it.
+//!    given are refused with `isError: true`), and execute it. A tool
+//!    imported from an upstream MCP server has no run case: the call goes to
+//!    the upstream (`crate::upstream`), whose result comes back as it gave
+//!    it, with regent's `_meta` keys added; an upstream that has exited
+//!    refuses the call before anything is sent.
 //! 5. Turn the outcome into a result: output as text, JSON output validated
 //!    against `outputSchema` as `structuredContent`, failures as
 //!    `isError: true` with the status and the tail of stderr or the body.
@@ -130,6 +134,8 @@ pub struct CallContext<'a> {
     pub limit: &'a CallLimit,
     /// Who is calling: the transport's verified caller or the configured one.
     pub caller: Option<std::sync::Arc<crate::caller::Caller>>,
+    /// The connected upstream MCP servers imported tools forward to.
+    pub upstreams: &'a crate::upstream::Upstreams,
 }
 
 /// Queues a call's decision-log line. The call checked that the log takes
@@ -334,6 +340,62 @@ pub async fn call(
             meta,
         )
     };
+    // Past the limit nothing starts: the refusal is logged, the client gets
+    // a JSON-RPC error.
+    let busy = |mut entry: Entry, e: ErrorData| {
+        entry.refused = Some(e.message.to_string());
+        record(log, &entry);
+        e
+    };
+    if let Some(target) = &tool.upstream {
+        // An imported tool: the decision is made, so the call goes to the
+        // upstream, whose result comes back as it gave it.
+        if let Some(why) = cc.upstreams.unavailable(target) {
+            return Ok(refuse(entry, meta, why.0).into());
+        }
+        let arguments = match args {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        let _permit = cc.limit.try_enter().map_err(|e| busy(entry.clone(), e))?;
+        let started = std::time::Instant::now();
+        let answer = cc
+            .upstreams
+            .call(target, arguments, ctx.ct.cancelled())
+            .await;
+        let took = started.elapsed();
+        entry.duration = Some(took);
+        let mut execution = json!({
+            "upstream": target.upstream,
+            "durationMs": crate::decisions::millis(took),
+        });
+        return Ok(match answer {
+            Ok(mut r) => {
+                execution["isError"] = json!(r.is_error.unwrap_or(false));
+                entry.outcome = Some(execution.clone());
+                record(log, &entry);
+                meta.insert(EXECUTION_META.into(), execution);
+                // regent's keys join the upstream's own `_meta`.
+                let mut m = r.meta.take().map(|m| m.0).unwrap_or_default();
+                m.extend(meta);
+                r.meta = Some(MetaObject(m));
+                r
+            }
+            Err(e) => {
+                execution["error"] = json!(e.0);
+                entry.outcome = Some(execution.clone());
+                record(log, &entry);
+                meta.insert(EXECUTION_META.into(), execution);
+                result(
+                    vec![format!("the call to {name} did not complete: {e}")],
+                    None,
+                    true,
+                    meta,
+                )
+            }
+        }
+        .into());
+    }
     let Some(plan) = &tool.run else {
         let why = "the tool declares no `run` section, so regent can describe it but not run it";
         return Ok(refuse(entry, meta, why.to_string()).into());
@@ -341,13 +403,6 @@ pub async fn call(
     let Some(spec) = plan.select(&args) else {
         let why = "no run case of the tool matches these arguments";
         return Ok(refuse(entry, meta, why.to_string()).into());
-    };
-    // Past the limit nothing starts: the refusal is logged, the client gets
-    // a JSON-RPC error.
-    let busy = |mut entry: Entry, e: ErrorData| {
-        entry.refused = Some(e.message.to_string());
-        record(log, &entry);
-        e
     };
     let outcome = match spec {
         RunSpec::Cli(c) => match c.prepare(&args) {

@@ -53,6 +53,8 @@ pub struct Regent {
     /// The caller of every request that brings none of its own: the stdio
     /// server's `--caller-file`, trusted configuration.
     caller: Option<Arc<Caller>>,
+    /// The connected upstream MCP servers imported tools forward to.
+    upstreams: Arc<crate::upstream::Upstreams>,
 }
 
 impl Regent {
@@ -74,6 +76,7 @@ impl Regent {
                 Arc::new(crate::metrics::Metrics::new()),
             )),
             caller: None,
+            upstreams: Arc::new(crate::upstream::Upstreams::default()),
         }
     }
 
@@ -94,6 +97,12 @@ impl Regent {
     /// Bounds tool executions with `limit` (shared by every clone).
     pub fn with_call_limit(mut self, limit: Arc<call::CallLimit>) -> Regent {
         self.calls = limit;
+        self
+    }
+
+    /// The upstream MCP servers that imported tools' calls go to.
+    pub fn with_upstreams(mut self, upstreams: Arc<crate::upstream::Upstreams>) -> Regent {
+        self.upstreams = upstreams;
         self
     }
 
@@ -456,6 +465,7 @@ impl ServerHandler for Regent {
             },
             limit: &self.calls,
             caller: self.caller(&ctx),
+            upstreams: &self.upstreams,
         };
         // Boxed: rmcp runs every request in one future type whose size is
         // that of its largest branch, and a call's state (execution,

@@ -50,6 +50,9 @@ pub struct Settings {
     pub debounce: Duration,
     /// How long a file that just changed must stay unchanged before it is read.
     pub settle: Duration,
+    /// What each upstream MCP server listed when `serve` started, imported
+    /// into every rebuilt catalog (see `source::upstream`).
+    pub upstreams: std::collections::BTreeMap<String, crate::source::upstream::Snapshot>,
 }
 
 /// What one reload attempt did.
@@ -137,10 +140,14 @@ impl Reloader {
     }
 
     fn attempt(&mut self, started: Instant) -> Outcome {
-        let source = match self.read_consistently() {
+        let mut source = match self.read_consistently() {
             Ok(s) => s,
             Err(diags) => return self.failed(diags),
         };
+        let imported = source.import_upstreams(&self.settings.upstreams);
+        if imported.has_errors() {
+            return self.failed(imported);
+        }
         // The revision digest covers every file's path and content: equal
         // digests mean the catalog would be rebuilt identical.
         if source.digest == self.state.current().revision {
@@ -212,7 +219,11 @@ impl Reloader {
                 let emptied: Vec<_> = source
                     .tool_files
                     .iter()
-                    .filter(|f| f.model.tools.is_empty() && served.contains(&f.path))
+                    .filter(|f| {
+                        f.model.tools.is_empty()
+                            && f.model.upstreams.is_empty()
+                            && served.contains(&f.path)
+                    })
                     .map(|f| f.path.clone())
                     .collect();
                 if !emptied.is_empty() && emptied_rereads < EMPTIED_REREADS {

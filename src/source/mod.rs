@@ -10,6 +10,7 @@ pub mod locate;
 pub mod model;
 pub mod resolvers;
 pub mod run;
+pub mod upstream;
 
 use std::path::{Path, PathBuf};
 
@@ -53,8 +54,11 @@ pub struct Source {
     pub data: Vec<DataSource>,
     /// `*.test.yaml` case files for `regent test`.
     pub cases: Vec<SourceFile>,
-    /// sha256 over every file's path and content: the catalog revision.
+    /// sha256 over every file's path and content: the catalog revision
+    /// (with the upstreams' snapshots folded in once they are imported).
     pub digest: String,
+    /// Tools imported from upstream MCP servers (`Source::import_upstreams`).
+    pub imported: Vec<upstream::Imported>,
 }
 
 impl Source {
@@ -114,14 +118,20 @@ impl Source {
     }
 
     /// Every declared tool with the file it came from and its path in that file.
+    /// Imported upstream tools come last, at the upstream's entry in its file.
     pub fn tools(&self) -> impl Iterator<Item = (&ToolSource, YamlPath, &ToolDecl)> {
-        self.tool_files.iter().flat_map(|f| {
+        let own = self.tool_files.iter().flat_map(|f| {
             f.model
                 .tools
                 .iter()
                 .enumerate()
                 .map(move |(i, t)| (f, YamlPath::root().key("tools").index(i), t))
-        })
+        });
+        let imported = self
+            .imported
+            .iter()
+            .map(|i| (&self.tool_files[i.file], i.at.clone(), &i.decl));
+        own.chain(imported)
     }
 }
 
@@ -138,7 +148,10 @@ pub fn parse_tool_file(path: &Path, text: &str) -> Result<ToolSource, Diagnostic
     // else deserializes, and fails, exactly as a `ToolFile` would.
     let model = yaml_serde::from_str::<Option<ToolFile>>(text)
         .map_err(|e| yaml_error(path, &e))?
-        .unwrap_or(ToolFile { tools: Vec::new() });
+        .unwrap_or(ToolFile {
+            tools: Vec::new(),
+            upstreams: Vec::new(),
+        });
     Ok(ToolSource {
         path: path.to_path_buf(),
         model,

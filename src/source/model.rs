@@ -17,6 +17,9 @@ pub use super::run::Run;
 pub struct ToolFile {
     #[serde(default)]
     pub tools: Vec<ToolDecl>,
+    /// MCP servers whose tools regent imports (see `source::upstream`).
+    #[serde(default)]
+    pub upstreams: Vec<super::upstream::UpstreamDecl>,
 }
 
 /// One tool, as declared.
@@ -58,6 +61,10 @@ pub struct ToolDecl {
     /// Parameters the server fills instead of the model (see `source::resolvers`).
     #[serde(default)]
     pub resolvers: super::resolvers::Resolvers,
+    /// Set on a tool imported from an upstream MCP server (never written in
+    /// YAML): `tools/call` forwards to it.
+    #[serde(skip)]
+    pub upstream: Option<super::upstream::UpstreamRef>,
 }
 
 /// The four MCP hints plus the display title MCP keeps beside them.

@@ -1,0 +1,400 @@
+//! Upstream MCP servers as a tool source: the `upstreams:` section of a tool
+//! file, the snapshot of an upstream's tools, and importing a snapshot's
+//! tools as tool declarations.
+//!
+//! Everything here is data. Starting an upstream and listing its tools is
+//! `crate::upstream`'s job (a side effect, outside the catalog build); what
+//! it learns travels as a [`Snapshot`], which a later step could as well read
+//! from a pinned file. [`Source::import_upstreams`] turns the snapshots into
+//! [`ToolDecl`]s beside the declared tools, so the catalog build compiles an
+//! imported tool exactly as an own one: listed annotations, `resolve:` rules
+//! and a `policy:` package, with `tools/call` forwarded to the upstream
+//! instead of running a `run:` section.
+//!
+//! The listed annotations of an imported tool are, hint by hint, the team's
+//! (`annotations:` on the tool's entry), else the upstream's own claim; a
+//! hint neither gives stays unsaid, so the catalog lists MCP's risky default
+//! for it. Without the team's word, the listing is therefore never safer than
+//! the upstream says.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::model::{MappingRule, StaticAnnotations, ToolDecl};
+use super::run::EnvDecl;
+use super::{Source, YamlPath};
+use crate::diag::{Diagnostic, Diagnostics};
+
+/// One upstream MCP server, started by regent as a child over stdio.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamDecl {
+    /// Unique in the catalog; names the upstream in errors and the decision log.
+    pub name: String,
+    /// An absolute path, a path relative to the tool file, or a name looked
+    /// up in regent's `PATH`.
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// The child's environment, as for `run.cli.env`: nothing is inherited
+    /// beyond the allow-list.
+    #[serde(default)]
+    pub env: Option<EnvDecl>,
+    /// Put before every imported tool's name (`notes_` + `read_note`).
+    #[serde(default)]
+    pub prefix: Option<String>,
+    /// The upstream's tools to import, with regent's side of each. Absent:
+    /// every tool the upstream lists, as it lists it.
+    #[serde(default)]
+    pub tools: Option<Vec<UpstreamToolDecl>>,
+}
+
+/// One imported tool: which upstream tool, under what name, and regent's
+/// own fields for it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamToolDecl {
+    /// The tool's name on the upstream.
+    pub name: String,
+    /// The name regent lists it under (instead of `prefix` + `name`).
+    #[serde(rename = "as", default)]
+    pub rename: Option<String>,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The team's worst case; hints left out come from the upstream's claim.
+    #[serde(default)]
+    pub annotations: Option<StaticAnnotations>,
+    #[serde(default)]
+    pub meta: Option<Map<String, Value>>,
+    #[serde(default)]
+    pub resolve: Vec<MappingRule>,
+    #[serde(default)]
+    pub policy: Option<String>,
+}
+
+/// Which upstream tool a catalog tool forwards its calls to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamRef {
+    pub upstream: String,
+    /// The tool's name on the upstream.
+    pub tool: String,
+}
+
+/// What an upstream listed: its tools as MCP's `tools/list` shows them.
+/// Written and read as JSON (`{"tools": [...]}`), so that it can be pinned
+/// in a file as well as taken from a live upstream.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub tools: Vec<SnapshotTool>,
+}
+
+/// Every upstream's snapshot, by upstream name: what `regent upstream
+/// snapshot` writes, for a later step to read instead of starting them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pinned {
+    pub upstreams: BTreeMap<String, Snapshot>,
+}
+
+/// One upstream tool, as listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotTool {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(rename = "inputSchema")]
+    pub input_schema: Value,
+    #[serde(
+        rename = "outputSchema",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub output_schema: Option<Value>,
+    /// The upstream's claim, as it sent it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+}
+
+impl SnapshotTool {
+    /// The upstream's claim as hints; a hint of the wrong type counts as unsaid.
+    fn claim(&self) -> StaticAnnotations {
+        let a = self.annotations.as_ref();
+        let hint = |k: &str| a.and_then(|a| a.get(k)).and_then(Value::as_bool);
+        StaticAnnotations {
+            title: a
+                .and_then(|a| a.get("title"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            read_only: hint("readOnlyHint"),
+            destructive: hint("destructiveHint"),
+            idempotent: hint("idempotentHint"),
+            open_world: hint("openWorldHint"),
+        }
+    }
+}
+
+/// An upstream tool imported as a declaration, with the file and place that
+/// declared it (the upstream's entry, or the tool's entry under it).
+#[derive(Debug, Clone)]
+pub struct Imported {
+    /// Index into `Source::tool_files`.
+    pub file: usize,
+    pub at: YamlPath,
+    pub decl: ToolDecl,
+}
+
+/// The team's hints where given, else the upstream's claim, hint by hint.
+pub fn listed_annotations(
+    team: Option<&StaticAnnotations>,
+    claim: &StaticAnnotations,
+) -> StaticAnnotations {
+    let team = team.cloned().unwrap_or_default();
+    StaticAnnotations {
+        title: team.title.or_else(|| claim.title.clone()),
+        read_only: team.read_only.or(claim.read_only),
+        destructive: team.destructive.or(claim.destructive),
+        idempotent: team.idempotent.or(claim.idempotent),
+        open_world: team.open_world.or(claim.open_world),
+    }
+}
+
+impl Source {
+    /// Every declared upstream with the file it came from and its path there.
+    pub fn upstreams(&self) -> impl Iterator<Item = (usize, YamlPath, &UpstreamDecl)> {
+        self.tool_files.iter().enumerate().flat_map(|(f, file)| {
+            file.model
+                .upstreams
+                .iter()
+                .enumerate()
+                .map(move |(i, u)| (f, YamlPath::root().key("upstreams").index(i), u))
+        })
+    }
+
+    /// Imports the tools of each declared upstream from its snapshot (by
+    /// upstream name) as tool declarations, and folds the snapshots into the
+    /// revision digest. Pure: reads only its arguments. Every problem is
+    /// returned, and nothing is imported for an upstream that has one.
+    pub fn import_upstreams(&mut self, snapshots: &BTreeMap<String, Snapshot>) -> Diagnostics {
+        let mut diags = Diagnostics::default();
+        let mut imported = Vec::new();
+        let mut names: BTreeMap<String, crate::diag::Location> = BTreeMap::new();
+        for (file, path, tool) in self.tools() {
+            names.insert(tool.name.clone(), file.locate(&path.key("name")));
+        }
+        let mut seen_upstreams = BTreeSet::new();
+        let mut hasher = Sha256::new();
+        hasher.update(self.digest.as_bytes());
+        for (f, at, u) in self.upstreams() {
+            let file = &self.tool_files[f];
+            if !seen_upstreams.insert(u.name.clone()) {
+                diags.push(
+                    Diagnostic::error(
+                        "duplicate-upstream",
+                        file.locate(&at.key("name")),
+                        format!("upstream `{}` is declared twice", u.name),
+                    )
+                    .with_help("give each upstream its own name"),
+                );
+                continue;
+            }
+            let Some(snapshot) = snapshots.get(&u.name) else {
+                diags.push(
+                    Diagnostic::error(
+                        "upstream-not-connected",
+                        file.locate(&at.key("name")),
+                        format!("upstream `{}` has not listed its tools", u.name),
+                    )
+                    .with_help(
+                        "regent connects to upstreams when it starts; restart `regent serve` to start a newly declared one",
+                    ),
+                );
+                continue;
+            };
+            hasher.update(u.name.as_bytes());
+            hasher.update([0]);
+            hasher.update(serde_json::to_vec(snapshot).unwrap_or_default());
+            let by_name: BTreeMap<&str, &SnapshotTool> = snapshot
+                .tools
+                .iter()
+                .map(|t| (t.name.as_str(), t))
+                .collect();
+            let prefix = u.prefix.as_deref().unwrap_or("");
+            let mut add = |diags: &mut Diagnostics,
+                           at: YamlPath,
+                           upstream_tool: &SnapshotTool,
+                           entry: Option<&UpstreamToolDecl>| {
+                let name = entry
+                    .and_then(|e| e.rename.clone())
+                    .unwrap_or_else(|| format!("{prefix}{}", upstream_tool.name));
+                let here = file.locate(&at);
+                if let Some(prev) = names.get(&name) {
+                    diags.push(
+                        Diagnostic::error(
+                            "duplicate-tool",
+                            here,
+                            format!("upstream `{}` would import tool `{name}`, which is already declared", u.name),
+                        )
+                        .with_help(format!(
+                            "the other declaration is at {prev}; give the upstream a `prefix` or the tool an `as` name"
+                        )),
+                    );
+                    return;
+                }
+                names.insert(name.clone(), here);
+                let claim = upstream_tool.claim();
+                let annotations =
+                    listed_annotations(entry.and_then(|e| e.annotations.as_ref()), &claim);
+                let decl = ToolDecl {
+                    name,
+                    title: entry
+                        .and_then(|e| e.title.clone())
+                        .or_else(|| upstream_tool.title.clone()),
+                    description: entry
+                        .and_then(|e| e.description.clone())
+                        .or_else(|| upstream_tool.description.clone()),
+                    input_schema: upstream_tool.input_schema.clone(),
+                    // The upstream's result is passed through unchanged, so
+                    // regent does not validate it against the upstream's
+                    // output schema (the upstream does).
+                    output_schema: upstream_tool.output_schema.clone(),
+                    annotations: (annotations != StaticAnnotations::default())
+                        .then_some(annotations),
+                    meta: entry.and_then(|e| e.meta.clone()),
+                    security_schemes: None,
+                    resolve: entry.map(|e| e.resolve.clone()).unwrap_or_default(),
+                    policy: entry.and_then(|e| e.policy.clone()),
+                    // Not offered for imported tools yet: their entry has
+                    // no `shadow_policy` (deny_unknown_fields refuses it).
+                    shadow_policy: None,
+                    run: None,
+                    resolvers: Default::default(),
+                    upstream: Some(UpstreamRef {
+                        upstream: u.name.clone(),
+                        tool: upstream_tool.name.clone(),
+                    }),
+                };
+                imported.push(Imported { file: f, at, decl });
+            };
+            match &u.tools {
+                None => {
+                    for t in &snapshot.tools {
+                        add(&mut diags, at.clone(), t, None);
+                    }
+                }
+                Some(entries) => {
+                    for (i, entry) in entries.iter().enumerate() {
+                        let entry_at = at.key("tools").index(i);
+                        match by_name.get(entry.name.as_str()) {
+                            Some(t) => add(&mut diags, entry_at, t, Some(entry)),
+                            None => {
+                                let known: Vec<String> =
+                                    by_name.keys().map(|k| format!("`{k}`")).collect();
+                                diags.push(
+                                    Diagnostic::error(
+                                        "unknown-upstream-tool",
+                                        file.locate(&entry_at.key("name")),
+                                        format!(
+                                            "upstream `{}` lists no tool `{}`",
+                                            u.name, entry.name
+                                        ),
+                                    )
+                                    .with_help(
+                                        if known.is_empty() {
+                                            "the upstream lists no tools".to_string()
+                                        } else {
+                                            format!("the upstream lists {}", known.join(", "))
+                                        },
+                                    ),
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if !seen_upstreams.is_empty() {
+            self.digest = base16ct::lower::encode_string(&hasher.finalize());
+        }
+        self.imported = imported;
+        diags.sort();
+        diags
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::path::Path;
+
+    fn source(yaml: &str) -> Source {
+        let file = super::super::parse_tool_file(Path::new("t.yaml"), yaml).unwrap();
+        Source {
+            tool_files: vec![file],
+            digest: "d".into(),
+            ..Source::default()
+        }
+    }
+
+    fn snapshot() -> BTreeMap<String, Snapshot> {
+        let tools = serde_json::from_value(json!({"tools": [
+            {"name": "read", "inputSchema": {"type": "object"},
+             "annotations": {"readOnlyHint": true}},
+            {"name": "wipe", "inputSchema": {"type": "object"},
+             "annotations": {"destructiveHint": true, "readOnlyHint": "yes"}},
+        ]}))
+        .unwrap();
+        BTreeMap::from([("notes".to_string(), tools)])
+    }
+
+    #[test]
+    fn every_tool_is_imported_with_the_upstreams_claim_and_a_prefix() {
+        let mut s = source("upstreams:\n  - name: notes\n    command: x\n    prefix: n_\n");
+        let d = s.import_upstreams(&snapshot());
+        assert!(!d.has_errors(), "{d:?}");
+        let tools: Vec<_> = s.tools().map(|(_, _, t)| t.clone()).collect();
+        assert_eq!(tools.len(), 2);
+        assert_eq!(tools[0].name, "n_read");
+        assert_eq!(tools[0].annotations.as_ref().unwrap().read_only, Some(true));
+        // A hint of the wrong type is unsaid, so the catalog lists the risky default.
+        assert_eq!(tools[1].annotations.as_ref().unwrap().read_only, None);
+        assert_eq!(
+            tools[1].upstream,
+            Some(UpstreamRef {
+                upstream: "notes".into(),
+                tool: "wipe".into()
+            })
+        );
+        assert_ne!(s.digest, "d");
+    }
+
+    #[test]
+    fn a_selection_renames_overrides_and_names_unknown_tools() {
+        let yaml = "upstreams:\n  - name: notes\n    command: x\n    tools:\n      - name: read\n        as: look\n        annotations: {openWorldHint: false, readOnlyHint: false}\n      - name: gone\n";
+        let mut s = source(yaml);
+        let d = s.import_upstreams(&snapshot());
+        let errors: Vec<_> = d.errors().collect();
+        assert_eq!(errors.len(), 1, "{d:?}");
+        assert!(errors[0].message.contains("lists no tool `gone`"));
+        assert_eq!(errors[0].location.line, 8);
+        let (_, _, t) = s.tools().next().unwrap();
+        assert_eq!(t.name, "look");
+        let a = t.annotations.as_ref().unwrap();
+        assert_eq!((a.read_only, a.open_world), (Some(false), Some(false)));
+    }
+
+    #[test]
+    fn an_upstream_without_a_snapshot_fails_closed() {
+        let mut s = source("upstreams:\n  - name: other\n    command: x\n");
+        let d = s.import_upstreams(&snapshot());
+        assert!(d.has_errors());
+        assert_eq!(s.tools().count(), 0);
+    }
+}

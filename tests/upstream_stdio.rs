@@ -1,0 +1,496 @@
+//! Upstream MCP servers as a tool source, over stdio: regent starts a small
+//! upstream written on the official Python SDK (tests/fixtures/upstream),
+//! imports its tools, decides each call with the team's policy, and forwards
+//! only the allowed ones, returning the upstream's result unchanged.
+//!
+//! The Python interpreter is `$PYTHON` (as `.ci/clients` takes it), else
+//! `python3`; without the `mcp` package the test is skipped with a message,
+//! as the other Python interop steps need it too (`.ci/run` installs it).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{Era, Server, regent, repo_path};
+use serde_json::{Value, json};
+
+/// An interpreter that has the Python MCP SDK, if there is one.
+fn python() -> Option<String> {
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let ok = Command::new(&python)
+        .args(["-c", "import mcp.server.mcpserver"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        Some(python)
+    } else {
+        eprintln!(
+            "skipped: `{python}` lacks the python mcp sdk (pip install mcp==2.3.0, or set PYTHON to an interpreter that has it)"
+        );
+        None
+    }
+}
+
+fn catalog(dir: &Path, python: &str) {
+    let python = which(python);
+    let server = repo_path("tests/fixtures/upstream/notes_server.py");
+    std::fs::write(
+        dir.join("upstreams.yaml"),
+        format!(
+            r#"
+upstreams:
+  - name: notes
+    command: {python}
+    args: [{server}]
+    env:
+      inherit: [PATH]
+      set: {{NOTES_DIR: {{env: NOTES_DIR}}}}
+    tools:
+      - name: read_note
+        resolve:
+          - annotations: {{readOnlyHint: true}}
+      - name: delete_note
+        policy: tools.notes
+        resolve:
+          - when: {{path: keep.md}}
+            deny: keep.md is kept
+          - when: {{path: ask.md}}
+            confirm: Really delete ask.md?
+      - name: count_words
+        as: words
+        annotations: {{readOnlyHint: true, openWorldHint: false}}
+"#,
+            python = python.display(),
+            server = server.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("notes.rego"),
+        r#"package tools.notes
+
+import rego.v1
+
+deny contains "notes under archive/ are never deleted" if startswith(input.arguments.path, "archive/")
+"#,
+    )
+    .unwrap();
+}
+
+fn which(program: &str) -> std::path::PathBuf {
+    if program.contains('/') {
+        return std::path::PathBuf::from(program);
+    }
+    let out = Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .unwrap();
+    std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+fn start(era: Era, catalog_dir: &Path, notes: &Path) -> Server {
+    let mut cmd = regent();
+    cmd.arg("serve")
+        .arg("--no-watch")
+        .arg(catalog_dir)
+        .env("NOTES_DIR", notes);
+    Server::spawn(era, cmd)
+}
+
+fn calls(notes: &Path) -> String {
+    std::fs::read_to_string(notes.join("calls.log")).unwrap_or_default()
+}
+
+#[test]
+fn an_upstreams_tools_are_governed_and_forwarded() {
+    let Some(python) = python() else { return };
+    for era in Era::ALL {
+        let catalog_dir = tempfile::tempdir().unwrap();
+        let notes = tempfile::tempdir().unwrap();
+        catalog(catalog_dir.path(), &python);
+        std::fs::write(notes.path().join("a.md"), "one two three").unwrap();
+        std::fs::write(notes.path().join("keep.md"), "kept").unwrap();
+        std::fs::create_dir(notes.path().join("archive")).unwrap();
+        std::fs::write(notes.path().join("archive/old.md"), "old").unwrap();
+        let mut s = start(era, catalog_dir.path(), notes.path());
+
+        // Imported and listed: the upstream's schema and description, the
+        // upstream's claim where the team said nothing, MCP's risky defaults
+        // for hints neither gave, the team's override where it gave one.
+        let listed = s.request("tools/list", json!({}));
+        let tools = listed["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{era:?}: {listed}\n{}", s.stderr()));
+        let by_name = |n: &str| -> Value {
+            tools
+                .iter()
+                .find(|t| t["name"] == n)
+                .cloned()
+                .unwrap_or_else(|| panic!("{era:?}: no {n} in {listed}"))
+        };
+        let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["read_note", "delete_note", "words"], "{era:?}");
+        let read = by_name("read_note");
+        assert_eq!(read["description"], "Read a note.");
+        assert_eq!(read["inputSchema"]["required"], json!(["path"]));
+        assert_eq!(
+            read["annotations"],
+            json!({"readOnlyHint": true, "destructiveHint": true, "idempotentHint": false, "openWorldHint": false}),
+            "{era:?}"
+        );
+        assert_eq!(
+            by_name("delete_note")["annotations"],
+            json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true}),
+            "{era:?}"
+        );
+        assert_eq!(
+            by_name("words")["annotations"],
+            json!({"readOnlyHint": true, "destructiveHint": true, "idempotentHint": false, "openWorldHint": false}),
+            "{era:?}"
+        );
+
+        // Resolved by regent alone: read-only for a read, destructive for a
+        // delete, and the team's deny rules.
+        let r = s.resolve("read_note", json!({"path": "a.md"}));
+        assert_eq!(r["annotations"]["readOnlyHint"], true, "{era:?}: {r}");
+        let r = s.resolve("delete_note", json!({"path": "a.md"}));
+        assert_eq!(r["annotations"]["destructiveHint"], true, "{era:?}: {r}");
+        assert_eq!(r["annotations"]["readOnlyHint"], false, "{era:?}: {r}");
+        assert!(
+            calls(notes.path()).is_empty(),
+            "resolving reached the upstream"
+        );
+
+        // Denied calls never reach the upstream: the files are still there.
+        for path in ["keep.md", "archive/old.md"] {
+            let r = s.request(
+                "tools/call",
+                json!({"name": "delete_note", "arguments": {"path": path}}),
+            );
+            let res = &r["result"];
+            assert_eq!(res["isError"], true, "{era:?}: {r}");
+            assert_eq!(res["_meta"]["regent/decision"]["allowed"], false, "{r}");
+            assert!(
+                notes.path().join(path).exists(),
+                "{era:?}: {path} was deleted"
+            );
+        }
+        assert!(
+            calls(notes.path()).is_empty(),
+            "{era:?}: a denied call reached the upstream"
+        );
+
+        // Allowed calls are forwarded, their results passed through.
+        let r = s.request(
+            "tools/call",
+            json!({"name": "read_note", "arguments": {"path": "a.md"}}),
+        );
+        let res = &r["result"];
+        assert_eq!(
+            res["content"],
+            json!([{"type": "text", "text": "one two three"}]),
+            "{era:?}: {r}"
+        );
+        assert_eq!(
+            res["structuredContent"],
+            json!({"result": "one two three"}),
+            "{r}"
+        );
+        assert_eq!(res["isError"], false, "{r}");
+        assert_eq!(res["_meta"]["regent/decision"]["allowed"], true, "{r}");
+        assert_eq!(res["_meta"]["regent/execution"]["upstream"], "notes", "{r}");
+
+        let r = s.request(
+            "tools/call",
+            json!({"name": "words", "arguments": {"path": "a.md"}}),
+        );
+        let text = r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert_eq!(
+            serde_json::from_str::<Value>(text).ok(),
+            Some(json!({"path": "a.md", "words": 3})),
+            "{era:?}: {r}"
+        );
+
+        // The upstream's own failure comes back as its error result.
+        let r = s.request(
+            "tools/call",
+            json!({"name": "read_note", "arguments": {"path": "missing.md"}}),
+        );
+        assert_eq!(r["result"]["isError"], true, "{era:?}: {r}");
+
+        let r = s.request(
+            "tools/call",
+            json!({"name": "delete_note", "arguments": {"path": "a.md"}}),
+        );
+        assert_eq!(r["result"]["isError"], false, "{era:?}: {r}");
+        assert!(!notes.path().join("a.md").exists(), "{era:?}");
+        assert_eq!(
+            calls(notes.path()),
+            "read_note a.md\ncount_words a.md\nread_note missing.md\ndelete_note a.md\n",
+            "{era:?}"
+        );
+        assert!(s.finish().success(), "{era:?}");
+    }
+}
+
+#[test]
+fn an_upstream_that_does_not_start_stops_serve_with_its_location() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("upstreams.yaml"),
+        "upstreams:\n  - name: gone\n    command: /no/such/program\n",
+    )
+    .unwrap();
+    let out = regent()
+        .arg("serve")
+        .arg("--no-watch")
+        .arg(dir.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("upstreams.yaml:3:5")
+            && stderr.contains("upstream `gone` could not be started"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_selected_tool_the_upstream_lacks_is_a_load_error() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let notes = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("upstreams.yaml"),
+        format!(
+            "upstreams:\n  - name: notes\n    command: {}\n    args: [{}]\n    env: {{set: {{NOTES_DIR: {}}}}}\n    tools:\n      - name: rename_note\n",
+            which(&python).display(),
+            repo_path("tests/fixtures/upstream/notes_server.py").display(),
+            notes.path().display()
+        ),
+    )
+    .unwrap();
+    let out = regent()
+        .arg("serve")
+        .arg("--no-watch")
+        .arg(dir.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("upstreams.yaml:7:9") && stderr.contains("lists no tool `rename_note`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn calls_to_an_upstream_that_exited_fail_closed() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let notes = tempfile::tempdir().unwrap();
+    std::fs::write(notes.path().join("a.md"), "text").unwrap();
+    std::fs::write(
+        dir.path().join("upstreams.yaml"),
+        format!(
+            "upstreams:\n  - name: notes\n    command: {}\n    args: [{}]\n    env: {{set: {{NOTES_DIR: {}}}}}\n    tools:\n      - name: crash\n      - name: delete_note\n",
+            which(&python).display(),
+            repo_path("tests/fixtures/upstream/notes_server.py").display(),
+            notes.path().display()
+        ),
+    )
+    .unwrap();
+    let mut s = start(Era::Legacy, dir.path(), notes.path());
+    let r = s.request("tools/call", json!({"name": "crash", "arguments": {}}));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let text = r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.starts_with("the call to crash did not complete"),
+        "{r}"
+    );
+    // The service notices the closed pipe shortly after the failed call.
+    let deadline = std::time::Instant::now() + common::WAIT;
+    let r = loop {
+        let r = s.request(
+            "tools/call",
+            json!({"name": "delete_note", "arguments": {"path": "a.md"}}),
+        );
+        let text = r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        if text.contains("has exited") || std::time::Instant::now() > deadline {
+            break r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let res = &r["result"];
+    assert_eq!(res["isError"], true, "{r}");
+    assert_eq!(
+        res["content"][0]["text"],
+        "regent did not run delete_note: upstream `notes` has exited; restart regent to start it again",
+        "{r}"
+    );
+    assert_eq!(res["_meta"]["regent/decision"]["allowed"], true, "{r}");
+    assert!(notes.path().join("a.md").exists());
+    assert_eq!(calls(notes.path()), "crash -\n");
+    assert!(s.finish().success());
+}
+
+#[test]
+fn snapshot_prints_what_each_upstream_lists_and_a_failed_start_shows_its_stderr() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let notes = tempfile::tempdir().unwrap();
+    let file = |env: &str| {
+        format!(
+            "upstreams:\n  - name: notes\n    command: {}\n    args: [{}]\n    env: {env}\n",
+            which(&python).display(),
+            repo_path("tests/fixtures/upstream/notes_server.py").display(),
+        )
+    };
+    let yaml = dir.path().join("upstreams.yaml");
+    std::fs::write(
+        &yaml,
+        file(&format!(
+            "{{set: {{NOTES_DIR: {}}}}}",
+            notes.path().display()
+        )),
+    )
+    .unwrap();
+    let out = regent()
+        .args(["upstream", "snapshot"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pinned: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools = pinned["upstreams"]["notes"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["read_note", "delete_note", "count_words", "crash"]);
+    assert_eq!(
+        tools[0]["annotations"],
+        json!({"readOnlyHint": true, "openWorldHint": false})
+    );
+    assert!(calls(notes.path()).is_empty(), "listing called a tool");
+
+    // Without NOTES_DIR (nothing is inherited beyond the allow-list) the
+    // server dies at start; the error says why, in its own words.
+    std::fs::write(&yaml, file("{inherit: [PATH]}")).unwrap();
+    let out = regent()
+        .args(["upstream", "snapshot"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("upstream `notes` could not be started")
+            && stderr.contains("KeyError: 'NOTES_DIR'"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_reload_keeps_the_imported_tools_under_the_new_policy() {
+    let Some(python) = python() else { return };
+    let catalog_dir = tempfile::tempdir().unwrap();
+    let notes = tempfile::tempdir().unwrap();
+    catalog(catalog_dir.path(), &python);
+    std::fs::write(notes.path().join("a.md"), "text").unwrap();
+    let mut cmd = regent();
+    cmd.arg("serve")
+        .arg(catalog_dir.path())
+        .env("NOTES_DIR", notes.path());
+    let mut s = Server::spawn(Era::Legacy, cmd);
+    let r = s.resolve("delete_note", json!({"path": "a.md"}));
+    assert_eq!(r["annotations"]["destructiveHint"], true, "{r}");
+    // Every delete is denied from now on; the upstream is not restarted.
+    std::fs::write(
+        catalog_dir.path().join("notes.rego"),
+        "package tools.notes\n\nimport rego.v1\n\ndeny contains \"deletes are frozen\" if true\n",
+    )
+    .unwrap();
+    let log = s.stderr_until(|e| e.contains("catalog reloaded") || e.contains("reload failed"));
+    assert!(log.contains("catalog reloaded"), "{log}");
+    assert!(log.contains("tools=3"), "{log}");
+    let r = s.request(
+        "tools/call",
+        json!({"name": "delete_note", "arguments": {"path": "a.md"}}),
+    );
+    let res = &r["result"];
+    assert_eq!(res["isError"], true, "{r}");
+    assert_eq!(
+        res["_meta"]["regent/decision"]["reasons"],
+        json!(["deletes are frozen"]),
+        "{r}"
+    );
+    assert!(notes.path().join("a.md").exists());
+    let tools = s.request("tools/list", json!({}));
+    assert_eq!(
+        tools["result"]["tools"].as_array().map(Vec::len),
+        Some(3),
+        "{tools}"
+    );
+    assert!(s.finish().success());
+}
+
+#[test]
+fn a_confirmed_call_reaches_the_upstream_only_once_accepted() {
+    let Some(python) = python() else { return };
+    let catalog_dir = tempfile::tempdir().unwrap();
+    let notes = tempfile::tempdir().unwrap();
+    catalog(catalog_dir.path(), &python);
+    let ask = notes.path().join("ask.md");
+    std::fs::write(&ask, "text").unwrap();
+    let mut cmd = regent();
+    cmd.arg("serve")
+        .arg("--no-watch")
+        .arg(catalog_dir.path())
+        .env("NOTES_DIR", notes.path());
+    let mut s = Server::spawn_with(Era::Modern, cmd, json!({"elicitation": {"form": {}}}));
+    let call = |s: &mut Server, answer: Option<(&str, &str)>| {
+        let mut params = json!({"name": "delete_note", "arguments": {"path": "ask.md"}});
+        if let Some((action, state)) = answer {
+            params["inputResponses"] = json!({"regent/confirm": {"action": action, "content": {}}});
+            params["requestState"] = json!(state);
+        }
+        s.request("tools/call", params)
+    };
+    let state = |r: &Value| -> String {
+        assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+        r["result"]["requestState"].as_str().unwrap().to_string()
+    };
+
+    let first = call(&mut s, None);
+    let question = &first["result"]["inputRequests"]["regent/confirm"];
+    assert_eq!(
+        question["params"]["message"], "Really delete ask.md?",
+        "{first}"
+    );
+    let r = call(&mut s, Some(("decline", &state(&first))));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(
+        ask.exists() && calls(notes.path()).is_empty(),
+        "a declined call ran"
+    );
+
+    let again = call(&mut s, None);
+    let r = call(&mut s, Some(("accept", &state(&again))));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert_eq!(r["result"]["content"][0]["text"], "deleted ask.md", "{r}");
+    assert!(!ask.exists());
+    assert_eq!(calls(notes.path()), "delete_note ask.md\n");
+    assert!(s.finish().success());
+}
