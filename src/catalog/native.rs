@@ -33,8 +33,6 @@
 //! This module knows regorus' values and builtin table; it does not know the
 //! syntax tree (that is `rego/lower`'s), tools or the wire.
 
-use std::collections::HashMap;
-
 use regorus::Value;
 use regorus::unstable::BuiltinFcn;
 
@@ -43,8 +41,10 @@ use super::budget::{self, Estimate, Limits, Scope};
 /// The lowered rules of one tool's engine, and which plan steps they answer.
 pub struct Program {
     pub(super) rules: Vec<Rule>,
-    /// Step path (`data.tools.manage_files.deny`) to its rule.
-    pub(super) entries: HashMap<String, usize>,
+    /// Step path (`data.tools.manage_files.deny`) and its rule. A plan has
+    /// a handful of steps: comparing a few short strings costs less per
+    /// request than hashing them.
+    pub(super) entries: Vec<(String, usize)>,
 }
 
 /// One rule: all its definitions, across the package's modules.
@@ -157,12 +157,12 @@ enum Stop {
 const CLOCK_EVERY: u32 = 256;
 
 impl Program {
-    /// The rules answering `paths`, when every one of them was lowered.
-    pub fn entries<'p>(&self, paths: impl IntoIterator<Item = &'p str>) -> Option<Vec<usize>> {
-        paths
-            .into_iter()
-            .map(|p| self.entries.get(p).copied())
-            .collect()
+    /// The rule answering the step `path`, when it was lowered.
+    pub fn entry(&self, path: &str) -> Option<usize> {
+        self.entries
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|&(_, i)| i)
     }
 
     /// Evaluates the rules `entries` for `input`, within `limits` (charged to
@@ -202,7 +202,7 @@ impl Program {
 pub(super) fn fold(term: &Term, locals: usize, limits: &Limits) -> Option<Value> {
     let program = Program {
         rules: Vec::new(),
-        entries: HashMap::new(),
+        entries: Vec::new(),
     };
     let scope = Scope::begin();
     let input = Value::Undefined;
@@ -706,7 +706,8 @@ known if lower(input.arguments.who) in names
         let program =
             crate::catalog::rego::lower::program(&mut e, ["data.p.names", "data.p.mine"], limits)
                 .unwrap();
-        let value = |path: &str| &program.rules[program.entries[path]].defs[0].bodies[0].value;
+        let value =
+            |path: &str| &program.rules[program.entry(path).unwrap()].defs[0].bodies[0].value;
         match value("data.p.names") {
             super::Term::Const(v) => {
                 assert_eq!(serde_json::to_value(v).unwrap(), json!(["ann", "bob"]))

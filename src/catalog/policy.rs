@@ -98,14 +98,16 @@ impl EnginePool {
 
     fn native_entries<'r>(&self, steps: impl IntoIterator<Item = &'r Step>) -> Option<Vec<usize>> {
         let program = self.native.as_ref()?;
-        let mut paths = Vec::new();
-        for s in steps {
-            if s.by_query {
-                return None;
-            }
-            paths.push(s.path.as_str());
-        }
-        program.entries(paths)
+        steps
+            .into_iter()
+            .map(|s| {
+                if s.by_query {
+                    None
+                } else {
+                    program.entry(&s.path)
+                }
+            })
+            .collect()
     }
 
     /// What one evaluation on these engines may spend.

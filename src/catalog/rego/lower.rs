@@ -55,7 +55,7 @@ pub fn program<'p>(
         rules: Vec::new(),
         index: HashMap::new(),
     };
-    let mut entries = HashMap::new();
+    let mut entries: Vec<(String, usize)> = Vec::new();
     for path in paths {
         let Some((pkg, name)) = split_path(path) else {
             continue;
@@ -63,7 +63,7 @@ pub fn program<'p>(
         let mark = lower.rules.len();
         match lower.rule(&pkg, &name) {
             Some(i) => {
-                entries.insert(path.to_string(), i);
+                entries.push((path.to_string(), i));
             }
             None => {
                 // Undo what this entry lowered; earlier entries keep theirs.
