@@ -2,7 +2,7 @@
 //!
 //! This module only counts and renders. What is counted, and under which
 //! label, is decided by the callers: the protocol layer records MCP methods
-//! and latencies (`protocol::metered`), the HTTP layer records responses and
+//! and latencies (`protocol::count`), the HTTP layer records responses and
 //! appends the catalog's state when it is scraped (`http::ops`). Label values
 //! are `&'static str` chosen by those callers, so a client can never create a
 //! new time series by sending an unusual method name.

@@ -163,7 +163,8 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
             .with_decision_log(decisions.clone())
             .with_request_states(states)
             .with_call_limit(calls)
-            .with_upstreams(upstreams.clone());
+            .with_upstreams(upstreams.clone())
+            .with_metrics(metrics.clone());
         let outcome = runtime.block_on(async move {
             tokio::spawn(forward_hangups);
             super::serve_http::serve(opts, regent, state, metrics).await

@@ -51,7 +51,6 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
-use crate::protocol::metered::Metered;
 use crate::state::CatalogState;
 pub use listener::Bound;
 
@@ -128,7 +127,6 @@ where
         .with_json_response(true)
         .with_legacy_session_mode(true)
         .with_cancellation_token(rmcp_cancel.clone());
-    let handler = Metered::new(handler, metrics.clone());
     let sessions: Sessions = Arc::new(LocalSessionManager::default());
     let mcp = StreamableHttpService::new(move || Ok(handler.clone()), sessions.clone(), config);
 

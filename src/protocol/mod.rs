@@ -10,21 +10,26 @@
 
 pub mod answer;
 pub mod call;
+mod count;
 mod errors;
 pub mod input;
-pub mod metered;
 pub mod negotiation;
 mod notify;
 pub mod transport;
 pub mod wire;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CustomRequest,
-    CustomResult, ErrorCode, ExtensionCapabilities, Implementation, JsonObject, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool as McpTool,
+    CustomResult, DiscoverResult, ErrorCode, ExtensionCapabilities, GetPromptRequestMethod,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+    InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, SetLevelRequestMethod, SubscribeRequestMethod, SubscribeRequestParams,
+    SubscriptionFilter, Tool as McpTool, UnsubscribeRequestMethod, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
@@ -33,8 +38,10 @@ use serde_json::{Map, Value, json};
 use crate::caller::Caller;
 use crate::catalog::Catalog;
 use crate::decisions::{DecisionLog, Entry, Kind, Verdict};
+use crate::metrics::Metrics;
 use crate::state::CatalogState;
 use answer::Answer;
+use count::Timed;
 pub use errors::resolve_error;
 pub use negotiation::Negotiated;
 
@@ -55,6 +62,9 @@ pub struct Regent {
     caller: Option<Arc<Caller>>,
     /// The connected upstream MCP servers imported tools forward to.
     upstreams: Arc<crate::upstream::Upstreams>,
+    /// Where answered requests are counted (`count`), when this server
+    /// exports metrics.
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl Regent {
@@ -77,6 +87,7 @@ impl Regent {
             )),
             caller: None,
             upstreams: Arc::new(crate::upstream::Upstreams::default()),
+            metrics: None,
         }
     }
 
@@ -124,6 +135,37 @@ impl Regent {
     pub fn with_decision_log(mut self, log: Arc<DecisionLog>) -> Regent {
         self.decisions = log;
         self
+    }
+
+    /// Counts every answered request in `metrics` (see `count`). Off by
+    /// default: only the HTTP server renders metrics.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Regent {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Counts one answered request, when metrics are on.
+    fn record<T>(
+        &self,
+        method: &'static str,
+        timed: Timed,
+        started: Instant,
+        result: &Result<T, ErrorData>,
+        outcome_ok: impl FnOnce(&T) -> &'static str,
+    ) {
+        if let Some(metrics) = &self.metrics {
+            count::record(metrics, method, timed, started, result, outcome_ok);
+        }
+    }
+
+    /// `result`, counted as an answer to `method` (not timed).
+    fn counted<T>(
+        &self,
+        method: &'static str,
+        result: Result<T, ErrorData>,
+    ) -> Result<T, ErrorData> {
+        self.record(method, Timed::No, Instant::now(), &result, count::ok);
+        result
     }
 }
 
@@ -444,8 +486,9 @@ impl ServerHandler for Regent {
                     )
                 })
             })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(ListToolsResult::with_all_items(tools))
+            .collect::<Result<Vec<_>, _>>()
+            .map(ListToolsResult::with_all_items);
+        self.counted("tools/list", tools)
     }
 
     async fn call_tool(
@@ -453,6 +496,7 @@ impl ServerHandler for Regent {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let started = Instant::now();
         let catalog = self.state.current();
         let args = Value::Object(request.arguments.unwrap_or_default());
         let cc = call::CallContext {
@@ -471,7 +515,9 @@ impl ServerHandler for Regent {
         // that of its largest branch, and a call's state (execution,
         // confirmation) made it ~9 KB, copied several times when each request
         // is spawned: ~40% of a tools/resolve's instructions (BENCHMARKS.md).
-        Box::pin(call::call(catalog, &cc, &request.name, args, &ctx)).await
+        let r = Box::pin(call::call(catalog, &cc, &request.name, args, &ctx)).await;
+        self.record("tools/call", Timed::Call, started, &r, count::call_outcome);
+        r
     }
 
     async fn on_custom_request(
@@ -479,6 +525,8 @@ impl ServerHandler for Regent {
         request: CustomRequest,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
+        let started = Instant::now();
+        let label = count::custom_label(&request.method);
         let catalog = self.state.current();
         let result_type = has_result_type(&ctx);
         let value = match request.method.as_str() {
@@ -492,8 +540,8 @@ impl ServerHandler for Regent {
                     result_type,
                     negotiated,
                     caller,
-                )?
-                .into_value()
+                )
+                .map(Answer::into_value)
             }
             "tools/annotations" => self
                 .resolve(
@@ -503,8 +551,8 @@ impl ServerHandler for Regent {
                     result_type,
                     Negotiated::default(),
                     self.caller(&ctx),
-                )?
-                .into_value(),
+                )
+                .map(Answer::into_value),
             // Reload status for operators and tests: the same document as
             // `--status-file`.
             "regent/status" => {
@@ -512,26 +560,26 @@ impl ServerHandler for Regent {
                 if result_type {
                     v["resultType"] = json!("complete");
                 }
-                v
+                Ok(v)
             }
             // rmcp routes a standard request whose params do not match its
             // type here; that is an invalid-params error, not an unknown method
             // (unless the request's protocol no longer has the method).
             m if errors::is_standard_method(m) && !(result_type && errors::removed_in_2026(m)) => {
-                return Err(ErrorData::invalid_params(
+                Err(ErrorData::invalid_params(
                     format!("invalid params for {m}"),
                     Some(json!({"method": m})),
-                ));
+                ))
             }
-            m => {
-                return Err(ErrorData::new(
-                    ErrorCode::METHOD_NOT_FOUND,
-                    format!("method not found: {m}"),
-                    None,
-                ));
-            }
+            m => Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("method not found: {m}"),
+                None,
+            )),
         };
-        Ok(CustomResult::new(value))
+        let r = value.map(CustomResult::new);
+        self.record(label, count::custom_timed(label), started, &r, count::ok);
+        r
     }
 
     /// A 2025-11-25-era session is ready: from now on, tell it when the tool
@@ -555,7 +603,7 @@ impl ServerHandler for Regent {
     async fn listen(&self, sub: SubscriptionContext) -> Result<(), ErrorData> {
         // Boxed for the same reason as `call_tool`.
         Box::pin(notify::run_subscription(sub, self.state.listing_changes())).await;
-        Ok(())
+        self.counted("subscriptions/listen", Ok(()))
     }
 
     /// The listed tool `name`, for rmcp's check of `Mcp-Param-*` headers
@@ -566,6 +614,78 @@ impl ServerHandler for Regent {
         serde_json::from_value(json).ok()
     }
 
+    // The methods below answer as rmcp's defaults do; regent implements them
+    // only to count them (`count`).
+    async fn ping(&self, _ctx: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.counted("ping", Ok(()))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        ctx.peer.set_peer_info(request.clone());
+        self.counted("initialize", self.negotiate_initialize(&request))
+    }
+
+    async fn discover(
+        &self,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let result = DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        );
+        self.counted("server/discover", Ok(result))
+    }
+
+    #[allow(deprecated)] // logging is deprecated (SEP-2577); 2025-11-25 clients may still send it
+    async fn set_level(
+        &self,
+        _request: rmcp::model::SetLevelRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let e = ErrorData::method_not_found::<SetLevelRequestMethod>();
+        self.counted("logging/setLevel", Err(e))
+    }
+
+    async fn get_prompt(
+        &self,
+        _request: GetPromptRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let e = ErrorData::method_not_found::<GetPromptRequestMethod>();
+        self.counted("prompts/get", Err(e))
+    }
+
+    async fn read_resource(
+        &self,
+        _request: ReadResourceRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let e = ErrorData::method_not_found::<ReadResourceRequestMethod>();
+        self.counted("resources/read", Err(e))
+    }
+
+    async fn subscribe(
+        &self,
+        _request: SubscribeRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let e = ErrorData::method_not_found::<SubscribeRequestMethod>();
+        self.counted("resources/subscribe", Err(e))
+    }
+
+    async fn unsubscribe(
+        &self,
+        _request: UnsubscribeRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let e = ErrorData::method_not_found::<UnsubscribeRequestMethod>();
+        self.counted("resources/unsubscribe", Err(e))
+    }
+
     // regent declares neither prompts, resources nor completions, so it does
     // not answer for them (rmcp's defaults answer with empty lists, which
     // would claim features the capabilities deny).
@@ -574,7 +694,7 @@ impl ServerHandler for Regent {
         _request: Option<PaginatedRequestParams>,
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Err(errors::not_offered("prompts/list"))
+        self.counted("prompts/list", Err(errors::not_offered("prompts/list")))
     }
 
     async fn list_resources(
@@ -582,7 +702,7 @@ impl ServerHandler for Regent {
         _request: Option<PaginatedRequestParams>,
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Err(errors::not_offered("resources/list"))
+        self.counted("resources/list", Err(errors::not_offered("resources/list")))
     }
 
     async fn list_resource_templates(
@@ -590,7 +710,10 @@ impl ServerHandler for Regent {
         _request: Option<PaginatedRequestParams>,
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Err(errors::not_offered("resources/templates/list"))
+        self.counted(
+            "resources/templates/list",
+            Err(errors::not_offered("resources/templates/list")),
+        )
     }
 
     async fn complete(
@@ -598,6 +721,9 @@ impl ServerHandler for Regent {
         _request: CompleteRequestParams,
         _ctx: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        Err(errors::not_offered("completion/complete"))
+        self.counted(
+            "completion/complete",
+            Err(errors::not_offered("completion/complete")),
+        )
     }
 }
