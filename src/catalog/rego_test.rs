@@ -145,11 +145,19 @@ pub fn cover_tool(tool: &Tool, inputs: &[(Value, Option<crate::caller::Caller>)]
     };
     let mut engine = template.clone();
     engine.set_enable_coverage(true);
+    let limits = tool.limits();
     for (args, caller) in inputs {
-        if tool
-            .evaluate_on(&mut engine, args, caller.as_ref())
-            .is_err()
-        {
+        let decided = tool.evaluate_on(&mut engine, args, caller.as_ref());
+        // Listing evaluates `visible` for the caller, without arguments, as
+        // `catalog/visibility` does; its lines count as covered too.
+        let listed = match &tool.visible {
+            Some(step) => {
+                engine.set_input(policy::listing_input(&tool.name, caller.as_ref()));
+                step.eval(&mut engine, &limits).map(|_| ())
+            }
+            None => Ok(()),
+        };
+        if decided.is_err() || listed.is_err() {
             merge(&mut covered, &engine);
             engine = template.clone();
             engine.set_enable_coverage(true);
