@@ -728,3 +728,70 @@ fn a_confirmed_call_reaches_the_upstream_only_once_accepted() {
     assert_eq!(calls(notes.path()), "delete_note ask.md\n");
     assert!(s.finish().success());
 }
+
+#[test]
+fn healthz_and_metrics_say_which_upstreams_are_down() {
+    use common::http::{HttpServer, Req};
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let notes = tempfile::tempdir().unwrap();
+    selection(dir.path(), &python, notes.path(), &["read_note"], "");
+    let status_dir = tempfile::tempdir().unwrap();
+    let status_file = status_dir.path().join("status.json");
+    let mut cmd = regent();
+    cmd.args(["serve", "--no-watch", "--http", "127.0.0.1:0"])
+        .arg("--status-file")
+        .arg(&status_file)
+        .arg(dir.path());
+    let http = HttpServer::spawn(cmd);
+    // The status file is written again when an upstream goes up or down.
+    let file_says = |up: bool| {
+        let deadline = std::time::Instant::now() + common::WAIT;
+        loop {
+            let doc: Value = std::fs::read(&status_file)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .unwrap_or_default();
+            if doc["upstreams"]["notes"]["up"] == up {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the status file never said up={up}: {doc}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    let up = "regent_upstream_up{upstream=\"notes\"}";
+    let restarts = "regent_upstream_restarts_total{upstream=\"notes\"}";
+    http.wait_for_metric(None, up, 1.0);
+    assert_eq!(http.metric(None, restarts), Some(0.0));
+    let health = |http: &HttpServer| -> Value {
+        let r = http.send(&Req::get("/healthz"));
+        assert_eq!(r.status, 200, "{}", r.text());
+        serde_json::from_slice(&r.body).unwrap()
+    };
+    let h = health(&http);
+    assert_eq!(h["status"], "ok", "{h}");
+    assert_eq!(h["upstreams"]["notes"]["up"], true, "{h}");
+    file_says(true);
+
+    // Down (and its restarts failing): degraded, still 200.
+    std::fs::write(notes.path().join("down"), "").unwrap();
+    let killed = Command::new("kill")
+        .args(["-9", &pid(notes.path()).to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    http.wait_for_metric(None, up, 0.0);
+    let h = health(&http);
+    assert_eq!(h["status"], "degraded", "{h}");
+    assert_eq!(h["upstreams"]["notes"]["up"], false, "{h}");
+    file_says(false);
+
+    std::fs::remove_file(notes.path().join("down")).unwrap();
+    http.wait_for_metric(None, up, 1.0);
+    assert_eq!(http.metric(None, restarts), Some(1.0));
+    assert_eq!(health(&http)["status"], "ok");
+    file_says(true);
+}
