@@ -163,6 +163,7 @@ impl Upstreams {
                 .ok()
                 .and_then(|p| p.parent().map(Path::to_path_buf))
                 .unwrap_or_else(|| PathBuf::from("/"));
+            let before = diags.0.len();
             let mut duration = |key: &str, given: &Option<crate::source::run::Text>, default| {
                 let Some(text) = given else { return default };
                 crate::catalog::run::parse_duration(&text.0).unwrap_or_else(|| {
@@ -182,8 +183,8 @@ impl Upstreams {
             };
             let start_timeout = duration("start_timeout", &decl.start_timeout, timeout);
             let call_timeout = duration("timeout", &decl.timeout, CALL_TIMEOUT);
-            // A duration error is reported without starting anything.
-            if diags.has_errors() {
+            // An upstream with a duration error is reported without being started.
+            if diags.0.len() > before {
                 continue;
             }
             let tools_changed = Arc::new(Notify::new());

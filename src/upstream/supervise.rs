@@ -101,7 +101,7 @@ async fn run(name: String, slot: Arc<Slot>, hooks: Hooks) {
             );
             hooks.reload.status_changed();
             tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(MAX_BACKOFF);
+            backoff = next_backoff(backoff);
             match slot.connect().await {
                 Ok(new) => {
                     restarts += 1;
@@ -120,6 +120,11 @@ async fn run(name: String, slot: Arc<Slot>, hooks: Hooks) {
             }
         }
     }
+}
+
+/// The wait after `backoff`: twice as long, at most [`MAX_BACKOFF`].
+fn next_backoff(backoff: Duration) -> Duration {
+    (backoff * 2).min(MAX_BACKOFF)
 }
 
 /// Completes when `conn`'s process has exited. A connection that closed
@@ -188,5 +193,20 @@ fn publish(name: &str, snapshot: crate::source::upstream::Snapshot, how: &str, h
             .upstream_changed(format!("upstream `{name}` {how}"));
     } else {
         tracing::debug!(upstream = %name, "upstream {how}; its tools are unchanged");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_half_a_second_up_to_thirty_seconds() {
+        let waits: Vec<f64> =
+            std::iter::successors(Some(FIRST_BACKOFF), |b| Some(next_backoff(*b)))
+                .take(9)
+                .map(|d| d.as_secs_f64())
+                .collect();
+        assert_eq!(waits, [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0]);
     }
 }
