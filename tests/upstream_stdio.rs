@@ -479,11 +479,9 @@ fn an_upstreams_list_changed_reimports_its_tools() {
         json!({"name": "n_echo", "arguments": {"text": "hi"}}),
     );
     assert_eq!(text(&r), "hi", "{r}");
-    let log = s.stderr();
-    assert!(
-        log.contains("catalog reloaded (upstream `notes` listed changed tools)"),
-        "{log}"
-    );
+    let reloaded = "catalog reloaded (upstream `notes` listed changed tools)";
+    let log = s.stderr_until(|l| l.contains(reloaded));
+    assert!(log.contains(reloaded), "{log}");
     assert!(s.finish().success());
 }
 

@@ -86,6 +86,7 @@ async fn run(name: String, slot: Arc<Slot>, hooks: Hooks) {
             backoff = FIRST_BACKOFF;
         }
         let mut why = "its process exited".to_string();
+        let down_since = SystemTime::now();
         tracing::warn!(upstream = %name, "upstream went down ({why}); restarting it in {}", crate::exec::human_duration(backoff));
         loop {
             hooks.state.set_upstream(
@@ -93,7 +94,7 @@ async fn run(name: String, slot: Arc<Slot>, hooks: Hooks) {
                 UpstreamStatus {
                     up: false,
                     restarts,
-                    since: SystemTime::now(),
+                    since: down_since,
                     pid: None,
                     last_error: Some(why.clone()),
                     tools: conn.snapshot.tools.len(),
@@ -107,8 +108,9 @@ async fn run(name: String, slot: Arc<Slot>, hooks: Hooks) {
                     restarts += 1;
                     tracing::info!(upstream = %name, pid = ?new.pid, tools = new.snapshot.tools.len(), restarts, "upstream restarted");
                     let snapshot = new.snapshot.clone();
-                    hooks.state.set_upstream(&name, up_status(&new, restarts));
+                    let status = up_status(&new, restarts);
                     slot.replace(new);
+                    hooks.state.set_upstream(&name, status);
                     hooks.reload.status_changed();
                     publish(&name, snapshot, "restarted", &hooks);
                     break;
