@@ -486,6 +486,44 @@ fn an_upstreams_list_changed_reimports_its_tools() {
 }
 
 #[test]
+fn an_upstream_change_that_breaks_the_catalog_keeps_the_previous_one() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let notes = tempfile::tempdir().unwrap();
+    selection(
+        dir.path(),
+        &python,
+        notes.path(),
+        &["drop_tool", "read_note"],
+        "",
+    );
+    let mut s = start(Era::Legacy, dir.path(), notes.path());
+    let r = s.request(
+        "tools/call",
+        json!({"name": "drop_tool", "arguments": {"name": "read_note"}}),
+    );
+    assert_eq!(text(&r), "dropped read_note", "{r}");
+    let failed = "reload failed with 1 error (upstream `notes` listed changed tools)";
+    let log = s.stderr_until(|l| l.contains(failed));
+    assert!(log.contains(failed), "{log}");
+    let st = s.request("regent/status", json!({}));
+    assert_eq!(st["result"]["ok"], false, "{st}");
+    assert!(
+        st["result"]["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("upstream `notes` lists no tool `read_note`")),
+        "{st}"
+    );
+    let listed = s.request("tools/list", json!({}));
+    assert_eq!(
+        listed["result"]["tools"].as_array().map(Vec::len),
+        Some(2),
+        "{listed}"
+    );
+    assert!(s.finish().success());
+}
+
+#[test]
 fn a_call_past_the_upstreams_timeout_or_cancelled_is_cancelled_upstream() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
@@ -608,7 +646,8 @@ fn snapshot_prints_what_each_upstream_lists_and_a_failed_start_shows_its_stderr(
             "count_words",
             "crash",
             "slow",
-            "add_echo"
+            "add_echo",
+            "drop_tool"
         ]
     );
     assert_eq!(
