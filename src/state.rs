@@ -40,6 +40,25 @@ pub struct ReloadStatus {
     pub listing_changes: u64,
     /// Whether the files are being watched (false with `--no-watch`).
     pub watching: bool,
+    /// Each upstream MCP server's liveness, by name (empty without upstreams).
+    pub upstreams: std::collections::BTreeMap<String, UpstreamStatus>,
+}
+
+/// One upstream MCP server's liveness, as its supervisor last saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpstreamStatus {
+    /// Connected and its process running: calls to its tools are sent.
+    pub up: bool,
+    /// How many times it was started again after it went down.
+    pub restarts: u64,
+    /// When it last came up or went down.
+    pub since: SystemTime,
+    /// Its process id while up.
+    pub pid: Option<u32>,
+    /// Why it is down, or why the latest restart failed.
+    pub last_error: Option<String>,
+    /// How many tools it listed last.
+    pub tools: usize,
 }
 
 pub struct CatalogState {
@@ -64,6 +83,7 @@ impl CatalogState {
             failures: 0,
             listing_changes: 0,
             watching: false,
+            upstreams: Default::default(),
         };
         CatalogState {
             current: ArcSwap::from_pointee(catalog),
@@ -135,6 +155,12 @@ impl CatalogState {
     /// Sets the listing digest of the serving catalog (at start-up).
     pub fn record_listing(&self, listing: String) {
         self.lock().listing = Some(listing);
+    }
+
+    /// Records an upstream's liveness (its supervisor calls this when it
+    /// comes up, goes down or fails to restart).
+    pub fn set_upstream(&self, name: &str, status: UpstreamStatus) {
+        self.lock().upstreams.insert(name.to_string(), status);
     }
 
     pub fn set_watching(&self, watching: bool) {

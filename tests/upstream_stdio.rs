@@ -290,58 +290,318 @@ fn a_selected_tool_the_upstream_lacks_is_a_load_error() {
     );
 }
 
+/// A catalog of `tools` (the upstream's names) from the notes upstream,
+/// with `extra` lines added to its declaration.
+fn selection(dir: &Path, python: &str, notes: &Path, tools: &[&str], extra: &str) {
+    let mut yaml = format!(
+        "upstreams:\n  - name: notes\n    command: {}\n    args: [{}]\n    env: {{set: {{NOTES_DIR: {}}}}}\n{extra}",
+        which(python).display(),
+        repo_path("tests/fixtures/upstream/notes_server.py").display(),
+        notes.display()
+    );
+    if !tools.is_empty() {
+        yaml.push_str("    tools:\n");
+        for t in tools {
+            yaml.push_str(&format!("      - name: {t}\n"));
+        }
+    }
+    std::fs::write(dir.join("upstreams.yaml"), yaml).unwrap();
+}
+
+fn text(r: &Value) -> String {
+    r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Calls `tool` until `done` holds for its response (or [`common::WAIT`] passed).
+fn call_until(s: &mut Server, tool: &str, args: Value, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + common::WAIT;
+    loop {
+        let r = s.request("tools/call", json!({"name": tool, "arguments": args}));
+        if done(&r) || std::time::Instant::now() > deadline {
+            return r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// `regent/status` once `done` holds for its `upstreams.notes`.
+fn status_until(s: &mut Server, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + common::WAIT;
+    loop {
+        let r = s.request("regent/status", json!({}));
+        let notes = r["result"]["upstreams"]["notes"].clone();
+        if done(&notes) || std::time::Instant::now() > deadline {
+            return notes;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+fn pid(notes: &Path) -> u32 {
+    std::fs::read_to_string(notes.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
 #[test]
-fn calls_to_an_upstream_that_exited_fail_closed() {
+fn an_upstream_that_exits_is_restarted_and_its_calls_fail_closed_meanwhile() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let notes = tempfile::tempdir().unwrap();
     std::fs::write(notes.path().join("a.md"), "text").unwrap();
-    std::fs::write(
-        dir.path().join("upstreams.yaml"),
-        format!(
-            "upstreams:\n  - name: notes\n    command: {}\n    args: [{}]\n    env: {{set: {{NOTES_DIR: {}}}}}\n    tools:\n      - name: crash\n      - name: delete_note\n",
-            which(&python).display(),
-            repo_path("tests/fixtures/upstream/notes_server.py").display(),
-            notes.path().display()
-        ),
-    )
-    .unwrap();
+    selection(
+        dir.path(),
+        &python,
+        notes.path(),
+        &["crash", "delete_note", "read_note"],
+        "",
+    );
     let mut s = start(Era::Legacy, dir.path(), notes.path());
+    let first = pid(notes.path());
+    let st = status_until(&mut s, |n| n["up"] == true);
+    assert_eq!(st["pid"], first, "{st}");
+    assert_eq!(st["restarts"], 0, "{st}");
+
+    // It crashes, and every restart fails while `down` is there.
+    std::fs::write(notes.path().join("down"), "").unwrap();
     let r = s.request("tools/call", json!({"name": "crash", "arguments": {}}));
     assert_eq!(r["result"]["isError"], true, "{r}");
-    let text = r["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default();
     assert!(
-        text.starts_with("the call to crash did not complete"),
+        text(&r).starts_with("the call to crash did not complete"),
         "{r}"
     );
-    // The service notices the closed pipe shortly after the failed call.
-    let deadline = std::time::Instant::now() + common::WAIT;
-    let r = loop {
-        let r = s.request(
-            "tools/call",
-            json!({"name": "delete_note", "arguments": {"path": "a.md"}}),
-        );
-        let text = r["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or_default();
-        if text.contains("has exited") || std::time::Instant::now() > deadline {
-            break r;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let r = call_until(&mut s, "delete_note", json!({"path": "a.md"}), |r| {
+        text(r).contains("is down")
+    });
     let res = &r["result"];
     assert_eq!(res["isError"], true, "{r}");
     assert_eq!(
-        res["content"][0]["text"],
-        "regent did not run delete_note: upstream `notes` has exited; restart regent to start it again",
+        text(&r),
+        "regent did not run delete_note: upstream `notes` is down; regent is restarting it, try again shortly",
         "{r}"
     );
     assert_eq!(res["_meta"]["regent/decision"]["allowed"], true, "{r}");
     assert!(notes.path().join("a.md").exists());
-    assert_eq!(calls(notes.path()), "crash -\n");
+    let st = status_until(&mut s, |n| {
+        n["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("restart failed"))
+    });
+    assert_eq!(st["up"], false, "{st}");
+    assert!(
+        st["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("the notes directory holds `down`")),
+        "{st}"
+    );
+    // Still listed while down.
+    let listed = s.request("tools/list", json!({}));
+    assert_eq!(
+        listed["result"]["tools"].as_array().map(Vec::len),
+        Some(3),
+        "{listed}"
+    );
+
+    // The next restart succeeds, and calls reach the new process.
+    std::fs::remove_file(notes.path().join("down")).unwrap();
+    let r = call_until(&mut s, "read_note", json!({"path": "a.md"}), |r| {
+        r["result"]["isError"] == false
+    });
+    assert_eq!(text(&r), "text", "{r}\n{}", s.stderr());
+    let st = status_until(&mut s, |n| n["up"] == true);
+    assert_eq!(st["restarts"], 1, "{st}");
+    let second = pid(notes.path());
+    assert_ne!(second, first);
+    assert_eq!(st["pid"], second, "{st}");
+
+    // Killed from outside: restarted again.
+    let killed = Command::new("kill")
+        .args(["-9", &second.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let st = status_until(&mut s, |n| n["restarts"] == 2 && n["up"] == true);
+    assert_eq!(st["restarts"], 2, "{st}\n{}", s.stderr());
+    let r = s.request(
+        "tools/call",
+        json!({"name": "read_note", "arguments": {"path": "a.md"}}),
+    );
+    assert_eq!(text(&r), "text", "{r}");
+    assert_eq!(
+        calls(notes.path()),
+        "crash -\nread_note a.md\nread_note a.md\n"
+    );
     assert!(s.finish().success());
+}
+
+#[test]
+fn an_upstreams_list_changed_reimports_its_tools() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let notes = tempfile::tempdir().unwrap();
+    selection(dir.path(), &python, notes.path(), &[], "    prefix: n_\n");
+    let mut s = start(Era::Legacy, dir.path(), notes.path());
+    let names = |s: &mut Server| -> Vec<String> {
+        let listed = s.request("tools/list", json!({}));
+        listed["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(!names(&mut s).contains(&"n_echo".to_string()));
+    let r = s.request(
+        "tools/call",
+        json!({"name": "n_add_echo", "arguments": {"name": "echo"}}),
+    );
+    assert_eq!(text(&r), "added echo", "{r}");
+    // regent re-lists, rebuilds the catalog and tells its client.
+    let deadline = std::time::Instant::now() + common::WAIT;
+    while !s
+        .notifications
+        .iter()
+        .any(|n| n["method"] == "notifications/tools/list_changed")
+    {
+        let m = s.next_message(deadline);
+        if m.get("id").is_none() {
+            s.notifications.push(m);
+        }
+    }
+    assert!(names(&mut s).contains(&"n_echo".to_string()));
+    let r = s.request(
+        "tools/call",
+        json!({"name": "n_echo", "arguments": {"text": "hi"}}),
+    );
+    assert_eq!(text(&r), "hi", "{r}");
+    let reloaded = "catalog reloaded (upstream `notes` listed changed tools)";
+    let log = s.stderr_until(|l| l.contains(reloaded));
+    assert!(log.contains(reloaded), "{log}");
+    assert!(s.finish().success());
+}
+
+#[test]
+fn an_upstream_change_that_breaks_the_catalog_keeps_the_previous_one() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let notes = tempfile::tempdir().unwrap();
+    selection(
+        dir.path(),
+        &python,
+        notes.path(),
+        &["drop_tool", "read_note"],
+        "",
+    );
+    let mut s = start(Era::Legacy, dir.path(), notes.path());
+    let r = s.request(
+        "tools/call",
+        json!({"name": "drop_tool", "arguments": {"name": "read_note"}}),
+    );
+    assert_eq!(text(&r), "dropped read_note", "{r}");
+    let failed = "reload failed with 1 error (upstream `notes` listed changed tools)";
+    let log = s.stderr_until(|l| l.contains(failed));
+    assert!(log.contains(failed), "{log}");
+    let st = s.request("regent/status", json!({}));
+    assert_eq!(st["result"]["ok"], false, "{st}");
+    assert!(
+        st["result"]["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("upstream `notes` lists no tool `read_note`")),
+        "{st}"
+    );
+    let listed = s.request("tools/list", json!({}));
+    assert_eq!(
+        listed["result"]["tools"].as_array().map(Vec::len),
+        Some(2),
+        "{listed}"
+    );
+    assert!(s.finish().success());
+}
+
+#[test]
+fn a_call_past_the_upstreams_timeout_or_cancelled_is_cancelled_upstream() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let notes = tempfile::tempdir().unwrap();
+    selection(
+        dir.path(),
+        &python,
+        notes.path(),
+        &["slow"],
+        "    timeout: 1s\n    start_timeout: 20s\n",
+    );
+    let mut s = start(Era::Legacy, dir.path(), notes.path());
+    let r = s.request(
+        "tools/call",
+        json!({"name": "slow", "arguments": {"seconds": 30}}),
+    );
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(
+        text(&r).contains("upstream `notes` did not answer within 1s"),
+        "{r}"
+    );
+    let deadline = std::time::Instant::now() + common::WAIT;
+    while !calls(notes.path()).contains("cancelled slow") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(calls(notes.path()), "slow 30.0\ncancelled slow\n");
+
+    // The client's `notifications/cancelled` reaches the upstream too.
+    s.send_line(
+        &json!({"jsonrpc": "2.0", "id": "slow-1", "method": "tools/call",
+                "params": {"name": "slow", "arguments": {"seconds": 30}}})
+        .to_string(),
+    );
+    let deadline = std::time::Instant::now() + common::WAIT;
+    while calls(notes.path()).matches("slow 30.0").count() < 2
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    s.notify(
+        "notifications/cancelled",
+        json!({"requestId": "slow-1", "reason": "the user gave up"}),
+    );
+    let deadline = std::time::Instant::now() + common::WAIT;
+    while calls(notes.path()).matches("cancelled slow").count() < 2
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(
+        calls(notes.path()),
+        "slow 30.0\ncancelled slow\nslow 30.0\ncancelled slow\n"
+    );
+    assert!(s.finish().success());
+}
+
+#[test]
+fn a_bad_upstream_timeout_is_a_load_error_at_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("upstreams.yaml"),
+        "upstreams:\n  - name: notes\n    command: /no/such/program\n    timeout: soon\n",
+    )
+    .unwrap();
+    let out = regent()
+        .arg("serve")
+        .arg("--no-watch")
+        .arg(dir.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("upstreams.yaml:4:5")
+            && stderr.contains("`timeout` of upstream `notes` is not a duration: `soon`"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -378,7 +638,18 @@ fn snapshot_prints_what_each_upstream_lists_and_a_failed_start_shows_its_stderr(
     let pinned: Value = serde_json::from_slice(&out.stdout).unwrap();
     let tools = pinned["upstreams"]["notes"]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["read_note", "delete_note", "count_words", "crash"]);
+    assert_eq!(
+        names,
+        [
+            "read_note",
+            "delete_note",
+            "count_words",
+            "crash",
+            "slow",
+            "add_echo",
+            "drop_tool"
+        ]
+    );
     assert_eq!(
         tools[0]["annotations"],
         json!({"readOnlyHint": true, "openWorldHint": false})
@@ -493,4 +764,71 @@ fn a_confirmed_call_reaches_the_upstream_only_once_accepted() {
     assert!(!ask.exists());
     assert_eq!(calls(notes.path()), "delete_note ask.md\n");
     assert!(s.finish().success());
+}
+
+#[test]
+fn healthz_and_metrics_say_which_upstreams_are_down() {
+    use common::http::{HttpServer, Req};
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let notes = tempfile::tempdir().unwrap();
+    selection(dir.path(), &python, notes.path(), &["read_note"], "");
+    let status_dir = tempfile::tempdir().unwrap();
+    let status_file = status_dir.path().join("status.json");
+    let mut cmd = regent();
+    cmd.args(["serve", "--no-watch", "--http", "127.0.0.1:0"])
+        .arg("--status-file")
+        .arg(&status_file)
+        .arg(dir.path());
+    let http = HttpServer::spawn(cmd);
+    // The status file is written again when an upstream goes up or down.
+    let file_says = |up: bool| {
+        let deadline = std::time::Instant::now() + common::WAIT;
+        loop {
+            let doc: Value = std::fs::read(&status_file)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .unwrap_or_default();
+            if doc["upstreams"]["notes"]["up"] == up {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the status file never said up={up}: {doc}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    let up = "regent_upstream_up{upstream=\"notes\"}";
+    let restarts = "regent_upstream_restarts_total{upstream=\"notes\"}";
+    http.wait_for_metric(None, up, 1.0);
+    assert_eq!(http.metric(None, restarts), Some(0.0));
+    let health = |http: &HttpServer| -> Value {
+        let r = http.send(&Req::get("/healthz"));
+        assert_eq!(r.status, 200, "{}", r.text());
+        serde_json::from_slice(&r.body).unwrap()
+    };
+    let h = health(&http);
+    assert_eq!(h["status"], "ok", "{h}");
+    assert_eq!(h["upstreams"]["notes"]["up"], true, "{h}");
+    file_says(true);
+
+    // Down (and its restarts failing): degraded, still 200.
+    std::fs::write(notes.path().join("down"), "").unwrap();
+    let killed = Command::new("kill")
+        .args(["-9", &pid(notes.path()).to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    http.wait_for_metric(None, up, 0.0);
+    let h = health(&http);
+    assert_eq!(h["status"], "degraded", "{h}");
+    assert_eq!(h["upstreams"]["notes"]["up"], false, "{h}");
+    file_says(false);
+
+    std::fs::remove_file(notes.path().join("down")).unwrap();
+    http.wait_for_metric(None, up, 1.0);
+    assert_eq!(http.metric(None, restarts), Some(1.0));
+    assert_eq!(health(&http)["status"], "ok");
+    file_says(true);
 }

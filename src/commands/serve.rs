@@ -85,6 +85,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         return Err(Failure::from_diagnostics(&imported));
     }
     let upstreams = Arc::new(upstreams);
+    let shared: reload::SharedSnapshots = Arc::new(std::sync::Mutex::new(snapshots));
     let catalog = crate::catalog::build(&source, &build_options(&args.catalog))
         .map_err(|d| Failure::from_diagnostics(&d))?;
     drop(source);
@@ -141,10 +142,20 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
             status_file: args.status_file.clone(),
             debounce: reload::DEBOUNCE,
             settle: reload::SETTLE,
-            upstreams: snapshots,
+            upstreams: shared.clone(),
         },
     )
     .map_err(cannot_run)?;
+    // From now on each upstream is restarted when it exits and re-listed
+    // when it says its tools changed; a change reloads the catalog.
+    {
+        let _in_runtime = runtime.enter();
+        upstreams.supervise(&upstream::supervise::Hooks {
+            state: state.clone(),
+            snapshots: shared,
+            reload: reloads.requester(),
+        });
+    }
     if !args.no_watch {
         tracing::info!("watching the catalog for changes");
     }

@@ -19,16 +19,28 @@ use crate::metrics::{escape, header as family};
 /// 200 with the serving revision. A catalog is always loaded while the
 /// server runs (it does not start without one, and a failed reload keeps the
 /// previous one), so anything else is a 503 from the shutdown guard.
+///
+/// An upstream MCP server that is down makes the status `degraded`, still
+/// with 200: the replica answers every method for every tool, calls to that
+/// upstream's tools fail closed while its supervisor restarts it, and the
+/// upstream is usually shared by every replica (the same command, the same
+/// backend), so a balancer that pulled replicas for it would take down the
+/// tools that work without bringing back the ones that do not. `upstreams`
+/// says which are down; alert on `regent_upstream_up` instead.
 pub async fn healthz(State(s): State<Arc<Shared>>) -> Response {
     let status = s.state.status();
     let catalog = s.state.current();
-    let body = json!({
-        "status": "ok",
+    let degraded = status.upstreams.values().any(|u| !u.up);
+    let mut body = json!({
+        "status": if degraded { "degraded" } else { "ok" },
         "revision": catalog.revision,
         "tools": catalog.tools().len(),
         "loadedAt": unix_seconds(status.loaded_at),
         "lastReloadError": status.last_error,
     });
+    if !status.upstreams.is_empty() {
+        body["upstreams"] = crate::reload::status::upstreams_json(&status);
+    }
     let mut r = (StatusCode::OK, body.to_string()).into_response();
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -100,6 +112,36 @@ pub async fn metrics(State(s): State<Arc<Shared>>) -> Response {
         "regent_catalog_last_load_failed {}",
         u8::from(status.last_error.is_some())
     );
+    if !status.upstreams.is_empty() {
+        family(
+            &mut out,
+            "regent_upstream_up",
+            "1 when the upstream MCP server is connected and its process runs, 0 while it is down",
+            "gauge",
+        );
+        for (name, u) in &status.upstreams {
+            let _ = writeln!(
+                out,
+                "regent_upstream_up{{upstream=\"{}\"}} {}",
+                escape(name),
+                u8::from(u.up)
+            );
+        }
+        family(
+            &mut out,
+            "regent_upstream_restarts_total",
+            "Times the upstream MCP server was started again after it went down",
+            "counter",
+        );
+        for (name, u) in &status.upstreams {
+            let _ = writeln!(
+                out,
+                "regent_upstream_restarts_total{{upstream=\"{}\"}} {}",
+                escape(name),
+                u.restarts
+            );
+        }
+    }
     family(
         &mut out,
         "regent_http_requests_in_flight",

@@ -12,7 +12,7 @@
 //!    given are refused with `isError: true`), and execute it. A tool
 //!    imported from an upstream MCP server has no run case: the call goes to
 //!    the upstream (`crate::upstream`), whose result comes back as it gave
-//!    it, with regent's `_meta` keys added; an upstream that has exited
+//!    it, with regent's `_meta` keys added; an upstream that is down
 //!    refuses the call before anything is sent.
 //! 5. Turn the outcome into a result: output as text, JSON output validated
 //!    against `outputSchema` as `structuredContent`, failures as

@@ -50,10 +50,17 @@ pub struct Settings {
     pub debounce: Duration,
     /// How long a file that just changed must stay unchanged before it is read.
     pub settle: Duration,
-    /// What each upstream MCP server listed when `serve` started, imported
-    /// into every rebuilt catalog (see `source::upstream`).
-    pub upstreams: std::collections::BTreeMap<String, crate::source::upstream::Snapshot>,
+    /// What each upstream MCP server listed last, imported into every
+    /// rebuilt catalog (see `source::upstream`). `upstream` replaces an
+    /// entry when an upstream's tools change (after a restart, or on its
+    /// `notifications/tools/list_changed`) and then asks for a reload.
+    pub upstreams: SharedSnapshots,
 }
+
+/// The upstreams' latest snapshots, shared by their supervisors (who write)
+/// and the reload thread (which reads one copy per attempt).
+pub type SharedSnapshots =
+    Arc<std::sync::Mutex<std::collections::BTreeMap<String, crate::source::upstream::Snapshot>>>;
 
 /// What one reload attempt did.
 #[derive(Debug)]
@@ -144,7 +151,13 @@ impl Reloader {
             Ok(s) => s,
             Err(diags) => return self.failed(diags),
         };
-        let imported = source.import_upstreams(&self.settings.upstreams);
+        let snapshots = self
+            .settings
+            .upstreams
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_else(|p| p.into_inner().clone());
+        let imported = source.import_upstreams(&snapshots);
         if imported.has_errors() {
             return self.failed(imported);
         }
@@ -344,6 +357,11 @@ const EMPTIED_REREADS: usize = 2;
 enum Trigger {
     Files(DebounceEventResult),
     Signal,
+    /// An upstream's tools changed; the reason names it.
+    Upstream(String),
+    /// Something in the status changed outside a reload (an upstream went
+    /// up or down): write the status file again.
+    Status,
     Stop,
 }
 
@@ -374,6 +392,17 @@ pub struct Requester(Sender<Trigger>);
 impl Requester {
     pub fn request(&self) {
         let _ = self.0.send(Trigger::Signal);
+    }
+
+    /// Asks for a reload because an upstream's tools changed (`why` says
+    /// which and how, for the log).
+    pub fn upstream_changed(&self, why: String) {
+        let _ = self.0.send(Trigger::Upstream(why));
+    }
+
+    /// Asks for the status file to be written again, without a reload.
+    pub fn status_changed(&self) {
+        let _ = self.0.send(Trigger::Status);
     }
 }
 
@@ -437,10 +466,13 @@ fn run(mut reloader: Reloader, mut watcher: Option<(Watcher, WatchPlan)>, rx: Re
         batch.extend(rx.try_iter());
         let mut reasons: Vec<String> = Vec::new();
         let mut stop = false;
+        let mut status = false;
         for t in batch {
             match t {
                 Trigger::Stop => stop = true,
                 Trigger::Signal => reasons.push("reload requested".into()),
+                Trigger::Upstream(why) => reasons.push(why),
+                Trigger::Status => status = true,
                 Trigger::Files(Ok(events)) => {
                     let Some((_, plan)) = &watcher else { continue };
                     for e in events.iter().filter(|e| plan.is_relevant_event(e)) {
@@ -469,6 +501,9 @@ fn run(mut reloader: Reloader, mut watcher: Option<(Watcher, WatchPlan)>, rx: Re
             break;
         }
         if reasons.is_empty() {
+            if status {
+                reloader.write_status();
+            }
             continue;
         }
         // Watch first, then read: a change made after the watches are in

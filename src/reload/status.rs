@@ -1,6 +1,7 @@
 //! The reload status as a JSON document: what `--status-file` holds and what
-//! the `regent/status` request returns (and, later, what a health endpoint
-//! serves). It is written atomically, so a reader never sees half of it.
+//! the `regent/status` request returns, with each upstream MCP server's
+//! liveness (also on `/healthz`). It is written atomically, so a reader
+//! never sees half of it.
 
 use crate::timestamp::rfc3339;
 use std::io::Write;
@@ -24,7 +25,30 @@ pub fn to_json(s: &ReloadStatus) -> Value {
         "reloads": {"succeeded": s.successes, "failed": s.failures},
         "listingChanges": s.listing_changes,
         "watching": s.watching,
+        "upstreams": upstreams_json(s),
     })
+}
+
+/// Each upstream's liveness, by name: `{"up", "restarts", "since", "pid",
+/// "lastError", "tools"}`. Also what `/healthz` shows.
+pub fn upstreams_json(s: &ReloadStatus) -> Value {
+    s.upstreams
+        .iter()
+        .map(|(name, u)| {
+            (
+                name.clone(),
+                json!({
+                    "up": u.up,
+                    "restarts": u.restarts,
+                    "since": rfc3339(u.since),
+                    "pid": u.pid,
+                    "lastError": u.last_error,
+                    "tools": u.tools,
+                }),
+            )
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 /// Replaces `path` with the status: written to a hidden temporary file in the

@@ -46,6 +46,14 @@ pub struct UpstreamDecl {
     /// Put before every imported tool's name (`notes_` + `read_note`).
     #[serde(default)]
     pub prefix: Option<String>,
+    /// How long one forwarded call may take (`60s` when absent): `500ms`,
+    /// `30s`, `2m`.
+    #[serde(default)]
+    pub timeout: Option<super::run::Text>,
+    /// How long the upstream has to start and list its tools, at start-up
+    /// and at each restart (`30s` when absent).
+    #[serde(default)]
+    pub start_timeout: Option<super::run::Text>,
     /// The upstream's tools to import, with regent's side of each. Absent:
     /// every tool the upstream lists, as it lists it.
     #[serde(default)]

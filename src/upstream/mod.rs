@@ -5,48 +5,138 @@
 //! This is the side-effecting half of "upstream MCP servers as a tool
 //! source"; the other half (`source::upstream`) is data. The catalog build
 //! never sees a connection: `serve` starts the upstreams first and hands
-//! their snapshots to `Source::import_upstreams`, and reloads import the same
-//! snapshots again. An upstream is connected once, when `serve` starts; a
-//! call to one that has gone away fails closed (nothing runs). Not built yet:
-//! Streamable HTTP upstreams, restart with backoff, re-import on
-//! `notifications/tools/list_changed`, `check` against snapshots.
+//! their snapshots to `Source::import_upstreams`. Once serving, each
+//! upstream has a supervisor ([`supervise`]) that restarts it with backoff
+//! when it exits and re-lists its tools after a restart or on its
+//! `notifications/tools/list_changed`; a changed list goes through the
+//! normal reload path. A call to an upstream that is down fails closed
+//! (nothing runs). Not built yet: Streamable HTTP upstreams, `check`
+//! against snapshots.
+
+pub mod supervise;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Duration;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
+use rmcp::handler::client::ClientHandler;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
+use tokio::sync::{Notify, oneshot, watch};
 
 use crate::diag::{Diagnostic, Diagnostics, Location};
 use crate::source::Source;
 use crate::source::run::ValueSource;
 use crate::source::upstream::{Snapshot, UpstreamDecl, UpstreamRef};
 
-/// How long an upstream has to start, answer `initialize` and list its tools.
+/// How long an upstream has to start, answer `initialize` and list its
+/// tools, unless its declaration says (`start_timeout`).
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How many lines of a failed upstream's standard error its error shows.
 const STDERR_TAIL_LINES: usize = 5;
-/// How long one forwarded call may take.
+/// How long one forwarded call may take, unless the declaration says (`timeout`).
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// One connected upstream.
-struct Live {
-    client: RunningService<RoleClient, ()>,
+/// One connection to an upstream: its client and the process behind it.
+/// Replaced as a whole when the upstream is restarted.
+struct Conn {
+    client: RunningService<RoleClient, Listener>,
     snapshot: Snapshot,
-    /// Killed when dropped (regent exits or the set is replaced); asked
-    /// whether it has exited before each call.
-    child: std::sync::Mutex<tokio::process::Child>,
+    /// Becomes `true` once the process has exited (its waiter task owns it).
+    exited: watch::Receiver<bool>,
+    /// Asks the waiter task to kill the process (a connection whose
+    /// transport closed while the process lives on).
+    kill: std::sync::Mutex<Option<oneshot::Sender<()>>>,
+    pid: Option<u32>,
+    started: Instant,
+}
+
+impl Conn {
+    /// Whether calls can be sent on this connection.
+    fn is_up(&self) -> bool {
+        !*self.exited.borrow() && !self.client.is_closed()
+    }
+
+    fn kill(&self) {
+        if let Some(k) = self.kill.lock().ok().and_then(|mut k| k.take()) {
+            let _ = k.send(());
+        }
+    }
+}
+
+/// Receives the upstream's notifications: a `notifications/tools/list_changed`
+/// wakes its supervisor, which lists the tools again.
+#[derive(Clone)]
+struct Listener {
+    tools_changed: Arc<Notify>,
+}
+
+impl ClientHandler for Listener {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed.notify_one();
+    }
+}
+
+/// One declared upstream: how to start it and its current connection.
+struct Slot {
+    decl: UpstreamDecl,
+    base_dir: PathBuf,
+    start_timeout: Duration,
+    call_timeout: Duration,
+    /// The latest connection; after the process exits it stays here (dead)
+    /// until a restart replaces it, so calls fail closed meanwhile.
+    current: RwLock<Arc<Conn>>,
+    tools_changed: Arc<Notify>,
+}
+
+impl Slot {
+    fn current(&self) -> Arc<Conn> {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn replace(&self, conn: Conn) {
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(conn);
+    }
+
+    async fn connect(&self) -> Result<Conn, String> {
+        connect_within(
+            &self.decl,
+            &self.base_dir,
+            self.tools_changed.clone(),
+            self.start_timeout,
+        )
+        .await
+    }
+}
+
+/// [`connect`] within `limit`.
+async fn connect_within(
+    decl: &UpstreamDecl,
+    base_dir: &Path,
+    tools_changed: Arc<Notify>,
+    limit: Duration,
+) -> Result<Conn, String> {
+    let started = tokio::time::timeout(limit, connect(decl, base_dir, tools_changed)).await;
+    started.unwrap_or_else(|_| {
+        Err(format!(
+            "it did not answer `initialize` and `tools/list` within {}",
+            crate::exec::human_duration(limit)
+        ))
+    })
 }
 
 /// Every connected upstream, by name.
 #[derive(Default)]
 pub struct Upstreams {
-    live: BTreeMap<String, Live>,
+    slots: BTreeMap<String, Arc<Slot>>,
 }
 
 /// Why a forwarded call did not give the upstream's result.
@@ -60,12 +150,12 @@ impl std::fmt::Display for CallError {
 }
 
 impl Upstreams {
-    /// Starts and lists every upstream `source` declares, one after another.
-    /// Every upstream that fails is reported; serving does not start with
-    /// an upstream missing.
+    /// Starts and lists every upstream `source` declares, one after another,
+    /// each within its `start_timeout` (else `timeout`). Every upstream that
+    /// fails is reported; serving does not start with an upstream missing.
     pub async fn start(source: &Source, timeout: Duration) -> Result<Upstreams, Diagnostics> {
         let mut diags = Diagnostics::default();
-        let mut live = BTreeMap::new();
+        let mut slots = BTreeMap::new();
         for (f, at, decl) in source.upstreams() {
             let file = &source.tool_files[f];
             let location = file.locate(&at.key("command"));
@@ -73,17 +163,43 @@ impl Upstreams {
                 .ok()
                 .and_then(|p| p.parent().map(Path::to_path_buf))
                 .unwrap_or_else(|| PathBuf::from("/"));
-            let started = tokio::time::timeout(timeout, connect(decl, &base_dir)).await;
-            let result = started.unwrap_or_else(|_| {
-                Err(format!(
-                    "it did not answer `initialize` and `tools/list` within {}",
-                    crate::exec::human_duration(timeout)
-                ))
-            });
-            match result {
-                Ok(l) => {
-                    tracing::info!(upstream = %decl.name, tools = l.snapshot.tools.len(), "upstream connected");
-                    live.insert(decl.name.clone(), l);
+            let before = diags.0.len();
+            let mut duration = |key: &str, given: &Option<crate::source::run::Text>, default| {
+                let Some(text) = given else { return default };
+                crate::catalog::run::parse_duration(&text.0).unwrap_or_else(|| {
+                    diags.push(
+                        Diagnostic::error(
+                            "upstream-duration",
+                            file.locate(&at.key(key)),
+                            format!(
+                                "`{key}` of upstream `{}` is not a duration: `{}`",
+                                decl.name, text.0
+                            ),
+                        )
+                        .with_help("write a duration such as `500ms`, `30s` or `2m`"),
+                    );
+                    default
+                })
+            };
+            let start_timeout = duration("start_timeout", &decl.start_timeout, timeout);
+            let call_timeout = duration("timeout", &decl.timeout, CALL_TIMEOUT);
+            // An upstream with a duration error is reported without being started.
+            if diags.0.len() > before {
+                continue;
+            }
+            let tools_changed = Arc::new(Notify::new());
+            match connect_within(decl, &base_dir, tools_changed.clone(), start_timeout).await {
+                Ok(conn) => {
+                    tracing::info!(upstream = %decl.name, tools = conn.snapshot.tools.len(), pid = ?conn.pid, "upstream connected");
+                    let slot = Slot {
+                        decl: decl.clone(),
+                        base_dir,
+                        start_timeout,
+                        call_timeout,
+                        current: RwLock::new(Arc::new(conn)),
+                        tools_changed,
+                    };
+                    slots.insert(decl.name.clone(), Arc::new(slot));
                 }
                 Err(why) => diags.push(start_failed(&decl.name, location, &why)),
             }
@@ -91,37 +207,34 @@ impl Upstreams {
         if diags.has_errors() {
             return Err(diags);
         }
-        Ok(Upstreams { live })
+        Ok(Upstreams { slots })
     }
 
     /// What each upstream listed, by name: the data the catalog build imports.
     pub fn snapshots(&self) -> BTreeMap<String, Snapshot> {
-        self.live
+        self.slots
             .iter()
-            .map(|(n, l)| (n.clone(), l.snapshot.clone()))
+            .map(|(n, s)| (n.clone(), s.current().snapshot.clone()))
             .collect()
     }
 
-    /// The live upstream of `target`, or why there is none (the call must
+    /// The live connection of `target`, or why there is none (the call must
     /// then fail closed: nothing is sent).
-    fn connected(&self, target: &UpstreamRef) -> Result<&Live, CallError> {
-        let Some(live) = self.live.get(&target.upstream) else {
+    fn connected(&self, target: &UpstreamRef) -> Result<(Arc<Conn>, Duration), CallError> {
+        let Some(slot) = self.slots.get(&target.upstream) else {
             return Err(CallError(format!(
                 "upstream `{}` is not connected; restart regent to connect it",
                 target.upstream
             )));
         };
-        let exited = live
-            .child
-            .lock()
-            .map_or(true, |mut c| !matches!(c.try_wait(), Ok(None)));
-        if exited || live.client.is_closed() {
+        let conn = slot.current();
+        if !conn.is_up() {
             return Err(CallError(format!(
-                "upstream `{}` has exited; restart regent to start it again",
+                "upstream `{}` is down; regent is restarting it, try again shortly",
                 target.upstream
             )));
         }
-        Ok(live)
+        Ok((conn, slot.call_timeout))
     }
 
     /// Why a call to `target` cannot be sent now, if it cannot.
@@ -130,27 +243,28 @@ impl Upstreams {
     }
 
     /// Forwards one call, already decided, to its upstream, and returns the
-    /// upstream's result as it gave it. Cancelled (and the upstream told so)
-    /// when `cancelled` completes or after [`CALL_TIMEOUT`].
+    /// upstream's result as it gave it. Cancelled (and the upstream told so
+    /// with `notifications/cancelled`) when `cancelled` completes or after
+    /// the upstream's `timeout`.
     pub async fn call(
         &self,
         target: &UpstreamRef,
         arguments: Map<String, Value>,
         cancelled: impl std::future::Future<Output = ()>,
     ) -> Result<CallToolResult, CallError> {
-        let live = self.connected(target)?;
+        let (conn, limit) = self.connected(target)?;
         let mut params = CallToolRequestParams::new(target.tool.clone());
         params.arguments = Some(arguments);
         // Dropping the request future sends `notifications/cancelled` upstream.
-        let call = live.client.peer().call_tool_once(params);
+        let call = conn.client.peer().call_tool_once(params);
         let answer = tokio::select! {
             r = call => r,
             _ = cancelled => return Err(CallError("the call was cancelled".into())),
-            _ = tokio::time::sleep(CALL_TIMEOUT) => {
+            _ = tokio::time::sleep(limit) => {
                 return Err(CallError(format!(
-                    "upstream `{}` did not answer within {}",
+                    "upstream `{}` did not answer within {}; the call was cancelled upstream (raise the upstream's `timeout` if it needs longer)",
                     target.upstream,
-                    crate::exec::human_duration(CALL_TIMEOUT)
+                    crate::exec::human_duration(limit)
                 )));
             }
         };
@@ -178,8 +292,14 @@ fn start_failed(name: &str, location: Location, why: &str) -> Diagnostic {
     .with_help("check `command`, `args` and `env`; run the command by hand to see whether it speaks MCP on stdio")
 }
 
-/// Starts the child, connects, and lists its tools.
-async fn connect(decl: &UpstreamDecl, base_dir: &Path) -> Result<Live, String> {
+/// Starts the child, connects, and lists its tools. The child is owned by a
+/// waiter task that reports its exit (and kills it when asked, or when the
+/// runtime ends).
+async fn connect(
+    decl: &UpstreamDecl,
+    base_dir: &Path,
+    tools_changed: Arc<Notify>,
+) -> Result<Conn, String> {
     let program = program(&decl.command, base_dir)?;
     let mut cmd = tokio::process::Command::new(&program);
     cmd.args(&decl.args)
@@ -239,9 +359,37 @@ async fn connect(decl: &UpstreamDecl, base_dir: &Path) -> Result<Live, String> {
             }
         }
     };
-    let client = match ().serve((stdout, stdin)).await {
+    let pid = child.id();
+    let (exited_tx, exited) = watch::channel(false);
+    let (kill, kill_rx) = oneshot::channel::<()>();
+    let upstream = decl.name.clone();
+    tokio::spawn(async move {
+        let status = tokio::select! {
+            s = child.wait() => s,
+            _ = kill_rx => {
+                let _ = child.start_kill();
+                child.wait().await
+            }
+        };
+        match status {
+            Ok(s) => tracing::debug!(upstream = %upstream, "upstream process exited: {s}"),
+            Err(e) => {
+                tracing::debug!(upstream = %upstream, "cannot wait for the upstream process: {e}")
+            }
+        }
+        let _ = exited_tx.send(true);
+    });
+    // Whatever fails below, the child does not outlive the attempt.
+    let kill = std::sync::Mutex::new(Some(kill));
+    let give_up = |kill: &std::sync::Mutex<Option<oneshot::Sender<()>>>| {
+        if let Some(k) = kill.lock().ok().and_then(|mut k| k.take()) {
+            let _ = k.send(());
+        }
+    };
+    let client = match (Listener { tools_changed }).serve((stdout, stdin)).await {
         Ok(c) => c,
         Err(e) => {
+            give_up(&kill);
             return Err(failed(format!(
                 "the mcp handshake failed: {}",
                 lower(&e.to_string())
@@ -252,14 +400,18 @@ async fn connect(decl: &UpstreamDecl, base_dir: &Path) -> Result<Live, String> {
     let tools = match client.peer().list_all_tools().await {
         Ok(t) => t,
         Err(e) => {
+            give_up(&kill);
             return Err(failed(format!("`tools/list` failed: {}", lower(&e.to_string()))).await);
         }
     };
-    let snapshot = snapshot_of(&tools)?;
-    Ok(Live {
+    let snapshot = snapshot_of(&tools).inspect_err(|_| give_up(&kill))?;
+    Ok(Conn {
         client,
         snapshot,
-        child: std::sync::Mutex::new(child),
+        exited,
+        kill,
+        pid,
+        started: Instant::now(),
     })
 }
 
