@@ -11,6 +11,7 @@
 
 pub mod published_schema;
 pub mod report;
+pub mod upstream;
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -86,7 +87,7 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
         report.diagnostics.push(d);
         return report;
     }
-    let (source, diags) = match Source::load_partial(paths) {
+    let (mut source, diags) = match Source::load_partial(paths) {
         Ok(x) => x,
         Err(d) => {
             report.diagnostics.push(d);
@@ -94,21 +95,10 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
         }
     };
     let mut out = diags.0;
-    // Knowing an upstream's tools means starting it, which `check` does not
-    // do yet (nor read a pinned snapshot): say so rather than pass quietly.
-    for (f, at, u) in source.upstreams() {
-        out.push(
-            Diagnostic::warning(
-                "upstream-not-checked",
-                source.tool_files[f].locate(&at.key("name")),
-                format!(
-                    "the tools of upstream `{}` are not checked: check does not start upstreams yet",
-                    u.name
-                ),
-            )
-            .with_help("`regent serve` starts it and imports its tools; a policy error there stops serve"),
-        );
-    }
+    // Upstream tools are known from pinned snapshots; check never starts an
+    // upstream (see `upstream`).
+    out.extend(source.import_pinned().0);
+    out.extend(upstream::findings(&source));
 
     // Rego tests are loaded only by `regent test`, but a parse error in one
     // is still a broken catalog.
