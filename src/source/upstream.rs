@@ -4,8 +4,10 @@
 //!
 //! Everything here is data. Starting an upstream and listing its tools is
 //! `crate::upstream`'s job (a side effect, outside the catalog build); what
-//! it learns travels as a [`Snapshot`], which a later step could as well read
-//! from a pinned file. [`Source::import_upstreams`] turns the snapshots into
+//! it learns travels as a [`Snapshot`], or is read from a pinned file that
+//! `regent upstream snapshot` wrote (`snapshot:`, [`Source::import_pinned`],
+//! what `check`, `test` and `resolve` use instead of starting upstreams).
+//! [`Source::import_upstreams`] turns the snapshots into
 //! [`ToolDecl`]s beside the declared tools, so the catalog build compiles an
 //! imported tool exactly as an own one: listed annotations, `resolve:` rules
 //! and a `policy:` package, with `tools/call` forwarded to the upstream
