@@ -49,7 +49,7 @@ pub struct SnapshotArgs {
     #[arg(value_name = "PATH", default_value = ".")]
     pub paths: Vec<PathBuf>,
 
-    /// Write the snapshot to FILE instead of standard output (keep it outside the catalog: a *.json there is read as data)
+    /// Write the snapshot to FILE instead of standard output; to pin it, name it *.snapshot.json (never read as data) and name it in the upstream's `snapshot:`
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }

@@ -222,3 +222,18 @@ pub fn lower_io(e: &std::io::Error) -> String {
         None => s,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pinned_snapshot_is_not_data() {
+        assert_eq!(FileKind::of(Path::new("a/notes.snapshot.json")), None);
+        assert_eq!(FileKind::of(Path::new("a/NOTES.Snapshot.JSON")), None);
+        assert_eq!(
+            FileKind::of(Path::new("a/snapshot.json")),
+            Some(FileKind::Data)
+        );
+    }
+}
