@@ -103,6 +103,10 @@ pub struct CheckArgs {
     /// Fail (exit 1) on warnings too, for CI gates
     #[arg(long, visible_alias = "strict")]
     pub deny_warnings: bool,
+
+    /// Start each upstream that names no pinned `snapshot:` (its command runs, at most 30 s to list its tools) and check its tools; off by default, so checking a catalog runs nothing it declares
+    #[arg(long)]
+    pub start_upstreams: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

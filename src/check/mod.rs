@@ -74,6 +74,23 @@ pub fn is_cannot_run(code: &str) -> bool {
 
 /// Checks the catalog under `paths`.
 pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
+    check_with(paths, opts, &Started::default())
+}
+
+/// Upstreams started for the check (`check --start-upstreams`): what each
+/// listed, by name, and the problems starting them.
+#[derive(Debug, Default)]
+pub struct Started {
+    /// Whether upstreams without a pin were started at all; when they were,
+    /// each has either its snapshot here or a problem.
+    pub attempted: bool,
+    pub snapshots: BTreeMap<String, crate::source::upstream::Snapshot>,
+    pub problems: Vec<Diagnostic>,
+}
+
+/// Checks the catalog under `paths`, with the tools of upstreams that name
+/// no pinned snapshot taken from `started`.
+pub fn check_with(paths: &[PathBuf], opts: &BuildOptions, started: &Started) -> Report {
     let mut report = Report::default();
     let found = match files::discover(paths) {
         Ok(f) => f,
@@ -97,8 +114,9 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
     let mut out = diags.0;
     // Upstream tools are known from pinned snapshots; check never starts an
     // upstream (see `upstream`).
-    out.extend(source.import_pinned().0);
-    out.extend(upstream::findings(&source));
+    out.extend(source.import_pinned_or(&started.snapshots).0);
+    out.extend(started.problems.iter().cloned());
+    out.extend(upstream::findings(&source, started.attempted));
 
     // Rego tests are loaded only by `regent test`, but a parse error in one
     // is still a broken catalog.

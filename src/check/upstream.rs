@@ -1,9 +1,10 @@
 //! What `regent check` says about tools imported from upstream MCP servers,
 //! beyond what it says of every tool: which upstreams it could not look at
-//! (no pinned `snapshot:`), which imported tools the team has said nothing
+//! (no pinned `snapshot:`, and not started with `--start-upstreams`), which imported tools the team has said nothing
 //! about, and which listings are safer than the upstream's own claim.
 //!
-//! The tools come from pinned snapshots (`Source::import_pinned`); once
+//! The tools come from pinned snapshots (`Source::import_pinned_or`), or
+//! from upstreams `commands/check` started for the occasion; once
 //! imported they are ordinary tool declarations, so policy rules and
 //! `resolve: when:` keys naming arguments the upstream's inputSchema lacks
 //! are found by the build's own checks (`catalog/rego/refs`, the mapping
@@ -16,10 +17,12 @@ use crate::source::upstream::Imported;
 
 /// Every upstream-specific finding of the catalog in `source`, whose pinned
 /// snapshots have been imported.
-pub fn findings(source: &Source) -> Vec<Diagnostic> {
+/// `started`: upstreams without a pin were started for the check (each
+/// was then imported, or its failure reported).
+pub fn findings(source: &Source, started: bool) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for (f, at, u) in source.upstreams() {
-        if u.snapshot.is_some() {
+        if u.snapshot.is_some() || started {
             continue;
         }
         out.push(
@@ -38,7 +41,7 @@ pub fn findings(source: &Source) -> Vec<Diagnostic> {
                     .unwrap_or_else(|| std::path::Path::new(""))
                     .join(format!("{}.snapshot.json", u.name));
                 format!(
-                    "pin its tool list: `regent upstream snapshot {} -o {}`, then add `snapshot: {}.snapshot.json` to the upstream",
+                    "pin its tool list: `regent upstream snapshot {} -o {}`, then add `snapshot: {}.snapshot.json` to the upstream; or run `regent check --start-upstreams` where its command may run",
                     file.display(),
                     pin.display(),
                     u.name

@@ -308,7 +308,20 @@ impl Source {
     /// without one is left out (its tools are unknown without starting it).
     /// What `check`, `test` and `resolve` do instead of starting upstreams.
     pub fn import_pinned(&mut self) -> Diagnostics {
-        let (pinned, mut diags) = self.read_pinned();
+        self.import_pinned_or(&BTreeMap::new())
+    }
+
+    /// [`Source::import_pinned`], with `live` (by upstream name: what
+    /// upstreams started for the occasion listed) for those without a pin.
+    pub fn import_pinned_or(&mut self, live: &BTreeMap<String, Snapshot>) -> Diagnostics {
+        let (mut pinned, mut diags) = self.read_pinned();
+        for (_, _, u) in self.upstreams() {
+            if u.snapshot.is_none()
+                && let Some(s) = live.get(&u.name)
+            {
+                pinned.insert(u.name.clone(), s.clone());
+            }
+        }
         for d in self.import(&pinned, true).0 {
             diags.push(d);
         }
