@@ -49,7 +49,7 @@ pub struct SnapshotArgs {
     #[arg(value_name = "PATH", default_value = ".")]
     pub paths: Vec<PathBuf>,
 
-    /// Write the snapshot to FILE instead of standard output (keep it outside the catalog: a *.json there is read as data)
+    /// Write the snapshot to FILE instead of standard output; to pin it, name it *.snapshot.json (never read as data) and name it in the upstream's `snapshot:`
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
@@ -103,6 +103,10 @@ pub struct CheckArgs {
     /// Fail (exit 1) on warnings too, for CI gates
     #[arg(long, visible_alias = "strict")]
     pub deny_warnings: bool,
+
+    /// Start each upstream that names no pinned `snapshot:` (its command runs, at most 30 s to list its tools) and check its tools; off by default, so checking a catalog runs nothing it declares
+    #[arg(long)]
+    pub start_upstreams: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -832,3 +832,52 @@ fn healthz_and_metrics_say_which_upstreams_are_down() {
     assert_eq!(health(&http)["status"], "ok");
     file_says(true);
 }
+
+#[test]
+fn check_starts_an_unpinned_upstream_only_when_asked() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let notes = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("upstreams.yaml"),
+        format!(
+            "upstreams:\n  - name: notes\n    command: {}\n    args: [{}]\n    env: {{set: {{NOTES_DIR: {}}}}}\n    tools:\n      - name: delete_note\n        policy: tools.notes\n",
+            which(&python).display(),
+            repo_path("tests/fixtures/upstream/notes_server.py").display(),
+            notes.path().display()
+        ),
+    )
+    .unwrap();
+    // `pth` is not an argument of the upstream's delete_note.
+    std::fs::write(
+        dir.path().join("notes.rego"),
+        "package tools.notes\n\nimport rego.v1\n\ndeny contains \"kept\" if input.arguments.pth == \"keep.md\"\n",
+    )
+    .unwrap();
+    let check = |start: bool| {
+        let mut cmd = regent();
+        cmd.args(["check", "--format", "json"]);
+        if start {
+            cmd.arg("--start-upstreams");
+        }
+        let out = cmd.arg(dir.path()).output().unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let codes: Vec<String> = report["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["code"].as_str().unwrap().to_string())
+            .collect();
+        (out.status.code(), codes)
+    };
+    assert_eq!(
+        check(false),
+        (Some(0), vec!["upstream-not-checked".to_string()])
+    );
+    assert_eq!(
+        check(true),
+        (Some(1), vec!["rego-undefined-input".to_string()])
+    );
+    assert!(calls(notes.path()).is_empty(), "check called a tool");
+}

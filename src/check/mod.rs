@@ -11,6 +11,7 @@
 
 pub mod published_schema;
 pub mod report;
+pub mod upstream;
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -73,6 +74,23 @@ pub fn is_cannot_run(code: &str) -> bool {
 
 /// Checks the catalog under `paths`.
 pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
+    check_with(paths, opts, &Started::default())
+}
+
+/// Upstreams started for the check (`check --start-upstreams`): what each
+/// listed, by name, and the problems starting them.
+#[derive(Debug, Default)]
+pub struct Started {
+    /// Whether upstreams without a pin were started at all; when they were,
+    /// each has either its snapshot here or a problem.
+    pub attempted: bool,
+    pub snapshots: BTreeMap<String, crate::source::upstream::Snapshot>,
+    pub problems: Vec<Diagnostic>,
+}
+
+/// Checks the catalog under `paths`, with the tools of upstreams that name
+/// no pinned snapshot taken from `started`.
+pub fn check_with(paths: &[PathBuf], opts: &BuildOptions, started: &Started) -> Report {
     let mut report = Report::default();
     let found = match files::discover(paths) {
         Ok(f) => f,
@@ -86,7 +104,7 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
         report.diagnostics.push(d);
         return report;
     }
-    let (source, diags) = match Source::load_partial(paths) {
+    let (mut source, diags) = match Source::load_partial(paths) {
         Ok(x) => x,
         Err(d) => {
             report.diagnostics.push(d);
@@ -94,21 +112,11 @@ pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
         }
     };
     let mut out = diags.0;
-    // Knowing an upstream's tools means starting it, which `check` does not
-    // do yet (nor read a pinned snapshot): say so rather than pass quietly.
-    for (f, at, u) in source.upstreams() {
-        out.push(
-            Diagnostic::warning(
-                "upstream-not-checked",
-                source.tool_files[f].locate(&at.key("name")),
-                format!(
-                    "the tools of upstream `{}` are not checked: check does not start upstreams yet",
-                    u.name
-                ),
-            )
-            .with_help("`regent serve` starts it and imports its tools; a policy error there stops serve"),
-        );
-    }
+    // Upstream tools are known from pinned snapshots; check never starts an
+    // upstream (see `upstream`).
+    out.extend(source.import_pinned_or(&started.snapshots).0);
+    out.extend(started.problems.iter().cloned());
+    out.extend(upstream::findings(&source, started.attempted));
 
     // Rego tests are loaded only by `regent test`, but a parse error in one
     // is still a broken catalog.

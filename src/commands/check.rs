@@ -1,14 +1,22 @@
 //! `regent check`: validate a catalog without serving it and print the
-//! report in the chosen format. What is checked lives in `crate::check`.
+//! report in the chosen format. What is checked lives in `crate::check`;
+//! starting upstreams for `--start-upstreams` (a side effect) is here.
 
 use super::{Failure, build_options, print_stdout};
-use crate::check::{self, report};
+use crate::check::{self, Started, report};
 use crate::cli::{CheckArgs, CheckFormat};
 use crate::diag::Style;
+use crate::source::Source;
+use crate::upstream::{START_TIMEOUT, Upstreams};
 
 pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     let opts = build_options(&args.tooling.catalog());
-    let mut r = check::check(&args.tooling.paths, &opts);
+    let started = if args.start_upstreams {
+        start_unpinned(&args.tooling.paths)
+    } else {
+        Started::default()
+    };
+    let mut r = check::check_with(&args.tooling.paths, &opts, &started);
     r.deny_warnings = args.deny_warnings;
     let code = r.exit_code();
     let text = match args.format {
@@ -18,6 +26,52 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     };
     print_stdout(&text)?;
     Ok(code)
+}
+
+/// Starts every upstream that names no pinned snapshot, one at a time,
+/// lists its tools and stops it. A catalog that does not load starts
+/// nothing (the check reports why); an upstream that fails to start is an
+/// error in the report, and the others are still started.
+fn start_unpinned(paths: &[std::path::PathBuf]) -> Started {
+    let mut started = Started {
+        attempted: true,
+        ..Started::default()
+    };
+    let Ok((source, _)) = Source::load_partial(paths) else {
+        return started;
+    };
+    let unpinned: Vec<String> = source
+        .upstreams()
+        .filter(|(_, _, u)| u.snapshot.is_none())
+        .map(|(_, _, u)| u.name.clone())
+        .collect();
+    if unpinned.is_empty() {
+        return started;
+    }
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return started;
+    };
+    for name in unpinned {
+        // The catalog with this one upstream, so that each starts alone.
+        let mut one = source.clone();
+        let mut kept = false;
+        for f in &mut one.tool_files {
+            f.model.upstreams.retain(|u| {
+                let keep = !kept && u.name == name && u.snapshot.is_none();
+                kept |= keep;
+                keep
+            });
+        }
+        match runtime.block_on(Upstreams::start(&one, START_TIMEOUT)) {
+            Ok(u) => started.snapshots.extend(u.snapshots()),
+            Err(d) => started.problems.extend(d.0),
+        }
+    }
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    started
 }
 
 fn pretty(v: &serde_json::Value) -> String {

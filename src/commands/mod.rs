@@ -95,9 +95,15 @@ pub fn build_options(args: &CatalogArgs) -> BuildOptions {
     }
 }
 
-/// Loads and compiles the catalog under `args.paths`.
+/// Loads and compiles the catalog under `args.paths`, with the tools of
+/// upstreams that name a pinned `snapshot:` imported from it (nothing is
+/// started; `serve` starts upstreams itself).
 pub fn load_catalog(args: &CatalogArgs) -> Result<Catalog, Diagnostics> {
-    let source = load_source(args)?;
+    let mut source = load_source(args)?;
+    let imported = source.import_pinned();
+    if imported.has_errors() {
+        return Err(imported);
+    }
     catalog::build(&source, &build_options(args))
 }
 

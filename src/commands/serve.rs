@@ -80,6 +80,9 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         .block_on(Upstreams::start(&source, upstream::START_TIMEOUT))
         .map_err(|d| Failure::from_diagnostics(&d))?;
     let snapshots = upstreams.snapshots();
+    for w in crate::source::upstream::drift(&source, &snapshots) {
+        tracing::warn!("{w}");
+    }
     let imported = source.import_upstreams(&snapshots);
     if imported.has_errors() {
         return Err(Failure::from_diagnostics(&imported));

@@ -54,7 +54,7 @@ pub fn run(args: &UpstreamArgs) -> Result<i32, Failure> {
                     Failure::new(
                         exit::CANNOT_RUN,
                         format!(
-                            "error: cannot write {}: {}\n  = help: choose a writable path outside the catalog",
+                            "error: cannot write {}: {}\n  = help: choose a writable path; a pin beside the tool file is named NAME.snapshot.json",
                             path.display(),
                             crate::source::files::lower_io(&e)
                         ),

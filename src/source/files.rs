@@ -45,6 +45,10 @@ impl FileKind {
             FileKind::Cases
         } else if lower.ends_with(".yaml") || lower.ends_with(".yml") {
             FileKind::Tools
+        } else if lower.ends_with(SNAPSHOT_SUFFIX) {
+            // An upstream's pinned snapshot, read through the `snapshot:`
+            // that names it (`source::upstream`), never as Rego data.
+            return None;
         } else if lower.ends_with(".json") {
             FileKind::Data
         } else {
@@ -53,6 +57,10 @@ impl FileKind {
         Some(kind)
     }
 }
+
+/// The ending of an upstream's pinned snapshot file (`notes.snapshot.json`):
+/// such a file beside the tool files is not read as Rego data.
+pub const SNAPSHOT_SUFFIX: &str = ".snapshot.json";
 
 /// Names that editors write beside the file being edited (vim's swap files
 /// and its `4913` probe, backup files, Emacs lock files).
@@ -98,7 +106,7 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<(PathBuf, FileKind)>, Diagnosti
                     format!("{} is not a catalog file", path.display()),
                 )
                 .with_help(
-                    "regent reads *.yaml and *.yml (tools), *.rego (policies) and *.json (data)",
+                    "regent reads *.yaml and *.yml (tools), *.rego (policies) and *.json (data); an upstream's *.snapshot.json is read through the `snapshot:` that names it",
                 )
             })?;
             found.push((path.clone(), kind));
@@ -212,5 +220,20 @@ pub fn lower_io(e: &std::io::Error) -> String {
     match chars.next() {
         Some(c) => c.to_lowercase().collect::<String>() + chars.as_str(),
         None => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pinned_snapshot_is_not_data() {
+        assert_eq!(FileKind::of(Path::new("a/notes.snapshot.json")), None);
+        assert_eq!(FileKind::of(Path::new("a/NOTES.Snapshot.JSON")), None);
+        assert_eq!(
+            FileKind::of(Path::new("a/snapshot.json")),
+            Some(FileKind::Data)
+        );
     }
 }

@@ -4,8 +4,10 @@
 //!
 //! Everything here is data. Starting an upstream and listing its tools is
 //! `crate::upstream`'s job (a side effect, outside the catalog build); what
-//! it learns travels as a [`Snapshot`], which a later step could as well read
-//! from a pinned file. [`Source::import_upstreams`] turns the snapshots into
+//! it learns travels as a [`Snapshot`], or is read from a pinned file that
+//! `regent upstream snapshot` wrote (`snapshot:`, [`Source::import_pinned`],
+//! what `check`, `test` and `resolve` use instead of starting upstreams).
+//! [`Source::import_upstreams`] turns the snapshots into
 //! [`ToolDecl`]s beside the declared tools, so the catalog build compiles an
 //! imported tool exactly as an own one: listed annotations, `resolve:` rules
 //! and a `policy:` package, with `tools/call` forwarded to the upstream
@@ -58,6 +60,13 @@ pub struct UpstreamDecl {
     /// every tool the upstream lists, as it lists it.
     #[serde(default)]
     pub tools: Option<Vec<UpstreamToolDecl>>,
+    /// A pinned snapshot of the upstream's tools (a [`Pinned`] document, as
+    /// `regent upstream snapshot` writes it), relative to the tool file.
+    /// `check`, `test` and `resolve` import it instead of starting the
+    /// upstream; `serve` starts the upstream and warns when what it lists
+    /// differs from the pin.
+    #[serde(default)]
+    pub snapshot: Option<String>,
 }
 
 /// One imported tool: which upstream tool, under what name, and regent's
@@ -83,6 +92,37 @@ pub struct UpstreamToolDecl {
     pub resolve: Vec<MappingRule>,
     #[serde(default)]
     pub policy: Option<String>,
+    /// Listed hints the team knows to be safer than the upstream's own claim,
+    /// each with the reason; without it, `check` refuses such a listing.
+    #[serde(default)]
+    pub safer_than_upstream: Option<SaferThanUpstream>,
+}
+
+/// Why the team lists a hint safer than the upstream claims, hint by hint.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SaferThanUpstream {
+    #[serde(rename = "readOnlyHint", default)]
+    pub read_only: Option<String>,
+    #[serde(rename = "destructiveHint", default)]
+    pub destructive: Option<String>,
+    #[serde(rename = "idempotentHint", default)]
+    pub idempotent: Option<String>,
+    #[serde(rename = "openWorldHint", default)]
+    pub open_world: Option<String>,
+}
+
+impl SaferThanUpstream {
+    /// The reason given for the hint called `key` (`readOnlyHint`, ...).
+    pub fn reason(&self, key: &str) -> Option<&str> {
+        match key {
+            "readOnlyHint" => self.read_only.as_deref(),
+            "destructiveHint" => self.destructive.as_deref(),
+            "idempotentHint" => self.idempotent.as_deref(),
+            "openWorldHint" => self.open_world.as_deref(),
+            _ => None,
+        }
+    }
 }
 
 /// Which upstream tool a catalog tool forwards its calls to.
@@ -132,7 +172,7 @@ pub struct SnapshotTool {
 
 impl SnapshotTool {
     /// The upstream's claim as hints; a hint of the wrong type counts as unsaid.
-    fn claim(&self) -> StaticAnnotations {
+    pub fn claim(&self) -> StaticAnnotations {
         let a = self.annotations.as_ref();
         let hint = |k: &str| a.and_then(|a| a.get(k)).and_then(Value::as_bool);
         StaticAnnotations {
@@ -156,6 +196,10 @@ pub struct Imported {
     pub file: usize,
     pub at: YamlPath,
     pub decl: ToolDecl,
+    /// The team's entry for the tool, when the upstream's `tools:` names it.
+    pub entry: Option<UpstreamToolDecl>,
+    /// What the upstream itself claims of the tool.
+    pub claim: StaticAnnotations,
 }
 
 /// The team's hints where given, else the upstream's claim, hint by hint.
@@ -171,6 +215,80 @@ pub fn listed_annotations(
         idempotent: team.idempotent.or(claim.idempotent),
         open_world: team.open_world.or(claim.open_world),
     }
+}
+
+/// How a live tool list differs from a pinned one, in words: tools added,
+/// removed, and changed (naming the fields that changed). Empty when equal.
+pub fn differences(pinned: &Snapshot, live: &Snapshot) -> Vec<String> {
+    let by_name = |s: &Snapshot| -> BTreeMap<String, SnapshotTool> {
+        s.tools
+            .iter()
+            .map(|t| (t.name.clone(), t.clone()))
+            .collect()
+    };
+    let (old, new) = (by_name(pinned), by_name(live));
+    let names = |it: Vec<&String>| {
+        it.iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = Vec::new();
+    let added: Vec<&String> = new.keys().filter(|n| !old.contains_key(*n)).collect();
+    if !added.is_empty() {
+        out.push(format!("added {}", names(added)));
+    }
+    let removed: Vec<&String> = old.keys().filter(|n| !new.contains_key(*n)).collect();
+    if !removed.is_empty() {
+        out.push(format!("removed {}", names(removed)));
+    }
+    for (name, o) in &old {
+        let Some(n) = new.get(name) else { continue };
+        let mut fields = Vec::new();
+        if o.title != n.title {
+            fields.push("title");
+        }
+        if o.description != n.description {
+            fields.push("description");
+        }
+        if o.input_schema != n.input_schema {
+            fields.push("inputSchema");
+        }
+        if o.output_schema != n.output_schema {
+            fields.push("outputSchema");
+        }
+        if o.annotations != n.annotations {
+            fields.push("annotations");
+        }
+        if !fields.is_empty() {
+            out.push(format!("`{name}` changed its {}", fields.join(", ")));
+        }
+    }
+    out
+}
+
+/// One warning per upstream whose pinned snapshot cannot be read or differs
+/// from what it listed when started (`live`, by upstream name). `serve`
+/// logs them and serves what the upstreams list now.
+pub fn drift(source: &Source, live: &BTreeMap<String, Snapshot>) -> Vec<String> {
+    let (pinned, problems) = source.read_pinned();
+    let mut out: Vec<String> = problems.0.iter().map(|d| d.to_string()).collect();
+    for (f, at, u) in source.upstreams() {
+        let (Some(p), Some(l)) = (pinned.get(&u.name), live.get(&u.name)) else {
+            continue;
+        };
+        let diff = differences(p, l);
+        if !diff.is_empty() {
+            out.push(format!(
+                "{}: upstream `{}` lists tools that differ from its pinned snapshot {}: {}; serving what it lists now (update the pin with `regent upstream snapshot`, and check again)",
+                source.tool_files[f].locate(&at.key("snapshot")),
+                u.name,
+                u.snapshot.as_deref().unwrap_or_default(),
+                diff.join("; ")
+            ));
+        }
+    }
+    out
 }
 
 impl Source {
@@ -190,6 +308,116 @@ impl Source {
     /// revision digest. Pure: reads only its arguments. Every problem is
     /// returned, and nothing is imported for an upstream that has one.
     pub fn import_upstreams(&mut self, snapshots: &BTreeMap<String, Snapshot>) -> Diagnostics {
+        self.import(snapshots, false)
+    }
+
+    /// Imports the upstreams that name a pinned snapshot (`snapshot:`), read
+    /// from their files, as [`Source::import_upstreams`] does; an upstream
+    /// without one is left out (its tools are unknown without starting it).
+    /// What `check`, `test` and `resolve` do instead of starting upstreams.
+    pub fn import_pinned(&mut self) -> Diagnostics {
+        self.import_pinned_or(&BTreeMap::new())
+    }
+
+    /// [`Source::import_pinned`], with `live` (by upstream name: what
+    /// upstreams started for the occasion listed) for those without a pin.
+    pub fn import_pinned_or(&mut self, live: &BTreeMap<String, Snapshot>) -> Diagnostics {
+        let (mut pinned, mut diags) = self.read_pinned();
+        for (_, _, u) in self.upstreams() {
+            if u.snapshot.is_none()
+                && let Some(s) = live.get(&u.name)
+            {
+                pinned.insert(u.name.clone(), s.clone());
+            }
+        }
+        for d in self.import(&pinned, true).0 {
+            diags.push(d);
+        }
+        diags.sort();
+        diags
+    }
+
+    /// The pinned snapshot of every upstream that names one, by upstream
+    /// name, and the problems reading them (each at the `snapshot` key).
+    pub fn read_pinned(&self) -> (BTreeMap<String, Snapshot>, Diagnostics) {
+        let mut out = BTreeMap::new();
+        let mut diags = Diagnostics::default();
+        for (f, at, u) in self.upstreams() {
+            let Some(name) = &u.snapshot else { continue };
+            let file = &self.tool_files[f];
+            let location = file.locate(&at.key("snapshot"));
+            let path = file
+                .path
+                .parent()
+                .unwrap_or_else(|| std::path::Path::new(""))
+                .join(name);
+            let fail = |message: String, help: &str| {
+                Diagnostic::error("upstream-snapshot", location.clone(), message).with_help(help)
+            };
+            let regenerate = format!(
+                "write it with `regent upstream snapshot {} -o {}`",
+                crate::diag::display_path(&file.path).display(),
+                path.display()
+            );
+            let text = match std::fs::read_to_string(&path) {
+                Ok(t) => t,
+                Err(e) => {
+                    diags.push(fail(
+                        format!(
+                            "cannot read the snapshot of upstream `{}` at {}: {}",
+                            u.name,
+                            path.display(),
+                            super::files::lower_io(&e)
+                        ),
+                        &regenerate,
+                    ));
+                    continue;
+                }
+            };
+            let pinned: Pinned = match serde_json::from_str(&text) {
+                Ok(p) => p,
+                Err(e) => {
+                    diags.push(fail(
+                        format!(
+                            "the snapshot {} is not a snapshot document: {e}",
+                            path.display()
+                        ),
+                        &format!("it must be `{{\"upstreams\": {{NAME: {{\"tools\": [...]}}}}}}`; {regenerate}"),
+                    ));
+                    continue;
+                }
+            };
+            match pinned.upstreams.get(&u.name) {
+                Some(s) => {
+                    out.insert(u.name.clone(), s.clone());
+                }
+                None => {
+                    let known: Vec<String> =
+                        pinned.upstreams.keys().map(|k| format!("`{k}`")).collect();
+                    diags.push(fail(
+                        format!(
+                            "the snapshot {} holds no upstream `{}`{}",
+                            path.display(),
+                            u.name,
+                            if known.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" (it holds {})", known.join(", "))
+                            }
+                        ),
+                        &regenerate,
+                    ));
+                }
+            }
+        }
+        (out, diags)
+    }
+
+    fn import(
+        &mut self,
+        snapshots: &BTreeMap<String, Snapshot>,
+        skip_unlisted: bool,
+    ) -> Diagnostics {
         let mut diags = Diagnostics::default();
         let mut imported = Vec::new();
         let mut names: BTreeMap<String, crate::diag::Location> = BTreeMap::new();
@@ -213,6 +441,9 @@ impl Source {
                 continue;
             }
             let Some(snapshot) = snapshots.get(&u.name) else {
+                if skip_unlisted {
+                    continue;
+                }
                 diags.push(
                     Diagnostic::error(
                         "upstream-not-connected",
@@ -288,7 +519,13 @@ impl Source {
                         tool: upstream_tool.name.clone(),
                     }),
                 };
-                imported.push(Imported { file: f, at, decl });
+                imported.push(Imported {
+                    file: f,
+                    at,
+                    decl,
+                    entry: entry.cloned(),
+                    claim,
+                });
             };
             match &u.tools {
                 None => {
@@ -396,6 +633,63 @@ mod tests {
         assert_eq!(t.name, "look");
         let a = t.annotations.as_ref().unwrap();
         assert_eq!((a.read_only, a.open_world), (Some(false), Some(false)));
+    }
+
+    #[test]
+    fn differences_name_added_removed_and_changed_tools() {
+        let pinned = snapshot().remove("notes").unwrap();
+        let mut live = pinned.clone();
+        assert!(differences(&pinned, &live).is_empty());
+        live.tools.remove(1);
+        live.tools[0].annotations = Some(json!({"readOnlyHint": false}));
+        live.tools.push(SnapshotTool {
+            name: "new".into(),
+            title: None,
+            description: None,
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            annotations: None,
+        });
+        assert_eq!(
+            differences(&pinned, &live),
+            [
+                "added `new`",
+                "removed `wipe`",
+                "`read` changed its annotations"
+            ]
+        );
+    }
+
+    #[test]
+    fn pinned_snapshots_are_read_beside_the_tool_file_and_unpinned_upstreams_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let pinned = Pinned {
+            upstreams: snapshot(),
+        };
+        std::fs::write(
+            dir.path().join("n.snapshot.json"),
+            serde_json::to_string(&pinned).unwrap(),
+        )
+        .unwrap();
+        let yaml = "upstreams:\n  - name: notes\n    command: x\n    snapshot: n.snapshot.json\n  - name: other\n    command: y\n  - name: lost\n    command: z\n    snapshot: gone.snapshot.json\n";
+        let file = super::super::parse_tool_file(&dir.path().join("t.yaml"), yaml).unwrap();
+        let mut s = Source {
+            tool_files: vec![file],
+            digest: "d".into(),
+            ..Source::default()
+        };
+        let d = s.import_pinned();
+        let errors: Vec<_> = d.errors().collect();
+        assert_eq!(errors.len(), 1, "{d:?}");
+        assert_eq!(errors[0].code, "upstream-snapshot");
+        assert_eq!((errors[0].location.line, errors[0].location.column), (9, 5));
+        assert!(
+            errors[0]
+                .message
+                .contains("cannot read the snapshot of upstream `lost`")
+        );
+        let names: Vec<_> = s.tools().map(|(_, _, t)| t.name.clone()).collect();
+        assert_eq!(names, ["read", "wipe"]);
     }
 
     #[test]

@@ -130,13 +130,19 @@ pub fn run(paths: &[PathBuf], opts: &BuildOptions, test: &TestOptions) -> TestRe
             return report;
         }
     }
-    let source = match Source::load(paths) {
+    let mut source = match Source::load(paths) {
         Ok(s) => s,
         Err(d) => {
             report.diagnostics = d.0;
             return report;
         }
     };
+    // Upstream tools come from pinned snapshots; nothing is started.
+    let imported = source.import_pinned();
+    if imported.has_errors() {
+        report.diagnostics = imported.0;
+        return report;
+    }
     let catalog = match catalog::build(&source, opts) {
         Ok(c) => c,
         Err(d) => {

@@ -10,8 +10,9 @@
 //! when it exits and re-lists its tools after a restart or on its
 //! `notifications/tools/list_changed`; a changed list goes through the
 //! normal reload path. A call to an upstream that is down fails closed
-//! (nothing runs). Not built yet: Streamable HTTP upstreams, `check`
-//! against snapshots.
+//! (nothing runs). `check`, `test` and `resolve` never start an upstream
+//! unless asked (`check --start-upstreams`): they read its pinned snapshot.
+//! Not built yet: Streamable HTTP upstreams.
 
 pub mod supervise;
 
