@@ -680,42 +680,16 @@ fn tool_engine(
     let mut plan = Vec::new();
     let mut visible = None;
     for (field, path, dotted) in candidates {
-        // A contract rule counts as declared when any loaded module has a rule
-        // at that path or below it (regorus takes the path relative to the
-        // module's package). When regorus cannot say, assume it is:
-        // evaluating an absent rule by query is merely undefined, while
-        // skipping a present one would silently drop its answer.
-        let declared = field == Field::Mapping
-            || modules.iter().any(|(file, package)| {
-                match dotted.strip_prefix(&format!("{package}.")) {
-                    Some(root) => engine
-                        .has_declared_rule_rooted_at(file, root)
-                        .unwrap_or(true),
-                    None => false,
-                }
-            });
-        if !declared {
+        // A contract rule is planned when a loaded module declares it.
+        if field != Field::Mapping && !declares(&engine, &modules, &dotted) {
             continue;
         }
-        let mut step = policy::Step {
-            path,
-            by_query: false,
-        };
         if field == Field::Contract(generate::VISIBLE_RULE) {
-            visible = Some(step);
+            visible = Some(path);
             continue;
         }
-        match warm(&step, &mut engine, limits) {
-            Ok(_) => {}
-            // Defined by path (`annotations.readOnlyHint := ...`): `eval_rule`
-            // refuses the prefix, a query reaches it.
-            Err(e) if policy::is_undeclared(&e) => {
-                step.by_query = true;
-                warm(&step, &mut engine, limits)
-                    .map_err(|e| LocatedError::Eval(e.location, e.message))?;
-            }
-            Err(e) => return Err(LocatedError::Eval(e.location, e.message)),
-        }
+        let step = warmed_step(path, &mut engine, limits)
+            .map_err(|(e, _)| LocatedError::Eval(e.location, e.message))?;
         plan.push((field, step));
     }
     // The shadow plan: the same mapping rule (YAML rules are layered under
@@ -734,32 +708,17 @@ fn tool_engine(
             if *rule == generate::VISIBLE_RULE {
                 continue;
             }
-            let dotted = format!("{pkg}.{rule}");
-            let declared = modules.iter().any(|(file, package)| {
-                match dotted.strip_prefix(&format!("{package}.")) {
-                    Some(root) => engine
-                        .has_declared_rule_rooted_at(file, root)
-                        .unwrap_or(true),
-                    None => false,
-                }
-            });
-            if !declared {
+            if !declares(&engine, &modules, &format!("{pkg}.{rule}")) {
                 continue;
             }
-            let mut step = policy::Step {
-                path: generate::rule_ref(pkg, rule),
-                by_query: false,
-            };
-            match warm(&step, &mut engine, limits) {
-                Ok(_) => {}
-                Err(e) if policy::is_undeclared(&e) => {
-                    step.by_query = true;
-                    if let Err(e) = warm(&step, &mut engine, limits) {
-                        shadow_errors.push(LocatedError::Eval(e.location, e.message));
-                    }
+            let path = generate::rule_ref(pkg, rule);
+            let step = match warmed_step(path.clone(), &mut engine, limits) {
+                Ok(step) => step,
+                Err((e, step)) => {
+                    shadow_errors.push(LocatedError::Eval(e.location, e.message));
+                    step
                 }
-                Err(e) => shadow_errors.push(LocatedError::Eval(e.location, e.message)),
-            }
+            };
             shadow_plan.push((Field::Contract(rule), step));
         }
     }
@@ -772,18 +731,12 @@ fn tool_engine(
     // rules; a value of the wrong type is judged per caller, where it hides
     // the tool.
     let visible = match visible {
-        Some(mut step) => {
+        Some(path) => {
             engine.set_input(policy::listing_input(&decl.name, None));
-            match warm(&step, &mut engine, limits) {
-                Ok(_) => {}
-                Err(e) if policy::is_undeclared(&e) => {
-                    step.by_query = true;
-                    warm(&step, &mut engine, limits)
-                        .map_err(|e| LocatedError::Eval(e.location, e.message))?;
-                }
-                Err(e) => return Err(LocatedError::Eval(e.location, e.message)),
-            }
-            Some(step)
+            Some(
+                warmed_step(path, &mut engine, limits)
+                    .map_err(|(e, _)| LocatedError::Eval(e.location, e.message))?,
+            )
         }
         None => None,
     };
@@ -841,7 +794,20 @@ fn resolver_step(
     limits: &Limits,
 ) -> Result<policy::Step, LocatedError> {
     let dotted = rule.strip_prefix("data.").unwrap_or(rule);
-    let declared = modules.iter().any(|(file, package)| {
+    if !declares(engine, modules, dotted) {
+        return Err(LocatedError::Undeclared(rule.to_string()));
+    }
+    warmed_step(rule.to_string(), engine, limits)
+        .map_err(|(e, _)| LocatedError::Eval(e.location, e.message))
+}
+
+/// Whether a module of `modules` (file, package) declares a rule at
+/// `dotted` (`tools.files.deny`) or below it (regorus takes the path
+/// relative to the module's package). When regorus cannot say, assume it
+/// does: evaluating an absent rule by query is merely undefined, while
+/// skipping a present one would silently drop its answer.
+fn declares(engine: &regorus::Engine, modules: &[(&str, &str)], dotted: &str) -> bool {
+    modules.iter().any(|(file, package)| {
         dotted
             .strip_prefix(&format!("{package}."))
             .is_some_and(|root| {
@@ -849,22 +815,32 @@ fn resolver_step(
                     .has_declared_rule_rooted_at(file, root)
                     .unwrap_or(true)
             })
-    });
-    if !declared {
-        return Err(LocatedError::Undeclared(rule.to_string()));
-    }
+    })
+}
+
+/// The step that reads `path`, evaluated once on the input `engine` holds:
+/// by `eval_rule`, or, for a rule defined by path
+/// (`annotations.readOnlyHint := ...`), whose prefix `eval_rule` refuses,
+/// by query. On failure, the error and the step as far as it got.
+fn warmed_step(
+    path: String,
+    engine: &mut regorus::Engine,
+    limits: &Limits,
+) -> Result<policy::Step, (policy::EvalError, policy::Step)> {
     let mut step = policy::Step {
-        path: rule.to_string(),
+        path,
         by_query: false,
     };
     match warm(&step, engine, limits) {
         Ok(_) => Ok(step),
         Err(e) if policy::is_undeclared(&e) => {
             step.by_query = true;
-            warm(&step, engine, limits).map_err(|e| LocatedError::Eval(e.location, e.message))?;
-            Ok(step)
+            match warm(&step, engine, limits) {
+                Ok(_) => Ok(step),
+                Err(e) => Err((e, step)),
+            }
         }
-        Err(e) => Err(LocatedError::Eval(e.location, e.message)),
+        Err(e) => Err((e, step)),
     }
 }
 
