@@ -426,13 +426,15 @@ impl Eval<'_> {
                 }
             }
             Term::Call(b, args) => {
+                // Every argument is evaluated before any is found undefined,
+                // as regorus does: an error in a later argument is still an
+                // error (a fallback here), never an undefined call.
                 let mut values = Vec::with_capacity(args.len());
                 for a in args {
-                    let v = self.term(a, locals)?;
-                    if v == Value::Undefined {
-                        return Ok(Value::Undefined);
-                    }
-                    values.push(v);
+                    values.push(self.term(a, locals)?);
+                }
+                if values.contains(&Value::Undefined) {
+                    return Ok(Value::Undefined);
                 }
                 match budget::call(b.name, b.fcn, b.estimate, &values, self.limits) {
                     Ok(v) => v,
@@ -726,6 +728,11 @@ known if lower(input.arguments.who) in names
             (
                 r#"x := startswith(input.arguments.p, "/")"#,
                 json!({"p": 1}),
+            ),
+            // The first argument is undefined, the second fails: an error.
+            (
+                r#"x := startswith(input.arguments.missing, sprintf("%s %s", ["x"]))"#,
+                json!({}),
             ),
             (
                 "x := 1 if input.arguments.a\nx := 2 if input.arguments.b",
