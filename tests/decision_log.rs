@@ -54,9 +54,12 @@ fn catalog(dir: &Path) -> std::path::PathBuf {
     cat
 }
 
+/// The complete lines of the log (a last line still being written, without
+/// its newline, is left for the next read).
 fn log_lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    complete
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad log line {l}: {e}")))
         .collect()

@@ -158,8 +158,10 @@ fn wait_for_lines(path: &std::path::Path, n: usize) -> String {
     let deadline = std::time::Instant::now() + common::WAIT;
     loop {
         let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.lines().count() >= n || std::time::Instant::now() > deadline {
-            return text;
+        // Only complete lines: the writer may be mid-way through one.
+        let complete = text.rfind('\n').map_or("", |end| &text[..=end]);
+        if complete.lines().count() >= n || std::time::Instant::now() > deadline {
+            return complete.to_string();
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }

@@ -276,10 +276,14 @@ impl Regent {
         serde_json::to_value(&r).unwrap()
     }
 
-    /// Every decision-log line so far.
+    /// Every complete decision-log line so far. The writer thread may be
+    /// in the middle of appending one (a large batch takes more than one
+    /// `write`), so a last line without its newline is not read yet.
     pub fn decisions(&self) -> Vec<Value> {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        text.lines()
+        let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+        complete
+            .lines()
             .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad log line {l}: {e}")))
             .collect()
     }
