@@ -449,19 +449,7 @@ pub fn input(tool: &str, args: &Value) -> regorus::Value {
 /// The policy input for a request from `caller`: `input.caller` is
 /// `{"subject", "issuer", "claims"}` when there is one, absent otherwise.
 pub fn input_as(tool: &str, args: &Value, caller: Option<&Caller>) -> regorus::Value {
-    use serde::Deserialize;
-    let mut input = regorus::Value::new_object();
-    if let Ok(obj) = input.as_object_mut() {
-        obj.insert(regorus::Value::from("tool"), regorus::Value::from(tool));
-        // Deserializing borrows the arguments instead of cloning them first.
-        let args = regorus::Value::deserialize(args).unwrap_or(regorus::Value::Undefined);
-        obj.insert(regorus::Value::from("arguments"), args);
-        if let Some(c) = caller {
-            let c = regorus::Value::deserialize(&c.to_value()).unwrap_or(regorus::Value::Undefined);
-            obj.insert(regorus::Value::from("caller"), c);
-        }
-    }
-    input
+    input_doc(tool, Some(args), caller)
 }
 
 /// The input of a tool's `visible` rule, evaluated for listing:
@@ -469,10 +457,20 @@ pub fn input_as(tool: &str, args: &Value, caller: Option<&Caller>) -> regorus::V
 /// (a listing has none), so `input.arguments` is absent and any rule body
 /// that reads it is undefined.
 pub fn listing_input(tool: &str, caller: Option<&Caller>) -> regorus::Value {
+    input_doc(tool, None, caller)
+}
+
+/// `{"tool", "arguments"?, "caller"?}`, the one builder of policy inputs.
+fn input_doc(tool: &str, args: Option<&Value>, caller: Option<&Caller>) -> regorus::Value {
     use serde::Deserialize;
     let mut input = regorus::Value::new_object();
     if let Ok(obj) = input.as_object_mut() {
         obj.insert(regorus::Value::from("tool"), regorus::Value::from(tool));
+        if let Some(args) = args {
+            // Deserializing borrows the arguments instead of cloning them first.
+            let args = regorus::Value::deserialize(args).unwrap_or(regorus::Value::Undefined);
+            obj.insert(regorus::Value::from("arguments"), args);
+        }
         if let Some(c) = caller {
             let c = regorus::Value::deserialize(&c.to_value()).unwrap_or(regorus::Value::Undefined);
             obj.insert(regorus::Value::from("caller"), c);
