@@ -526,12 +526,7 @@ fn decisions_made_while_the_collector_is_down_arrive_after_it_restarts() {
 fn with_a_tiny_buffer_and_no_collector_drops_are_counted_and_reported() {
     let tmp = tempfile::tempdir().unwrap();
     let cat = catalog(tmp.path());
-    // A port nobody listens on: bound, then released.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::closed_addr().port();
     let log = tmp.path().join("decisions.jsonl");
     let stderr = tmp.path().join("stderr.txt");
     let mut child = serve_shipping(
@@ -566,11 +561,7 @@ fn with_a_tiny_buffer_and_no_collector_drops_are_counted_and_reported() {
 fn the_sinks_counts_are_in_metrics_over_http() {
     let tmp = tempfile::tempdir().unwrap();
     let cat = catalog(tmp.path());
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::closed_addr().port();
     let log = tmp.path().join("decisions.jsonl");
     let url = format!("http://127.0.0.1:{port}/logs");
     let http = common::http::HttpServer::start(&[

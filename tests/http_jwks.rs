@@ -411,10 +411,7 @@ fn bad_jwks_urls_are_refused_at_start_up() {
     let keys = Keys::new();
     let idp = Idp::start(&keys.jwks());
     let bad = Idp::start(&json!({"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}));
-    let closed = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap()
-    };
+    let closed = common::closed_addr();
     let ca = fixture("ca.pem").display().to_string();
     let jwks_file = keys.dir.path().join("jwks.json");
     std::fs::write(&jwks_file, keys.jwks().to_string()).unwrap();

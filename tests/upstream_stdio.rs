@@ -236,14 +236,11 @@ fn an_upstreams_tools_are_governed_and_forwarded() {
     }
 }
 
-#[test]
-fn an_upstream_that_does_not_start_stops_serve_with_its_location() {
+/// The standard error of `serve` on a catalog holding only `upstreams.yaml`
+/// with `yaml`, which must refuse to start.
+fn serve_refuses(yaml: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("upstreams.yaml"),
-        "upstreams:\n  - name: gone\n    command: /no/such/program\n",
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("upstreams.yaml"), yaml).unwrap();
     let out = regent()
         .arg("serve")
         .arg("--no-watch")
@@ -252,7 +249,12 @@ fn an_upstream_that_does_not_start_stops_serve_with_its_location() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn an_upstream_that_does_not_start_stops_serve_with_its_location() {
+    let stderr = serve_refuses("upstreams:\n  - name: gone\n    command: /no/such/program\n");
     assert!(
         stderr.contains("upstreams.yaml:3:5")
             && stderr.contains("upstream `gone` could not be started"),
@@ -582,21 +584,9 @@ fn a_call_past_the_upstreams_timeout_or_cancelled_is_cancelled_upstream() {
 
 #[test]
 fn a_bad_upstream_timeout_is_a_load_error_at_its_place() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("upstreams.yaml"),
+    let stderr = serve_refuses(
         "upstreams:\n  - name: notes\n    command: /no/such/program\n    timeout: soon\n",
-    )
-    .unwrap();
-    let out = regent()
-        .arg("serve")
-        .arg("--no-watch")
-        .arg(dir.path())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    );
     assert!(
         stderr.contains("upstreams.yaml:4:5")
             && stderr.contains("`timeout` of upstream `notes` is not a duration: `soon`"),

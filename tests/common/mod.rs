@@ -27,6 +27,14 @@ pub fn regent() -> Command {
     cmd
 }
 
+/// A loopback address nothing listens on: bound, then released.
+pub fn closed_addr() -> std::net::SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
 pub fn repo_path(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
