@@ -976,6 +976,18 @@ fn representatives(
 mod tests {
     use super::*;
 
+    /// `path`'s uses are blocked (not partitioned) in a rule whose body is
+    /// `body`, after the rules of `prelude`.
+    fn assert_path_blocked(prelude: &str, body: &str) {
+        let u = uses_of(
+            &format!(
+                "package t\nimport rego.v1\n{prelude}annotations := {{\"destructiveHint\": true}} if {{ {body} }}\n"
+            ),
+            "t",
+        );
+        assert!(u.get("path").is_some_and(|p| p.blocked.is_some()), "{body}");
+    }
+
     fn uses_of(text: &str, package: &str) -> BTreeMap<String, Uses> {
         let mut e = regorus::Engine::new();
         e.add_policy("p.rego".into(), text.into()).unwrap();
@@ -1027,13 +1039,7 @@ deny contains sprintf("%s", [input.arguments.path]) if lower(input.arguments.pat
             "startswith(object.get(input.arguments, \"path\", \"\"), \"/\")",
             "input.arguments.path == \"a\" with input.arguments.path as \"a\"",
         ] {
-            let u = uses_of(
-                &format!(
-                    "package t\nimport rego.v1\npath := input.arguments.path\nannotations := {{\"destructiveHint\": true}} if {{ {body} }}\n"
-                ),
-                "t",
-            );
-            assert!(u.get("path").is_some_and(|p| p.blocked.is_some()), "{body}");
+            assert_path_blocked("path := input.arguments.path\n", body);
         }
     }
 
@@ -1149,13 +1155,7 @@ annotations := {"destructiveHint": true} if {
             "upper(lower(input.arguments.path)) == \"A\"",
             "count(lower(input.arguments.path)) > 2",
         ] {
-            let u = uses_of(
-                &format!(
-                    "package t\nimport rego.v1\nannotations := {{\"destructiveHint\": true}} if {{ {body} }}\n"
-                ),
-                "t",
-            );
-            assert!(u.get("path").is_some_and(|p| p.blocked.is_some()), "{body}");
+            assert_path_blocked("", body);
         }
     }
 
