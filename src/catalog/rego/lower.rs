@@ -231,17 +231,16 @@ impl Lower {
         pkg: &[String],
     ) -> Option<(Kind, Def)> {
         let (kind, value) = match head {
+            // Only `:=`: a legacy `x = v` head is left to regorus.
             RuleHead::Compr { assign, .. } => {
+                if assign.as_ref().is_some_and(|a| a.op != AssignOp::ColEq) {
+                    return None;
+                }
                 (Kind::Complete, assign.as_ref().map(|a| a.value.clone()))
             }
             RuleHead::Set { key: Some(k), .. } => (Kind::PartialSet, Some(k.clone())),
             _ => return None,
         };
-        if let Some(a) = head_assign(head)
-            && a != AssignOp::ColEq
-        {
-            return None;
-        }
         let mut out = Vec::new();
         if bodies.is_empty() {
             out.push(self.body(None, value.as_ref(), pkg)?);
@@ -527,15 +526,6 @@ fn root_is_data(e: &Expr) -> bool {
         Expr::RefDot { refr, .. } | Expr::RefBrack { refr, .. } => root_is_data(refr),
         Expr::Var { value, .. } => value.as_string().is_ok_and(|s| s.as_ref() == "data"),
         _ => false,
-    }
-}
-
-fn head_assign(head: &RuleHead) -> Option<AssignOp> {
-    match head {
-        RuleHead::Compr { assign, .. } | RuleHead::Func { assign, .. } => {
-            assign.as_ref().map(|a| a.op.clone())
-        }
-        RuleHead::Set { .. } => None,
     }
 }
 
