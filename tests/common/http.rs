@@ -4,8 +4,6 @@
 //! (wrong `Host`, half-sent bodies, dropped connections) and see exactly what
 //! the server writes.
 
-#![allow(dead_code)]
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -70,10 +68,6 @@ impl HttpServer {
 
     pub fn stderr(&self) -> String {
         self.log.lock().unwrap().clone()
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id()
     }
 
     /// Sends a signal to the server (SIGTERM = 15, SIGINT = 2).

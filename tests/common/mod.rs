@@ -2,10 +2,8 @@
 //! with newline-delimited JSON-RPC, in either protocol era.
 //!
 //! This client is deliberately raw: it asserts on exactly what the server
-//! writes. rmcp's own client (used in `tests/interop.rs`) re-types results and
+//! writes. rmcp's own client (used in `tests/integration/interop.rs`) re-types results and
 //! drops the fields the tool-resolution proposals add.
-
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

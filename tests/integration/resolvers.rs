@@ -5,8 +5,8 @@
 //! first root. Driven by rmcp's client in both protocol eras, and by raw
 //! JSON lines on 2026-07-28 to see every round and tamper with its state.
 
-mod common;
-mod exec_support;
+use crate::common;
+use crate::exec_support;
 
 use exec_support::{Era, Start, catalog, is_error, text};
 use rmcp::model::ElicitationAction;

@@ -7,7 +7,7 @@
 //! `python3`; without the `mcp` package the test is skipped with a message,
 //! as the other Python interop steps need it too (`.ci/run` installs it).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

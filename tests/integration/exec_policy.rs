@@ -3,7 +3,7 @@
 //! the decision log say why, and `tools/resolve` reported it beforehand.
 //! A policy that fails is fail-closed: nothing runs.
 
-mod exec_support;
+use crate::exec_support;
 
 use exec_support::{Era, Start, catalog, decision_id, is_error, text};
 use serde_json::json;

@@ -4,7 +4,7 @@
 //! started, timeouts kill whole process groups, output is capped, and the
 //! environment holds only what the tool allows.
 
-mod exec_support;
+use crate::exec_support;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! starts on 127.0.0.1 (an ephemeral port, std sockets, no mock objects),
 //! through rmcp's client and the real binary in both protocol eras.
 
-mod exec_support;
+use crate::exec_support;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -4,7 +4,7 @@
 //! deadline), clients that go away, graceful shutdown, `/healthz` and
 //! `/metrics`.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::net::TcpStream;

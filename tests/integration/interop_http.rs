@@ -1,16 +1,22 @@
-//! An independent client, rmcp's, driving the real binary in both protocol
-//! eras: the handshake (or its absence), typed `tools/list`, and
-//! `tools/resolve` / `tools/annotations` sent as custom requests.
+//! The interop checks of `tests/integration/interop.rs`, over Streamable HTTP: rmcp's own
+//! HTTP client (reqwest-based, an implementation independent of our raw test
+//! client) drives `regent serve --http` with a bearer token, in both eras.
 
-mod common;
+use crate::common;
 
+use common::http::HttpServer;
+use common::regent;
 use rmcp::model::{
     ClientCapabilities, ClientRequest, CustomRequest, Implementation, InitializeRequestParams,
     ProtocolVersion, ServerResult,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ServiceError};
 use serde_json::{Value, json};
+
+const TOKEN: &str = "interop-token-0123456789";
 
 #[derive(Clone)]
 struct TestClient;
@@ -19,33 +25,35 @@ impl ClientHandler for TestClient {
     fn get_info(&self) -> rmcp::model::ClientConfig {
         InitializeRequestParams::new(
             ClientCapabilities::default(),
-            Implementation::new("regent-interop", "1"),
+            Implementation::new("regent-interop-http", "1"),
         )
     }
 }
 
+fn start() -> HttpServer {
+    let mut cmd = regent();
+    cmd.env("REGENT_AUTH_TOKEN", TOKEN)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .arg(common::repo_path("examples/manage_files"));
+    HttpServer::spawn(cmd)
+}
+
 async fn connect(
+    server: &HttpServer,
     mode: ClientLifecycleMode,
-) -> (
-    RunningService<RoleClient, TestClient>,
-    tokio::process::Child,
-) {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_regent"))
-        .arg("serve")
-        .arg(common::repo_path("examples/manage_files"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start regent");
-    let stdout = child.stdout.take().unwrap();
-    let stdin = child.stdin.take().unwrap();
-    let client = TestClient
-        .serve_with_lifecycle((stdout, stdin), mode)
+    token: &str,
+) -> Result<RunningService<RoleClient, TestClient>, String> {
+    // regent builds reqwest without a rustls crypto provider (see
+    // exec/http.rs); rmcp's client builds a reqwest client too, so the
+    // provider must be installed first, even for plain http.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(server.url("/mcp")).auth_header(token),
+    );
+    TestClient
+        .serve_with_lifecycle(transport, mode)
         .await
-        .expect("connect");
-    (client, child)
+        .map_err(|e| e.to_string())
 }
 
 async fn custom(
@@ -59,14 +67,22 @@ async fn custom(
 }
 
 async fn exercise(mode: ClientLifecycleMode, era: &str) {
-    let (client, _child) = connect(mode).await;
+    let server = start();
+    let client = connect(&server, mode.clone(), TOKEN)
+        .await
+        .unwrap_or_else(|e| panic!("{era}: connect: {e}\n{}", server.stderr()));
+    let negotiated = client
+        .peer()
+        .peer_info()
+        .map(|i| i.protocol_version.to_string());
+    assert_eq!(negotiated.as_deref(), Some(era));
+
     let tools = client.peer().list_tools(None).await.expect("tools/list");
     assert_eq!(tools.tools.len(), 1, "{era}");
     let tool = &tools.tools[0];
     assert_eq!(tool.name, "manage_files", "{era}");
     let listed = tool.annotations.as_ref().expect("annotations");
     assert_eq!(listed.destructive_hint, Some(true), "{era}");
-    assert_eq!(listed.read_only_hint, Some(false), "{era}");
 
     for (action, read_only, destructive, idempotent) in [
         ("read", true, false, true),
@@ -74,24 +90,16 @@ async fn exercise(mode: ClientLifecycleMode, era: &str) {
         ("replace", false, true, true),
         ("delete", false, true, true),
     ] {
-        let r = custom(
-            &client,
-            "tools/resolve",
-            json!({"name": "manage_files", "arguments": {"path": "a", "action": action}}),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{era} resolve {action}: {e}"));
+        let args = json!({"name": "manage_files", "arguments": {"path": "a", "action": action}});
         let want = json!({"readOnlyHint": read_only, "destructiveHint": destructive, "idempotentHint": idempotent, "openWorldHint": false});
+        let r = custom(&client, "tools/resolve", args.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{era} resolve {action}: {e}"));
         assert_eq!(r["tool"]["annotations"], want, "{era} {action}: {r}");
         assert_eq!(r["annotations"], want, "{era} {action}: {r}");
-
-        let a = custom(
-            &client,
-            "tools/annotations",
-            json!({"name": "manage_files", "arguments": {"path": "a", "action": action}}),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{era} annotations {action}: {e}"));
+        let a = custom(&client, "tools/annotations", args)
+            .await
+            .unwrap_or_else(|e| panic!("{era} annotations {action}: {e}"));
         assert_eq!(a["annotations"], want, "{era} {action}: {a}");
     }
 
@@ -112,15 +120,21 @@ async fn exercise(mode: ClientLifecycleMode, era: &str) {
         other => panic!("{era}: unknown tool answered {other:?}"),
     }
     client.cancel().await.expect("close");
+
+    // The same client with a wrong token does not get in.
+    assert!(
+        connect(&server, mode, "not-the-token").await.is_err(),
+        "{era}: a wrong token was accepted"
+    );
 }
 
 #[tokio::test]
-async fn rmcp_client_legacy_initialize() {
+async fn rmcp_http_client_legacy_initialize() {
     exercise(ClientLifecycleMode::Initialize, "2025-11-25").await;
 }
 
 #[tokio::test]
-async fn rmcp_client_2026_discover() {
+async fn rmcp_http_client_2026_discover() {
     exercise(
         ClientLifecycleMode::Discover {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],

@@ -1,7 +1,7 @@
 //! The MCP surface of `regent serve` over stdio, asserted on the exact JSON it
 //! writes, in both protocol eras.
 
-mod common;
+use crate::common;
 
 use common::draft_client::{self, DECISION, EXTENSION, SECURITY};
 use common::{Era, Server, assert_subset, regent, repo_path};

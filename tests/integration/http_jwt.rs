@@ -5,7 +5,7 @@
 //! verified token's claims reach the policy as `input.caller`; anything
 //! else is 401 and never reaches the policy.
 
-mod common;
+use crate::common;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -3,7 +3,7 @@
 //! and clean destroy. The repository comes from the client's roots: a model
 //! cannot name it, and an option disguised as an argument never reaches git.
 
-mod exec_support;
+use crate::exec_support;
 
 use std::path::Path;
 use std::process::Command;

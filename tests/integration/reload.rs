@@ -5,7 +5,7 @@
 //! and the new one must arrive (within a generous bound: these are not
 //! speed tests; see benches/reload.rs for timings).
 
-mod reload_support;
+use crate::reload_support;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

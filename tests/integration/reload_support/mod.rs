@@ -4,8 +4,6 @@
 //! Raw JSON lines rather than rmcp's client, because the tests assert wire
 //! shapes (scoped notifications, `_meta`) that a typed client would hide.
 
-#![allow(dead_code)]
-
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};

@@ -9,8 +9,8 @@
 //! without a state are all refused. A marker file the tool would create
 //! proves whether it ran.
 
-mod common;
-mod exec_support;
+use crate::common;
+use crate::exec_support;
 
 use std::io::Write;
 

@@ -2,8 +2,6 @@
 //! catalog in a temp dir and drive it with rmcp's client (an independent MCP
 //! implementation) in either protocol era.
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};

@@ -28,15 +28,14 @@
 //!
 //! Every example under `examples/` is a test too: `check` and `test` must
 //! both pass on it. libtest-mimic turns each directory into its own test, so
-//! a failure names the case and `cargo test --test corpus NAME` runs one.
+//! a failure names the case and `cargo test --test data NAME` runs one.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 
-#[path = "common/mod.rs"]
-mod common;
+use crate::common;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -435,8 +434,8 @@ fn dirs(path: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn main() {
-    let args = Arguments::from_args();
+/// One test per case directory and per example.
+pub fn trials() -> Vec<Trial> {
     let mut trials = Vec::new();
     for group in dirs(&root().join("tests/corpus")) {
         let group_name = group.file_name().unwrap().to_string_lossy().to_string();
@@ -458,5 +457,5 @@ fn main() {
         let name = format!("examples::{}", ex.file_name().unwrap().to_string_lossy());
         trials.push(Trial::test(name, move || example(&ex)));
     }
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }

@@ -3,7 +3,7 @@
 //! ways serving ends (end of input, SIGTERM) write every line before the
 //! process exits. Runs the built binary on a catalog in a temp dir.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};

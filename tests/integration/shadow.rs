@@ -4,7 +4,7 @@
 //! and logs its error; `regent test` judges a shadow policy with `shadow:
 //! true`; `--decision-log-mask` erases the paths it names and nothing else.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

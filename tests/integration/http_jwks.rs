@@ -7,9 +7,9 @@
 //! `kid`s cannot make regent hammer the provider; a provider that is down
 //! or serves a bad set leaves the previous keys in use. The token checks
 //! themselves (expiry, issuer, audience, alg none, signatures) are
-//! tests/http_jwt.rs's.
+//! tests/integration/http_jwt.rs's.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -10,7 +10,7 @@
 //! version locked in tests/fixtures/filesystem_server); without it, or
 //! without `node` in PATH, the test is skipped with a message.
 
-mod exec_support;
+use crate::exec_support;
 
 use std::path::{Path, PathBuf};
 

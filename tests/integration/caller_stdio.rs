@@ -4,7 +4,7 @@
 //! who asked. A malformed file and `--http` are refused at start-up. Runs the
 //! built binary on a catalog in a temp dir.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

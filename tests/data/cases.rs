@@ -25,16 +25,14 @@
 //!
 //! A catalog that declares `upstreams:` needs its upstream MCP servers
 //! running to be served, so its files are listed as ignored here: `regent
-//! test` holds them (every example's cases run in tests/corpus.rs, from the
+//! test` holds them (every example's cases run in tests/data/corpus.rs, from the
 //! pinned snapshot), and the upstream's own end-to-end test serves them
-//! against the real server (tests/upstream_filesystem.rs).
-
-mod common;
+//! against the real server (tests/integration/upstream_filesystem.rs).
 
 use std::path::{Path, PathBuf};
 
-use common::{Era, Server, assert_subset};
-use libtest_mimic::{Arguments, Failed, Trial};
+use crate::common::{Era, Server, assert_subset};
+use libtest_mimic::{Failed, Trial};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -285,8 +283,8 @@ fn check(response: &Value, expect: &Expect, label: &str) {
     }
 }
 
-fn main() {
-    let args = Arguments::from_args();
+/// One test per case file and era.
+pub fn trials() -> Vec<Trial> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut trials = Vec::new();
     for file in case_files() {
@@ -306,5 +304,5 @@ fn main() {
             );
         }
     }
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }

@@ -1,0 +1,40 @@
+//! regent's integration tests: one binary, one module per area (ripgrep's
+//! `tests/integration` layout), so the dependency tree is linked once
+//! instead of once per file. Every test drives the real `regent` binary
+//! (or a real client or server beside it) through the shared kit in
+//! `tests/common`; area helpers live beside the areas that use them.
+//!
+//! The data-driven suites are their own binaries, because they generate one
+//! test per case file: `tests/data/cases.rs` (the `regent test` format) and
+//! `tests/data/corpus.rs` (case directories).
+//!
+//! Run one area with a filter: `cargo test --test integration http::`.
+
+#[path = "../common/mod.rs"]
+mod common;
+mod exec_support;
+mod reload_support;
+
+mod broken_pipe;
+mod caller_stdio;
+mod confirm;
+mod decision_log;
+mod exec_cli;
+mod exec_git;
+mod exec_http;
+mod exec_load;
+mod exec_policy;
+mod http;
+mod http_jwks;
+mod http_jwt;
+mod interop;
+mod interop_http;
+mod plan;
+mod protocol;
+mod reload;
+mod resolve_input;
+mod resolvers;
+mod schema_drift;
+mod shadow;
+mod upstream_filesystem;
+mod upstream_stdio;
