@@ -1,16 +1,25 @@
 //! An independent client, rmcp's, driving the real binary in both protocol
-//! eras: the handshake (or its absence), typed `tools/list`, and
-//! `tools/resolve` / `tools/annotations` sent as custom requests.
+//! eras and over both transports: the handshake (or its absence), typed
+//! `tools/list`, and `tools/resolve` / `tools/annotations` sent as custom
+//! requests. Over Streamable HTTP it is rmcp's own reqwest-based client
+//! (independent of our raw test client) against `serve --http` with a
+//! bearer token, which a wrong token does not get past.
 
 use crate::common;
 
+use common::http::HttpServer;
+use common::regent;
 use rmcp::model::{
     ClientCapabilities, ClientRequest, CustomRequest, Implementation, InitializeRequestParams,
     ProtocolVersion, ServerResult,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ServiceError};
 use serde_json::{Value, json};
+
+const TOKEN: &str = "interop-token-0123456789";
 
 #[derive(Clone)]
 struct TestClient;
@@ -24,12 +33,16 @@ impl ClientHandler for TestClient {
     }
 }
 
-async fn connect(
-    mode: ClientLifecycleMode,
-) -> (
-    RunningService<RoleClient, TestClient>,
-    tokio::process::Child,
-) {
+type Client = RunningService<RoleClient, TestClient>;
+
+/// The server behind a client: a child on stdio (held: dropping it kills
+/// the server), or an HTTP server.
+enum Serving {
+    Stdio { _child: tokio::process::Child },
+    Http(HttpServer),
+}
+
+async fn connect_stdio(mode: ClientLifecycleMode) -> (Client, Serving) {
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_regent"))
         .arg("serve")
         .arg(common::repo_path("examples/manage_files"))
@@ -45,21 +58,57 @@ async fn connect(
         .serve_with_lifecycle((stdout, stdin), mode)
         .await
         .expect("connect");
-    (client, child)
+    (client, Serving::Stdio { _child: child })
 }
 
-async fn custom(
-    client: &RunningService<RoleClient, TestClient>,
-    method: &str,
-    params: Value,
-) -> Result<Value, ServiceError> {
+fn start_http() -> HttpServer {
+    let mut cmd = regent();
+    cmd.env("REGENT_AUTH_TOKEN", TOKEN)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .arg(common::repo_path("examples/manage_files"));
+    HttpServer::spawn(cmd)
+}
+
+async fn connect_http(
+    server: &HttpServer,
+    mode: ClientLifecycleMode,
+    token: &str,
+) -> Result<Client, String> {
+    // regent builds reqwest without a rustls crypto provider (see
+    // exec/http.rs); rmcp's client builds a reqwest client too, so the
+    // provider must be installed first, even for plain http.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(server.url("/mcp")).auth_header(token),
+    );
+    TestClient
+        .serve_with_lifecycle(transport, mode)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+async fn custom(client: &Client, method: &str, params: Value) -> Result<Value, ServiceError> {
     let req = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
     let result: ServerResult = client.peer().send_request(req).await?;
     Ok(serde_json::to_value(&result).expect("result serializes"))
 }
 
-async fn exercise(mode: ClientLifecycleMode, era: &str) {
-    let (client, _child) = connect(mode).await;
+async fn exercise(http: bool, mode: ClientLifecycleMode, era: &str) {
+    let (client, serving) = if http {
+        let server = start_http();
+        let client = connect_http(&server, mode.clone(), TOKEN)
+            .await
+            .unwrap_or_else(|e| panic!("{era}: connect: {e}\n{}", server.stderr()));
+        (client, Serving::Http(server))
+    } else {
+        connect_stdio(mode.clone()).await
+    };
+    let negotiated = client
+        .peer()
+        .peer_info()
+        .map(|i| i.protocol_version.to_string());
+    assert_eq!(negotiated.as_deref(), Some(era));
+
     let tools = client.peer().list_tools(None).await.expect("tools/list");
     assert_eq!(tools.tools.len(), 1, "{era}");
     let tool = &tools.tools[0];
@@ -74,24 +123,16 @@ async fn exercise(mode: ClientLifecycleMode, era: &str) {
         ("replace", false, true, true),
         ("delete", false, true, true),
     ] {
-        let r = custom(
-            &client,
-            "tools/resolve",
-            json!({"name": "manage_files", "arguments": {"path": "a", "action": action}}),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{era} resolve {action}: {e}"));
+        let args = json!({"name": "manage_files", "arguments": {"path": "a", "action": action}});
         let want = json!({"readOnlyHint": read_only, "destructiveHint": destructive, "idempotentHint": idempotent, "openWorldHint": false});
+        let r = custom(&client, "tools/resolve", args.clone())
+            .await
+            .unwrap_or_else(|e| panic!("{era} resolve {action}: {e}"));
         assert_eq!(r["tool"]["annotations"], want, "{era} {action}: {r}");
         assert_eq!(r["annotations"], want, "{era} {action}: {r}");
-
-        let a = custom(
-            &client,
-            "tools/annotations",
-            json!({"name": "manage_files", "arguments": {"path": "a", "action": action}}),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{era} annotations {action}: {e}"));
+        let a = custom(&client, "tools/annotations", args)
+            .await
+            .unwrap_or_else(|e| panic!("{era} annotations {action}: {e}"));
         assert_eq!(a["annotations"], want, "{era} {action}: {a}");
     }
 
@@ -112,20 +153,38 @@ async fn exercise(mode: ClientLifecycleMode, era: &str) {
         other => panic!("{era}: unknown tool answered {other:?}"),
     }
     client.cancel().await.expect("close");
+
+    if let Serving::Http(server) = &serving {
+        // The same client with a wrong token does not get in.
+        assert!(
+            connect_http(server, mode, "not-the-token").await.is_err(),
+            "{era}: a wrong token was accepted"
+        );
+    }
+}
+
+fn discover_2026() -> ClientLifecycleMode {
+    ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    }
 }
 
 #[tokio::test]
 async fn rmcp_client_legacy_initialize() {
-    exercise(ClientLifecycleMode::Initialize, "2025-11-25").await;
+    exercise(false, ClientLifecycleMode::Initialize, "2025-11-25").await;
 }
 
 #[tokio::test]
 async fn rmcp_client_2026_discover() {
-    exercise(
-        ClientLifecycleMode::Discover {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        },
-        "2026-07-28",
-    )
-    .await;
+    exercise(false, discover_2026(), "2026-07-28").await;
+}
+
+#[tokio::test]
+async fn rmcp_http_client_legacy_initialize() {
+    exercise(true, ClientLifecycleMode::Initialize, "2025-11-25").await;
+}
+
+#[tokio::test]
+async fn rmcp_http_client_2026_discover() {
+    exercise(true, discover_2026(), "2026-07-28").await;
 }

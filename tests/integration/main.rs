@@ -28,7 +28,6 @@ mod http;
 mod http_jwks;
 mod http_jwt;
 mod interop;
-mod interop_http;
 mod plan;
 mod protocol;
 mod reload;
