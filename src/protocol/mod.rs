@@ -556,7 +556,7 @@ impl ServerHandler for Regent {
             // Reload status for operators and tests: the same document as
             // `--status-file`.
             "regent/status" => {
-                let mut v = crate::reload::status::to_json(&self.state.status());
+                let mut v = self.state.status().to_json();
                 if result_type {
                     v["resultType"] = json!("complete");
                 }
