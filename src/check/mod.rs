@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use crate::catalog::hints::Hint;
 use crate::catalog::proof::{self, Outcome, Proof};
 use crate::catalog::{self, BuildOptions, Catalog, Tool, exercise, explain, policy, rego};
-use crate::diag::{Diagnostic, Location};
+use crate::diag::{self, Diagnostic, Location};
 use crate::source::{FileKind, Source, files};
 
 /// Everything `regent check` found.
@@ -50,26 +50,16 @@ impl Report {
         self.deny_warnings && self.warnings() > 0
     }
 
-    /// 0 clean (warnings allowed unless `--deny-warnings`), 1 errors found,
-    /// 2 could not run.
-    pub fn exit_code(&self) -> i32 {
-        use crate::commands::exit;
-        if self.diagnostics.iter().any(|d| is_cannot_run(d.code)) {
-            exit::CANNOT_RUN
-        } else if self.errors() > 0 || self.warnings_fail() {
-            exit::FOUND_ERRORS
-        } else {
-            exit::OK
-        }
+    /// Clean (warnings allowed unless `--deny-warnings`), errors found, or
+    /// could not run.
+    pub fn outcome(&self) -> diag::Outcome {
+        diag::Outcome::of(&self.diagnostics, self.errors() > 0 || self.warnings_fail())
     }
-}
 
-/// Diagnostics that mean the check could not look at what it was asked to.
-pub fn is_cannot_run(code: &str) -> bool {
-    matches!(
-        code,
-        "unreadable-path" | "unknown-file-kind" | "no-tool-files"
-    )
+    /// The process exit code of [`Report::outcome`].
+    pub fn exit_code(&self) -> i32 {
+        self.outcome().exit_code()
+    }
 }
 
 /// Checks the catalog under `paths`.
