@@ -62,6 +62,42 @@ impl Report {
     }
 }
 
+/// What `tool`'s `run:` needs from a machine ([`catalog::run::Probe`]) and
+/// does not find on this one: a program missing from its path or from `PATH`,
+/// an HTTP base that is unset, unreadable or unusable. Warnings, since the
+/// machine that serves may differ; there, a call without them fails closed.
+/// The catalog build records these and never looks.
+pub fn environment(tool: &Tool) -> Vec<Diagnostic> {
+    use crate::catalog::run::Need;
+    use crate::exec::cli::{Program, find_in_path};
+    tool.probes
+        .iter()
+        .filter_map(|p| match &p.need {
+            Need::Program(Program::Path(path)) => (!path.is_file()).then(|| {
+                Diagnostic::warning(
+                    "program-not-found",
+                    p.at.clone(),
+                    format!("program {} does not exist (yet)", path.display()),
+                )
+                .with_help("calls fail until it exists; relative paths are relative to the tool file")
+            }),
+            Need::Program(Program::Search(name)) => find_in_path(name).is_none().then(|| {
+                Diagnostic::warning(
+                    "program-not-found",
+                    p.at.clone(),
+                    format!("program `{name}` is not in regent's PATH"),
+                )
+                .with_help("calls fail until it is installed; regent looks it up again at each call")
+            }),
+            Need::Base(base) => base.resolve().err().map(|why| {
+                Diagnostic::warning("bad-base", p.at.clone(), why).with_help(
+                    "calls fail until it is set to an absolute http(s) url; regent reads it at each call, or give `default:`",
+                )
+            }),
+        })
+        .collect()
+}
+
 /// Checks the catalog under `paths`.
 pub fn check(paths: &[PathBuf], opts: &BuildOptions) -> Report {
     check_with(paths, opts, &Started::default())
@@ -148,6 +184,9 @@ pub fn check_with(paths: &[PathBuf], opts: &BuildOptions, started: &Started) -> 
     let callers = case_callers(&source);
     for tool in catalog.tools().iter().filter(|t| t.has_visible_rule()) {
         out.extend(visible_failure(tool, &callers));
+    }
+    for tool in catalog.tools() {
+        out.extend(environment(tool));
     }
     for tool in catalog.tools().iter().filter(|t| t.is_resolvable()) {
         let mut proof = proof::prove(&catalog, tool);
