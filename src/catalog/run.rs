@@ -611,7 +611,7 @@ fn compile_http(ctx: &mut Ctx, h: &HttpDecl, at: &YamlPath) -> Option<HttpSpec> 
     let mut headers = Vec::new();
     for (name, Text(text)) in &h.headers {
         let header_at = at.key("headers").key(name);
-        if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+        if !http::is_header_name(name) {
             ctx.error(
                 "bad-header",
                 &header_at,
@@ -748,7 +748,7 @@ fn compile_auth(ctx: &mut Ctx, a: &AuthDecl, at: &YamlPath) -> Option<Auth> {
         });
     }
     let h = a.header.as_ref()?;
-    let name_ok = reqwest::header::HeaderName::from_bytes(h.name.as_bytes()).is_ok();
+    let name_ok = http::is_header_name(&h.name);
     if !name_ok {
         ctx.error(
             "bad-header",

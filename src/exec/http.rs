@@ -91,6 +91,11 @@ pub fn parse_base(text: &str) -> Result<Url, String> {
     }
 }
 
+/// Whether `name` is a header name the HTTP client accepts.
+pub fn is_header_name(name: &str) -> bool {
+    reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok()
+}
+
 /// A compiled `run.http`.
 #[derive(Debug)]
 pub struct HttpSpec {
