@@ -24,6 +24,47 @@ impl Severity {
     }
 }
 
+/// The codes of the diagnostics that mean a command could not look at what it
+/// was asked to (a path it cannot read, a file of no catalog kind, no tool
+/// files at all), as opposed to problems in what it read. The one list: `check`
+/// and `test` end [`Outcome::CannotRun`] on any of them, and so does a
+/// catalog that fails to load for one of them.
+pub const CANNOT_RUN_CODES: [&str; 3] = ["unreadable-path", "unknown-file-kind", "no-tool-files"];
+
+/// What a command that reads a catalog came to, worst first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// It could not look at what it was asked to ([`CANNOT_RUN_CODES`]).
+    CannotRun,
+    /// It looked and found errors (or, for `test`, failures).
+    FoundErrors,
+    Clean,
+}
+
+impl Outcome {
+    /// [`Outcome::CannotRun`] when any of `diags` is a could-not-run one,
+    /// else [`Outcome::FoundErrors`] when `found_errors`, else clean.
+    pub fn of<'a>(diags: impl IntoIterator<Item = &'a Diagnostic>, found_errors: bool) -> Outcome {
+        if diags.into_iter().any(Diagnostic::is_cannot_run) {
+            Outcome::CannotRun
+        } else if found_errors {
+            Outcome::FoundErrors
+        } else {
+            Outcome::Clean
+        }
+    }
+
+    /// The process exit code: 0 clean, 1 errors found, 2 could not run. Here
+    /// rather than in `commands` because `check`'s JSON report states it.
+    pub const fn exit_code(self) -> i32 {
+        match self {
+            Outcome::Clean => 0,
+            Outcome::FoundErrors => 1,
+            Outcome::CannotRun => 2,
+        }
+    }
+}
+
 /// A position in a file, 1-based. A line or column of 0 means "unknown".
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Location {
@@ -94,6 +135,11 @@ impl Diagnostic {
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self
+    }
+
+    /// Whether it means the command could not run ([`CANNOT_RUN_CODES`]).
+    pub fn is_cannot_run(&self) -> bool {
+        CANNOT_RUN_CODES.contains(&self.code)
     }
 
     pub fn is_error(&self) -> bool {

@@ -15,7 +15,10 @@ use std::time::{Duration, SystemTime};
 use arc_swap::ArcSwap;
 use tokio::sync::watch;
 
+use serde_json::{Value, json};
+
 use crate::catalog::Catalog;
+use crate::timestamp::rfc3339;
 
 /// What an operator can ask about reloads without reading logs.
 #[derive(Debug, Clone)]
@@ -42,6 +45,50 @@ pub struct ReloadStatus {
     pub watching: bool,
     /// Each upstream MCP server's liveness, by name (empty without upstreams).
     pub upstreams: std::collections::BTreeMap<String, UpstreamStatus>,
+}
+
+impl ReloadStatus {
+    /// The status as JSON: what `--status-file` holds (written by `reload`)
+    /// and what the `regent/status` request returns (`protocol`). Times are
+    /// RFC 3339 in UTC.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "revision": self.revision,
+            "listing": self.listing,
+            "tools": self.tools,
+            "loadedAt": rfc3339(self.loaded_at),
+            "attemptedAt": rfc3339(self.attempted_at),
+            "lastDurationMs": self.last_duration.map(|d| d.as_secs_f64() * 1000.0),
+            "ok": self.last_error.is_none(),
+            "lastError": self.last_error,
+            "reloads": {"succeeded": self.successes, "failed": self.failures},
+            "listingChanges": self.listing_changes,
+            "watching": self.watching,
+            "upstreams": self.upstreams_json(),
+        })
+    }
+
+    /// Each upstream's liveness, by name: `{"up", "restarts", "since", "pid",
+    /// "lastError", "tools"}`. Also what `/healthz` shows.
+    pub fn upstreams_json(&self) -> Value {
+        self.upstreams
+            .iter()
+            .map(|(name, u)| {
+                (
+                    name.clone(),
+                    json!({
+                        "up": u.up,
+                        "restarts": u.restarts,
+                        "since": rfc3339(u.since),
+                        "pid": u.pid,
+                        "lastError": u.last_error,
+                        "tools": u.tools,
+                    }),
+                )
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
 }
 
 /// One upstream MCP server's liveness, as its supervisor last saw it.

@@ -351,7 +351,8 @@ fn compile_tool(
     let listed = Hints::WORST.overlay(&declared);
     let rules = compile_rules(file, at, decl, &listed, &mut diags);
     let mut warnings = Vec::new();
-    let run = run::compile(file, at, decl, &mut diags, &mut warnings);
+    let mut probes = Vec::new();
+    let run = run::compile(file, at, decl, &mut diags, &mut warnings, &mut probes);
     let mut resolvers = resolvers::compile(file, at, decl, &mut diags);
     let resolver_rules: Vec<(usize, String)> = resolvers
         .iter()
@@ -496,6 +497,7 @@ fn compile_tool(
                 output_validator,
                 engines,
                 run,
+                probes,
                 upstream: decl.upstream.clone(),
                 plan,
                 visible,

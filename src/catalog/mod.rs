@@ -105,6 +105,8 @@ pub struct Tool {
     engines: Option<policy::EnginePool>,
     /// How `tools/call` executes the tool; absent when it declares no `run`.
     pub run: Option<crate::exec::RunPlan>,
+    /// What its `run:` needs from the machine, for `check` to look at.
+    pub probes: Vec<run::Probe>,
     /// The upstream MCP server tool `tools/call` forwards to, for a tool
     /// imported from one (it has no `run`).
     pub upstream: Option<crate::source::upstream::UpstreamRef>,

@@ -3,9 +3,10 @@
 //! sizes read, paths made absolute against the tool file, HTTP bases checked.
 //!
 //! Every problem is a diagnostic at the `file:line:column` of the key that
-//! caused it. Nothing here executes anything; the one effect is reading the
-//! environment for an HTTP `base` given as `{env: NAME}`, which is fixed for
-//! the catalog's lifetime.
+//! caused it. Nothing here executes anything or looks at the machine: a
+//! program's presence and an HTTP `base` given as `{env: NAME}` or
+//! `{file: PATH}` are recorded as [`Probe`]s, for `check` to look at and for
+//! each call to read.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -16,7 +17,7 @@ use serde_json::{Map, Value};
 use super::schema;
 use crate::diag::{Diagnostic, Location};
 use crate::exec::cli::{self, ArgNode, CliSpec, Condition, Program};
-use crate::exec::http::{self, Auth, HttpSpec};
+use crate::exec::http::{self, Auth, Base, HttpSpec};
 use crate::exec::template::Template;
 use crate::exec::{Conditions, RunCase, RunPlan, RunSpec, ValueFrom};
 use crate::source::run::{
@@ -61,6 +62,25 @@ struct Ctx<'a> {
     args: Args<'a>,
     errors: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
+    probes: Vec<Probe>,
+}
+
+/// Something a tool's `run:` needs from the machine it runs on, where the
+/// catalog asks for it. The build only records it; `check` looks
+/// (`check::environment`), and a call without it fails closed.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub at: Location,
+    pub need: Need,
+}
+
+#[derive(Debug, Clone)]
+pub enum Need {
+    /// A program to run: a path that should exist, or a name looked up in
+    /// `PATH` at each call.
+    Program(Program),
+    /// An HTTP base read from the environment or a file at each call.
+    Base(Base),
 }
 
 impl Ctx<'_> {
@@ -220,6 +240,7 @@ pub fn compile(
     decl: &ToolDecl,
     errors: &mut Vec<Diagnostic>,
     warnings: &mut Vec<Diagnostic>,
+    probes: &mut Vec<Probe>,
 ) -> Option<RunPlan> {
     let run = decl.run.as_ref()?;
     let file_path = std::path::absolute(&file.path).unwrap_or_else(|_| file.path.clone());
@@ -243,6 +264,7 @@ pub fn compile(
         },
         errors: Vec::new(),
         warnings: Vec::new(),
+        probes: Vec::new(),
     };
     let run_at = at.key("run");
     if run.cases.is_empty() {
@@ -285,6 +307,7 @@ pub fn compile(
     let ok = ctx.errors.is_empty();
     errors.append(&mut ctx.errors);
     warnings.append(&mut ctx.warnings);
+    probes.append(&mut ctx.probes);
     ok.then_some(RunPlan { cases })
 }
 
@@ -299,29 +322,16 @@ fn compile_cli(ctx: &mut Ctx, c: &CliDecl, at: &YamlPath) -> Option<CliSpec> {
         );
         Program::Search(String::new())
     } else if c.program.contains('/') {
-        let path = cli::absolute(&ctx.base_dir, &c.program);
-        if !path.is_file() {
-            let d = Diagnostic::warning(
-                "program-not-found",
-                ctx.at(&at.key("program")),
-                format!("program {} does not exist (yet)", path.display()),
-            )
-            .with_help("calls fail until it exists; relative paths are relative to the tool file");
-            ctx.warnings.push(d);
-        }
-        Program::Path(path)
+        Program::Path(cli::absolute(&ctx.base_dir, &c.program))
     } else {
-        if cli::find_in_path(&c.program).is_none() {
-            let d = Diagnostic::warning(
-                "program-not-found",
-                ctx.at(&at.key("program")),
-                format!("program `{}` is not in regent's PATH", c.program),
-            )
-            .with_help("calls fail until it is installed; regent looks it up again at each call");
-            ctx.warnings.push(d);
-        }
         Program::Search(c.program.clone())
     };
+    if !c.program.is_empty() {
+        ctx.probes.push(Probe {
+            at: ctx.at(&at.key("program")),
+            need: Need::Program(program.clone()),
+        });
+    }
 
     let required: BTreeSet<String> = ctx.args.required.iter().map(|s| s.to_string()).collect();
     let args = arg_nodes(ctx, &c.args, &at.key("args"), &required, false);
@@ -601,7 +611,7 @@ fn compile_http(ctx: &mut Ctx, h: &HttpDecl, at: &YamlPath) -> Option<HttpSpec> 
     let mut headers = Vec::new();
     for (name, Text(text)) in &h.headers {
         let header_at = at.key("headers").key(name);
-        if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+        if !http::is_header_name(name) {
             ctx.error(
                 "bad-header",
                 &header_at,
@@ -687,67 +697,29 @@ fn check_body(ctx: &mut Ctx, v: &Value, at: &YamlPath) {
     }
 }
 
-fn base_url(ctx: &mut Ctx, v: &ValueSource, at: &YamlPath) -> Option<reqwest::Url> {
+fn base_url(ctx: &mut Ctx, v: &ValueSource, at: &YamlPath) -> Option<Base> {
     let from = ctx.value_source(v, at)?;
-    let text = match from.read() {
-        Ok(Some(t)) => t,
-        Ok(None) => {
-            ctx.error(
-                "bad-base",
-                at,
-                format!("the base url is missing: {} is not set", from.describe()),
-                "give `default:` for when it is missing",
-            );
-            return None;
-        }
-        Err(why) => {
-            ctx.error(
-                "bad-base",
-                at,
-                format!("cannot read the base url: {why}"),
-                "set it, or give `default:`",
-            );
-            return None;
-        }
+    let ValueFrom::Literal(text) = from else {
+        // Read at each call (and looked at by `check`), never while building.
+        let base = Base::Read(from);
+        ctx.probes.push(Probe {
+            at: ctx.at(at),
+            need: Need::Base(base.clone()),
+        });
+        return Some(base);
     };
-    let url = match reqwest::Url::parse(&text) {
-        Ok(u) => u,
-        Err(e) => {
-            ctx.error(
-                "bad-base",
-                at,
-                format!("base `{text}` is not a url: {e}"),
-                "write an absolute url such as https://api.example.com/v1",
-            );
-            return None;
+    match http::parse_base(&text) {
+        Ok(url) => Some(Base::Fixed(url)),
+        Err(message) => {
+            let help = if message.contains("is not a url") {
+                "write an absolute url such as https://api.example.com/v1"
+            } else {
+                "write an absolute http(s) url such as https://api.example.com/v1"
+            };
+            ctx.error("bad-base", at, message, help);
+            None
         }
-    };
-    let problem = if !matches!(url.scheme(), "http" | "https") {
-        Some("its scheme is not http or https")
-    } else if url.host().is_none() {
-        Some("it has no host")
-    } else if !url.username().is_empty() || url.password().is_some() {
-        Some("it holds credentials; put them under `auth`")
-    } else if url.fragment().is_some() {
-        Some("it has a fragment")
-    } else if url
-        .path_segments()
-        .is_some_and(|mut s| s.any(|x| x == "." || x == ".."))
-    {
-        Some("its path has a `.` or `..` segment")
-    } else {
-        None
-    };
-    if let Some(p) = problem {
-        ctx.error(
-            "bad-base",
-            at,
-            format!("base `{text}` cannot be used: {p}"),
-            "write an absolute http(s) url such as https://api.example.com/v1",
-        );
-        return None;
     }
-    Some(url)
 }
 
 fn compile_auth(ctx: &mut Ctx, a: &AuthDecl, at: &YamlPath) -> Option<Auth> {
@@ -776,7 +748,7 @@ fn compile_auth(ctx: &mut Ctx, a: &AuthDecl, at: &YamlPath) -> Option<Auth> {
         });
     }
     let h = a.header.as_ref()?;
-    let name_ok = reqwest::header::HeaderName::from_bytes(h.name.as_bytes()).is_ok();
+    let name_ok = http::is_header_name(&h.name);
     if !name_ok {
         ctx.error(
             "bad-header",

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use crate::catalog::hints::Hint;
 use crate::catalog::proof::{self, Outcome, Proof};
 use crate::catalog::{self, BuildOptions, Catalog, Tool, exercise, explain, policy, rego};
-use crate::diag::{Diagnostic, Location};
+use crate::diag::{self, Diagnostic, Location};
 use crate::source::{FileKind, Source, files};
 
 /// Everything `regent check` found.
@@ -50,26 +50,52 @@ impl Report {
         self.deny_warnings && self.warnings() > 0
     }
 
-    /// 0 clean (warnings allowed unless `--deny-warnings`), 1 errors found,
-    /// 2 could not run.
+    /// Clean (warnings allowed unless `--deny-warnings`), errors found, or
+    /// could not run.
+    pub fn outcome(&self) -> diag::Outcome {
+        diag::Outcome::of(&self.diagnostics, self.errors() > 0 || self.warnings_fail())
+    }
+
+    /// The process exit code of [`Report::outcome`].
     pub fn exit_code(&self) -> i32 {
-        use crate::commands::exit;
-        if self.diagnostics.iter().any(|d| is_cannot_run(d.code)) {
-            exit::CANNOT_RUN
-        } else if self.errors() > 0 || self.warnings_fail() {
-            exit::FOUND_ERRORS
-        } else {
-            exit::OK
-        }
+        self.outcome().exit_code()
     }
 }
 
-/// Diagnostics that mean the check could not look at what it was asked to.
-pub fn is_cannot_run(code: &str) -> bool {
-    matches!(
-        code,
-        "unreadable-path" | "unknown-file-kind" | "no-tool-files"
-    )
+/// What `tool`'s `run:` needs from a machine ([`catalog::run::Probe`]) and
+/// does not find on this one: a program missing from its path or from `PATH`,
+/// an HTTP base that is unset, unreadable or unusable. Warnings, since the
+/// machine that serves may differ; there, a call without them fails closed.
+/// The catalog build records these and never looks.
+pub fn environment(tool: &Tool) -> Vec<Diagnostic> {
+    use crate::catalog::run::Need;
+    use crate::exec::cli::{Program, find_in_path};
+    tool.probes
+        .iter()
+        .filter_map(|p| match &p.need {
+            Need::Program(Program::Path(path)) => (!path.is_file()).then(|| {
+                Diagnostic::warning(
+                    "program-not-found",
+                    p.at.clone(),
+                    format!("program {} does not exist (yet)", path.display()),
+                )
+                .with_help("calls fail until it exists; relative paths are relative to the tool file")
+            }),
+            Need::Program(Program::Search(name)) => find_in_path(name).is_none().then(|| {
+                Diagnostic::warning(
+                    "program-not-found",
+                    p.at.clone(),
+                    format!("program `{name}` is not in regent's PATH"),
+                )
+                .with_help("calls fail until it is installed; regent looks it up again at each call")
+            }),
+            Need::Base(base) => base.resolve().err().map(|why| {
+                Diagnostic::warning("bad-base", p.at.clone(), why).with_help(
+                    "calls fail until it is set to an absolute http(s) url; regent reads it at each call, or give `default:`",
+                )
+            }),
+        })
+        .collect()
 }
 
 /// Checks the catalog under `paths`.
@@ -158,6 +184,9 @@ pub fn check_with(paths: &[PathBuf], opts: &BuildOptions, started: &Started) -> 
     let callers = case_callers(&source);
     for tool in catalog.tools().iter().filter(|t| t.has_visible_rule()) {
         out.extend(visible_failure(tool, &callers));
+    }
+    for tool in catalog.tools() {
+        out.extend(environment(tool));
     }
     for tool in catalog.tools().iter().filter(|t| t.is_resolvable()) {
         let mut proof = proof::prove(&catalog, tool);

@@ -12,17 +12,18 @@ use std::time::Duration;
 
 use crate::catalog::{self, BuildOptions, Catalog, budget};
 use crate::cli::CatalogArgs;
-use crate::diag::Diagnostics;
+use crate::diag::{Diagnostics, Outcome};
 use crate::source::{Source, files};
 
 /// Exit codes shared by every command.
 pub mod exit {
+    use crate::diag::Outcome;
     /// Success.
-    pub const OK: i32 = 0;
+    pub const OK: i32 = Outcome::Clean.exit_code();
     /// The catalog or the tests had errors.
-    pub const FOUND_ERRORS: i32 = 1;
+    pub const FOUND_ERRORS: i32 = Outcome::FoundErrors.exit_code();
     /// The command could not run: bad usage, unreadable path.
-    pub const CANNOT_RUN: i32 = 2;
+    pub const CANNOT_RUN: i32 = Outcome::CannotRun.exit_code();
 }
 
 /// A command failed; `code` is the process exit code.
@@ -43,7 +44,6 @@ impl Failure {
     /// A catalog that failed to load: exit 2 when a path could not be read at
     /// all, 1 for problems inside the files.
     pub fn from_diagnostics(diags: &Diagnostics) -> Failure {
-        let cannot_run = diags.errors().any(|d| crate::check::is_cannot_run(d.code));
         let mut message = String::new();
         for d in diags.errors() {
             message.push_str(&d.render());
@@ -53,14 +53,7 @@ impl Failure {
             "error: the catalog has {n} error{}",
             if n == 1 { "" } else { "s" }
         ));
-        Failure::new(
-            if cannot_run {
-                exit::CANNOT_RUN
-            } else {
-                exit::FOUND_ERRORS
-            },
-            message,
-        )
+        Failure::new(Outcome::of(diags.errors(), true).exit_code(), message)
     }
 }
 

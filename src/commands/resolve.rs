@@ -50,17 +50,12 @@ pub fn run(args: &ResolveArgs) -> Result<i32, Failure> {
         }
         Err(e) => {
             print_stdout(&(serde_json::to_string_pretty(e).unwrap_or_default() + "\n"))?;
-            let reason = e
-                .data
-                .as_ref()
-                .and_then(|d| d.get("reason"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let reason = e.reason();
             // The wire message hides the policy's own (it is in the log); the
             // help depends on it.
             let detail = match catalog.resolve_as(&args.tool, &arguments, caller.as_ref()) {
                 Err(crate::catalog::ResolveError::Policy { message, .. }) => message,
-                _ => e.message.to_string(),
+                _ => e.message.clone(),
             };
             eprintln!("error: {}\n  = help: {}", e.message, help(reason, &detail));
             exit::FOUND_ERRORS

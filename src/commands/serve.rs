@@ -95,6 +95,14 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     for w in &catalog.warnings {
         tracing::warn!("{w}");
     }
+    // What `run:` needs from this machine and is missing here (a program, an
+    // HTTP base's variable): the build never looks; the serving machine is
+    // the one whose calls will fail, so say so at start-up as check would.
+    for tool in catalog.tools() {
+        for w in crate::check::environment(tool) {
+            tracing::warn!("{w}");
+        }
+    }
     tracing::info!(
         revision = %catalog.revision,
         tools = catalog.tools().len(),

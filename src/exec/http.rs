@@ -12,7 +12,7 @@
 //! arguments reaches the upstream request.
 
 use std::future::Future;
-use std::sync::{Once, OnceLock};
+use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
 use reqwest::Url;
@@ -37,11 +37,70 @@ pub const RESERVED_HEADERS: &[&str] = &[
     "connection",
 ];
 
+/// Where a tool's requests go: a URL written in the catalog, or one read
+/// from the environment or a file (`{env: NAME, default: URL}`) at each call,
+/// so that building a catalog reads nothing and `check` in CI and `serve` in
+/// production compile the same files the same way.
+#[derive(Debug, Clone)]
+pub enum Base {
+    Fixed(Url),
+    Read(ValueFrom),
+}
+
+impl Base {
+    /// The URL, or why there is none to use: missing, unreadable, or not one
+    /// [`parse_base`] accepts.
+    pub fn resolve(&self) -> Result<Url, String> {
+        match self {
+            Base::Fixed(url) => Ok(url.clone()),
+            Base::Read(from) => match from.read() {
+                Ok(Some(text)) => parse_base(&text),
+                Ok(None) => Err(format!(
+                    "the base url is missing: {} is not set",
+                    from.describe()
+                )),
+                Err(why) => Err(format!("cannot read the base url: {why}")),
+            },
+        }
+    }
+}
+
+/// A base URL as text, checked: absolute http(s), a host, no credentials, no
+/// fragment, no `.` or `..` segment. The error says which, naming the text.
+pub fn parse_base(text: &str) -> Result<Url, String> {
+    let url = Url::parse(text).map_err(|e| format!("base `{text}` is not a url: {e}"))?;
+    let problem = if !matches!(url.scheme(), "http" | "https") {
+        Some("its scheme is not http or https")
+    } else if url.host().is_none() {
+        Some("it has no host")
+    } else if !url.username().is_empty() || url.password().is_some() {
+        Some("it holds credentials; put them under `auth`")
+    } else if url.fragment().is_some() {
+        Some("it has a fragment")
+    } else if url
+        .path_segments()
+        .is_some_and(|mut s| s.any(|x| x == "." || x == ".."))
+    {
+        Some("its path has a `.` or `..` segment")
+    } else {
+        None
+    };
+    match problem {
+        Some(p) => Err(format!("base `{text}` cannot be used: {p}")),
+        None => Ok(url),
+    }
+}
+
+/// Whether `name` is a header name the HTTP client accepts.
+pub fn is_header_name(name: &str) -> bool {
+    reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok()
+}
+
 /// A compiled `run.http`.
 #[derive(Debug)]
 pub struct HttpSpec {
     pub method: Template,
-    pub base: Url,
+    pub base: Base,
     /// Path segments after the base's path, one template each.
     pub path: Vec<Template>,
     pub query: Vec<(String, Template)>,
@@ -51,7 +110,8 @@ pub struct HttpSpec {
     pub timeout: Duration,
     pub max_response: usize,
     pub redirects: u32,
-    client: OnceLock<Result<reqwest::Client, String>>,
+    /// The client for the latest base (its redirect policy keeps to it).
+    client: Mutex<Option<(Url, reqwest::Client)>>,
 }
 
 #[derive(Debug, Clone)]
@@ -70,6 +130,8 @@ pub enum Auth {
 /// A request ready to send. Its `Debug` output hides credentials.
 pub struct Prepared {
     pub method: String,
+    /// The base the URL was built under, as read for this call.
+    pub base: Url,
     pub url: Url,
     pub headers: Vec<(String, String)>,
     pub body: Option<Vec<u8>>,
@@ -97,7 +159,7 @@ impl HttpSpec {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         method: Template,
-        base: Url,
+        base: Base,
         path: Vec<Template>,
         query: Vec<(String, Template)>,
         headers: Vec<(String, Template)>,
@@ -118,13 +180,8 @@ impl HttpSpec {
             timeout,
             max_response,
             redirects,
-            client: OnceLock::new(),
+            client: Mutex::new(None),
         }
-    }
-
-    /// The base's path without a trailing `/`: every request path starts with it.
-    fn base_path(&self) -> &str {
-        self.base.path().trim_end_matches('/')
     }
 
     /// Builds the request for `args`, or says why it cannot be sent.
@@ -141,9 +198,10 @@ impl HttpSpec {
             )));
         }
 
-        let mut url = self.base.clone();
+        let base = self.base.resolve().map_err(Refusal)?;
+        let mut url = base.clone();
         if !self.path.is_empty() {
-            let mut path = self.base_path().to_string();
+            let mut path = base_path(&base).to_string();
             for seg in &self.path {
                 for piece in render_segment(seg, args)? {
                     path.push('/');
@@ -171,10 +229,9 @@ impl HttpSpec {
         }
         // The segments cannot leave the base by construction; this check is
         // what makes that a property rather than a hope.
-        if url.origin() != self.base.origin() || !url.path().starts_with(self.base_path()) {
+        if url.origin() != base.origin() || !url.path().starts_with(base_path(&base)) {
             return Err(Refusal(format!(
-                "the request url {} would leave the tool's base {}",
-                url, self.base
+                "the request url {url} would leave the tool's base {base}"
             )));
         }
 
@@ -205,6 +262,7 @@ impl HttpSpec {
         };
         Ok(Prepared {
             method,
+            base,
             url,
             headers,
             body,
@@ -212,12 +270,24 @@ impl HttpSpec {
         })
     }
 
-    fn client(&self) -> Result<&reqwest::Client, String> {
-        self.client
-            .get_or_init(|| build_client(&self.base, self.base_path(), self.redirects))
-            .as_ref()
-            .map_err(Clone::clone)
+    /// The client for `base`, kept while the base stays the same (a
+    /// `reqwest::Client` is a handle to a shared pool).
+    fn client(&self, base: &Url) -> Result<reqwest::Client, String> {
+        let mut cached = self.client.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((url, client)) = cached.as_ref()
+            && url == base
+        {
+            return Ok(client.clone());
+        }
+        let client = build_client(base, base_path(base), self.redirects)?;
+        *cached = Some((base.clone(), client.clone()));
+        Ok(client)
     }
+}
+
+/// The base's path without a trailing `/`: every request path starts with it.
+fn base_path(base: &Url) -> &str {
+    base.path().trim_end_matches('/')
 }
 
 fn refusal(e: RenderError, what: &str) -> Refusal {
@@ -388,7 +458,7 @@ pub async fn run(spec: &HttpSpec, p: Prepared, cancel: impl Future<Output = ()>)
         content_type,
         duration: started.elapsed(),
     };
-    let client = match spec.client() {
+    let client = match spec.client(&p.base) {
         Ok(c) => c,
         Err(why) => return done(Status::Failed(why), Vec::new(), String::new(), None),
     };
@@ -529,7 +599,7 @@ mod tests {
             .collect();
         HttpSpec::new(
             Template::literal("GET"),
-            Url::parse("http://127.0.0.1:9/api/").unwrap(),
+            Base::Fixed(Url::parse("http://127.0.0.1:9/api/").unwrap()),
             segs,
             vec![("q".into(), Template::parse("{q}").unwrap())],
             Vec::new(),
@@ -539,6 +609,50 @@ mod tests {
             DEFAULT_MAX_RESPONSE,
             0,
         )
+    }
+
+    fn spec_with_base(base: Base) -> HttpSpec {
+        HttpSpec::new(
+            Template::literal("GET"),
+            base,
+            vec![Template::parse("{id}").unwrap()],
+            Vec::new(),
+            Vec::new(),
+            None,
+            None,
+            DEFAULT_TIMEOUT,
+            DEFAULT_MAX_RESPONSE,
+            0,
+        )
+    }
+
+    #[test]
+    fn a_base_from_outside_is_read_at_each_call_and_refused_when_missing_or_unusable() {
+        let unset = spec_with_base(Base::Read(ValueFrom::Env {
+            name: "REGENT_TEST_UNSET_BASE_URL".into(),
+            optional: false,
+            default: None,
+        }));
+        let err = unset.prepare(&json!({"id": "x"})).unwrap_err().0;
+        assert!(
+            err.contains("cannot read the base url") && err.contains("REGENT_TEST_UNSET_BASE_URL"),
+            "{err}"
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("base");
+        let from_file = spec_with_base(Base::Read(ValueFrom::File {
+            path: file.clone(),
+            optional: false,
+            default: None,
+        }));
+        assert!(from_file.prepare(&json!({"id": "x"})).is_err());
+        std::fs::write(&file, "https://api.example.com/v1\n").unwrap();
+        let p = from_file.prepare(&json!({"id": "x"})).unwrap();
+        assert_eq!(p.url.as_str(), "https://api.example.com/v1/x");
+        std::fs::write(&file, "ftp://api.example.com/\n").unwrap();
+        let err = from_file.prepare(&json!({"id": "x"})).unwrap_err().0;
+        assert!(err.contains("its scheme is not http or https"), "{err}");
     }
 
     #[test]

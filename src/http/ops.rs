@@ -39,7 +39,7 @@ pub async fn healthz(State(s): State<Arc<Shared>>) -> Response {
         "lastReloadError": status.last_error,
     });
     if !status.upstreams.is_empty() {
-        body["upstreams"] = crate::reload::status::upstreams_json(&status);
+        body["upstreams"] = status.upstreams_json();
     }
     let mut r = (StatusCode::OK, body.to_string()).into_response();
     r.headers_mut().insert(

@@ -4,9 +4,41 @@
 //! clients get enough to act on, not the policy's internals.
 
 use rmcp::ErrorData;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::catalog::{Catalog, ResolveError};
+
+/// A refused request as regent states it to its own commands (`regent
+/// resolve`, `regent test`): the JSON-RPC error's code, message and data, in
+/// regent's terms rather than rmcp's. It serializes as the wire error does.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Refusal {
+    pub code: i32,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl Refusal {
+    /// `data.reason`, the kebab-case reason regent gives, or "".
+    pub fn reason(&self) -> &str {
+        self.data
+            .as_ref()
+            .and_then(|d| d.get("reason"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+}
+
+impl From<ErrorData> for Refusal {
+    fn from(e: ErrorData) -> Refusal {
+        Refusal {
+            code: e.code.0,
+            message: e.message.into_owned(),
+            data: e.data,
+        }
+    }
+}
 
 pub fn unknown_tool(name: &str) -> ErrorData {
     ErrorData::invalid_params(

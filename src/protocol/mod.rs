@@ -42,7 +42,7 @@ use crate::metrics::Metrics;
 use crate::state::CatalogState;
 use answer::Answer;
 use count::Timed;
-pub use errors::resolve_error;
+pub use errors::{Refusal, resolve_error};
 pub use negotiation::Negotiated;
 
 /// regent's MCP server: a view of the live catalog.
@@ -289,7 +289,7 @@ pub fn resolve_result(
     result_type: bool,
     negotiated: Negotiated,
     caller: Option<&Caller>,
-) -> Result<Value, ErrorData> {
+) -> Result<Value, Refusal> {
     resolve_logged(
         catalog,
         params.cloned(),
@@ -303,6 +303,7 @@ pub fn resolve_result(
         Decider::Enforced,
     )
     .map(Answer::into_value)
+    .map_err(Refusal::from)
 }
 
 /// [`resolve_result`] as the tool's shadow policy would answer it (in
@@ -313,7 +314,7 @@ pub fn shadow_result(
     catalog: &Catalog,
     params: Option<&Value>,
     caller: Option<&Caller>,
-) -> Result<Value, ErrorData> {
+) -> Result<Value, Refusal> {
     resolve_logged(
         catalog,
         params.cloned(),
@@ -327,6 +328,7 @@ pub fn shadow_result(
         Decider::Shadow,
     )
     .map(Answer::into_value)
+    .map_err(Refusal::from)
 }
 
 fn resolve_logged(
@@ -556,7 +558,7 @@ impl ServerHandler for Regent {
             // Reload status for operators and tests: the same document as
             // `--status-file`.
             "regent/status" => {
-                let mut v = crate::reload::status::to_json(&self.state.status());
+                let mut v = self.state.status().to_json();
                 if result_type {
                     v["resultType"] = json!("complete");
                 }

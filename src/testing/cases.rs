@@ -370,7 +370,7 @@ pub fn run(catalog: &Catalog, c: &Case, caller: Option<&Caller>) -> Outcome {
             });
             note = Some(format!(
                 "resolution failed with {} {}",
-                err.code.0,
+                err.code,
                 err.data.as_ref().map(Value::to_string).unwrap_or_default()
             ));
         }

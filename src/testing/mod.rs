@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::catalog::rego_test::{self, RegoTest};
 use crate::catalog::{self, BuildOptions};
-use crate::diag::{Diagnostic, Location};
+use crate::diag::{Diagnostic, Location, Outcome};
 use crate::source::{Source, files};
 use cases::LocatedCase;
 
@@ -93,24 +93,21 @@ impl TestReport {
         self.cases.len() + self.rego.len() + self.malformed.len() - self.passed()
     }
 
-    /// 0 when every test passed, 2 when the paths could not be read, 1 otherwise
-    /// (failures, a broken catalog, or no tests at all).
+    /// Clean when every test passed, could not run when the paths could not
+    /// be read, errors found otherwise (failures, a broken catalog, or no
+    /// tests at all).
+    pub fn outcome(&self) -> Outcome {
+        Outcome::of(
+            &self.diagnostics,
+            self.diagnostics.iter().any(Diagnostic::is_error)
+                || self.failed() > 0
+                || self.cases.len() + self.rego.len() == 0,
+        )
+    }
+
+    /// The process exit code of [`TestReport::outcome`].
     pub fn exit_code(&self) -> i32 {
-        use crate::commands::exit;
-        if self
-            .diagnostics
-            .iter()
-            .any(|d| crate::check::is_cannot_run(d.code))
-        {
-            exit::CANNOT_RUN
-        } else if self.diagnostics.iter().any(Diagnostic::is_error)
-            || self.failed() > 0
-            || self.cases.len() + self.rego.len() == 0
-        {
-            exit::FOUND_ERRORS
-        } else {
-            exit::OK
-        }
+        self.outcome().exit_code()
     }
 }
 
