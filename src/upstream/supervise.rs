@@ -2,7 +2,9 @@
 //! supervisor task per upstream.
 //!
 //! A supervisor waits for its upstream's process to exit (or its connection
-//! to close, which kills the process) and starts it again after a backoff
+//! to close, which kills the process; for a `url:` upstream, for its watcher
+//! to find the connection lost) and starts it again (for a `url:` upstream:
+//! connects again, in a new MCP session) after a backoff
 //! that doubles from [`FIRST_BACKOFF`] to [`MAX_BACKOFF`] and starts over
 //! once an upstream has stayed up for [`STABLE`]. While it is down, the
 //! connection it left behind answers every call with a refusal (see
@@ -85,7 +87,7 @@ async fn run(name: String, slot: Arc<Slot>, hooks: Hooks) {
         if conn.started.elapsed() >= STABLE {
             backoff = FIRST_BACKOFF;
         }
-        let mut why = "its process exited".to_string();
+        let mut why = conn.why_down();
         let down_since = SystemTime::now();
         tracing::warn!(upstream = %name, "upstream went down ({why}); restarting it in {}", crate::exec::human_duration(backoff));
         loop {
