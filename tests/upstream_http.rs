@@ -335,3 +335,67 @@ fn an_upstream_needs_exactly_one_of_command_and_url() {
         );
     }
 }
+
+#[test]
+fn an_upstreams_list_changed_over_http_reimports_its_tools() {
+    let a_dir = tempfile::tempdir().unwrap();
+    let b_dir = tempfile::tempdir().unwrap();
+    upstream_catalog(a_dir.path());
+    let log = a_dir.path().join("decisions.jsonl");
+    // Watching its catalog: A reloads on a change and tells its sessions
+    // `notifications/tools/list_changed`.
+    let mut cmd = regent();
+    cmd.args(["serve", "--http", "127.0.0.1:0", "--decision-log"])
+        .arg(&log)
+        .arg(a_dir.path());
+    let a = HttpServer::spawn(cmd);
+    std::fs::write(
+        b_dir.path().join("b.yaml"),
+        format!(
+            "upstreams:\n  - name: a\n    url: {}\n    prefix: a_\n",
+            a.url("/mcp")
+        ),
+    )
+    .unwrap();
+    let mut b = start_governor(Era::Legacy, b_dir.path());
+    let names = |b: &mut Server| -> Vec<String> {
+        let listed = b.request("tools/list", json!({}));
+        listed["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{listed}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(&mut b), ["a_echo_text"]);
+    let mut yaml = std::fs::read_to_string(a_dir.path().join("a.yaml")).unwrap();
+    yaml.push_str(
+        r#"  - name: shout
+    description: Shout the text.
+    inputSchema: {type: object, properties: {text: {type: string}}, required: [text]}
+    run:
+      cli: {program: printf, args: ["%s!", "{text}"]}
+"#,
+    );
+    std::fs::write(a_dir.path().join("a.yaml"), yaml).unwrap();
+    let deadline = Instant::now() + WAIT;
+    while names(&mut b) != ["a_echo_text", "a_shout"] {
+        assert!(
+            Instant::now() < deadline,
+            "B never re-imported A's tools: {:?}\nB:\n{}\nA:\n{}",
+            names(&mut b),
+            b.stderr(),
+            a.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let r = b.request(
+        "tools/call",
+        json!({"name": "a_shout", "arguments": {"text": "hey"}}),
+    );
+    assert_eq!(
+        r["result"]["content"],
+        json!([{"type": "text", "text": "hey!"}]),
+        "{r}"
+    );
+}
