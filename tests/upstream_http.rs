@@ -122,6 +122,24 @@ fn decisions(log: &Path) -> String {
     std::fs::read_to_string(log).unwrap_or_default()
 }
 
+/// A's decision log once it holds `needle`. The log is written after the
+/// answer, so a line is waited for; a call that was never made there is
+/// proved absent by a later call's line (lines are written in order).
+fn decisions_with(log: &Path, needle: &str) -> String {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let text = decisions(log);
+        if text.contains(needle) {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "`{needle}` never reached the upstream:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn error_text(r: &Value) -> String {
     r["result"]["content"][0]["text"]
         .as_str()
@@ -161,11 +179,6 @@ fn a_url_upstream_is_governed_forwarded_and_reconnected() {
             r["result"]["_meta"]["regent/decision"]["allowed"], false,
             "{r}"
         );
-        assert!(
-            !decisions(&log).contains(&format!("secret-{era:?}")),
-            "{era:?}: a denied call reached the upstream:\n{}",
-            decisions(&log)
-        );
 
         // Allowed: forwarded, and A's result passed through unchanged.
         let r = call(&mut b, &format!("hello-{era:?}"));
@@ -177,10 +190,11 @@ fn a_url_upstream_is_governed_forwarded_and_reconnected() {
             "{r}"
         );
         assert_eq!(res["_meta"]["regent/decision"]["allowed"], true, "{r}");
+        // The allowed call reached A; the denied one, made before it, did not.
+        let seen = decisions_with(&log, &format!("hello-{era:?}"));
         assert!(
-            decisions(&log).contains(&format!("hello-{era:?}")),
-            "{era:?}: the allowed call did not reach the upstream:\n{}",
-            decisions(&log)
+            !seen.contains(&format!("secret-{era:?}")),
+            "{era:?}: a denied call reached the upstream:\n{seen}"
         );
     }
 
@@ -200,10 +214,9 @@ fn a_url_upstream_is_governed_forwarded_and_reconnected() {
         text.contains("upstream `a`") && text.contains(&url),
         "the error names neither the upstream nor its url: {text}"
     );
-    assert!(
-        !decisions(&log).contains("while-down"),
-        "a call reached the upstream while it was down"
-    );
+    // B's log says why, and that it is reconnecting rather than restarting.
+    let log_b = b.stderr_until(|e| e.contains("reconnecting to it"));
+    assert!(log_b.contains("upstream went down"), "{log_b}");
 
     // A is back on the same port: B reconnects (a new session) and forwards again.
     let _a = start_upstream(a_dir.path(), &addr.to_string(), &log, &[]);
@@ -213,7 +226,11 @@ fn a_url_upstream_is_governed_forwarded_and_reconnected() {
         json!([{"type": "text", "text": "after"}]),
         "{r}"
     );
-    assert!(decisions(&log).contains("after"));
+    let seen = decisions_with(&log, "\"after\"");
+    assert!(
+        !seen.contains("while-down"),
+        "a call reached the upstream while it was down:\n{seen}"
+    );
 }
 
 #[test]

@@ -221,7 +221,7 @@ impl Upstreams {
             let tools_changed = Arc::new(Notify::new());
             match connect_within(decl, &base_dir, tools_changed.clone(), start_timeout).await {
                 Ok(conn) => {
-                    tracing::info!(upstream = %decl.name, tools = conn.snapshot.tools.len(), pid = ?conn.pid, "upstream connected");
+                    tracing::info!(upstream = %decl.name, tools = conn.snapshot.tools.len(), pid = ?conn.pid, url = ?conn.url, "upstream connected");
                     let slot = Slot {
                         decl: decl.clone(),
                         base_dir,

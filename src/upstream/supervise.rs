@@ -89,7 +89,12 @@ async fn run(name: String, slot: Arc<Slot>, hooks: Hooks) {
         }
         let mut why = conn.why_down();
         let down_since = SystemTime::now();
-        tracing::warn!(upstream = %name, "upstream went down ({why}); restarting it in {}", crate::exec::human_duration(backoff));
+        // A `url:` upstream is connected to again, not started.
+        let (restarting, restart, restarted) = match &conn.url {
+            Some(_) => ("reconnecting to it", "reconnect", "reconnected"),
+            None => ("restarting it", "restart", "restarted"),
+        };
+        tracing::warn!(upstream = %name, "upstream went down ({why}); {restarting} in {}", crate::exec::human_duration(backoff));
         loop {
             hooks.state.set_upstream(
                 &name,
@@ -108,17 +113,17 @@ async fn run(name: String, slot: Arc<Slot>, hooks: Hooks) {
             match slot.connect().await {
                 Ok(new) => {
                     restarts += 1;
-                    tracing::info!(upstream = %name, pid = ?new.pid, tools = new.snapshot.tools.len(), restarts, "upstream restarted");
+                    tracing::info!(upstream = %name, pid = ?new.pid, url = ?new.url, tools = new.snapshot.tools.len(), restarts, "upstream restarted");
                     let snapshot = new.snapshot.clone();
                     let status = up_status(&new, restarts);
                     slot.replace(new);
                     hooks.state.set_upstream(&name, status);
                     hooks.reload.status_changed();
-                    publish(&name, snapshot, "restarted", &hooks);
+                    publish(&name, snapshot, restarted, &hooks);
                     break;
                 }
                 Err(e) => {
-                    why = format!("restart failed: {e}");
+                    why = format!("{restart} failed: {e}");
                     tracing::warn!(upstream = %name, "upstream {why}; trying again in {}", crate::exec::human_duration(backoff));
                 }
             }
