@@ -214,6 +214,10 @@ fn a_url_upstream_is_governed_forwarded_and_reconnected() {
         text.contains("upstream `a`") && text.contains(&url),
         "the error names neither the upstream nor its url: {text}"
     );
+    assert!(
+        text.contains("a ping failed") || text.contains("its connection closed"),
+        "the error does not say why the upstream is down: {text}"
+    );
     // B's log says why, and that it is reconnecting rather than restarting.
     let log_b = b.stderr_until(|e| e.contains("reconnecting to it"));
     assert!(log_b.contains("upstream went down"), "{log_b}");

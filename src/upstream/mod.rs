@@ -91,10 +91,11 @@ impl Conn {
 
     /// Why the connection went down, in words for the log and the status.
     fn why_down(&self) -> String {
+        // The url is not repeated here: the errors that quote this name it.
         let lost = self.lost.lock().ok().and_then(|l| l.clone());
         match (&self.url, lost) {
             (_, Some(why)) => why,
-            (Some(url), None) => format!("its connection to {url} closed"),
+            (Some(_), None) => "its connection closed".into(),
             (None, None) => "its process exited".into(),
         }
     }
@@ -528,12 +529,12 @@ async fn connect_http(
     let (kill, mut kill_rx) = oneshot::channel::<()>();
     let lost: Arc<std::sync::Mutex<Option<String>>> = Default::default();
     let peer = client.peer().clone();
-    let (upstream, at, noted) = (decl.name.clone(), url.to_string(), lost.clone());
+    let (upstream, noted) = (decl.name.clone(), lost.clone());
     tokio::spawn(async move {
         let why = loop {
             tokio::select! {
                 // Asked by the supervisor, which saw the transport close.
-                _ = &mut kill_rx => break format!("its connection to {at} closed"),
+                _ = &mut kill_rx => break "its connection closed".to_string(),
                 _ = tokio::time::sleep(PING_INTERVAL) => {}
             }
             let ping = rmcp::model::ClientRequest::PingRequest(rmcp::model::PingRequest {
@@ -542,10 +543,10 @@ async fn connect_http(
             });
             match tokio::time::timeout(PING_TIMEOUT, peer.send_request(ping)).await {
                 Ok(Ok(_)) => {}
-                Ok(Err(e)) => break format!("a ping to {at} failed: {}", error_chain(&e)),
+                Ok(Err(e)) => break format!("a ping failed: {}", error_chain(&e)),
                 Err(_) => {
                     break format!(
-                        "a ping to {at} had no answer within {}",
+                        "a ping had no answer within {}",
                         crate::exec::human_duration(PING_TIMEOUT)
                     );
                 }

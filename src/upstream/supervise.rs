@@ -94,7 +94,7 @@ async fn run(name: String, slot: Arc<Slot>, hooks: Hooks) {
             Some(_) => ("reconnecting to it", "reconnect", "reconnected"),
             None => ("restarting it", "restart", "restarted"),
         };
-        tracing::warn!(upstream = %name, "upstream went down ({why}); {restarting} in {}", crate::exec::human_duration(backoff));
+        tracing::warn!(upstream = %name, url = ?conn.url, "upstream went down ({why}); {restarting} in {}", crate::exec::human_duration(backoff));
         loop {
             hooks.state.set_upstream(
                 &name,
