@@ -72,10 +72,13 @@ fn quiet_library_backtraces() {
 }
 
 /// Logs go to stderr (stdout carries the protocol). `RUST_LOG` overrides the
-/// default, which keeps rmcp's per-error warnings quiet.
+/// default, which keeps rmcp's per-error warnings quiet, and silences its
+/// HTTP client worker, whose failures a `url:` upstream's supervisor reports
+/// itself (with the upstream's name and url).
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("regent=info,rmcp=error"));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("regent=info,rmcp=error,rmcp::transport::worker=off")
+    });
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(filter)

@@ -41,7 +41,7 @@ pub fn findings(source: &Source, started: bool) -> Vec<Diagnostic> {
                     .unwrap_or_else(|| std::path::Path::new(""))
                     .join(format!("{}.snapshot.json", u.name));
                 format!(
-                    "pin its tool list: `regent upstream snapshot {} -o {}`, then add `snapshot: {}.snapshot.json` to the upstream; or run `regent check --start-upstreams` where its command may run",
+                    "pin its tool list: `regent upstream snapshot {} -o {}`, then add `snapshot: {}.snapshot.json` to the upstream; or run `regent check --start-upstreams` where it can be started (or reached, for a `url:` upstream)",
                     file.display(),
                     pin.display(),
                     u.name

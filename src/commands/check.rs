@@ -42,7 +42,9 @@ fn start_unpinned(paths: &[std::path::PathBuf]) -> Started {
     };
     let unpinned: Vec<String> = source
         .upstreams()
-        .filter(|(_, _, u)| u.snapshot.is_none())
+        // One with neither or both of `command` and `url` is reported by
+        // the load; there is nothing to start.
+        .filter(|(_, _, u)| u.snapshot.is_none() && u.endpoint().is_some())
         .map(|(_, _, u)| u.name.clone())
         .collect();
     if unpinned.is_empty() {

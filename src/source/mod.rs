@@ -113,6 +113,7 @@ impl Source {
         }
         source.digest = base16ct::lower::encode_string(&hasher.finalize());
         check_duplicate_names(&source, &mut diags);
+        upstream::check_endpoints(&source, &mut diags);
         diags.sort();
         Ok((source, diags))
     }

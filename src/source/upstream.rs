@@ -30,7 +30,9 @@ use super::run::EnvDecl;
 use super::{Source, YamlPath};
 use crate::diag::{Diagnostic, Diagnostics};
 
-/// One upstream MCP server, started by regent as a child over stdio.
+/// One upstream MCP server: started by regent as a child over stdio
+/// (`command:`), or reached over Streamable HTTP (`url:`). Exactly one of
+/// the two ([`check_endpoints`] says so when a file gives neither or both).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UpstreamDecl {
@@ -38,7 +40,15 @@ pub struct UpstreamDecl {
     pub name: String,
     /// An absolute path, a path relative to the tool file, or a name looked
     /// up in regent's `PATH`.
-    pub command: String,
+    #[serde(default)]
+    pub command: Option<String>,
+    /// The upstream's MCP endpoint (`http://` or `https://`), reached with
+    /// MCP's Streamable HTTP transport.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// How regent authenticates to a `url:` upstream.
+    #[serde(default)]
+    pub auth: Option<UpstreamAuthDecl>,
     #[serde(default)]
     pub args: Vec<String>,
     /// The child's environment, as for `run.cli.env`: nothing is inherited
@@ -67,6 +77,127 @@ pub struct UpstreamDecl {
     /// differs from the pin.
     #[serde(default)]
     pub snapshot: Option<String>,
+}
+
+/// `auth:` of a `url:` upstream: a bearer token kept outside the catalog
+/// (`env:` or `file:`, as `run.http.auth.bearer`), read at each connection
+/// so that a rotated token is picked up at the next reconnect.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamAuthDecl {
+    /// Optional to serde so that `auth: {}` is reported by
+    /// [`check_endpoints`] with a suggested fix, not as a missing field.
+    #[serde(default)]
+    pub bearer: Option<super::run::External>,
+}
+
+/// How regent reaches an upstream, as its declaration says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint<'a> {
+    /// A child over stdio: the `command` to run.
+    Command(&'a str),
+    /// Streamable HTTP: the `url`.
+    Url(&'a str),
+}
+
+impl UpstreamDecl {
+    /// How to reach the upstream; `None` when the declaration gives neither
+    /// or both of `command` and `url` (the catalog then does not load).
+    pub fn endpoint(&self) -> Option<Endpoint<'_>> {
+        match (&self.command, &self.url) {
+            (Some(c), None) => Some(Endpoint::Command(c)),
+            (None, Some(u)) => Some(Endpoint::Url(u)),
+            _ => None,
+        }
+    }
+
+    /// The key errors about reaching the upstream point at.
+    pub fn endpoint_key(&self) -> &'static str {
+        if self.url.is_some() && self.command.is_none() {
+            "url"
+        } else if self.command.is_some() {
+            "command"
+        } else {
+            "name"
+        }
+    }
+}
+
+/// Every problem with how an upstream is to be reached: neither or both of
+/// `command` and `url`, a `url` that is not http(s), keys that only apply to
+/// the other kind, and a bearer token source that names neither or both of
+/// `env` and `file`. Found when the catalog loads, so `check` reports them
+/// and `serve` refuses to start with them.
+pub fn check_endpoints(source: &Source, diags: &mut Diagnostics) {
+    for (f, at, u) in source.upstreams() {
+        let file = &source.tool_files[f];
+        let err = |key: YamlPath, message: String, help: &str| {
+            Diagnostic::error("upstream-endpoint", file.locate(&key), message).with_help(help)
+        };
+        match (&u.command, &u.url) {
+            (None, None) => diags.push(err(
+                at.key("name"),
+                format!("upstream `{}` gives neither `command` nor `url`", u.name),
+                "add `command:` to start it as a child over stdio, or `url:` to reach it over streamable http",
+            )),
+            (Some(_), Some(_)) => diags.push(err(
+                at.key("url"),
+                format!("upstream `{}` gives both `command` and `url`", u.name),
+                "keep one: `command:` starts it as a child over stdio, `url:` reaches a running server over streamable http",
+            )),
+            (Some(_), None) => {
+                if u.auth.is_some() {
+                    diags.push(err(
+                        at.key("auth"),
+                        format!("`auth` of upstream `{}` applies only to a `url:` upstream", u.name),
+                        "remove it; give a child its credentials through `env.set`",
+                    ));
+                }
+            }
+            (None, Some(url)) => {
+                let parsed = reqwest::Url::parse(url);
+                match parsed {
+                    Ok(p) if matches!(p.scheme(), "http" | "https") && p.host().is_some() => {}
+                    Ok(_) => diags.push(err(
+                        at.key("url"),
+                        format!("`url` of upstream `{}` is not an http or https url: `{url}`", u.name),
+                        "write the upstream's mcp endpoint, such as `https://mcp.example.com/mcp`",
+                    )),
+                    Err(e) => diags.push(err(
+                        at.key("url"),
+                        format!("`url` of upstream `{}` is not a url: `{url}` ({e})", u.name),
+                        "write the upstream's mcp endpoint, such as `https://mcp.example.com/mcp`",
+                    )),
+                }
+                for (key, given) in [("args", !u.args.is_empty()), ("env", u.env.is_some())] {
+                    if given {
+                        diags.push(err(
+                            at.key(key),
+                            format!("`{key}` of upstream `{}` applies only to a `command:` upstream", u.name),
+                            "remove it; a `url:` upstream is a server that is already running",
+                        ));
+                    }
+                }
+                let bearer = u.auth.as_ref().map(|a| a.bearer.as_ref());
+                if let Some(None) = bearer {
+                    diags.push(err(
+                        at.key("auth"),
+                        format!("`auth` of upstream `{}` gives no `bearer`", u.name),
+                        "give `bearer: {env: VARIABLE}` or `bearer: {file: path}`, or remove `auth`",
+                    ));
+                }
+                if let Some(Some(b)) = bearer
+                    && b.env.is_some() == b.file.is_some()
+                {
+                    diags.push(err(
+                        at.key("auth").key("bearer"),
+                        format!("`auth.bearer` of upstream `{}` needs exactly one of `env` or `file`", u.name),
+                        "give `env: VARIABLE` (read from regent's environment) or `file: path` (relative to this file)",
+                    ));
+                }
+            }
+        }
+    }
 }
 
 /// One imported tool: which upstream tool, under what name, and regent's

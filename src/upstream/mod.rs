@@ -1,5 +1,6 @@
 //! Live upstream MCP servers: starting each declared upstream as a child over
-//! stdio, connecting to it with rmcp's client, listing its tools into a
+//! stdio (`command:`) or reaching it over Streamable HTTP (`url:`),
+//! connecting to it with rmcp's client, listing its tools into a
 //! [`Snapshot`], and forwarding the calls regent has decided to allow.
 //!
 //! This is the side-effecting half of "upstream MCP servers as a tool
@@ -12,7 +13,14 @@
 //! normal reload path. A call to an upstream that is down fails closed
 //! (nothing runs). `check`, `test` and `resolve` never start an upstream
 //! unless asked (`check --start-upstreams`): they read its pinned snapshot.
-//! Not built yet: Streamable HTTP upstreams.
+//!
+//! A `url:` upstream has no process to watch, so a watcher task stands in
+//! for the child's waiter: it pings the upstream every [`PING_INTERVAL`] and
+//! reports the connection lost when a ping fails or the transport closes,
+//! after which the supervisor connects again (a new MCP session, with its
+//! tools listed again) exactly as it restarts a child. rmcp's client
+//! negotiates the protocol version; its bearer token, when declared, is read
+//! at each connection.
 
 pub mod supervise;
 
@@ -33,7 +41,7 @@ use tokio::sync::{Notify, oneshot, watch};
 use crate::diag::{Diagnostic, Diagnostics, Location};
 use crate::source::Source;
 use crate::source::run::ValueSource;
-use crate::source::upstream::{Snapshot, UpstreamDecl, UpstreamRef};
+use crate::source::upstream::{Endpoint, Snapshot, UpstreamDecl, UpstreamRef};
 
 /// How long an upstream has to start, answer `initialize` and list its
 /// tools, unless its declaration says (`start_timeout`).
@@ -42,18 +50,30 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 const STDERR_TAIL_LINES: usize = 5;
 /// How long one forwarded call may take, unless the declaration says (`timeout`).
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often the connection to a `url:` upstream is checked with `ping`.
+/// Nothing else notices a server that went away between calls: the HTTP
+/// transport opens a connection per request.
+pub const PING_INTERVAL: Duration = Duration::from_secs(2);
+/// How long a `ping` may take before the connection counts as lost.
+const PING_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// One connection to an upstream: its client and the process behind it.
-/// Replaced as a whole when the upstream is restarted.
+/// One connection to an upstream: its client and the process (or HTTP
+/// session) behind it. Replaced as a whole when the upstream is restarted.
 struct Conn {
     client: RunningService<RoleClient, Listener>,
     snapshot: Snapshot,
-    /// Becomes `true` once the process has exited (its waiter task owns it).
+    /// Becomes `true` once the process has exited, or the HTTP connection
+    /// was found lost (its waiter or watcher task owns it).
     exited: watch::Receiver<bool>,
     /// Asks the waiter task to kill the process (a connection whose
-    /// transport closed while the process lives on).
+    /// transport closed while the process lives on), or the watcher to
+    /// give the HTTP connection up.
     kill: std::sync::Mutex<Option<oneshot::Sender<()>>>,
     pid: Option<u32>,
+    /// The `url` of an HTTP upstream, named in its errors.
+    url: Option<String>,
+    /// Why the connection went down, as its waiter or watcher saw it.
+    lost: Arc<std::sync::Mutex<Option<String>>>,
     started: Instant,
 }
 
@@ -66,6 +86,17 @@ impl Conn {
     fn kill(&self) {
         if let Some(k) = self.kill.lock().ok().and_then(|mut k| k.take()) {
             let _ = k.send(());
+        }
+    }
+
+    /// Why the connection went down, in words for the log and the status.
+    fn why_down(&self) -> String {
+        // The url is not repeated here: the errors that quote this name it.
+        let lost = self.lost.lock().ok().and_then(|l| l.clone());
+        match (&self.url, lost) {
+            (_, Some(why)) => why,
+            (Some(_), None) => "its connection closed".into(),
+            (None, None) => "its process exited".into(),
         }
     }
 }
@@ -159,7 +190,7 @@ impl Upstreams {
         let mut slots = BTreeMap::new();
         for (f, at, decl) in source.upstreams() {
             let file = &source.tool_files[f];
-            let location = file.locate(&at.key("command"));
+            let location = file.locate(&at.key(decl.endpoint_key()));
             let base_dir = std::path::absolute(&file.path)
                 .ok()
                 .and_then(|p| p.parent().map(Path::to_path_buf))
@@ -191,7 +222,7 @@ impl Upstreams {
             let tools_changed = Arc::new(Notify::new());
             match connect_within(decl, &base_dir, tools_changed.clone(), start_timeout).await {
                 Ok(conn) => {
-                    tracing::info!(upstream = %decl.name, tools = conn.snapshot.tools.len(), pid = ?conn.pid, "upstream connected");
+                    tracing::info!(upstream = %decl.name, tools = conn.snapshot.tools.len(), pid = ?conn.pid, url = ?conn.url, "upstream connected");
                     let slot = Slot {
                         decl: decl.clone(),
                         base_dir,
@@ -202,7 +233,7 @@ impl Upstreams {
                     };
                     slots.insert(decl.name.clone(), Arc::new(slot));
                 }
-                Err(why) => diags.push(start_failed(&decl.name, location, &why)),
+                Err(why) => diags.push(start_failed(decl, location, &why)),
             }
         }
         if diags.has_errors() {
@@ -230,10 +261,17 @@ impl Upstreams {
         };
         let conn = slot.current();
         if !conn.is_up() {
-            return Err(CallError(format!(
-                "upstream `{}` is down; regent is restarting it, try again shortly",
-                target.upstream
-            )));
+            return Err(CallError(match &conn.url {
+                Some(url) => format!(
+                    "upstream `{}` at {url} is down ({}); regent is reconnecting, try again shortly",
+                    target.upstream,
+                    conn.why_down()
+                ),
+                None => format!(
+                    "upstream `{}` is down; regent is restarting it, try again shortly",
+                    target.upstream
+                ),
+            }));
         }
         Ok((conn, slot.call_timeout))
     }
@@ -276,32 +314,62 @@ impl Upstreams {
                 target.upstream
             ))),
             Err(e) => Err(CallError(format!(
-                "upstream `{}` failed the call: {}",
+                "upstream `{}`{} failed the call: {}",
                 target.upstream,
-                lower(&e.to_string())
+                conn.url
+                    .as_ref()
+                    .map(|u| format!(" at {u}"))
+                    .unwrap_or_default(),
+                error_chain(&e)
             ))),
         }
     }
 }
 
-fn start_failed(name: &str, location: Location, why: &str) -> Diagnostic {
-    Diagnostic::error(
-        "upstream-start",
-        location,
-        format!("upstream `{name}` could not be started: {why}"),
-    )
-    .with_help("check `command`, `args` and `env`; run the command by hand to see whether it speaks MCP on stdio")
+fn start_failed(decl: &UpstreamDecl, location: Location, why: &str) -> Diagnostic {
+    match decl.endpoint() {
+        Some(Endpoint::Url(url)) => Diagnostic::error(
+            "upstream-start",
+            location,
+            format!("upstream `{}` at {url} could not be reached: {why}", decl.name),
+        )
+        .with_help("check `url` and `auth`: the server must be running and serve MCP's streamable http transport at that url"),
+        _ => Diagnostic::error(
+            "upstream-start",
+            location,
+            format!("upstream `{}` could not be started: {why}", decl.name),
+        )
+        .with_help("check `command`, `args` and `env`; run the command by hand to see whether it speaks MCP on stdio"),
+    }
 }
 
-/// Starts the child, connects, and lists its tools. The child is owned by a
-/// waiter task that reports its exit (and kills it when asked, or when the
-/// runtime ends).
+/// Connects to the upstream as its declaration says, and lists its tools.
 async fn connect(
     decl: &UpstreamDecl,
     base_dir: &Path,
     tools_changed: Arc<Notify>,
 ) -> Result<Conn, String> {
-    let program = program(&decl.command, base_dir)?;
+    match decl.endpoint() {
+        Some(Endpoint::Command(command)) => {
+            connect_child(decl, command, base_dir, tools_changed).await
+        }
+        Some(Endpoint::Url(url)) => connect_http(decl, url, base_dir, tools_changed).await,
+        // The catalog does not load with such a declaration
+        // (`source::upstream::check_endpoints`); never guess which was meant.
+        None => Err("give exactly one of `command` or `url`".into()),
+    }
+}
+
+/// Starts the child, connects, and lists its tools. The child is owned by a
+/// waiter task that reports its exit (and kills it when asked, or when the
+/// runtime ends).
+async fn connect_child(
+    decl: &UpstreamDecl,
+    command: &str,
+    base_dir: &Path,
+    tools_changed: Arc<Notify>,
+) -> Result<Conn, String> {
+    let program = program(command, base_dir)?;
     let mut cmd = tokio::process::Command::new(&program);
     cmd.args(&decl.args)
         .current_dir(base_dir)
@@ -412,8 +480,171 @@ async fn connect(
         exited,
         kill,
         pid,
+        url: None,
+        lost: Default::default(),
         started: Instant::now(),
     })
+}
+
+/// Opens an MCP session with a `url:` upstream over Streamable HTTP and
+/// lists its tools. A watcher task then pings it every [`PING_INTERVAL`]
+/// and reports the connection lost when a ping fails, the transport closes,
+/// or it is asked to give up; the session ends when the connection is dropped.
+async fn connect_http(
+    decl: &UpstreamDecl,
+    url: &str,
+    base_dir: &Path,
+    tools_changed: Arc<Notify>,
+) -> Result<Conn, String> {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(token) = bearer(decl, base_dir)? {
+        config = config.auth_header(token);
+    }
+    crate::exec::http::install_crypto();
+    // As `run.http`: no system proxy, and no redirects (the declared url is
+    // the endpoint; a redirect would send the token elsewhere). No idle
+    // pool, as rmcp's own client: a reused half-read connection stalls.
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .pool_max_idle_per_host(0)
+        .user_agent(concat!("regent/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| format!("cannot set up the http client: {}", error_chain(&e)))?;
+    let transport = StreamableHttpClientTransport::with_client(http, config);
+    let client = (Listener { tools_changed })
+        .serve(transport)
+        .await
+        .map_err(|e| format!("the mcp handshake failed: {}", error_chain(&e)))?;
+    let tools = client
+        .peer()
+        .list_all_tools()
+        .await
+        .map_err(|e| format!("`tools/list` failed: {}", error_chain(&e)))?;
+    let snapshot = snapshot_of(&tools)?;
+    let (exited_tx, exited) = watch::channel(false);
+    let (kill, mut kill_rx) = oneshot::channel::<()>();
+    let lost: Arc<std::sync::Mutex<Option<String>>> = Default::default();
+    let peer = client.peer().clone();
+    let (upstream, noted) = (decl.name.clone(), lost.clone());
+    tokio::spawn(async move {
+        let why = loop {
+            tokio::select! {
+                // Asked by the supervisor, which saw the transport close.
+                _ = &mut kill_rx => break "its connection closed".to_string(),
+                _ = tokio::time::sleep(PING_INTERVAL) => {}
+            }
+            let ping = rmcp::model::ClientRequest::PingRequest(rmcp::model::PingRequest {
+                method: Default::default(),
+                extensions: Default::default(),
+            });
+            match tokio::time::timeout(PING_TIMEOUT, peer.send_request(ping)).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => break format!("a ping failed: {}", error_chain(&e)),
+                Err(_) => {
+                    break format!(
+                        "a ping had no answer within {}",
+                        crate::exec::human_duration(PING_TIMEOUT)
+                    );
+                }
+            }
+        };
+        tracing::debug!(upstream = %upstream, "upstream connection lost: {why}");
+        if let Ok(mut l) = noted.lock() {
+            *l = Some(why);
+        }
+        let _ = exited_tx.send(true);
+    });
+    Ok(Conn {
+        client,
+        snapshot,
+        exited,
+        kill: std::sync::Mutex::new(Some(kill)),
+        pid: None,
+        url: Some(url.to_string()),
+        lost,
+        started: Instant::now(),
+    })
+}
+
+/// The bearer token of a `url:` upstream, read now from regent's
+/// environment or a file (relative to the tool file), if it declares one.
+fn bearer(decl: &UpstreamDecl, base_dir: &Path) -> Result<Option<String>, String> {
+    let Some(auth) = &decl.auth else {
+        return Ok(None);
+    };
+    // `auth: {}` does not load (`check_endpoints`); never connect without
+    // the token the declaration asked for.
+    let Some(e) = &auth.bearer else {
+        return Err("`auth` gives no `bearer`".into());
+    };
+    let read = match (&e.env, &e.file) {
+        (Some(var), None) => std::env::var(var)
+            .map_err(|_| format!("the variable `{var}` of `auth.bearer` is not set")),
+        (None, Some(file)) => std::fs::read_to_string(base_dir.join(file))
+            .map(|s| s.trim().to_string())
+            .map_err(|err| {
+                format!(
+                    "cannot read the token file {} of `auth.bearer`: {}",
+                    base_dir.join(file).display(),
+                    crate::source::files::lower_io(&err)
+                )
+            }),
+        _ => return Err("`auth.bearer` needs exactly one of `env` or `file`".into()),
+    };
+    match (read, &e.default) {
+        (Ok(v), _) => Ok(Some(v)),
+        (Err(_), Some(d)) => Ok(Some(d.clone())),
+        (Err(_), None) if e.optional => Ok(None),
+        (Err(why), None) => Err(format!(
+            "{why} (set it, or add `optional: true` to connect without a token)"
+        )),
+    }
+}
+
+/// An error and its sources, lowercase, so that an HTTP upstream's error
+/// names the underlying cause (connection refused, a refused token, ...)
+/// rather than rmcp's transport type.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    use rmcp::service::{ClientInitializeError, ServiceError};
+    use rmcp::transport::DynamicTransportError;
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+
+    // rmcp keeps the transport's own error in a field, not as a source.
+    if let Some(ClientInitializeError::TransportError { error, .. }) = e.downcast_ref() {
+        return error_chain(error);
+    }
+    if let Some(ServiceError::TransportSend(error)) = e.downcast_ref() {
+        return error_chain(error);
+    }
+    if let Some(d) = e.downcast_ref::<DynamicTransportError>() {
+        return error_chain(d.error.as_ref());
+    }
+    match e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+        Some(StreamableHttpError::AuthRequired(_)) => {
+            return "the server answered 401 unauthorized: it wants a bearer token that `auth.bearer` does not give or that it does not accept".into();
+        }
+        Some(StreamableHttpError::InsufficientScope(_)) => {
+            return "the server answered 403 forbidden: the token lacks a scope it requires".into();
+        }
+        // The HTTP client's error, whose sources say why (connection refused, ...).
+        Some(StreamableHttpError::Client(c)) => return error_chain(c),
+        _ => {}
+    }
+    let mut out = lower(&e.to_string());
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = lower(&s.to_string());
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
 }
 
 /// rmcp's tools as a [`Snapshot`]: through their JSON, as the upstream sent them.

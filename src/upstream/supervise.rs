@@ -2,7 +2,9 @@
 //! supervisor task per upstream.
 //!
 //! A supervisor waits for its upstream's process to exit (or its connection
-//! to close, which kills the process) and starts it again after a backoff
+//! to close, which kills the process; for a `url:` upstream, for its watcher
+//! to find the connection lost) and starts it again (for a `url:` upstream:
+//! connects again, in a new MCP session) after a backoff
 //! that doubles from [`FIRST_BACKOFF`] to [`MAX_BACKOFF`] and starts over
 //! once an upstream has stayed up for [`STABLE`]. While it is down, the
 //! connection it left behind answers every call with a refusal (see
@@ -85,9 +87,14 @@ async fn run(name: String, slot: Arc<Slot>, hooks: Hooks) {
         if conn.started.elapsed() >= STABLE {
             backoff = FIRST_BACKOFF;
         }
-        let mut why = "its process exited".to_string();
+        let mut why = conn.why_down();
         let down_since = SystemTime::now();
-        tracing::warn!(upstream = %name, "upstream went down ({why}); restarting it in {}", crate::exec::human_duration(backoff));
+        // A `url:` upstream is connected to again, not started.
+        let (restarting, restart, restarted) = match &conn.url {
+            Some(_) => ("reconnecting to it", "reconnect", "reconnected"),
+            None => ("restarting it", "restart", "restarted"),
+        };
+        tracing::warn!(upstream = %name, url = ?conn.url, "upstream went down ({why}); {restarting} in {}", crate::exec::human_duration(backoff));
         loop {
             hooks.state.set_upstream(
                 &name,
@@ -106,17 +113,17 @@ async fn run(name: String, slot: Arc<Slot>, hooks: Hooks) {
             match slot.connect().await {
                 Ok(new) => {
                     restarts += 1;
-                    tracing::info!(upstream = %name, pid = ?new.pid, tools = new.snapshot.tools.len(), restarts, "upstream restarted");
+                    tracing::info!(upstream = %name, pid = ?new.pid, url = ?new.url, tools = new.snapshot.tools.len(), restarts, "upstream restarted");
                     let snapshot = new.snapshot.clone();
                     let status = up_status(&new, restarts);
                     slot.replace(new);
                     hooks.state.set_upstream(&name, status);
                     hooks.reload.status_changed();
-                    publish(&name, snapshot, "restarted", &hooks);
+                    publish(&name, snapshot, restarted, &hooks);
                     break;
                 }
                 Err(e) => {
-                    why = format!("restart failed: {e}");
+                    why = format!("{restart} failed: {e}");
                     tracing::warn!(upstream = %name, "upstream {why}; trying again in {}", crate::exec::human_duration(backoff));
                 }
             }

@@ -37,4 +37,5 @@ mod schema_drift;
 mod shadow;
 mod upstream_filesystem;
 mod upstream_git;
+mod upstream_http;
 mod upstream_stdio;
