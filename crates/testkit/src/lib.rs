@@ -1,13 +1,18 @@
-//! Test support: start the real `regent` binary and talk to it over stdio
-//! with newline-delimited JSON-RPC, in either protocol era.
+//! The kit regent's tests and benches drive the real `regent` binary with:
+//! start it and talk to it over stdio with newline-delimited JSON-RPC, in
+//! either protocol era ([`Server`]), or over HTTP ([`http`]).
 //!
 //! This client is deliberately raw: it asserts on exactly what the server
 //! writes. rmcp's own client (used in `tests/integration/interop.rs`) re-types results and
 //! drops the fields the tool-resolution proposals add.
+//!
+//! The binary is the one Cargo built beside the test or bench that links
+//! this kit ([`binary`]); a target can name another with [`set_binary`].
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::OnceLock;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
@@ -19,8 +24,45 @@ use serde_json::{Value, json};
 /// How long any single wait may take before the test fails with what it saw.
 pub const WAIT: Duration = Duration::from_secs(20);
 
+static BINARY: OnceLock<PathBuf> = OnceLock::new();
+
+/// Makes `path` the binary the kit starts, e.g. a bench's
+/// `set_binary(env!("CARGO_BIN_EXE_regent"))`. Only before the first start.
+pub fn set_binary(path: impl Into<PathBuf>) {
+    let path = path.into();
+    if BINARY.set(path.clone()).is_err() {
+        assert_eq!(binary(), path, "the kit already starts another binary");
+    }
+}
+
+/// The `regent` binary the kit starts: the one given to [`set_binary`],
+/// else the one Cargo built for the running test or bench. Cargo puts
+/// those in `target/<profile>/deps/` and the binary in `target/<profile>/`
+/// (the layout `CARGO_BIN_EXE_regent` names, which a library cannot read).
+pub fn binary() -> &'static Path {
+    BINARY.get_or_init(|| {
+        if let Some(path) = std::env::var_os("CARGO_BIN_EXE_regent") {
+            return path.into();
+        }
+        let exe = std::env::current_exe().expect("the test's own path");
+        let mut dir = exe.parent().expect("the test's directory");
+        if dir.ends_with("deps") {
+            dir = dir.parent().expect("the profile directory");
+        }
+        let path = dir.join(format!("regent{}", std::env::consts::EXE_SUFFIX));
+        assert!(
+            path.is_file(),
+            "no regent binary at {} (beside {}): call regent_testkit::set_binary",
+            path.display(),
+            exe.display()
+        );
+        path
+    })
+}
+
+/// `regent` with no `RUST_LOG` and no colour: add the subcommand and arguments.
 pub fn regent() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_regent"));
+    let mut cmd = Command::new(binary());
     cmd.env_remove("RUST_LOG").env("NO_COLOR", "1");
     cmd
 }
@@ -33,8 +75,17 @@ pub fn closed_addr() -> std::net::SocketAddr {
         .unwrap()
 }
 
+/// The repository's root: the kit lives in `crates/testkit`.
+pub fn repo_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .and_then(Path::parent)
+        .expect("crates/testkit is two levels below the root")
+}
+
+/// `rel` under the repository's root (examples, fixtures, cases).
 pub fn repo_path(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+    repo_root().join(rel)
 }
 
 /// The two protocol eras regent serves.
