@@ -228,6 +228,13 @@ impl Server {
 
     /// Sends a request and returns the whole response message.
     pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params);
+        self.wait_for_id(&json!(id))
+    }
+
+    /// Sends a request without waiting for its response; returns its id
+    /// (for [`Server::wait_for_id`], or to match a stream's notifications).
+    pub fn send_request(&mut self, method: &str, params: Value) -> i64 {
         self.next_id += 1;
         let id = self.next_id;
         let mut params = params;
@@ -238,7 +245,7 @@ impl Server {
         }
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.send_line(&msg.to_string());
-        self.wait_for_id(&json!(id))
+        id
     }
 
     /// Waits for the response whose id is `id`, keeping notifications.
@@ -257,18 +264,64 @@ impl Server {
 
     /// The next message the server writes, whatever it is.
     pub fn next_message(&mut self, deadline: Instant) -> Value {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match self.lines.recv_timeout(left) {
-            Ok(line) => serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("server wrote a line that is not JSON ({e}): {line}")),
-            Err(RecvTimeoutError::Timeout) => panic!(
+        self.try_next_message(deadline).unwrap_or_else(|| {
+            panic!(
                 "no message from the server within {WAIT:?}\nstderr:\n{}",
                 self.stderr()
-            ),
+            )
+        })
+    }
+
+    /// The next message the server writes before `deadline`, if any.
+    pub fn try_next_message(&mut self, deadline: Instant) -> Option<Value> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.lines.recv_timeout(left) {
+            Ok(line) => {
+                Some(serde_json::from_str(&line).unwrap_or_else(|e| {
+                    panic!("server wrote a line that is not JSON ({e}): {line}")
+                }))
+            }
+            Err(RecvTimeoutError::Timeout) => None,
             Err(RecvTimeoutError::Disconnected) => {
                 panic!("the server closed stdout\nstderr:\n{}", self.stderr())
             }
         }
+    }
+
+    /// Waits (up to [`WAIT`]) for a notification with `method` beyond the
+    /// first `seen` ones, keeping every notification; returns it.
+    /// Responses that arrive meanwhile are dropped.
+    pub fn wait_notification(&mut self, method: &str, seen: usize) -> Value {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(n) = self
+                .notifications
+                .iter()
+                .filter(|n| n["method"] == method)
+                .nth(seen)
+            {
+                return n.clone();
+            }
+            match self.try_next_message(deadline) {
+                Some(msg) if msg.get("method").is_some() && msg.get("id").is_none() => {
+                    self.notifications.push(msg)
+                }
+                Some(_) => {}
+                None => panic!(
+                    "no {method} notification within {WAIT:?}; got {:?}\nstderr:\n{}",
+                    self.notifications,
+                    self.stderr()
+                ),
+            }
+        }
+    }
+
+    /// How many notifications with `method` were kept so far.
+    pub fn count_notifications(&self, method: &str) -> usize {
+        self.notifications
+            .iter()
+            .filter(|n| n["method"] == method)
+            .count()
     }
 
     /// `tools/resolve`; returns the result, panicking on an error.
@@ -278,6 +331,35 @@ impl Server {
             Some(res) => res.clone(),
             None => panic!("tools/resolve {tool} {args} failed: {r}"),
         }
+    }
+
+    /// `tools/resolve`; returns the whole response, result or error.
+    pub fn resolve_response(&mut self, tool: &str, args: Value) -> Value {
+        self.request("tools/resolve", json!({"name": tool, "arguments": args}))
+    }
+
+    /// The names `tools/list` lists, in order.
+    pub fn tool_names(&mut self) -> Vec<String> {
+        let r = self.request("tools/list", json!({}));
+        r["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("tools/list failed: {r}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// `regent/status`: the reload status document.
+    pub fn status(&mut self) -> Value {
+        let r = self.request("regent/status", json!({}));
+        r.get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("regent/status failed: {r}"))
+    }
+
+    /// The server's process id (to signal it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Sends a request that must fail; returns its `error` object.
