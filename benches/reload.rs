@@ -14,13 +14,12 @@
 //! reports the time from the rename to the first response carrying the new
 //! answer (debounce included), and request round-trip times while reloading.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use regent::catalog::{self, BuildOptions};
 use regent::source::Source;
+use regent_testkit::{Era, Server};
 use serde_json::{Value, json};
 
 struct Opts {
@@ -198,45 +197,18 @@ fn rebuilds(dir: &Path, n: usize) {
     stats("rebuild, cpu time (all threads)", cpu);
 }
 
-/// The client side of part 2: a resolve loop on the real binary.
-fn save_to_answer(server: &Path, dir: &Path, saves: usize) {
-    let mut child = Command::new(server)
-        .args(["serve", dir.to_str().unwrap()])
-        .env("RUST_LOG", "regent=warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut id = 0u64;
+/// The client side of part 2: a resolve loop on the real binary (the kit's
+/// stdio client, 2025-11-25 session; it shows regent's stderr if it fails).
+fn save_to_answer(dir: &Path, saves: usize) {
+    let mut cmd = regent_testkit::regent();
+    cmd.args(["serve", dir.to_str().unwrap()])
+        .env("RUST_LOG", "regent=warn");
+    let mut server = Server::spawn(Era::Legacy, cmd);
     let mut call = |method: &str, params: Value| -> (Value, Duration) {
-        id += 1;
-        let mut line = serde_json::to_vec(
-            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
-        )
-        .unwrap();
-        line.push(b'\n');
         let t = Instant::now();
-        stdin.write_all(&line).unwrap();
-        stdin.flush().unwrap();
-        let mut buf = String::new();
-        loop {
-            buf.clear();
-            if stdout.read_line(&mut buf).unwrap() == 0 {
-                panic!("regent exited");
-            }
-            let v: Value = serde_json::from_str(&buf).unwrap();
-            if v["id"] == json!(id) {
-                return (v, t.elapsed());
-            }
-        }
+        let v = server.request(method, params);
+        (v, t.elapsed())
     };
-    call(
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}),
-    );
     let target = 250usize;
     let args = json!({"name": format!("tool_{target:04}"), "arguments": {"path": "/srv/x", "action": "replace"}});
     // Warm the path before measuring.
@@ -310,8 +282,7 @@ fn save_to_answer(server: &Path, dir: &Path, saves: usize) {
         "reload duration reported by the server (regent/status lastDurationMs)",
         rebuild,
     );
-    drop(stdin);
-    let _ = child.wait();
+    server.finish();
 }
 
 fn main() {
@@ -337,6 +308,7 @@ fn main() {
         rebuilds(&dir, o.rebuilds);
     }
     println!("server: {}", o.server.display());
-    save_to_answer(&o.server, &dir, o.saves);
+    regent_testkit::set_binary(&o.server);
+    save_to_answer(&dir, o.saves);
     println!("load average after: {}", loadavg());
 }

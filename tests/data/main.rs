@@ -7,15 +7,14 @@
 //!
 //! The other integration tests are plain `#[test]`s in `tests/integration`.
 
-// The kit serves both test binaries; this one uses its stdio client only.
-#[allow(dead_code)]
-#[path = "../common/mod.rs"]
-mod common;
+// The kit (crates/testkit), by the name the suites use.
+use regent_testkit as common;
 
 mod cases;
 mod corpus;
 
 fn main() {
+    common::set_binary(env!("CARGO_BIN_EXE_regent"));
     let args = libtest_mimic::Arguments::from_args();
     let mut trials = cases::trials();
     trials.extend(corpus::trials());

@@ -1,17 +1,17 @@
 //! regent's integration tests: one binary, one module per area (ripgrep's
 //! `tests/integration` layout), so the dependency tree is linked once
 //! instead of once per file. Every test drives the real `regent` binary
-//! (or a real client or server beside it) through the shared kit in
-//! `tests/common`; area helpers live beside the areas that use them.
+//! (or a real client or server beside it) through the kit shared with
+//! the data suites and benches, `regent-testkit` (crates/testkit), named
+//! `common` here; area helpers live beside the areas that use them.
 //!
-//! The data-driven suites are their own binaries, because they generate one
+//! The data-driven suites are a binary of their own, because they generate one
 //! test per case file: `tests/data/cases.rs` (the `regent test` format) and
 //! `tests/data/corpus.rs` (case directories).
 //!
 //! Run one area with a filter: `cargo test --test integration http::`.
 
-#[path = "../common/mod.rs"]
-mod common;
+use regent_testkit as common;
 mod exec_support;
 mod reload_support;
 

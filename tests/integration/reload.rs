@@ -5,12 +5,13 @@
 //! and the new one must arrive (within a generous bound: these are not
 //! speed tests; see benches/reload.rs for timings).
 
+use crate::common::Server;
 use crate::reload_support;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use reload_support::{PATIENCE, Server, eventually};
+use reload_support::{PATIENCE, eventually, legacy, modern};
 use serde_json::{Value, json};
 
 const LIST_CHANGED: &str = "notifications/tools/list_changed";
@@ -82,7 +83,7 @@ fn both(yaml: &str, policy: &str) -> String {
 /// come it must stay. Returns how many resolutions the loop made.
 fn resolve_across(server: &mut Server, old: &str, new: &str, change: impl FnOnce()) -> usize {
     let args = json!({"env": "dev"});
-    let first = answer(&server.resolve("deploy", args.clone()));
+    let first = answer(&server.resolve_response("deploy", args.clone()));
     assert_eq!(
         first.as_deref(),
         Ok(old),
@@ -94,7 +95,7 @@ fn resolve_across(server: &mut Server, old: &str, new: &str, change: impl FnOnce
     let mut seen: Vec<String> = Vec::new();
     let mut new_since: Option<usize> = None;
     loop {
-        let got = answer(&server.resolve("deploy", args.clone()));
+        let got = answer(&server.resolve_response("deploy", args.clone()));
         let ok = match &got {
             Ok(a) if a == new => true,
             Ok(a) if a == old && new_since.is_none() => false,
@@ -147,7 +148,7 @@ fn read_status_file(path: &Path) -> Option<Value> {
 #[test]
 fn policy_edited_in_place() {
     let (_tmp, dir) = catalog();
-    let mut s = Server::legacy(&dir, &["."]);
+    let mut s = legacy(&dir, &["."]);
     resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
         std::fs::write(dir.join("deploy.rego"), policy("v2")).unwrap();
     });
@@ -156,7 +157,7 @@ fn policy_edited_in_place() {
 #[test]
 fn policy_saved_by_rename() {
     let (_tmp, dir) = catalog();
-    let mut s = Server::legacy(&dir, &[arg(&dir)]);
+    let mut s = legacy(&dir, &[arg(&dir)]);
     resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
         atomic_save(&dir.join("deploy.rego"), &policy("v2"))
     });
@@ -172,7 +173,7 @@ fn policy_saved_like_vim() {
     // a backup `~`, new file written, backup removed. For a moment the policy
     // does not exist; none of the droppings may reach the catalog.
     let (_tmp, dir) = catalog();
-    let mut s = Server::legacy(&dir, &[arg(&dir)]);
+    let mut s = legacy(&dir, &[arg(&dir)]);
     resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
         let file = dir.join("deploy.rego");
         std::fs::write(dir.join(".deploy.rego.swp"), "swap").unwrap();
@@ -189,7 +190,7 @@ fn policy_saved_like_vim() {
 fn policy_deleted_then_recreated() {
     let (_tmp, dir) = catalog();
     let status = dir.parent().unwrap().join("status.json");
-    let mut s = Server::legacy(&dir, &[arg(&dir), "--status-file", arg(&status)]);
+    let mut s = legacy(&dir, &[arg(&dir), "--status-file", arg(&status)]);
     resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
         std::fs::remove_file(dir.join("deploy.rego")).unwrap();
         // Long enough for a reload to see the policy missing: that reload
@@ -213,7 +214,7 @@ fn policy_deleted_then_recreated() {
 #[test]
 fn new_tool_file_in_a_new_directory_is_listed_and_announced() {
     let (_tmp, dir) = catalog();
-    let mut s = Server::legacy(&dir, &[arg(&dir)]);
+    let mut s = legacy(&dir, &[arg(&dir)]);
     assert_eq!(s.tool_names(), ["deploy"]);
     let sub = dir.join("more");
     std::fs::create_dir(&sub).unwrap();
@@ -224,7 +225,7 @@ fn new_tool_file_in_a_new_directory_is_listed_and_announced() {
         "legacy notifications are unscoped: {n}"
     );
     assert_eq!(s.tool_names(), ["deploy", "extra"]);
-    let r = s.resolve("extra", json!({}));
+    let r = s.resolve_response("extra", json!({}));
     assert!(
         r.get("error")
             .is_some_and(|e| e["data"]["reason"] == "not-resolvable"),
@@ -232,7 +233,7 @@ fn new_tool_file_in_a_new_directory_is_listed_and_announced() {
     );
     // And deploy kept answering throughout.
     assert_eq!(
-        answer(&s.resolve("deploy", json!({"env": "dev"}))),
+        answer(&s.resolve_response("deploy", json!({"env": "dev"}))),
         Ok(both("1", "v1"))
     );
 }
@@ -241,12 +242,12 @@ fn new_tool_file_in_a_new_directory_is_listed_and_announced() {
 fn removed_tool_file_is_unlisted_and_announced() {
     let (_tmp, dir) = catalog();
     std::fs::write(dir.join("extra.yaml"), extra_tool("extra")).unwrap();
-    let mut s = Server::legacy(&dir, &[arg(&dir)]);
+    let mut s = legacy(&dir, &[arg(&dir)]);
     assert_eq!(s.tool_names(), ["deploy", "extra"]);
     std::fs::remove_file(dir.join("extra.yaml")).unwrap();
     s.wait_notification(LIST_CHANGED, 0);
     assert_eq!(s.tool_names(), ["deploy"]);
-    let r = s.resolve("extra", json!({}));
+    let r = s.resolve_response("extra", json!({}));
     assert_eq!(
         r["error"]["code"], -32602,
         "an unlisted tool is unknown: {r}"
@@ -256,7 +257,7 @@ fn removed_tool_file_is_unlisted_and_announced() {
 #[test]
 fn policy_change_does_not_announce_but_a_tool_change_does() {
     let (_tmp, dir) = catalog();
-    let mut s = Server::legacy(&dir, &[arg(&dir)]);
+    let mut s = legacy(&dir, &[arg(&dir)]);
     resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
         std::fs::write(dir.join("deploy.rego"), policy("v2")).unwrap();
     });
@@ -288,7 +289,7 @@ fn policy_change_does_not_announce_but_a_tool_change_does() {
 #[test]
 fn modern_clients_hear_on_their_listen_stream_only() {
     let (_tmp, dir) = catalog();
-    let mut s = Server::modern(&dir, &[arg(&dir)]);
+    let mut s = modern(&dir, &[arg(&dir)]);
     let listen = s.send_request(
         "subscriptions/listen",
         json!({"notifications": {"toolsListChanged": true}}),
@@ -369,7 +370,7 @@ fn configmap_symlink_swap_changes_tool_and_policy_together() {
             ("deploy.rego", policy("1")),
         ],
     );
-    let mut s = Server::legacy(tmp.path(), &["mount"]);
+    let mut s = legacy(tmp.path(), &["mount"]);
     // The tool file and the policy change in one swap; an answer that mixes
     // them ("yaml 1, policy 2" or the reverse) would be a torn reload.
     resolve_across(&mut s, &both("1", "1"), &both("2", "2"), || {
@@ -401,7 +402,7 @@ fn single_files_stay_watched_across_rename_saves() {
     let rego = dir.join("deploy.rego");
     // An unrelated file beside them must not be read or matter.
     std::fs::write(dir.join("other.yaml"), "this: [is not a tool file").unwrap();
-    let mut s = Server::legacy(&dir, &[arg(&yaml), arg(&rego)]);
+    let mut s = legacy(&dir, &[arg(&yaml), arg(&rego)]);
     resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
         atomic_save(&rego, &policy("v2"))
     });
@@ -417,7 +418,7 @@ fn single_files_stay_watched_across_rename_saves() {
 #[test]
 fn sighup_reloads_when_not_watching() {
     let (_tmp, dir) = catalog();
-    let mut s = Server::legacy(&dir, &["--no-watch", arg(&dir)]);
+    let mut s = legacy(&dir, &["--no-watch", arg(&dir)]);
     assert_eq!(s.status()["watching"], false);
     std::fs::write(dir.join("deploy.rego"), policy("v2")).unwrap();
     let pid = s.pid();
@@ -436,7 +437,7 @@ fn sighup_reloads_when_not_watching() {
 fn broken_then_fixed(file: &str, broken: &str, expect_at: &str, fixed: String, new: &str) {
     let (_tmp, dir) = catalog();
     let status = dir.parent().unwrap().join("status.json");
-    let mut s = Server::legacy(&dir, &[arg(&dir), "--status-file", arg(&status)]);
+    let mut s = legacy(&dir, &[arg(&dir), "--status-file", arg(&status)]);
     let first = read_status_file(&status).expect("status file written at start-up");
     assert_eq!(first["ok"], true, "{first}");
     let revision = first["revision"].clone();
@@ -463,7 +464,7 @@ fn broken_then_fixed(file: &str, broken: &str, expect_at: &str, fixed: String, n
     );
     // Still answering with the old catalog, and saying so over MCP too.
     assert_eq!(
-        answer(&s.resolve("deploy", json!({"env": "dev"}))),
+        answer(&s.resolve_response("deploy", json!({"env": "dev"}))),
         Ok(both("1", "v1"))
     );
     let live = s.status();
@@ -585,7 +586,7 @@ fn status_file_inside_the_catalog_is_refused() {
 fn catalog_directory_removed_and_recreated() {
     let (tmp, dir) = catalog();
     let status = tmp.path().join("status.json");
-    let mut s = Server::legacy(tmp.path(), &["catalog", "--status-file", "status.json"]);
+    let mut s = legacy(tmp.path(), &["catalog", "--status-file", "status.json"]);
     resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
         std::fs::remove_dir_all(&dir).unwrap();
         // While the directory is gone, a reload fails and the old catalog
@@ -619,7 +620,7 @@ fn release_symlink_switched_to_a_new_directory() {
         std::fs::write(d.join("deploy.rego"), policy(answer)).unwrap();
     }
     std::os::unix::fs::symlink("r1", tmp.path().join("current")).unwrap();
-    let mut s = Server::legacy(tmp.path(), &["current"]);
+    let mut s = legacy(tmp.path(), &["current"]);
     resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
         std::os::unix::fs::symlink("r2", tmp.path().join("current.new")).unwrap();
         std::fs::rename(tmp.path().join("current.new"), tmp.path().join("current")).unwrap();
@@ -645,7 +646,7 @@ fn configmap_files_given_one_by_one() {
             ("deploy.rego", policy("1")),
         ],
     );
-    let mut s = Server::legacy(tmp.path(), &["mount/deploy.yaml", "mount/deploy.rego"]);
+    let mut s = legacy(tmp.path(), &["mount/deploy.yaml", "mount/deploy.rego"]);
     resolve_across(&mut s, &both("1", "1"), &both("2", "2"), || {
         configmap_publish(
             &dir,
@@ -697,7 +698,7 @@ fn configmap_swaps_during_reloads_never_tear() {
         configmap_publish_n(dir, v, &refs);
     };
     publish(&dir, 1);
-    let mut s = Server::legacy(tmp.path(), &["mount"]);
+    let mut s = legacy(tmp.path(), &["mount"]);
     const SWAPS: usize = 12;
     let swapper = {
         let dir = dir.clone();
@@ -712,7 +713,7 @@ fn configmap_swaps_during_reloads_never_tear() {
     let deadline = Instant::now() + PATIENCE + Duration::from_secs(10);
     let mut seen = Vec::new();
     loop {
-        let got = answer(&s.resolve("deploy", json!({"env": "dev"})));
+        let got = answer(&s.resolve_response("deploy", json!({"env": "dev"})));
         let a =
             got.unwrap_or_else(|e| panic!("error while swapping: {e}\nstderr:\n{}", s.stderr()));
         let (y, p) = a.split_once(", ").unwrap();
@@ -759,7 +760,7 @@ fn fast_in_place_rewrites_never_serve_a_half_written_file() {
     // between truncation and write would serve a catalog without `deploy`.
     const REWRITES: usize = 45;
     let (_tmp, dir) = catalog();
-    let mut s = Server::legacy(&dir, &["."]);
+    let mut s = legacy(&dir, &["."]);
     let file = dir.join("deploy.yaml");
     let writer = {
         let file = file.clone();
@@ -782,7 +783,7 @@ fn fast_in_place_rewrites_never_serve_a_half_written_file() {
     let mut writing = true;
     let mut deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let got = answer(&s.resolve("deploy", args.clone()));
+        let got = answer(&s.resolve_response("deploy", args.clone()));
         answers += 1;
         match &got {
             Ok(a) if !writing && *a == last => break,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Era, WAIT, regent};
+use crate::{Era, WAIT, regent};
 
 /// A running `regent serve --http 127.0.0.1:0 ...`.
 pub struct HttpServer {

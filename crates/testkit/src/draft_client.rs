@@ -10,7 +10,6 @@ pub const EXTENSION: &str = "io.modelcontextprotocol/tool-resolution";
 /// regent's own extension, for its decision information.
 pub const DECISION: &str = "io.github.regent/decision";
 /// regent's own extension, for the resolved `securitySchemes` (SEP-1488).
-#[allow(dead_code)]
 pub const SECURITY: &str = "io.github.regent/security-schemes";
 
 const HINTS: [&str; 4] = [

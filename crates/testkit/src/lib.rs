@@ -1,13 +1,18 @@
-//! Test support: start the real `regent` binary and talk to it over stdio
-//! with newline-delimited JSON-RPC, in either protocol era.
+//! The kit regent's tests and benches drive the real `regent` binary with:
+//! start it and talk to it over stdio with newline-delimited JSON-RPC, in
+//! either protocol era ([`Server`]), or over HTTP ([`http`]).
 //!
 //! This client is deliberately raw: it asserts on exactly what the server
 //! writes. rmcp's own client (used in `tests/integration/interop.rs`) re-types results and
 //! drops the fields the tool-resolution proposals add.
+//!
+//! The binary is the one Cargo built beside the test or bench that links
+//! this kit ([`binary`]); a target can name another with [`set_binary`].
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::OnceLock;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
@@ -19,8 +24,45 @@ use serde_json::{Value, json};
 /// How long any single wait may take before the test fails with what it saw.
 pub const WAIT: Duration = Duration::from_secs(20);
 
+static BINARY: OnceLock<PathBuf> = OnceLock::new();
+
+/// Makes `path` the binary the kit starts, e.g. a bench's
+/// `set_binary(env!("CARGO_BIN_EXE_regent"))`. Only before the first start.
+pub fn set_binary(path: impl Into<PathBuf>) {
+    let path = path.into();
+    if BINARY.set(path.clone()).is_err() {
+        assert_eq!(binary(), path, "the kit already starts another binary");
+    }
+}
+
+/// The `regent` binary the kit starts: the one given to [`set_binary`],
+/// else the one Cargo built for the running test or bench. Cargo puts
+/// those in `target/<profile>/deps/` and the binary in `target/<profile>/`
+/// (the layout `CARGO_BIN_EXE_regent` names, which a library cannot read).
+pub fn binary() -> &'static Path {
+    BINARY.get_or_init(|| {
+        if let Some(path) = std::env::var_os("CARGO_BIN_EXE_regent") {
+            return path.into();
+        }
+        let exe = std::env::current_exe().expect("the test's own path");
+        let mut dir = exe.parent().expect("the test's directory");
+        if dir.ends_with("deps") {
+            dir = dir.parent().expect("the profile directory");
+        }
+        let path = dir.join(format!("regent{}", std::env::consts::EXE_SUFFIX));
+        assert!(
+            path.is_file(),
+            "no regent binary at {} (beside {}): call regent_testkit::set_binary",
+            path.display(),
+            exe.display()
+        );
+        path
+    })
+}
+
+/// `regent` with no `RUST_LOG` and no colour: add the subcommand and arguments.
 pub fn regent() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_regent"));
+    let mut cmd = Command::new(binary());
     cmd.env_remove("RUST_LOG").env("NO_COLOR", "1");
     cmd
 }
@@ -33,8 +75,17 @@ pub fn closed_addr() -> std::net::SocketAddr {
         .unwrap()
 }
 
+/// The repository's root: the kit lives in `crates/testkit`.
+pub fn repo_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .and_then(Path::parent)
+        .expect("crates/testkit is two levels below the root")
+}
+
+/// `rel` under the repository's root (examples, fixtures, cases).
 pub fn repo_path(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+    repo_root().join(rel)
 }
 
 /// The two protocol eras regent serves.
@@ -177,6 +228,13 @@ impl Server {
 
     /// Sends a request and returns the whole response message.
     pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params);
+        self.wait_for_id(&json!(id))
+    }
+
+    /// Sends a request without waiting for its response; returns its id
+    /// (for [`Server::wait_for_id`], or to match a stream's notifications).
+    pub fn send_request(&mut self, method: &str, params: Value) -> i64 {
         self.next_id += 1;
         let id = self.next_id;
         let mut params = params;
@@ -187,7 +245,7 @@ impl Server {
         }
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.send_line(&msg.to_string());
-        self.wait_for_id(&json!(id))
+        id
     }
 
     /// Waits for the response whose id is `id`, keeping notifications.
@@ -206,18 +264,64 @@ impl Server {
 
     /// The next message the server writes, whatever it is.
     pub fn next_message(&mut self, deadline: Instant) -> Value {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match self.lines.recv_timeout(left) {
-            Ok(line) => serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("server wrote a line that is not JSON ({e}): {line}")),
-            Err(RecvTimeoutError::Timeout) => panic!(
+        self.try_next_message(deadline).unwrap_or_else(|| {
+            panic!(
                 "no message from the server within {WAIT:?}\nstderr:\n{}",
                 self.stderr()
-            ),
+            )
+        })
+    }
+
+    /// The next message the server writes before `deadline`, if any.
+    pub fn try_next_message(&mut self, deadline: Instant) -> Option<Value> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.lines.recv_timeout(left) {
+            Ok(line) => {
+                Some(serde_json::from_str(&line).unwrap_or_else(|e| {
+                    panic!("server wrote a line that is not JSON ({e}): {line}")
+                }))
+            }
+            Err(RecvTimeoutError::Timeout) => None,
             Err(RecvTimeoutError::Disconnected) => {
                 panic!("the server closed stdout\nstderr:\n{}", self.stderr())
             }
         }
+    }
+
+    /// Waits (up to [`WAIT`]) for a notification with `method` beyond the
+    /// first `seen` ones, keeping every notification; returns it.
+    /// Responses that arrive meanwhile are dropped.
+    pub fn wait_notification(&mut self, method: &str, seen: usize) -> Value {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(n) = self
+                .notifications
+                .iter()
+                .filter(|n| n["method"] == method)
+                .nth(seen)
+            {
+                return n.clone();
+            }
+            match self.try_next_message(deadline) {
+                Some(msg) if msg.get("method").is_some() && msg.get("id").is_none() => {
+                    self.notifications.push(msg)
+                }
+                Some(_) => {}
+                None => panic!(
+                    "no {method} notification within {WAIT:?}; got {:?}\nstderr:\n{}",
+                    self.notifications,
+                    self.stderr()
+                ),
+            }
+        }
+    }
+
+    /// How many notifications with `method` were kept so far.
+    pub fn count_notifications(&self, method: &str) -> usize {
+        self.notifications
+            .iter()
+            .filter(|n| n["method"] == method)
+            .count()
     }
 
     /// `tools/resolve`; returns the result, panicking on an error.
@@ -227,6 +331,35 @@ impl Server {
             Some(res) => res.clone(),
             None => panic!("tools/resolve {tool} {args} failed: {r}"),
         }
+    }
+
+    /// `tools/resolve`; returns the whole response, result or error.
+    pub fn resolve_response(&mut self, tool: &str, args: Value) -> Value {
+        self.request("tools/resolve", json!({"name": tool, "arguments": args}))
+    }
+
+    /// The names `tools/list` lists, in order.
+    pub fn tool_names(&mut self) -> Vec<String> {
+        let r = self.request("tools/list", json!({}));
+        r["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("tools/list failed: {r}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// `regent/status`: the reload status document.
+    pub fn status(&mut self) -> Value {
+        let r = self.request("regent/status", json!({}));
+        r.get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("regent/status failed: {r}"))
+    }
+
+    /// The server's process id (to signal it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Sends a request that must fail; returns its `error` object.
