@@ -35,7 +35,7 @@
 use std::sync::Arc;
 
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, MetaObject};
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, MetaObject, ResultType};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
@@ -379,6 +379,12 @@ pub async fn call(
                 let mut m = r.meta.take().map(|m| m.0).unwrap_or_default();
                 m.extend(meta);
                 r.meta = Some(MetaObject(m));
+                // The upstream's answer is complete (anything else is an
+                // error by now), whichever era it spoke: a 2025-11-25
+                // upstream's result has no `resultType`, which a 2026-07-28
+                // client requires (the Python SDK refuses the result
+                // without it). Like regent's own results, it says so.
+                r.result_type = Some(ResultType::COMPLETE);
                 r
             }
             Err(e) => {
