@@ -22,7 +22,7 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::json;
 
 use regent::catalog::{self, BuildOptions, Catalog};
-use regent::exec::RunSpec;
+use regent::run_plan::RunSpec;
 use regent::source::Source;
 
 fn load(dir: &Path) -> Catalog {

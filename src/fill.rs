@@ -319,8 +319,8 @@ fn describe(problems: &[crate::catalog::ArgError]) -> String {
 
 /// The message with each `{name}` replaced by that argument: strings as
 /// they are, other values as JSON, an absent one as nothing.
-fn render(t: &crate::exec::template::Template, values: &Map<String, Value>) -> String {
-    use crate::exec::template::Part;
+fn render(t: &crate::run_plan::template::Template, values: &Map<String, Value>) -> String {
+    use crate::run_plan::template::Part;
     let mut out = String::new();
     for p in &t.parts {
         match p {

@@ -1,7 +1,8 @@
 //! RFC 3339 timestamps (`2026-01-31T12:34:56.789Z`, UTC, milliseconds) for
-//! the decision log and the reload status, in one format everywhere.
+//! the decision log and the reload status, in one format everywhere; and
+//! durations as messages write them (`30s`, `250ms`, `2m`).
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
@@ -10,10 +11,21 @@ pub fn rfc3339(t: SystemTime) -> String {
     DateTime::<Utc>::from(t).to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
+/// `30s`, `250ms`, `2m`.
+pub fn human_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms.is_multiple_of(60_000) && ms > 0 {
+        format!("{}m", ms / 60_000)
+    } else if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn formats_known_instants() {

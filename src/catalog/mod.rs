@@ -104,7 +104,7 @@ pub struct Tool {
     /// Absent for tools with neither mapping rules nor a policy.
     engines: Option<policy::EnginePool>,
     /// How `tools/call` executes the tool; absent when it declares no `run`.
-    pub run: Option<crate::exec::RunPlan>,
+    pub run: Option<crate::run_plan::RunPlan>,
     /// What its `run:` needs from the machine, for `check` to look at.
     pub probes: Vec<run::Probe>,
     /// The upstream MCP server tool `tools/call` forwards to, for a tool

@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 
 use super::{policy, schema};
 use crate::diag::{Diagnostic, Location};
-use crate::exec::template::{Part, Template};
+use crate::run_plan::template::{Part, Template};
 use crate::source::resolvers::{ElicitDecl, ResolverDecl, RootsDecl, SOURCES};
 use crate::source::{ToolDecl, ToolSource, YamlPath};
 

@@ -1,4 +1,4 @@
-//! Compiling a tool's `run:` section into an [`exec::RunPlan`]: templates
+//! Compiling a tool's `run:` section into a [`RunPlan`]: templates
 //! parsed, every placeholder checked against `inputSchema`, durations and
 //! sizes read, paths made absolute against the tool file, HTTP bases checked.
 //!
@@ -16,10 +16,10 @@ use serde_json::{Map, Value};
 
 use super::schema;
 use crate::diag::{Diagnostic, Location};
-use crate::exec::cli::{self, ArgNode, CliSpec, Condition, Program};
-use crate::exec::http::{self, Auth, Base, HttpSpec};
-use crate::exec::template::Template;
-use crate::exec::{Conditions, RunCase, RunPlan, RunSpec, ValueFrom};
+use crate::run_plan::cli::{self, ArgNode, CliSpec, Condition, Program};
+use crate::run_plan::http::{self, Auth, Base, HttpSpec};
+use crate::run_plan::template::Template;
+use crate::run_plan::{Conditions, RunCase, RunPlan, RunSpec, ValueFrom};
 use crate::source::run::{
     ArgDecl, AuthDecl, CliDecl, Condition as ConditionDecl, External, HttpDecl, Text, ValueSource,
 };

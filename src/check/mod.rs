@@ -69,7 +69,7 @@ impl Report {
 /// The catalog build records these and never looks.
 pub fn environment(tool: &Tool) -> Vec<Diagnostic> {
     use crate::catalog::run::Need;
-    use crate::exec::cli::{Program, find_in_path};
+    use crate::run_plan::cli::{Program, find_in_path};
     tool.probes
         .iter()
         .filter_map(|p| match &p.need {

@@ -128,7 +128,7 @@ pub struct Shipper {
 impl Shipper {
     /// Starts the sending thread. Counts go to `metrics`.
     pub fn start(settings: Settings, metrics: Arc<Metrics>) -> Result<Shipper, String> {
-        crate::exec::http::install_crypto();
+        crate::outbound::install_crypto();
         let client = reqwest::Client::builder()
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
@@ -137,7 +137,7 @@ impl Shipper {
             .map_err(|e| {
                 format!(
                     "cannot set up the decision-log http client: {}",
-                    crate::exec::http::error_chain(&e)
+                    crate::outbound::error_chain(&e)
                 )
             })?;
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -361,7 +361,7 @@ async fn post(
         .timeout(timeout)
         .send()
         .await
-        .map_err(|e| crate::exec::http::error_chain(&e))?;
+        .map_err(|e| crate::outbound::error_chain(&e))?;
     let status = response.status();
     if status.is_success() {
         Ok(())

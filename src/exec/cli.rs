@@ -1,5 +1,6 @@
-//! Running a command line: argv rendering, the environment allow-list, and a
-//! child process that cannot outlive its call.
+//! Running a command line (a compiled [`CliSpec`], see `run_plan::cli`):
+//! argv rendering, the environment allow-list, and a child process that
+//! cannot outlive its call.
 //!
 //! Rendering turns the compiled argv template and the call's arguments into
 //! a vector of strings, each placeholder exactly one element (one per item
@@ -11,23 +12,18 @@
 //! period), on cancellation, when output passes the cap, and when the
 //! program exits while processes it started are still running.
 
-use std::collections::BTreeSet;
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use super::template::{self, RenderError, Template};
-use super::{Conditions, Outcome, Refusal, Status, TAIL, ValueFrom};
+use super::{Outcome, Refusal, Status, TAIL};
+use crate::run_plan::cli::{ArgNode, CliSpec, Program, find_in_path};
+use crate::run_plan::template::{self, RenderError};
 
-/// Environment variables a command gets from regent when the tool does not
-/// list its own: enough to find programs and to speak the user's language.
-pub const DEFAULT_INHERIT: &[&str] = &["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ"];
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-pub const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;
 /// The longest single argv element Linux accepts (MAX_ARG_STRLEN, 32 pages,
 /// less the terminating NUL).
 pub const MAX_ARG_LEN: usize = 32 * 4096 - 1;
@@ -36,63 +32,6 @@ pub const KILL_GRACE: Duration = Duration::from_secs(1);
 /// How long regent keeps reading output after the program exited, for
 /// output still in flight from processes outside its group.
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
-
-/// A compiled `run.cli`.
-#[derive(Debug)]
-pub struct CliSpec {
-    pub program: Program,
-    pub args: Vec<ArgNode>,
-    /// Arguments whose values may start with `-`.
-    pub flags: BTreeSet<String>,
-    pub cwd: Option<Template>,
-    /// The tool file's directory: relative paths are relative to it.
-    pub base_dir: PathBuf,
-    pub env_inherit: Vec<String>,
-    pub env_set: Vec<(String, ValueFrom)>,
-    pub stdin: Option<String>,
-    pub timeout: Duration,
-    pub max_output: usize,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Program {
-    /// An absolute path.
-    Path(PathBuf),
-    /// A bare name, looked up in regent's `PATH` at each call.
-    Search(String),
-}
-
-/// One node of an argv template.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ArgNode {
-    Element(Template),
-    /// Dropped as a whole when an argument it names is absent.
-    Group(Vec<ArgNode>),
-    If {
-        condition: Condition,
-        then: Vec<ArgNode>,
-        otherwise: Vec<ArgNode>,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Condition {
-    /// The argument is present and not `false`.
-    Arg(String),
-    When(Conditions),
-}
-
-impl Condition {
-    fn holds(&self, args: &Value) -> bool {
-        match self {
-            Condition::Arg(name) => !matches!(
-                template::lookup(args, name),
-                None | Some(Value::Bool(false))
-            ),
-            Condition::When(c) => c.matches(args),
-        }
-    }
-}
 
 /// A command ready to start.
 #[derive(Debug, Clone)]
@@ -283,18 +222,6 @@ fn render_nodes(
         }
     }
     Ok(())
-}
-
-/// The first executable file called `name` in regent's `PATH`.
-pub fn find_in_path(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join(name))
-        .find(|p| {
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
 }
 
 /// A process group that is killed if it is still alive when this is dropped
@@ -518,19 +445,11 @@ fn exit_status(s: std::process::ExitStatus) -> Status {
     }
 }
 
-/// `path` made absolute against `base` (the tool file's directory).
-pub fn absolute(base: &Path, path: &str) -> PathBuf {
-    let p = Path::new(path);
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        base.join(p)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run_plan::cli::{Condition, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT};
+    use crate::run_plan::template::Template;
     use serde_json::json;
 
     fn spec(args: Vec<ArgNode>, flags: &[&str]) -> CliSpec {

@@ -1,5 +1,7 @@
-//! Running an HTTP request: URL building that cannot leave the declared base,
-//! authentication from the environment or files, and a capped response.
+//! Running an HTTP request (a compiled [`HttpSpec`], see `run_plan::http`):
+//! URL building that cannot leave the declared base, authentication from the
+//! environment or files, the clients (one per base and redirect limit), and a
+//! capped response.
 //!
 //! Path placeholders are percent-encoded as whole segments (`/`, `?`, `#`
 //! and everything else outside RFC 3986's unreserved set become `%XX`), and a
@@ -12,120 +14,17 @@
 //! arguments reaches the upstream request.
 
 use std::future::Future;
-use std::sync::{Mutex, Once};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use reqwest::Url;
 use serde_json::{Map, Value};
 
-use super::template::{self, Part, RenderError, Template};
-use super::{Outcome, Refusal, Status, TAIL, ValueFrom};
-
-pub const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-pub const DEFAULT_MAX_RESPONSE: usize = 1024 * 1024;
-/// Headers a tool may not set through `headers`: credentials go through
-/// `auth` (so they are read from secrets and never logged), and framing
-/// headers are the client library's business.
-pub const RESERVED_HEADERS: &[&str] = &[
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "host",
-    "content-length",
-    "transfer-encoding",
-    "connection",
-];
-
-/// Where a tool's requests go: a URL written in the catalog, or one read
-/// from the environment or a file (`{env: NAME, default: URL}`) at each call,
-/// so that building a catalog reads nothing and `check` in CI and `serve` in
-/// production compile the same files the same way.
-#[derive(Debug, Clone)]
-pub enum Base {
-    Fixed(Url),
-    Read(ValueFrom),
-}
-
-impl Base {
-    /// The URL, or why there is none to use: missing, unreadable, or not one
-    /// [`parse_base`] accepts.
-    pub fn resolve(&self) -> Result<Url, String> {
-        match self {
-            Base::Fixed(url) => Ok(url.clone()),
-            Base::Read(from) => match from.read() {
-                Ok(Some(text)) => parse_base(&text),
-                Ok(None) => Err(format!(
-                    "the base url is missing: {} is not set",
-                    from.describe()
-                )),
-                Err(why) => Err(format!("cannot read the base url: {why}")),
-            },
-        }
-    }
-}
-
-/// A base URL as text, checked: absolute http(s), a host, no credentials, no
-/// fragment, no `.` or `..` segment. The error says which, naming the text.
-pub fn parse_base(text: &str) -> Result<Url, String> {
-    let url = Url::parse(text).map_err(|e| format!("base `{text}` is not a url: {e}"))?;
-    let problem = if !matches!(url.scheme(), "http" | "https") {
-        Some("its scheme is not http or https")
-    } else if url.host().is_none() {
-        Some("it has no host")
-    } else if !url.username().is_empty() || url.password().is_some() {
-        Some("it holds credentials; put them under `auth`")
-    } else if url.fragment().is_some() {
-        Some("it has a fragment")
-    } else if url
-        .path_segments()
-        .is_some_and(|mut s| s.any(|x| x == "." || x == ".."))
-    {
-        Some("its path has a `.` or `..` segment")
-    } else {
-        None
-    };
-    match problem {
-        Some(p) => Err(format!("base `{text}` cannot be used: {p}")),
-        None => Ok(url),
-    }
-}
-
-/// Whether `name` is a header name the HTTP client accepts.
-pub fn is_header_name(name: &str) -> bool {
-    reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok()
-}
-
-/// A compiled `run.http`.
-#[derive(Debug)]
-pub struct HttpSpec {
-    pub method: Template,
-    pub base: Base,
-    /// Path segments after the base's path, one template each.
-    pub path: Vec<Template>,
-    pub query: Vec<(String, Template)>,
-    pub headers: Vec<(String, Template)>,
-    pub body: Option<Value>,
-    pub auth: Option<Auth>,
-    pub timeout: Duration,
-    pub max_response: usize,
-    pub redirects: u32,
-    /// The client for the latest base (its redirect policy keeps to it).
-    client: Mutex<Option<(Url, reqwest::Client)>>,
-}
-
-#[derive(Debug, Clone)]
-pub enum Auth {
-    Bearer(ValueFrom),
-    Basic {
-        username: ValueFrom,
-        password: ValueFrom,
-    },
-    Header {
-        name: String,
-        value: ValueFrom,
-    },
-}
+use super::{Outcome, Refusal, Status, TAIL};
+use crate::outbound::{error_chain, install_crypto};
+use crate::run_plan::ValueFrom;
+use crate::run_plan::http::{Auth, HttpSpec, METHODS};
+use crate::run_plan::template::{self, Part, RenderError, Template};
 
 /// A request ready to send. Its `Debug` output hides credentials.
 pub struct Prepared {
@@ -156,34 +55,6 @@ impl std::fmt::Debug for Prepared {
 }
 
 impl HttpSpec {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        method: Template,
-        base: Base,
-        path: Vec<Template>,
-        query: Vec<(String, Template)>,
-        headers: Vec<(String, Template)>,
-        body: Option<Value>,
-        auth: Option<Auth>,
-        timeout: Duration,
-        max_response: usize,
-        redirects: u32,
-    ) -> HttpSpec {
-        HttpSpec {
-            method,
-            base,
-            path,
-            query,
-            headers,
-            body,
-            auth,
-            timeout,
-            max_response,
-            redirects,
-            client: Mutex::new(None),
-        }
-    }
-
     /// Builds the request for `args`, or says why it cannot be sent.
     pub fn prepare(&self, args: &Value) -> Result<Prepared, Refusal> {
         let method = self
@@ -269,20 +140,31 @@ impl HttpSpec {
             auth,
         })
     }
+}
 
-    /// The client for `base`, kept while the base stays the same (a
-    /// `reqwest::Client` is a handle to a shared pool).
-    fn client(&self, base: &Url) -> Result<reqwest::Client, String> {
-        let mut cached = self.client.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((url, client)) = cached.as_ref()
-            && url == base
-        {
-            return Ok(client.clone());
-        }
-        let client = build_client(base, base_path(base), self.redirects)?;
-        *cached = Some((base.clone(), client.clone()));
-        Ok(client)
+/// Clients by base and redirect limit, the most recently added last (a
+/// `reqwest::Client` is a handle to a shared pool, and its redirect policy
+/// keeps to its base). Bases read at each call may change; the oldest
+/// client goes when there are more than [`CLIENTS_KEPT`].
+static CLIENTS: Mutex<Vec<(Url, u32, reqwest::Client)>> = Mutex::new(Vec::new());
+const CLIENTS_KEPT: usize = 64;
+
+/// The client for requests under `base` following at most `redirects`
+/// redirects within it.
+fn client(base: &Url, redirects: u32) -> Result<reqwest::Client, String> {
+    let mut cached = CLIENTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, _, client)) = cached
+        .iter()
+        .find(|(url, r, _)| url == base && *r == redirects)
+    {
+        return Ok(client.clone());
     }
+    let client = build_client(base, base_path(base), redirects)?;
+    if cached.len() >= CLIENTS_KEPT {
+        cached.remove(0);
+    }
+    cached.push((base.clone(), redirects, client.clone()));
+    Ok(client)
 }
 
 /// The base's path without a trailing `/`: every request path starts with it.
@@ -412,15 +294,6 @@ fn prepare_auth(a: &Auth) -> Result<Option<PreparedAuth>, Refusal> {
     })
 }
 
-/// Installs rustls' ring provider once; reqwest is built without one.
-pub(crate) fn install_crypto() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        // Another part of the process may have installed one first; either is fine.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
 fn build_client(base: &Url, base_path: &str, redirects: u32) -> Result<reqwest::Client, String> {
     install_crypto();
     let policy = if redirects == 0 {
@@ -458,7 +331,7 @@ pub async fn run(spec: &HttpSpec, p: Prepared, cancel: impl Future<Output = ()>)
         content_type,
         duration: started.elapsed(),
     };
-    let client = match spec.client(&p.base) {
+    let client = match client(&p.base, spec.redirects) {
         Ok(c) => c,
         Err(why) => return done(Status::Failed(why), Vec::new(), String::new(), None),
     };
@@ -571,24 +444,10 @@ fn failure(e: &reqwest::Error, timeout: Duration) -> Status {
     }
 }
 
-/// An error and its sources as one line: reqwest's own message is often
-/// only "error sending request", with the cause further down.
-pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut parts = vec![e.to_string()];
-    let mut src = e.source();
-    while let Some(s) = src {
-        let text = s.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        src = s.source();
-    }
-    parts.join(": ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run_plan::http::{Base, DEFAULT_MAX_RESPONSE, DEFAULT_TIMEOUT};
     use serde_json::json;
 
     fn spec(path: &str) -> HttpSpec {

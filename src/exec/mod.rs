@@ -1,7 +1,8 @@
 //! Executing a tool call: a command line (`cli`) or an HTTP request (`http`),
 //! built from templates and the call's arguments.
 //!
-//! This module runs what the catalog compiled and reports what happened. It
+//! This module runs what the catalog compiled (a `run_plan::RunPlan`'s
+//! selected `RunSpec`) and reports what happened. It
 //! knows neither MCP wire types nor regorus: whether a call may run at all is
 //! decided before it gets here (`catalog::resolve`), and turning an
 //! [`Outcome`] into a tool result is `protocol`'s job. Nothing here ever
@@ -9,71 +10,13 @@
 //! is never split, globbed or quoted.
 
 pub mod cli;
-pub mod external;
 pub mod http;
-pub mod template;
 
 use std::time::Duration;
 
+use crate::timestamp::human_duration;
+
 use serde_json::{Value, json};
-
-pub use cli::CliSpec;
-pub use external::ValueFrom;
-pub use http::HttpSpec;
-
-/// How a tool runs: cases tried in order, the first whose conditions hold.
-#[derive(Debug)]
-pub struct RunPlan {
-    pub cases: Vec<RunCase>,
-}
-
-#[derive(Debug)]
-pub struct RunCase {
-    pub when: Conditions,
-    pub spec: RunSpec,
-}
-
-#[derive(Debug)]
-pub enum RunSpec {
-    Cli(Box<CliSpec>),
-    Http(Box<HttpSpec>),
-}
-
-impl RunPlan {
-    /// The specification for `args`, or `None` when no case matches.
-    pub fn select(&self, args: &Value) -> Option<&RunSpec> {
-        self.cases
-            .iter()
-            .find(|c| c.when.matches(args))
-            .map(|c| &c.spec)
-    }
-}
-
-/// `when` conditions, with the same meaning as in mapping rules: each
-/// argument equals the value; a list means any of; `null` means absent.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Conditions(pub Vec<(String, Value)>);
-
-impl Conditions {
-    pub fn matches(&self, args: &Value) -> bool {
-        self.0.iter().all(|(name, expected)| {
-            let actual = template::lookup(args, name);
-            match expected {
-                Value::Null => actual.is_none(),
-                Value::Array(any) => actual.is_some_and(|a| any.iter().any(|e| same(e, a))),
-                e => actual.is_some_and(|a| same(e, a)),
-            }
-        })
-    }
-}
-
-/// JSON equality where `1` and `1.0` are the same number, as in Rego.
-fn same(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
-        _ => a == b,
-    }
-}
 
 /// A call that was not started: an argument cannot be used as given, or
 /// something the run needs (a secret, the program) is missing. The message
@@ -183,35 +126,9 @@ pub fn tail_text(bytes: &[u8], max: usize) -> String {
     }
 }
 
-/// `30s`, `250ms`, `2m`.
-pub fn human_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms.is_multiple_of(60_000) && ms > 0 {
-        format!("{}m", ms / 60_000)
-    } else if ms.is_multiple_of(1000) {
-        format!("{}s", ms / 1000)
-    } else {
-        format!("{ms}ms")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn conditions_match_like_mapping_rules() {
-        let c = Conditions(vec![
-            ("action".into(), json!(["replace", "delete"])),
-            ("force".into(), Value::Null),
-        ]);
-        assert!(c.matches(&json!({"action": "delete"})));
-        assert!(c.matches(&json!({"action": "delete", "force": null})));
-        assert!(!c.matches(&json!({"action": "delete", "force": true})));
-        assert!(!c.matches(&json!({"action": "read"})));
-        assert!(Conditions(vec![("n".into(), json!(1))]).matches(&json!({"n": 1.0})));
-        assert!(Conditions::default().matches(&json!({})));
-    }
 
     #[test]
     fn tails_are_bounded() {

@@ -153,7 +153,7 @@ impl Remote {
 /// pooled connections (the start-up fetch runs on a runtime of its own, and
 /// fetches are minutes apart).
 fn client(ca: Option<&Path>) -> Result<reqwest::Client, String> {
-    crate::exec::http::install_crypto();
+    crate::outbound::install_crypto();
     let mut b = reqwest::Client::builder()
         .no_proxy()
         .https_only(true)
@@ -184,7 +184,7 @@ fn client(ca: Option<&Path>) -> Result<reqwest::Client, String> {
     b.build().map_err(|e| {
         format!(
             "error: cannot set up the client for --jwt-jwks-url: {}",
-            crate::exec::http::error_chain(&e)
+            crate::outbound::error_chain(&e)
         )
     })
 }
@@ -201,7 +201,7 @@ async fn fetch(
         .header("accept", "application/json, application/jwk-set+json")
         .send()
         .await
-        .map_err(|e| fail(crate::exec::http::error_chain(&e)))?;
+        .map_err(|e| fail(crate::outbound::error_chain(&e)))?;
     if !resp.status().is_success() {
         return Err(fail(format!("the server answered {}", resp.status())));
     }
@@ -213,7 +213,7 @@ async fn fetch(
     while let Some(chunk) = resp
         .chunk()
         .await
-        .map_err(|e| fail(crate::exec::http::error_chain(&e)))?
+        .map_err(|e| fail(crate::outbound::error_chain(&e)))?
     {
         if body.len() + chunk.len() > MAX_BYTES {
             return Err(too_big());

@@ -43,9 +43,10 @@ use super::input::{self, RequestStates, Retry};
 use super::{errors, wire};
 use crate::catalog::{Catalog, ResolveError};
 use crate::decisions::{DecisionLog, Entry, Kind, ShadowEntry, Verdict};
-use crate::exec::{self, Outcome, RunSpec};
+use crate::exec::{self, Outcome};
 use crate::fill::{self, Fill, Replies, Reply};
 use crate::metrics::Metrics;
+use crate::run_plan::RunSpec;
 
 /// The default of `serve --max-concurrent-calls`.
 pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 64;

@@ -160,7 +160,7 @@ async fn connect_within(
     started.unwrap_or_else(|_| {
         Err(format!(
             "it did not answer `initialize` and `tools/list` within {}",
-            crate::exec::human_duration(limit)
+            crate::timestamp::human_duration(limit)
         ))
     })
 }
@@ -303,7 +303,7 @@ impl Upstreams {
                 return Err(CallError(format!(
                     "upstream `{}` did not answer within {}; the call was cancelled upstream (raise the upstream's `timeout` if it needs longer)",
                     target.upstream,
-                    crate::exec::human_duration(limit)
+                    crate::timestamp::human_duration(limit)
                 )));
             }
         };
@@ -503,7 +503,7 @@ async fn connect_http(
     if let Some(token) = bearer(decl, base_dir)? {
         config = config.auth_header(token);
     }
-    crate::exec::http::install_crypto();
+    crate::outbound::install_crypto();
     // As `run.http`: no system proxy, and no redirects (the declared url is
     // the endpoint; a redirect would send the token elsewhere). No idle
     // pool, as rmcp's own client: a reused half-read connection stalls.
@@ -547,7 +547,7 @@ async fn connect_http(
                 Err(_) => {
                     break format!(
                         "a ping had no answer within {}",
-                        crate::exec::human_duration(PING_TIMEOUT)
+                        crate::timestamp::human_duration(PING_TIMEOUT)
                     );
                 }
             }
@@ -658,7 +658,7 @@ fn program(command: &str, base_dir: &Path) -> Result<PathBuf, String> {
     if command.contains('/') {
         return Ok(base_dir.join(command));
     }
-    crate::exec::cli::find_in_path(command)
+    crate::run_plan::cli::find_in_path(command)
         .ok_or_else(|| format!("`{command}` is not found in regent's PATH"))
 }
 
@@ -667,7 +667,7 @@ fn program(command: &str, base_dir: &Path) -> Result<PathBuf, String> {
 fn environment(decl: &UpstreamDecl, base_dir: &Path) -> Result<Vec<(String, String)>, String> {
     let inherit: Vec<String> = match decl.env.as_ref().and_then(|e| e.inherit.clone()) {
         Some(list) => list,
-        None => crate::exec::cli::DEFAULT_INHERIT
+        None => crate::run_plan::cli::DEFAULT_INHERIT
             .iter()
             .map(|s| s.to_string())
             .collect(),

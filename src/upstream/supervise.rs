@@ -94,7 +94,7 @@ async fn run(name: String, slot: Arc<Slot>, hooks: Hooks) {
             Some(_) => ("reconnecting to it", "reconnect", "reconnected"),
             None => ("restarting it", "restart", "restarted"),
         };
-        tracing::warn!(upstream = %name, url = ?conn.url, "upstream went down ({why}); {restarting} in {}", crate::exec::human_duration(backoff));
+        tracing::warn!(upstream = %name, url = ?conn.url, "upstream went down ({why}); {restarting} in {}", crate::timestamp::human_duration(backoff));
         loop {
             hooks.state.set_upstream(
                 &name,
@@ -124,7 +124,7 @@ async fn run(name: String, slot: Arc<Slot>, hooks: Hooks) {
                 }
                 Err(e) => {
                     why = format!("{restart} failed: {e}");
-                    tracing::warn!(upstream = %name, "upstream {why}; trying again in {}", crate::exec::human_duration(backoff));
+                    tracing::warn!(upstream = %name, "upstream {why}; trying again in {}", crate::timestamp::human_duration(backoff));
                 }
             }
         }
@@ -166,7 +166,7 @@ async fn relist(name: &str, slot: &Slot, conn: &Conn, hooks: &Hooks) {
         )),
         Err(_) => Err(format!(
             "`tools/list` did not answer within {}",
-            crate::exec::human_duration(slot.start_timeout)
+            crate::timestamp::human_duration(slot.start_timeout)
         )),
     };
     match snapshot {

@@ -6,7 +6,7 @@
 //! when the catalog loads; rendering turns one placeholder into text, never
 //! splitting, globbing or quoting it: what the caller gets is what the
 //! argument held. How rendered text is used (an argv element, a URL segment)
-//! is for `cli` and `http` to decide.
+//! is for `exec::cli` and `exec::http` to decide.
 
 use serde_json::Value;
 
