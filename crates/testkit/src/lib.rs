@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 pub mod draft_client;
 pub mod http;
+pub mod upstream;
 
 use serde_json::{Value, json};
 
