@@ -845,3 +845,62 @@ fn lower(s: &str) -> String {
         None => String::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::ContentBlock;
+
+    fn texts(r: &CallToolResult) -> Vec<String> {
+        r.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text(t) => Some(t.text.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_result_within_the_cap_is_passed_on_unchanged() {
+        let mut r = CallToolResult::success(vec![ContentBlock::text("abc")]);
+        r.structured_content = Some(serde_json::json!({"n": 1}));
+        let before = serde_json::to_value(&r).unwrap();
+        let f = cap(r, 3 + r#"{"n":1}"#.len());
+        assert_eq!(f.capped, None);
+        assert_eq!(serde_json::to_value(&f.result).unwrap(), before);
+    }
+
+    #[test]
+    fn a_capped_result_keeps_the_first_text_cut_at_a_character() {
+        // 2 + 2 bytes of text, then a 2-byte character across the cap.
+        let r = CallToolResult::success(vec![
+            ContentBlock::text("ab"),
+            ContentBlock::image("AAAA", "image/png"),
+            ContentBlock::text("cdé!"),
+        ]);
+        let f = cap(r, 5);
+        assert_eq!(f.capped, Some(5));
+        assert_eq!(f.result.is_error, Some(true));
+        assert_eq!(f.result.structured_content, None);
+        let t = texts(&f.result);
+        assert_eq!(t[0], "abcd");
+        assert!(
+            t[1].starts_with("the output passed the cap of 5 bytes"),
+            "{t:?}"
+        );
+        assert_eq!(f.result.content.len(), 2);
+    }
+
+    #[test]
+    fn data_and_structured_content_count_toward_the_cap() {
+        let r = CallToolResult::success(vec![ContentBlock::image("A".repeat(100), "image/png")]);
+        let f = cap(r, 50);
+        assert_eq!(f.capped, Some(50));
+        // No text to keep: only why.
+        assert_eq!(texts(&f.result).len(), 1);
+        let mut r = CallToolResult::success(vec![]);
+        r.structured_content = Some(serde_json::json!({"big": "x".repeat(100)}));
+        assert_eq!(cap(r, 50).capped, Some(50));
+    }
+}
