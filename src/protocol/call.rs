@@ -350,7 +350,8 @@ pub async fn call(
     };
     if let Some(target) = &tool.upstream {
         // An imported tool: the decision is made, so the call goes to the
-        // upstream, whose result comes back as it gave it.
+        // upstream, whose result comes back as it gave it (or cut to
+        // `max_output`).
         if let Some(why) = cc.upstreams.unavailable(target) {
             return Ok(refuse(entry, meta, why.0).into());
         }
@@ -371,8 +372,14 @@ pub async fn call(
             "durationMs": crate::decisions::millis(took),
         });
         return Ok(match answer {
-            Ok(mut r) => {
+            Ok(crate::upstream::Forwarded {
+                result: mut r,
+                capped,
+            }) => {
                 execution["isError"] = json!(r.is_error.unwrap_or(false));
+                if let Some(cap) = capped {
+                    execution["outputCapped"] = json!(cap);
+                }
                 entry.outcome = Some(execution.clone());
                 record(log, &entry);
                 meta.insert(EXECUTION_META.into(), execution);

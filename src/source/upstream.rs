@@ -66,6 +66,11 @@ pub struct UpstreamDecl {
     /// and at each restart (`30s` when absent).
     #[serde(default)]
     pub start_timeout: Option<super::run::Text>,
+    /// The most of one result regent passes on (`1MiB` when absent, as
+    /// `run.cli.maxOutput`): `64KiB`, `1MiB`, or bytes. A bigger result is
+    /// cut to its first text and is an error.
+    #[serde(default)]
+    pub max_output: Option<super::run::Text>,
     /// The upstream's tools to import, with regent's side of each. Absent:
     /// every tool the upstream lists, as it lists it.
     #[serde(default)]

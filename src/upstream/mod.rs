@@ -120,6 +120,8 @@ struct Slot {
     base_dir: PathBuf,
     start_timeout: Duration,
     call_timeout: Duration,
+    /// The most of one result passed on (`max_output`).
+    max_output: usize,
     /// The latest connection; after the process exits it stays here (dead)
     /// until a restart replaces it, so calls fail closed meanwhile.
     current: RwLock<Arc<Conn>>,
@@ -215,6 +217,28 @@ impl Upstreams {
             };
             let start_timeout = duration("start_timeout", &decl.start_timeout, timeout);
             let call_timeout = duration("timeout", &decl.timeout, CALL_TIMEOUT);
+            let max_output = match &decl.max_output {
+                None => crate::exec::cli::DEFAULT_MAX_OUTPUT,
+                Some(text) => match crate::catalog::run::parse_size(&text.0) {
+                    Some(n) if n > 0 => n,
+                    _ => {
+                        diags.push(
+                            Diagnostic::error(
+                                "bad-size",
+                                file.locate(&at.key("max_output")),
+                                format!(
+                                    "`max_output` of upstream `{}` is not a size: `{}`",
+                                    decl.name, text.0
+                                ),
+                            )
+                            .with_help(
+                                "write bytes or a number with a unit: `65536`, `64KiB`, `1MiB`",
+                            ),
+                        );
+                        0
+                    }
+                },
+            };
             // An upstream with a duration error is reported without being started.
             if diags.0.len() > before {
                 continue;
@@ -228,6 +252,7 @@ impl Upstreams {
                         base_dir,
                         start_timeout,
                         call_timeout,
+                        max_output,
                         current: RwLock::new(Arc::new(conn)),
                         tools_changed,
                     };
@@ -252,7 +277,7 @@ impl Upstreams {
 
     /// The live connection of `target`, or why there is none (the call must
     /// then fail closed: nothing is sent).
-    fn connected(&self, target: &UpstreamRef) -> Result<(Arc<Conn>, Duration), CallError> {
+    fn connected(&self, target: &UpstreamRef) -> Result<(Arc<Conn>, &Slot), CallError> {
         let Some(slot) = self.slots.get(&target.upstream) else {
             return Err(CallError(format!(
                 "upstream `{}` is not connected; restart regent to connect it",
@@ -273,7 +298,7 @@ impl Upstreams {
                 ),
             }));
         }
-        Ok((conn, slot.call_timeout))
+        Ok((conn, slot))
     }
 
     /// Why a call to `target` cannot be sent now, if it cannot.
@@ -282,16 +307,18 @@ impl Upstreams {
     }
 
     /// Forwards one call, already decided, to its upstream, and returns the
-    /// upstream's result as it gave it. Cancelled (and the upstream told so
-    /// with `notifications/cancelled`) when `cancelled` completes or after
-    /// the upstream's `timeout`.
+    /// upstream's result as it gave it, unless it passes the upstream's
+    /// `max_output` (then cut, see [`Forwarded::capped`]). Cancelled (and the
+    /// upstream told so with `notifications/cancelled`) when `cancelled`
+    /// completes or after the upstream's `timeout`.
     pub async fn call(
         &self,
         target: &UpstreamRef,
         arguments: Map<String, Value>,
         cancelled: impl std::future::Future<Output = ()>,
-    ) -> Result<CallToolResult, CallError> {
-        let (conn, limit) = self.connected(target)?;
+    ) -> Result<Forwarded, CallError> {
+        let (conn, slot) = self.connected(target)?;
+        let (limit, max_output) = (slot.call_timeout, slot.max_output);
         let mut params = CallToolRequestParams::new(target.tool.clone());
         params.arguments = Some(arguments);
         // Dropping the request future sends `notifications/cancelled` upstream.
@@ -308,11 +335,41 @@ impl Upstreams {
             }
         };
         match answer {
-            Ok(CallToolResponse::Complete(r)) => Ok(r),
+            Ok(CallToolResponse::Complete(r)) => Ok(cap(r, max_output)),
             Ok(_) => Err(CallError(format!(
                 "upstream `{}` asked for more input or started a task, which regent does not relay yet",
                 target.upstream
             ))),
+            // The result did not have the shape of a `tools/call` result.
+            Err(rmcp::service::ServiceError::UnexpectedResponse) => Err(CallError(format!(
+                "upstream `{}` answered with a malformed result (not a `tools/call` result); regent passed none of it on",
+                target.upstream
+            ))),
+            // The process exited (or the connection closed) with the call
+            // in flight: it is not sent again.
+            Err(rmcp::service::ServiceError::TransportClosed) => {
+                // The waiter (or watcher) may see the exit a moment after the
+                // transport did; it says why.
+                let mut exited = conn.exited.clone();
+                let seen =
+                    tokio::time::timeout(Duration::from_millis(500), exited.wait_for(|e| *e))
+                        .await
+                        .is_ok_and(|r| r.is_ok());
+                Err(CallError(format!(
+                    "upstream `{}` went down during the call ({}); the call was not retried, and regent is {} it",
+                    target.upstream,
+                    if seen {
+                        conn.why_down()
+                    } else {
+                        "its connection closed".into()
+                    },
+                    if conn.url.is_some() {
+                        "reconnecting"
+                    } else {
+                        "restarting"
+                    }
+                )))
+            }
             Err(e) => Err(CallError(format!(
                 "upstream `{}`{} failed the call: {}",
                 target.upstream,
@@ -323,6 +380,76 @@ impl Upstreams {
                 error_chain(&e)
             ))),
         }
+    }
+}
+
+/// What [`Upstreams::call`] gives back.
+#[derive(Debug)]
+pub struct Forwarded {
+    pub result: CallToolResult,
+    /// `Some(cap)` when the upstream's result passed `max_output`: the result
+    /// is then regent's, an error holding the first `cap` bytes of the
+    /// upstream's text and why it was cut (as a command's capped output).
+    pub capped: Option<usize>,
+}
+
+/// How much of the output cap a result takes: the bytes of its text, of its
+/// images', audio's and resources' data (as sent, base64), and of its
+/// structured content as JSON.
+fn result_size(r: &CallToolResult) -> usize {
+    use rmcp::model::ContentBlock;
+    let blocks: usize = r
+        .content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::Text(t) => t.text.len(),
+            other => serde_json::to_string(other).map_or(0, |s| s.len()),
+        })
+        .sum();
+    let structured = r
+        .structured_content
+        .as_ref()
+        .map_or(0, |v| serde_json::to_string(v).map_or(0, |s| s.len()));
+    blocks + structured
+}
+
+/// `r` as the upstream gave it, or, when it passes `max_output`, the first
+/// `max_output` bytes of its text (cut at a character boundary) and the
+/// cap's message, as an error: nothing else of it is passed on.
+fn cap(r: CallToolResult, max_output: usize) -> Forwarded {
+    if result_size(&r) <= max_output {
+        return Forwarded {
+            result: r,
+            capped: None,
+        };
+    }
+    let mut kept = String::new();
+    for block in &r.content {
+        if let rmcp::model::ContentBlock::Text(t) = block {
+            let room = max_output - kept.len();
+            if t.text.len() <= room {
+                kept.push_str(&t.text);
+            } else {
+                let mut end = room;
+                while !t.text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                kept.push_str(&t.text[..end]);
+                break;
+            }
+        }
+    }
+    let mut content = Vec::new();
+    if !kept.is_empty() {
+        content.push(rmcp::model::ContentBlock::text(kept));
+    }
+    content.push(rmcp::model::ContentBlock::text(format!(
+        "{}; the upstream's result was cut to its text",
+        crate::exec::Status::OutputCapped(max_output).describe()
+    )));
+    Forwarded {
+        result: CallToolResult::error(content),
+        capped: Some(max_output),
     }
 }
 
@@ -716,5 +843,64 @@ fn lower(s: &str) -> String {
     match chars.next() {
         Some(c) => c.to_lowercase().collect::<String>() + chars.as_str(),
         None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::ContentBlock;
+
+    fn texts(r: &CallToolResult) -> Vec<String> {
+        r.content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text(t) => Some(t.text.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_result_within_the_cap_is_passed_on_unchanged() {
+        let mut r = CallToolResult::success(vec![ContentBlock::text("abc")]);
+        r.structured_content = Some(serde_json::json!({"n": 1}));
+        let before = serde_json::to_value(&r).unwrap();
+        let f = cap(r, 3 + r#"{"n":1}"#.len());
+        assert_eq!(f.capped, None);
+        assert_eq!(serde_json::to_value(&f.result).unwrap(), before);
+    }
+
+    #[test]
+    fn a_capped_result_keeps_the_first_text_cut_at_a_character() {
+        // 2 + 2 bytes of text, then a 2-byte character across the cap.
+        let r = CallToolResult::success(vec![
+            ContentBlock::text("ab"),
+            ContentBlock::image("AAAA", "image/png"),
+            ContentBlock::text("cdé!"),
+        ]);
+        let f = cap(r, 5);
+        assert_eq!(f.capped, Some(5));
+        assert_eq!(f.result.is_error, Some(true));
+        assert_eq!(f.result.structured_content, None);
+        let t = texts(&f.result);
+        assert_eq!(t[0], "abcd");
+        assert!(
+            t[1].starts_with("the output passed the cap of 5 bytes"),
+            "{t:?}"
+        );
+        assert_eq!(f.result.content.len(), 2);
+    }
+
+    #[test]
+    fn data_and_structured_content_count_toward_the_cap() {
+        let r = CallToolResult::success(vec![ContentBlock::image("A".repeat(100), "image/png")]);
+        let f = cap(r, 50);
+        assert_eq!(f.capped, Some(50));
+        // No text to keep: only why.
+        assert_eq!(texts(&f.result).len(), 1);
+        let mut r = CallToolResult::success(vec![]);
+        r.structured_content = Some(serde_json::json!({"big": "x".repeat(100)}));
+        assert_eq!(cap(r, 50).capped, Some(50));
     }
 }

@@ -35,6 +35,7 @@ mod resolve_input;
 mod resolvers;
 mod schema_drift;
 mod shadow;
+mod upstream_edges;
 mod upstream_filesystem;
 mod upstream_git;
 mod upstream_http;

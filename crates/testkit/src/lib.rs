@@ -8,6 +8,10 @@
 //!
 //! The binary is the one Cargo built beside the test or bench that links
 //! this kit ([`binary`]); a target can name another with [`set_binary`].
+//!
+//! [`upstream`] is the other side: a small upstream MCP server that
+//! misbehaves on demand (slow, crashing, malformed, huge), for the tests of
+//! how regent governs one.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -18,6 +22,7 @@ use std::time::{Duration, Instant};
 
 pub mod draft_client;
 pub mod http;
+pub mod upstream;
 
 use serde_json::{Value, json};
 

@@ -1,0 +1,131 @@
+//! A small upstream MCP server that misbehaves on demand, for the tests of
+//! regent's upstream edge cases (issue 20). It speaks newline-delimited
+//! JSON-RPC by hand (std and serde_json only, no SDK), so that it can send
+//! what no SDK would: an ill-typed result, an answer after a cancellation.
+//!
+//! Its tools:
+//!
+//! - `echo {text}`: answers with `text`.
+//! - `slow {ms}`: sleeps `ms` milliseconds, then answers anyway (it notes a
+//!   `notifications/cancelled` but does not stop).
+//! - `crash`: writes to standard error and exits with status 3, mid-call.
+//! - `malformed`: answers with a result whose `content` is not a list.
+//! - `huge {bytes}`: answers with one text block of `bytes` bytes of `x`.
+//!
+//! Each call and each cancellation is appended to the log file, if given:
+//! `call NAME ID` and `cancelled ID` (the JSON of the request id), one a line.
+//!
+//! [`serve`] runs it on any reader and writer; the tests host it in their
+//! own binary (see `tests/integration/upstream_edges.rs`).
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// What `malformed` writes as its result: well-formed JSON, ill-typed MCP.
+pub const MALFORMED_MARK: &str = "MALFORMED-PAYLOAD";
+
+fn tools() -> Value {
+    let object = |props: Value| json!({"type": "object", "properties": props});
+    json!([
+        {"name": "echo", "description": "Answers with its text.",
+         "inputSchema": object(json!({"text": {"type": "string"}}))},
+        {"name": "slow", "description": "Sleeps, then answers, cancelled or not.",
+         "inputSchema": object(json!({"ms": {"type": "integer"}}))},
+        {"name": "crash", "description": "Exits mid-call.", "inputSchema": object(json!({}))},
+        {"name": "malformed", "description": "Answers with an ill-typed result.",
+         "inputSchema": object(json!({}))},
+        {"name": "huge", "description": "Answers with that many bytes of text.",
+         "inputSchema": object(json!({"bytes": {"type": "integer"}}))},
+    ])
+}
+
+fn note(log: &Option<PathBuf>, line: &str) {
+    if let Some(path) = log
+        && let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+    {
+        let _ = writeln!(f, "{line}");
+    }
+}
+
+fn send(out: &Mutex<dyn Write + Send>, message: Value) {
+    let mut o = out.lock().unwrap_or_else(|p| p.into_inner());
+    let _ = writeln!(o, "{message}");
+    let _ = o.flush();
+}
+
+/// Serves until `input` ends. Each `tools/call` runs on a thread of its own,
+/// so a slow call does not hold up the next message.
+pub fn serve(input: impl BufRead, output: impl Write + Send + 'static, log: Option<&Path>) {
+    let out: Arc<Mutex<dyn Write + Send>> = Arc::new(Mutex::new(output));
+    let log = log.map(Path::to_path_buf);
+    for line in input.lines() {
+        let Ok(line) = line else { break };
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let id = msg["id"].clone();
+        let answer = |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result});
+        match msg["method"].as_str().unwrap_or_default() {
+            "initialize" => {
+                let version = msg["params"]["protocolVersion"].clone();
+                send(
+                    &out,
+                    answer(json!({
+                        "protocolVersion": version,
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "edge-upstream", "version": "1"},
+                    })),
+                );
+            }
+            "ping" => send(&out, answer(json!({}))),
+            "tools/list" => send(&out, answer(json!({"tools": tools()}))),
+            "notifications/cancelled" => {
+                note(&log, &format!("cancelled {}", msg["params"]["requestId"]));
+            }
+            "tools/call" => {
+                let (out, log) = (out.clone(), log.clone());
+                std::thread::spawn(move || {
+                    let name = msg["params"]["name"].as_str().unwrap_or_default();
+                    let args = &msg["params"]["arguments"];
+                    note(&log, &format!("call {name} {id}"));
+                    let text = |t: String| json!({"content": [{"type": "text", "text": t}]});
+                    let result = match name {
+                        "echo" => text(args["text"].as_str().unwrap_or_default().into()),
+                        "slow" => {
+                            let ms = args["ms"].as_u64().unwrap_or(0);
+                            std::thread::sleep(Duration::from_millis(ms));
+                            text(format!("slept {ms} ms"))
+                        }
+                        "crash" => {
+                            eprintln!("edge-upstream: crashing on purpose");
+                            std::process::exit(3);
+                        }
+                        "malformed" => json!({"content": MALFORMED_MARK, "isError": "perhaps"}),
+                        "huge" => {
+                            let n = args["bytes"].as_u64().unwrap_or(0) as usize;
+                            text("x".repeat(n))
+                        }
+                        _ => {
+                            json!({"content": [{"type": "text", "text": format!("no tool {name}")}], "isError": true})
+                        }
+                    };
+                    send(&out, json!({"jsonrpc": "2.0", "id": id, "result": result}));
+                });
+            }
+            // Notifications need no answer; an unknown request gets an error.
+            m if id.is_null() || m.starts_with("notifications/") => {}
+            m => send(
+                &out,
+                json!({"jsonrpc": "2.0", "id": id,
+                       "error": {"code": -32601, "message": format!("no method {m}")}}),
+            ),
+        }
+    }
+}
