@@ -8,7 +8,7 @@ use std::process::Command;
 use crate::stdio::Spawn;
 
 pub fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peer")
+    regent_testkit::repo_path("benches/peer")
 }
 
 /// Installs and builds the peer when needed. `Err` says why it cannot run.
