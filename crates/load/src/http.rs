@@ -281,7 +281,6 @@ impl Client {
     /// `n` requests one at a time.
     fn run_serial(&mut self, w: Workload, n: usize, barrier: &Barrier) -> RunOut {
         let mut out = RunOut::default();
-        out.samples.nanos.reserve(n);
         let mut line = Vec::with_capacity(1024);
         let name = match w {
             Workload::Resolve | Workload::Annotations => Some("manage_files"),
@@ -315,7 +314,7 @@ impl Client {
                 ));
                 break;
             }
-            out.samples.nanos.push(elapsed);
+            out.samples.record(elapsed);
             if is_error(&msg) {
                 out.note(String::from_utf8_lossy(&msg).into_owned());
             } else if i % 997 == 0 {
@@ -467,7 +466,7 @@ pub fn run(
                     };
                     let start = outs.iter().filter_map(|o| o.start).min();
                     let end = outs.iter().filter_map(|o| o.end).max();
-                    let total: usize = outs.iter().map(|o| o.samples.nanos.len()).sum();
+                    let total: usize = outs.iter().map(|o| o.samples.len()).sum();
                     let rate = match (start, end) {
                         (Some(a), Some(b)) => stats::rate(total, b - a),
                         _ => 0.0,

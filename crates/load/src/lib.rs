@@ -262,7 +262,7 @@ fn measure(
     guard.stop();
     let start = outs.iter().filter_map(|o| o.start).min();
     let end = outs.iter().filter_map(|o| o.end).max();
-    let total: usize = outs.iter().map(|o| o.samples.nanos.len()).sum();
+    let total: usize = outs.iter().map(|o| o.samples.len()).sum();
     let rate = match (start, end) {
         (Some(s), Some(e)) => stats::rate(total, e - s),
         _ => 0.0,

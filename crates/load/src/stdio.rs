@@ -189,7 +189,6 @@ impl Conn {
     /// `n` requests, one at a time: send, wait for the answer, repeat.
     pub fn run_serial(&mut self, workload: Workload, n: usize, barrier: &Barrier) -> RunOut {
         let mut out = RunOut::default();
-        out.samples.nanos.reserve(n);
         let mut line = Vec::with_capacity(1024);
         let mut resp = Vec::with_capacity(4096);
         barrier.wait();
@@ -228,7 +227,7 @@ impl Conn {
                 }
                 Ok(_) => {}
             }
-            out.samples.nanos.push(elapsed);
+            out.samples.record(elapsed);
             check_line(workload, id, &resp, i, &mut out);
         }
         out.end = Some(Instant::now());
@@ -260,7 +259,6 @@ impl Conn {
         let stderr = self.stderr.clone();
         let (w, r) = (self.w.as_mut().expect("open connection"), &mut self.r);
         let mut out = RunOut::default();
-        out.samples.nanos.reserve(n);
         barrier.wait();
         out.start = Some(Instant::now());
         thread::scope(|s| {
@@ -329,8 +327,7 @@ impl Conn {
                     break;
                 }
                 out.samples
-                    .nanos
-                    .push(now.saturating_sub(sent[i].load(Ordering::Acquire)));
+                    .record(now.saturating_sub(sent[i].load(Ordering::Acquire)));
                 check_line(workload, id, &resp, got, &mut out);
                 got += 1;
                 let _ = tokens.send(());
