@@ -311,7 +311,7 @@ pub struct Features {
 }
 
 fn serve_help(bin: &std::path::Path) -> String {
-    std::process::Command::new(bin)
+    regent_testkit::regent_at(bin)
         .args(["serve", "--help"])
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
@@ -321,11 +321,10 @@ fn serve_help(bin: &std::path::Path) -> String {
 /// Whether a tool with a `run:` section loads and its call succeeds.
 fn detect_exec(bin: &std::path::Path, root: &std::path::Path) -> Result<(), String> {
     let dir = catalogs::call(root).map_err(|e| e.to_string())?;
-    let spawn = Spawn {
-        program: bin.to_path_buf(),
-        args: vec!["serve".into(), dir.to_string_lossy().into_owned()],
-        dir: None,
-    };
+    let spawn = Spawn::regent(
+        bin,
+        vec!["serve".into(), dir.to_string_lossy().into_owned()],
+    );
     let log = root.join("detect-exec.stderr");
     let mut c = Conn::spawn(&spawn, Era::Legacy, &log)?;
     let first_line = |c: &Conn| {
@@ -417,10 +416,11 @@ pub fn run(opts: Opts) {
         eprintln!("load: TypeScript peer: not measured ({e})");
     }
 
-    let regent = |dir: &PathBuf| Spawn {
-        program: opts.bin.clone(),
-        args: vec!["serve".into(), dir.to_string_lossy().into_owned()],
-        dir: None,
+    let regent = |dir: &PathBuf| {
+        Spawn::regent(
+            &opts.bin,
+            vec!["serve".into(), dir.to_string_lossy().into_owned()],
+        )
     };
     let mut targets = vec![Target {
         server: "regent",
@@ -464,15 +464,16 @@ pub fn run(opts: Opts) {
             servers.push((BASELINE, b.clone()));
         }
         for (server, bin) in servers {
-            let no_log = |dir: &PathBuf| Spawn {
-                program: bin.clone(),
-                args: vec![
-                    "serve".into(),
-                    "--decision-log".into(),
-                    "/dev/null".into(),
-                    dir.to_string_lossy().into_owned(),
-                ],
-                dir: None,
+            let no_log = |dir: &PathBuf| {
+                Spawn::regent(
+                    &bin,
+                    vec![
+                        "serve".into(),
+                        "--decision-log".into(),
+                        "/dev/null".into(),
+                        dir.to_string_lossy().into_owned(),
+                    ],
+                )
             };
             let mut push = |era, dir: &PathBuf, workloads| {
                 targets.push(Target {

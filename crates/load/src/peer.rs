@@ -59,6 +59,7 @@ pub fn prepare() -> Result<Spawn, String> {
         program: "node".into(),
         args: vec![built.to_string_lossy().into_owned()],
         dir: Some(dir),
+        regent: false,
     })
 }
 
@@ -71,6 +72,7 @@ pub fn http_spawn(port: u16) -> Spawn {
             port.to_string(),
         ],
         dir: Some(dir()),
+        regent: false,
     }
 }
 

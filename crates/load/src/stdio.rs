@@ -26,11 +26,28 @@ pub struct Spawn {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub dir: Option<PathBuf>,
+    /// A regent binary: started as the test kit starts it (no `RUST_LOG`,
+    /// no colour), so the caller's environment changes nothing measured.
+    pub regent: bool,
 }
 
 impl Spawn {
+    /// `bin` (a regent build) with `args`.
+    pub fn regent(bin: &Path, args: Vec<String>) -> Spawn {
+        Spawn {
+            program: bin.to_path_buf(),
+            args,
+            dir: None,
+            regent: true,
+        }
+    }
+
     pub fn command(&self) -> Command {
-        let mut c = Command::new(&self.program);
+        let mut c = if self.regent {
+            regent_testkit::regent_at(&self.program)
+        } else {
+            Command::new(&self.program)
+        };
         c.args(&self.args);
         if let Some(d) = &self.dir {
             c.current_dir(d);
