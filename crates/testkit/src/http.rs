@@ -248,14 +248,11 @@ impl Resp {
         }
         if ct.starts_with("text/event-stream") {
             return self
-                .text()
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(str::trim)
-                .filter(|d| !d.is_empty())
+                .sse_data()
                 .map(|d| {
-                    serde_json::from_str(d)
-                        .unwrap_or_else(|e| panic!("SSE data is not JSON ({e}): {d}"))
+                    serde_json::from_slice(d).unwrap_or_else(|e| {
+                        panic!("SSE data is not JSON ({e}): {}", String::from_utf8_lossy(d))
+                    })
                 })
                 .collect();
         }
@@ -264,6 +261,21 @@ impl Resp {
             self.status,
             self.text()
         );
+    }
+
+    /// Whether the body is an SSE stream (`text/event-stream`).
+    pub fn is_sse(&self) -> bool {
+        self.header("content-type")
+            .is_some_and(|t| t.starts_with("text/event-stream"))
+    }
+
+    /// The non-empty `data:` of each SSE line of the body, unparsed.
+    pub fn sse_data(&self) -> impl Iterator<Item = &[u8]> {
+        self.body
+            .split(|b| *b == b'\n')
+            .filter_map(|l| l.strip_prefix(b"data:"))
+            .map(<[u8]>::trim_ascii)
+            .filter(|d| !d.is_empty())
     }
 
     /// The response to request `id` among the messages.
@@ -311,23 +323,10 @@ pub fn parse_response(raw: &[u8]) -> Resp {
                 String::from_utf8_lossy(raw)
             )
         });
-    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let status = status_line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("bad status line: {status_line}"));
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect();
+    let (status, headers) =
+        parse_head(&String::from_utf8_lossy(&raw[..split])).unwrap_or_else(|e| panic!("{e}"));
     let rest = &raw[split + 4..];
-    let chunked = headers.iter().any(|(k, v)| {
-        k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
-    });
-    let body = if chunked {
+    let body = if is_chunked(&headers) {
         dechunk(rest)
     } else {
         rest.to_vec()
@@ -337,6 +336,83 @@ pub fn parse_response(raw: &[u8]) -> Resp {
         headers,
         body,
     }
+}
+
+/// Reads one response off a keep-alive connection, leaving the connection
+/// at the next one: the head, then `Content-Length` bytes or the chunks
+/// (decoded), or no body. `Err` says what failed, for a load generator that
+/// must report a broken connection rather than panic.
+pub fn read_keepalive(r: &mut impl BufRead) -> Result<Resp, String> {
+    let mut line = String::new();
+    let read_line = |r: &mut dyn BufRead, line: &mut String| -> Result<(), String> {
+        line.clear();
+        match r.read_line(line) {
+            Ok(0) => Err("connection closed".into()),
+            Ok(_) => Ok(()),
+            Err(e) => Err(format!("receive: {e}")),
+        }
+    };
+    let mut head = String::new();
+    loop {
+        read_line(r, &mut line)?;
+        if line.trim_end().is_empty() {
+            break;
+        }
+        head.push_str(&line);
+    }
+    let (status, headers) = parse_head(&head)?;
+    let mut body = Vec::new();
+    let length = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse::<usize>().ok());
+    if is_chunked(&headers) {
+        loop {
+            read_line(r, &mut line)?;
+            let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or("0"), 16)
+                .map_err(|_| format!("bad chunk size {line:?}"))?;
+            if size == 0 {
+                read_line(r, &mut line)?; // the blank line after the last chunk
+                break;
+            }
+            let start = body.len();
+            body.resize(start + size, 0);
+            r.read_exact(&mut body[start..])
+                .map_err(|e| format!("receive: {e}"))?;
+            read_line(r, &mut line)?; // CRLF after the chunk
+        }
+    } else if let Some(n) = length {
+        body.resize(n, 0);
+        r.read_exact(&mut body)
+            .map_err(|e| format!("receive: {e}"))?;
+    }
+    Ok(Resp {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// The status and headers of a response head (lines, CRLF or LF).
+fn parse_head(head: &str) -> Result<(u16, Vec<(String, String)>), String> {
+    let mut lines = head.lines();
+    let status_line = lines.next().unwrap_or_default();
+    let status = status_line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("bad status line: {status_line}"))?;
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    Ok((status, headers))
+}
+
+fn is_chunked(headers: &[(String, String)]) -> bool {
+    headers.iter().any(|(k, v)| {
+        k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
+    })
 }
 
 fn dechunk(mut data: &[u8]) -> Vec<u8> {

@@ -67,7 +67,12 @@ pub fn binary() -> &'static Path {
 
 /// `regent` with no `RUST_LOG` and no colour: add the subcommand and arguments.
 pub fn regent() -> Command {
-    let mut cmd = Command::new(binary());
+    regent_at(binary())
+}
+
+/// [`regent`] for the binary at `bin` (the load generator measures any build).
+pub fn regent_at(bin: &Path) -> Command {
+    let mut cmd = Command::new(bin);
     cmd.env_remove("RUST_LOG").env("NO_COLOR", "1");
     cmd
 }

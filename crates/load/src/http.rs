@@ -10,7 +10,7 @@
 //! JSON or an SSE stream; either is read to its end so the connection can be
 //! reused.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -18,6 +18,7 @@ use std::sync::Barrier;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use regent_testkit::http::read_keepalive;
 use serde_json::{Value, json};
 
 use crate::stats::{self, Samples};
@@ -204,75 +205,20 @@ impl Client {
     }
 
     fn read_reply(&mut self) -> Result<Reply, String> {
-        let mut line = String::new();
-        let read = |r: &mut BufReader<TcpStream>, line: &mut String| -> Result<(), String> {
-            line.clear();
-            match r.read_line(line) {
-                Ok(0) => Err("connection closed".into()),
-                Ok(_) => Ok(()),
-                Err(e) => Err(format!("receive: {e}")),
-            }
-        };
-        read(&mut self.r, &mut line)?;
-        let status: u16 = line
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| format!("bad status line: {line:?}"))?;
-        let (mut length, mut chunked, mut sse, mut session) = (None, false, false, None);
-        loop {
-            read(&mut self.r, &mut line)?;
-            let l = line.trim_end();
-            if l.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = l.split_once(':') {
-                let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
-                match k.as_str() {
-                    "content-length" => length = v.parse::<usize>().ok(),
-                    "transfer-encoding" => chunked = v.eq_ignore_ascii_case("chunked"),
-                    "content-type" => sse = v.starts_with("text/event-stream"),
-                    "mcp-session-id" => session = Some(v.to_string()),
-                    _ => {}
-                }
-            }
-        }
-        let mut body = Vec::new();
-        if chunked {
-            loop {
-                read(&mut self.r, &mut line)?;
-                let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or("0"), 16)
-                    .map_err(|_| format!("bad chunk size {line:?}"))?;
-                if size == 0 {
-                    read(&mut self.r, &mut line)?; // the blank line after the last chunk
-                    break;
-                }
-                let start = body.len();
-                body.resize(start + size, 0);
-                self.r
-                    .read_exact(&mut body[start..])
-                    .map_err(|e| format!("receive: {e}"))?;
-                read(&mut self.r, &mut line)?; // CRLF after the chunk
-            }
-        } else if let Some(n) = length {
-            body.resize(n, 0);
-            self.r
-                .read_exact(&mut body)
-                .map_err(|e| format!("receive: {e}"))?;
-        }
-        let message = if sse {
+        let resp = read_keepalive(&mut self.r)?;
+        let session = resp.header("mcp-session-id").map(str::to_string);
+        let message = if resp.is_sse() {
             // The JSON-RPC response is the `data:` of an event; skip others.
-            body.split(|b| *b == b'\n')
-                .filter_map(|l| l.strip_prefix(b"data:"))
-                .map(|d| d.trim_ascii().to_vec())
+            resp.sse_data()
                 .find(|d| response_id(d).is_some())
-        } else if body.is_empty() {
+                .map(<[u8]>::to_vec)
+        } else if resp.body.is_empty() {
             None
         } else {
-            Some(body)
+            Some(resp.body)
         };
         Ok(Reply {
-            status,
+            status: resp.status,
             session,
             message,
         })
@@ -281,7 +227,6 @@ impl Client {
     /// `n` requests one at a time.
     fn run_serial(&mut self, w: Workload, n: usize, barrier: &Barrier) -> RunOut {
         let mut out = RunOut::default();
-        out.samples.nanos.reserve(n);
         let mut line = Vec::with_capacity(1024);
         let name = match w {
             Workload::Resolve | Workload::Annotations => Some("manage_files"),
@@ -315,7 +260,7 @@ impl Client {
                 ));
                 break;
             }
-            out.samples.nanos.push(elapsed);
+            out.samples.record(elapsed);
             if is_error(&msg) {
                 out.note(String::from_utf8_lossy(&msg).into_owned());
             } else if i % 997 == 0 {
@@ -467,7 +412,7 @@ pub fn run(
                     };
                     let start = outs.iter().filter_map(|o| o.start).min();
                     let end = outs.iter().filter_map(|o| o.end).max();
-                    let total: usize = outs.iter().map(|o| o.samples.nanos.len()).sum();
+                    let total: usize = outs.iter().map(|o| o.samples.len()).sum();
                     let rate = match (start, end) {
                         (Some(a), Some(b)) => stats::rate(total, b - a),
                         _ => 0.0,

@@ -8,7 +8,7 @@ use std::process::Command;
 use crate::stdio::Spawn;
 
 pub fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peer")
+    regent_testkit::repo_path("benches/peer")
 }
 
 /// Installs and builds the peer when needed. `Err` says why it cannot run.
@@ -59,6 +59,7 @@ pub fn prepare() -> Result<Spawn, String> {
         program: "node".into(),
         args: vec![built.to_string_lossy().into_owned()],
         dir: Some(dir),
+        regent: false,
     })
 }
 
@@ -71,6 +72,7 @@ pub fn http_spawn(port: u16) -> Spawn {
             port.to_string(),
         ],
         dir: Some(dir()),
+        regent: false,
     }
 }
 

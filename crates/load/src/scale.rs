@@ -107,11 +107,7 @@ fn point(opts: &Opts, root: &Path, dir: &Path, n: usize, features: &Features) ->
             ]);
         }
         args.push(dir.to_string_lossy().into_owned());
-        let spawn = Spawn {
-            program: opts.bin.clone(),
-            args,
-            dir: None,
-        };
+        let spawn = Spawn::regent(&opts.bin, args);
         let mut c = match Conn::spawn(&spawn, Era::Legacy, &log) {
             Ok(c) => c,
             Err(e) => {

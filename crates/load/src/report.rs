@@ -3,7 +3,6 @@
 //! comes from the run; nothing is typed in.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use crate::stats::{Latency, fmt_nanos, fmt_rate};
 use crate::workload::{Era, Workload};
@@ -670,7 +669,7 @@ fn thousands(n: usize) -> String {
 
 /// Replaces the marked section of BENCHMARKS.md and writes benches/summary.md.
 pub fn write(run: &Run, section: &str) -> Result<String, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = regent_testkit::repo_root();
     let path = root.join("BENCHMARKS.md");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let (Some(a), Some(b)) = (text.find(BEGIN), text.find(END)) else {

@@ -104,9 +104,7 @@ pub fn policy(i: usize, revision: usize) -> String {
 /// users run, policy and data included. Copied so that editing the examples
 /// while a run is going changes nothing it measures.
 pub fn shipped(root: &Path, name: &str) -> io::Result<PathBuf> {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples")
-        .join(name);
+    let from = regent_testkit::repo_path("examples").join(name);
     let dir = root.join(format!("shipped-{name}"));
     fs::create_dir_all(&dir)?;
     for entry in fs::read_dir(&from)? {

@@ -1,24 +1,20 @@
-//! End-to-end load generator for regent (issue 6): starts the release binary,
-//! drives it over stdio (one server process per client, as MCP clients run
-//! stdio servers) with raw JSON-RPC lines, and measures throughput and
-//! latency for `tools/resolve`, `tools/annotations`, `tools/call` and the
-//! floor requests (`tools/list` of a one-tool catalog, `ping`), next to the
-//! SEP's TypeScript reference server on the official SDK, all interleaved in
-//! one run so their ratios hold on a noisy machine. Then the scale points:
-//! start-up, memory, resolve latency and reload time for catalogs of 1 to
-//! 10,000 tools. It writes the tables into BENCHMARKS.md and
-//! benches/summary.md.
+//! End-to-end load generator for regent (issue 6): drives the release binary
+//! over stdio (one server process per client, as MCP clients run stdio
+//! servers) with raw JSON-RPC lines, and measures throughput and latency for
+//! `tools/resolve`, `tools/annotations`, `tools/call` and the floor requests
+//! (`tools/list` of a one-tool catalog, `ping`), next to the SEP's TypeScript
+//! reference server on the official SDK, all interleaved in one run so their
+//! ratios hold on a noisy machine. Then the scale points: start-up, memory,
+//! resolve latency and reload time for catalogs of 1 to 10,000 tools. It
+//! writes the tables into BENCHMARKS.md and benches/summary.md.
 //!
 //!     cargo bench --bench load                # the full run (about 5 minutes)
 //!     cargo bench --bench load -- --quick     # a smoke run, writes nothing
+//!     cargo run --release -p regent-load -- --quick   # the same, run directly
 //!
-//! Options after `--`: `--quick`, `--rounds N`, `--requests N` (pipelined,
-//! per client per round), `--serial-requests N`, `--window N`,
-//! `--clients 1,2`, `--scale 1,100,1000,10000`, `--no-peer`, `--no-scale`,
-//! `--no-write`, `--bin PATH` (measure another regent binary instead),
-//! `--baseline PATH` (measure another regent binary too, e.g. an older build,
-//! its resolve cells interleaved with this one's for a before/after in one
-//! run).
+//! The options are [`Args`] (`--help` lists them). `cargo bench --bench load`
+//! is `benches/load.rs` in the root package, which hands this crate the
+//! release binary Cargo built for it; run directly, the binary builds it.
 //!
 //! Features that the binary does not have yet (tools/call execution, hot
 //! reload, HTTP) are detected from `regent serve --help` or from a failed
@@ -40,11 +36,97 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use stats::Samples;
 use stdio::{Conn, RunOut, Spawn};
 use workload::{Era, Workload};
 
-/// Command-line options.
+/// The command line (the table in BENCHMARKS.md, "Reproduce").
+#[derive(Debug, Parser)]
+#[command(
+    name = "regent-load",
+    about = "End-to-end load generator for regent: throughput, latency and scale, next to the SEP's TypeScript reference server"
+)]
+pub struct Args {
+    /// One short round, catalogs of 1 and 100 tools, writes nothing: a smoke run.
+    #[arg(long)]
+    pub quick: bool,
+    /// Rounds; every round runs every cell once, interleaved [default: 5, 1 with --quick].
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<usize>,
+    /// Pipelined requests per client per round [default: 20000, 3000 with --quick].
+    #[arg(long, value_name = "N", value_parser = number)]
+    pub requests: Option<usize>,
+    /// Request/response requests per client per round (also HTTP and scale latency)
+    /// [default: 5000, 1000 with --quick].
+    #[arg(long, value_name = "N", value_parser = number)]
+    pub serial_requests: Option<usize>,
+    /// Requests in flight per connection when pipelined.
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    pub window: usize,
+    /// Concurrent clients (one server process each over stdio).
+    #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = number, default_value = "1,2")]
+    pub clients: Vec<usize>,
+    /// Catalog sizes for the scale points [default: 1,100,1000,10000; 1,100 with --quick].
+    #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = number)]
+    pub scale: Option<Vec<usize>>,
+    /// Leave out the TypeScript peer.
+    #[arg(long)]
+    pub no_peer: bool,
+    /// Leave out the scale points.
+    #[arg(long)]
+    pub no_scale: bool,
+    /// Print the results only: do not rewrite BENCHMARKS.md and benches/summary.md.
+    #[arg(long)]
+    pub no_write: bool,
+    /// Measure another regent binary (an older build, a branch) [default: the release build].
+    #[arg(long, value_name = "PATH")]
+    pub bin: Option<PathBuf>,
+    /// Measure another regent binary too, its resolve cells interleaved with
+    /// this one's for a before/after in one run.
+    #[arg(long, value_name = "PATH")]
+    pub baseline: Option<PathBuf>,
+}
+
+/// A count, `_` allowed between digits (`10_000`).
+fn number(s: &str) -> Result<usize, String> {
+    s.trim()
+        .replace('_', "")
+        .parse()
+        .map_err(|e| format!("{s:?} is not a number: {e}"))
+}
+
+impl Args {
+    /// The options of a run, measuring `bin` unless `--bin` names another.
+    pub fn opts(self, bin: PathBuf) -> Opts {
+        let q = self.quick;
+        let scale = self.scale.unwrap_or_else(|| {
+            if q {
+                vec![1, 100]
+            } else {
+                vec![1, 100, 1_000, 10_000]
+            }
+        });
+        Opts {
+            rounds: self.rounds.unwrap_or(if q { 1 } else { 5 }),
+            requests: self.requests.unwrap_or(if q { 3_000 } else { 20_000 }),
+            serial_requests: self
+                .serial_requests
+                .unwrap_or(if q { 1_000 } else { 5_000 }),
+            window: self.window,
+            clients: self.clients,
+            scale: if self.no_scale { Vec::new() } else { scale },
+            peer: !self.no_peer,
+            write: !(q || self.no_write),
+            quick: q,
+            default_bin: self.bin.is_none(),
+            bin: self.bin.unwrap_or(bin),
+            baseline: self.baseline,
+        }
+    }
+}
+
+/// The options of a run.
 #[derive(Debug, Clone)]
 pub struct Opts {
     pub rounds: usize,
@@ -57,65 +139,9 @@ pub struct Opts {
     pub write: bool,
     pub quick: bool,
     pub bin: PathBuf,
+    /// `bin` is the build this run was given, not one named by `--bin`.
+    pub default_bin: bool,
     pub baseline: Option<PathBuf>,
-}
-
-fn opts() -> Opts {
-    let mut o = Opts {
-        rounds: 5,
-        requests: 20_000,
-        serial_requests: 5_000,
-        window: 32,
-        clients: vec![1, 2],
-        scale: vec![1, 100, 1_000, 10_000],
-        peer: true,
-        write: true,
-        quick: false,
-        bin: PathBuf::from(env!("CARGO_BIN_EXE_regent")),
-        baseline: None,
-    };
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let list = |v: &str| -> Vec<usize> {
-        v.split(',')
-            .map(|x| {
-                x.trim()
-                    .replace('_', "")
-                    .parse()
-                    .expect("a list of numbers")
-            })
-            .collect()
-    };
-    let mut i = 0;
-    while i < args.len() {
-        let val = || args.get(i + 1).cloned().expect("a value after the option");
-        let mut takes_value = true;
-        match args[i].as_str() {
-            "--rounds" => o.rounds = val().parse().expect("--rounds N"),
-            "--requests" => o.requests = val().parse().expect("--requests N"),
-            "--serial-requests" => o.serial_requests = val().parse().expect("--serial-requests N"),
-            "--window" => o.window = val().parse().expect("--window N"),
-            "--clients" => o.clients = list(&val()),
-            "--scale" => o.scale = list(&val()),
-            "--bin" => o.bin = PathBuf::from(val()),
-            "--baseline" => o.baseline = Some(PathBuf::from(val())),
-            "--no-peer" => (o.peer, takes_value) = (false, false),
-            "--no-scale" => (o.scale, takes_value) = (Vec::new(), false),
-            "--no-write" => (o.write, takes_value) = (false, false),
-            "--quick" => {
-                o.quick = true;
-                o.write = false;
-                o.rounds = 1;
-                o.requests = 3_000;
-                o.serial_requests = 1_000;
-                o.scale = vec![1, 100];
-                takes_value = false;
-            }
-            // `cargo bench` passes `--bench`; anything else is ignored too.
-            _ => takes_value = false,
-        }
-        i += if takes_value { 2 } else { 1 };
-    }
-    o
 }
 
 /// regent with its decision log sent to /dev/null.
@@ -236,7 +262,7 @@ fn measure(
     guard.stop();
     let start = outs.iter().filter_map(|o| o.start).min();
     let end = outs.iter().filter_map(|o| o.end).max();
-    let total: usize = outs.iter().map(|o| o.samples.nanos.len()).sum();
+    let total: usize = outs.iter().map(|o| o.samples.len()).sum();
     let rate = match (start, end) {
         (Some(s), Some(e)) => stats::rate(total, e - s),
         _ => 0.0,
@@ -285,7 +311,7 @@ pub struct Features {
 }
 
 fn serve_help(bin: &std::path::Path) -> String {
-    std::process::Command::new(bin)
+    regent_testkit::regent_at(bin)
         .args(["serve", "--help"])
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
@@ -295,11 +321,10 @@ fn serve_help(bin: &std::path::Path) -> String {
 /// Whether a tool with a `run:` section loads and its call succeeds.
 fn detect_exec(bin: &std::path::Path, root: &std::path::Path) -> Result<(), String> {
     let dir = catalogs::call(root).map_err(|e| e.to_string())?;
-    let spawn = Spawn {
-        program: bin.to_path_buf(),
-        args: vec!["serve".into(), dir.to_string_lossy().into_owned()],
-        dir: None,
-    };
+    let spawn = Spawn::regent(
+        bin,
+        vec!["serve".into(), dir.to_string_lossy().into_owned()],
+    );
     let log = root.join("detect-exec.stderr");
     let mut c = Conn::spawn(&spawn, Era::Legacy, &log)?;
     let first_line = |c: &Conn| {
@@ -339,14 +364,8 @@ pub struct Run {
     pub notes: Vec<String>,
 }
 
-fn main() {
-    // `cargo bench` passes `--bench`; `cargo test --benches` does not, and a
-    // test run should not start a five-minute measurement or rewrite files.
-    if !std::env::args().any(|a| a == "--bench") {
-        eprintln!("load: not run (measure with `cargo bench --bench load`)");
-        return;
-    }
-    let opts = opts();
+/// Measures, prints the results and, unless told not to, writes them.
+pub fn run(opts: Opts) {
     let t0 = Instant::now();
     let machine = machine::describe();
     let load_before = machine::loadavg();
@@ -358,9 +377,7 @@ fn main() {
         opts.bin.display()
     );
     let mut notes = Vec::new();
-    if !opts.bin.to_string_lossy().contains("/release/")
-        && opts.bin.as_path() == std::path::Path::new(env!("CARGO_BIN_EXE_regent"))
-    {
+    if opts.default_bin && !opts.bin.to_string_lossy().contains("/release/") {
         notes.push(format!(
             "the binary {} is not a release build: run this with `cargo bench`",
             opts.bin.display()
@@ -399,10 +416,11 @@ fn main() {
         eprintln!("load: TypeScript peer: not measured ({e})");
     }
 
-    let regent = |dir: &PathBuf| Spawn {
-        program: opts.bin.clone(),
-        args: vec!["serve".into(), dir.to_string_lossy().into_owned()],
-        dir: None,
+    let regent = |dir: &PathBuf| {
+        Spawn::regent(
+            &opts.bin,
+            vec!["serve".into(), dir.to_string_lossy().into_owned()],
+        )
     };
     let mut targets = vec![Target {
         server: "regent",
@@ -446,15 +464,16 @@ fn main() {
             servers.push((BASELINE, b.clone()));
         }
         for (server, bin) in servers {
-            let no_log = |dir: &PathBuf| Spawn {
-                program: bin.clone(),
-                args: vec![
-                    "serve".into(),
-                    "--decision-log".into(),
-                    "/dev/null".into(),
-                    dir.to_string_lossy().into_owned(),
-                ],
-                dir: None,
+            let no_log = |dir: &PathBuf| {
+                Spawn::regent(
+                    &bin,
+                    vec![
+                        "serve".into(),
+                        "--decision-log".into(),
+                        "/dev/null".into(),
+                        dir.to_string_lossy().into_owned(),
+                    ],
+                )
             };
             let mut push = |era, dir: &PathBuf, workloads| {
                 targets.push(Target {

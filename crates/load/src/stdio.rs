@@ -26,11 +26,28 @@ pub struct Spawn {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub dir: Option<PathBuf>,
+    /// A regent binary: started as the test kit starts it (no `RUST_LOG`,
+    /// no colour), so the caller's environment changes nothing measured.
+    pub regent: bool,
 }
 
 impl Spawn {
+    /// `bin` (a regent build) with `args`.
+    pub fn regent(bin: &Path, args: Vec<String>) -> Spawn {
+        Spawn {
+            program: bin.to_path_buf(),
+            args,
+            dir: None,
+            regent: true,
+        }
+    }
+
     pub fn command(&self) -> Command {
-        let mut c = Command::new(&self.program);
+        let mut c = if self.regent {
+            regent_testkit::regent_at(&self.program)
+        } else {
+            Command::new(&self.program)
+        };
         c.args(&self.args);
         if let Some(d) = &self.dir {
             c.current_dir(d);
@@ -189,7 +206,6 @@ impl Conn {
     /// `n` requests, one at a time: send, wait for the answer, repeat.
     pub fn run_serial(&mut self, workload: Workload, n: usize, barrier: &Barrier) -> RunOut {
         let mut out = RunOut::default();
-        out.samples.nanos.reserve(n);
         let mut line = Vec::with_capacity(1024);
         let mut resp = Vec::with_capacity(4096);
         barrier.wait();
@@ -228,7 +244,7 @@ impl Conn {
                 }
                 Ok(_) => {}
             }
-            out.samples.nanos.push(elapsed);
+            out.samples.record(elapsed);
             check_line(workload, id, &resp, i, &mut out);
         }
         out.end = Some(Instant::now());
@@ -260,7 +276,6 @@ impl Conn {
         let stderr = self.stderr.clone();
         let (w, r) = (self.w.as_mut().expect("open connection"), &mut self.r);
         let mut out = RunOut::default();
-        out.samples.nanos.reserve(n);
         barrier.wait();
         out.start = Some(Instant::now());
         thread::scope(|s| {
@@ -329,8 +344,7 @@ impl Conn {
                     break;
                 }
                 out.samples
-                    .nanos
-                    .push(now.saturating_sub(sent[i].load(Ordering::Acquire)));
+                    .record(now.saturating_sub(sent[i].load(Ordering::Acquire)));
                 check_line(workload, id, &resp, got, &mut out);
                 got += 1;
                 let _ = tokens.send(());
