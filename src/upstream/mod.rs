@@ -218,7 +218,7 @@ impl Upstreams {
             let start_timeout = duration("start_timeout", &decl.start_timeout, timeout);
             let call_timeout = duration("timeout", &decl.timeout, CALL_TIMEOUT);
             let max_output = match &decl.max_output {
-                None => crate::exec::cli::DEFAULT_MAX_OUTPUT,
+                None => crate::run_plan::cli::DEFAULT_MAX_OUTPUT,
                 Some(text) => match crate::catalog::run::parse_size(&text.0) {
                     Some(n) if n > 0 => n,
                     _ => {
