@@ -186,9 +186,23 @@ impl Upstreams {
     /// each within its `start_timeout` (else `timeout`). Every upstream that
     /// fails is reported; serving does not start with an upstream missing.
     pub async fn start(source: &Source, timeout: Duration) -> Result<Upstreams, Diagnostics> {
+        Self::start_some(source, timeout, |_| true).await
+    }
+
+    /// [`Upstreams::start`] for the upstreams whose index among
+    /// `source.upstreams()` is picked; errors point at each one's own
+    /// declaration in the catalog as given.
+    pub async fn start_some(
+        source: &Source,
+        timeout: Duration,
+        pick: impl Fn(usize) -> bool,
+    ) -> Result<Upstreams, Diagnostics> {
         let mut diags = Diagnostics::default();
         let mut slots = BTreeMap::new();
-        for (f, at, decl) in source.upstreams() {
+        for (i, (f, at, decl)) in source.upstreams().enumerate() {
+            if !pick(i) {
+                continue;
+            }
             let file = &source.tool_files[f];
             let location = file.locate(&at.key(decl.endpoint_key()));
             let base_dir = std::path::absolute(&file.path)

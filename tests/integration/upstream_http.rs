@@ -420,3 +420,45 @@ fn an_upstreams_list_changed_over_http_reimports_its_tools() {
         "{r}"
     );
 }
+
+/// Issue 20: `check --start-upstreams` starts each upstream alone; the error
+/// of the second must point at the second's own declaration, not the first's.
+#[test]
+fn check_start_upstreams_reports_each_failure_at_its_own_declaration() {
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens on port 1: both fail, each at its own `url`.
+    std::fs::write(
+        dir.path().join("b.yaml"),
+        "upstreams:\n  - name: first\n    url: http://127.0.0.1:1/first\n  - name: second\n    url: http://127.0.0.1:1/second\n",
+    )
+    .unwrap();
+    let out = regent()
+        .args(["check", "--start-upstreams", "--format", "json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let text = report.to_string();
+    let at = |name: &str| -> String {
+        let d = report["diagnostics"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{text}"))
+            .iter()
+            .find(|d| {
+                d["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains(&format!("upstream `{name}`")))
+            })
+            .unwrap_or_else(|| panic!("no diagnostic for `{name}`: {text}"));
+        let l = &d["location"];
+        assert!(
+            l["file"].as_str().is_some_and(|f| f.ends_with("b.yaml")),
+            "{text}"
+        );
+        format!("{}:{}", l["line"], l["column"])
+    };
+    assert_eq!(at("first"), "3:5", "{text}");
+    assert_eq!(at("second"), "5:5", "{text}");
+}
