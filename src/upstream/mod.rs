@@ -27,6 +27,7 @@ pub mod supervise;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -41,7 +42,7 @@ use tokio::sync::{Notify, oneshot, watch};
 use crate::diag::{Diagnostic, Diagnostics, Location};
 use crate::source::Source;
 use crate::source::run::ValueSource;
-use crate::source::upstream::{Endpoint, Snapshot, UpstreamDecl, UpstreamRef};
+use crate::source::upstream::{Declared, Endpoint, Snapshot, UpstreamDecl, UpstreamRef};
 
 /// How long an upstream has to start, answer `initialize` and list its
 /// tools, unless its declaration says (`start_timeout`).
@@ -115,19 +116,65 @@ impl ClientHandler for Listener {
 }
 
 /// One declared upstream: how to start it and its current connection.
+/// Replaced as a whole (and retired) when its declaration changes.
 struct Slot {
-    decl: UpstreamDecl,
-    base_dir: PathBuf,
+    declared: Declared,
     start_timeout: Duration,
     call_timeout: Duration,
+    /// Why it cannot be started at all (a duration that is not one).
+    invalid: Option<String>,
     /// The latest connection; after the process exits it stays here (dead)
-    /// until a restart replaces it, so calls fail closed meanwhile.
-    current: RwLock<Arc<Conn>>,
+    /// until a restart replaces it, so calls fail closed meanwhile. `None`
+    /// before the first connection of a declaration added or changed while
+    /// serving (and after the slot is retired).
+    current: RwLock<Option<Arc<Conn>>>,
+    /// Why there is no connection yet, while `current` is `None`.
+    not_yet: std::sync::Mutex<String>,
     tools_changed: Arc<Notify>,
+    /// Set once the slot no longer serves its name: its supervisor reports
+    /// nothing more.
+    retired: AtomicBool,
+    /// Its supervisor task, aborted when the slot is retired.
+    task: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
 }
 
 impl Slot {
-    fn current(&self) -> Arc<Conn> {
+    /// A slot for `declared`, not connected; `start_timeout` when the
+    /// declaration gives none. Its durations that are not durations, by
+    /// key, with their text.
+    fn new(declared: Declared, start_timeout: Duration) -> (Slot, Vec<(&'static str, String)>) {
+        let mut bad = Vec::new();
+        let mut duration =
+            |key: &'static str, given: &Option<crate::source::run::Text>, default| {
+                let Some(text) = given else { return default };
+                crate::catalog::run::parse_duration(&text.0).unwrap_or_else(|| {
+                    bad.push((key, text.0.clone()));
+                    default
+                })
+            };
+        let start_timeout = duration("start_timeout", &declared.decl.start_timeout, start_timeout);
+        let call_timeout = duration("timeout", &declared.decl.timeout, CALL_TIMEOUT);
+        let invalid = (!bad.is_empty()).then(|| {
+            bad.iter()
+                .map(|(key, text)| format!("`{key}` is not a duration: `{text}`"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        });
+        let slot = Slot {
+            declared,
+            start_timeout,
+            call_timeout,
+            invalid,
+            current: RwLock::new(None),
+            not_yet: std::sync::Mutex::new("it is starting".into()),
+            tools_changed: Arc::new(Notify::new()),
+            retired: AtomicBool::new(false),
+            task: Default::default(),
+        };
+        (slot, bad)
+    }
+
+    fn current(&self) -> Option<Arc<Conn>> {
         self.current
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -135,13 +182,49 @@ impl Slot {
     }
 
     fn replace(&self, conn: Conn) {
-        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(conn);
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(conn));
+    }
+
+    fn not_yet(&self) -> String {
+        self.not_yet
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn set_not_yet(&self, why: String) {
+        *self.not_yet.lock().unwrap_or_else(|p| p.into_inner()) = why;
+    }
+
+    fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::SeqCst)
+    }
+
+    /// Ends the slot: its supervisor stops, and its process is killed (its
+    /// HTTP session closed) even while calls still hold the connection.
+    fn retire(&self) {
+        self.retired.store(true, Ordering::SeqCst);
+        if let Some(task) = self.task.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            task.abort();
+        }
+        let conn = self
+            .current
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(conn) = conn {
+            conn.kill();
+            conn.client.cancellation_token().cancel();
+        }
     }
 
     async fn connect(&self) -> Result<Conn, String> {
+        if let Some(invalid) = &self.invalid {
+            return Err(invalid.clone());
+        }
         connect_within(
-            &self.decl,
-            &self.base_dir,
+            &self.declared.decl,
+            &self.declared.base_dir,
             self.tools_changed.clone(),
             self.start_timeout,
         )
@@ -165,10 +248,21 @@ async fn connect_within(
     })
 }
 
-/// Every connected upstream, by name.
-#[derive(Default)]
+/// Every declared upstream, by name. The names change while serving, as
+/// the catalog's declarations do (`supervise`).
 pub struct Upstreams {
-    slots: BTreeMap<String, Arc<Slot>>,
+    slots: RwLock<BTreeMap<String, Arc<Slot>>>,
+    /// How long an upstream has to start when its declaration does not say.
+    start_timeout: Duration,
+}
+
+impl Default for Upstreams {
+    fn default() -> Upstreams {
+        Upstreams {
+            slots: Default::default(),
+            start_timeout: START_TIMEOUT,
+        }
+    }
 }
 
 /// Why a forwarded call did not give the upstream's result.
@@ -205,46 +299,32 @@ impl Upstreams {
             }
             let file = &source.tool_files[f];
             let location = file.locate(&at.key(decl.endpoint_key()));
-            let base_dir = std::path::absolute(&file.path)
-                .ok()
-                .and_then(|p| p.parent().map(Path::to_path_buf))
-                .unwrap_or_else(|| PathBuf::from("/"));
-            let before = diags.0.len();
-            let mut duration = |key: &str, given: &Option<crate::source::run::Text>, default| {
-                let Some(text) = given else { return default };
-                crate::catalog::run::parse_duration(&text.0).unwrap_or_else(|| {
+            let declared = Declared {
+                decl: decl.clone(),
+                base_dir: crate::source::upstream::base_dir(&file.path),
+            };
+            let (slot, bad) = Slot::new(declared, timeout);
+            // An upstream with a duration error is reported without being started.
+            if !bad.is_empty() {
+                for (key, text) in bad {
                     diags.push(
                         Diagnostic::error(
                             "upstream-duration",
                             file.locate(&at.key(key)),
                             format!(
-                                "`{key}` of upstream `{}` is not a duration: `{}`",
-                                decl.name, text.0
+                                "`{key}` of upstream `{}` is not a duration: `{text}`",
+                                decl.name
                             ),
                         )
                         .with_help("write a duration such as `500ms`, `30s` or `2m`"),
                     );
-                    default
-                })
-            };
-            let start_timeout = duration("start_timeout", &decl.start_timeout, timeout);
-            let call_timeout = duration("timeout", &decl.timeout, CALL_TIMEOUT);
-            // An upstream with a duration error is reported without being started.
-            if diags.0.len() > before {
+                }
                 continue;
             }
-            let tools_changed = Arc::new(Notify::new());
-            match connect_within(decl, &base_dir, tools_changed.clone(), start_timeout).await {
+            match slot.connect().await {
                 Ok(conn) => {
                     tracing::info!(upstream = %decl.name, tools = conn.snapshot.tools.len(), pid = ?conn.pid, url = ?conn.url, "upstream connected");
-                    let slot = Slot {
-                        decl: decl.clone(),
-                        base_dir,
-                        start_timeout,
-                        call_timeout,
-                        current: RwLock::new(Arc::new(conn)),
-                        tools_changed,
-                    };
+                    slot.replace(conn);
                     slots.insert(decl.name.clone(), Arc::new(slot));
                 }
                 Err(why) => diags.push(start_failed(decl, location, &why)),
@@ -253,27 +333,57 @@ impl Upstreams {
         if diags.has_errors() {
             return Err(diags);
         }
-        Ok(Upstreams { slots })
+        Ok(Upstreams {
+            slots: RwLock::new(slots),
+            start_timeout: timeout,
+        })
     }
 
     /// What each upstream listed, by name: the data the catalog build imports.
     pub fn snapshots(&self) -> BTreeMap<String, Snapshot> {
-        self.slots
+        self.slots()
             .iter()
-            .map(|(n, s)| (n.clone(), s.current().snapshot.clone()))
+            .filter_map(|(n, s)| Some((n.clone(), s.current()?.snapshot.clone())))
             .collect()
+    }
+
+    fn slots(&self) -> BTreeMap<String, Arc<Slot>> {
+        self.slots.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn slot(&self, name: &str) -> Option<Arc<Slot>> {
+        self.slots
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .cloned()
     }
 
     /// The live connection of `target`, or why there is none (the call must
     /// then fail closed: nothing is sent).
     fn connected(&self, target: &UpstreamRef) -> Result<(Arc<Conn>, Duration), CallError> {
-        let Some(slot) = self.slots.get(&target.upstream) else {
+        let Some(slot) = self.slot(&target.upstream) else {
             return Err(CallError(format!(
-                "upstream `{}` is not connected; restart regent to connect it",
+                "upstream `{}` is no longer declared in the catalog",
                 target.upstream
             )));
         };
-        let conn = slot.current();
+        let Some(conn) = slot.current() else {
+            let name = &target.upstream;
+            return Err(CallError(match (&slot.invalid, &slot.declared.decl.url) {
+                (Some(invalid), _) => {
+                    format!("upstream `{name}` cannot be started: {invalid}; fix its declaration")
+                }
+                (None, Some(url)) => format!(
+                    "upstream `{name}` at {url} is not connected ({}); regent is connecting to it, try again shortly",
+                    slot.not_yet()
+                ),
+                (None, None) => format!(
+                    "upstream `{name}` is not running ({}); regent is starting it, try again shortly",
+                    slot.not_yet()
+                ),
+            }));
+        };
         if !conn.is_up() {
             return Err(CallError(match &conn.url {
                 Some(url) => format!(
