@@ -865,11 +865,14 @@ mod tests {
         assert_eq!(names, ["read", "wipe"]);
     }
 
+    /// While serving, an upstream declared since the start has no snapshot
+    /// until it lists its tools: it imports nothing (none of its tools can
+    /// be called), and the rest of the catalog builds.
     #[test]
-    fn an_upstream_without_a_snapshot_fails_closed() {
+    fn an_upstream_without_a_snapshot_imports_nothing() {
         let mut s = source("upstreams:\n  - name: other\n    command: x\n");
         let d = s.import_upstreams(&snapshot());
-        assert!(d.has_errors());
+        assert!(!d.has_errors(), "{d:?}");
         assert_eq!(s.tools().count(), 0);
     }
 }
