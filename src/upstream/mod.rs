@@ -10,7 +10,8 @@
 //! upstream has a supervisor ([`supervise`]) that restarts it with backoff
 //! when it exits and re-lists its tools after a restart or on its
 //! `notifications/tools/list_changed`; a changed list goes through the
-//! normal reload path. A call to an upstream that is down fails closed
+//! normal reload path. When a reload reads declarations that differ, the
+//! upstreams follow them (`Upstreams::redeclare`). A call to an upstream that is down fails closed
 //! (nothing runs). `check`, `test` and `resolve` never start an upstream
 //! unless asked (`check --start-upstreams`): they read its pinned snapshot.
 //!
