@@ -182,8 +182,17 @@ impl Slot {
             .clone()
     }
 
+    /// Makes `conn` the slot's connection; a retired slot's is killed
+    /// instead (under the lock [`Slot::retire`] takes, so never both kept
+    /// and missed).
     fn replace(&self, conn: Conn) {
-        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(conn));
+        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
+        if self.is_retired() {
+            conn.kill();
+            conn.client.cancellation_token().cancel();
+            return;
+        }
+        *current = Some(Arc::new(conn));
     }
 
     fn not_yet(&self) -> String {

@@ -255,9 +255,6 @@ async fn run(name: String, slot: Arc<Slot>, hooks: Hooks) {
                     tracing::info!(upstream = %name, pid = ?new.pid, url = ?new.url, tools = new.snapshot.tools.len(), restarts, "upstream {restarted}");
                     let snapshot = new.snapshot.clone();
                     let status = up_status(&new, restarts);
-                    if slot.is_retired() {
-                        return;
-                    }
                     slot.replace(new);
                     report(&name, &slot, status, &hooks);
                     publish(&name, &slot, snapshot, restarted, &hooks);

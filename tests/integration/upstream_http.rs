@@ -587,10 +587,15 @@ fn a_changed_url_is_reconnected_to_and_the_old_upstream_left() {
 /// B's catalog with regent itself as `command:` upstreams over stdio, each
 /// serving A's catalog at `a_dir` under its own prefix.
 fn stdio_catalog(dir: &Path, a_dir: &Path, names: &[&str]) {
+    stdio_catalog_with(dir, a_dir, names, "");
+}
+
+/// [`stdio_catalog`], each upstream's declaration ending with `extra`.
+fn stdio_catalog_with(dir: &Path, a_dir: &Path, names: &[&str], extra: &str) {
     let mut yaml = String::from("upstreams:\n");
     for name in names {
         yaml.push_str(&format!(
-            "  - name: {name}\n    command: {}\n    args: [serve, --no-watch, {}]\n    prefix: {name}_\n",
+            "  - name: {name}\n    command: {}\n    args: [serve, --no-watch, {}]\n    prefix: {name}_\n{extra}",
             common::binary().display(),
             a_dir.display()
         ));
@@ -669,4 +674,34 @@ fn upstreams_added_and_removed_by_a_reload_are_started_and_stopped() {
     assert_eq!(r["result"]["content"][0]["text"], "still-y", "{r}");
     let y = upstream_status_until(&mut b, "y", |s| s["up"] == true);
     assert_eq!(y["pid"], y_pid, "{y}");
+
+    // Declared differently (its environment): restarted as now declared,
+    // the old process gone; a new prefix alone would not have restarted it.
+    stdio_catalog_with(
+        b_dir.path(),
+        a_dir.path(),
+        &["y"],
+        "    env: {set: {REGENT_TEST_MARK: changed}}\n",
+    );
+    let y = upstream_status_until(&mut b, "y", |s| {
+        s["up"] == true && s["pid"].as_u64().is_some_and(|p| p != y_pid)
+    });
+    let new_pid = y["pid"].as_u64().unwrap();
+    let environ = std::fs::read(format!("/proc/{new_pid}/environ")).unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&environ).contains("REGENT_TEST_MARK=changed"),
+        "the new process does not run as now declared"
+    );
+    let old = std::path::PathBuf::from(format!("/proc/{y_pid}"));
+    let deadline = Instant::now() + WAIT;
+    while old.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the old process {y_pid} still runs\n{}",
+            b.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let r = echo_via(&mut b, "y_echo_text", "new-y");
+    assert_eq!(r["result"]["content"][0]["text"], "new-y", "{r}");
 }
