@@ -33,10 +33,9 @@
 //! for a new name), and calls to it are refused. Its tools then go through
 //! the shared snapshots and a reload request, as after any restart.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-
-use std::collections::BTreeMap;
 
 use super::{Conn, Slot, Upstreams, snapshot_of};
 use crate::reload::{Requester, SharedSnapshots};
