@@ -546,11 +546,12 @@ fn a_changed_url_is_reconnected_to_and_the_old_upstream_left() {
     // A declaration that cannot be reached: calls are refused, A2 sees none.
     let closed = format!("http://{}/mcp", common::closed_addr());
     governing_catalog(b_dir.path(), &closed, "");
+    // Refused while it starts, then with the reason its start failed.
     let r = call_until(&mut b, "refused", |r| {
         r["isError"] == true
             && r["content"][0]["text"]
                 .as_str()
-                .is_some_and(|t| t.contains("is not connected"))
+                .is_some_and(|t| t.contains("is not connected (connection failed"))
     });
     let text = error_text(&r);
     assert!(
