@@ -210,6 +210,11 @@ impl CatalogState {
         self.lock().upstreams.insert(name.to_string(), status);
     }
 
+    /// Forgets an upstream that is no longer declared.
+    pub fn remove_upstream(&self, name: &str) {
+        self.lock().upstreams.remove(name);
+    }
+
     pub fn set_watching(&self, watching: bool) {
         self.lock().watching = watching;
     }

@@ -40,12 +40,17 @@ fn start_unpinned(paths: &[std::path::PathBuf]) -> Started {
     let Ok((source, _)) = Source::load_partial(paths) else {
         return started;
     };
-    let unpinned: Vec<String> = source
+    // By index among the declared upstreams: a duplicate name is reported
+    // by the load, and only its first declaration is started.
+    let mut names = std::collections::BTreeSet::new();
+    let unpinned: Vec<usize> = source
         .upstreams()
+        .enumerate()
         // One with neither or both of `command` and `url` is reported by
         // the load; there is nothing to start.
-        .filter(|(_, _, u)| u.snapshot.is_none() && u.endpoint().is_some())
-        .map(|(_, _, u)| u.name.clone())
+        .filter(|(_, (_, _, u))| names.insert(u.name.clone()))
+        .filter(|(_, (_, _, u))| u.snapshot.is_none() && u.endpoint().is_some())
+        .map(|(i, _)| i)
         .collect();
     if unpinned.is_empty() {
         return started;
@@ -56,18 +61,12 @@ fn start_unpinned(paths: &[std::path::PathBuf]) -> Started {
     else {
         return started;
     };
-    for name in unpinned {
-        // The catalog with this one upstream, so that each starts alone.
-        let mut one = source.clone();
-        let mut kept = false;
-        for f in &mut one.tool_files {
-            f.model.upstreams.retain(|u| {
-                let keep = !kept && u.name == name && u.snapshot.is_none();
-                kept |= keep;
-                keep
-            });
-        }
-        match runtime.block_on(Upstreams::start(&one, START_TIMEOUT)) {
+    for index in unpinned {
+        // Each starts alone, in the whole catalog (so that its errors point
+        // at its own declaration), and stops before the next.
+        match runtime.block_on(Upstreams::start_some(&source, START_TIMEOUT, |i| {
+            i == index
+        })) {
             Ok(u) => started.snapshots.extend(u.snapshots()),
             Err(d) => started.problems.extend(d.0),
         }

@@ -144,6 +144,9 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     .with_ttl(std::time::Duration::from_secs(
         args.request_state_ttl.max(1),
     ));
+    // The upstreams each catalog read declares, from the reload thread to
+    // the supervisors (which start, restart and stop upstreams to match).
+    let (declared, redeclared) = tokio::sync::mpsc::unbounded_channel();
     let reloads = reload::start(
         state.clone(),
         reload::Settings {
@@ -154,18 +157,23 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
             debounce: reload::DEBOUNCE,
             settle: reload::SETTLE,
             upstreams: shared.clone(),
+            declared: Some(declared),
         },
     )
     .map_err(cannot_run)?;
     // From now on each upstream is restarted when it exits and re-listed
-    // when it says its tools changed; a change reloads the catalog.
+    // when it says its tools changed; a change reloads the catalog. One
+    // whose declaration changes is restarted as now declared.
     {
         let _in_runtime = runtime.enter();
-        upstreams.supervise(&upstream::supervise::Hooks {
-            state: state.clone(),
-            snapshots: shared,
-            reload: reloads.requester(),
-        });
+        upstreams.supervise(
+            &upstream::supervise::Hooks {
+                state: state.clone(),
+                snapshots: shared,
+                reload: reloads.requester(),
+            },
+            Some(redeclared),
+        );
     }
     if !args.no_watch {
         tracing::info!("watching the catalog for changes");

@@ -55,7 +55,17 @@ pub struct Settings {
     /// entry when an upstream's tools change (after a restart, or on its
     /// `notifications/tools/list_changed`) and then asks for a reload.
     pub upstreams: SharedSnapshots,
+    /// Where the upstream declarations of every catalog read are sent, by
+    /// name: `upstream`'s supervisors start what was added, restart what
+    /// is reached differently and stop what was removed (see
+    /// `Upstreams::supervise`). The reload thread only hands them over.
+    pub declared: Option<DeclaredSender>,
 }
+
+/// The channel [`Settings::declared`] sends on.
+pub type DeclaredSender = tokio::sync::mpsc::UnboundedSender<
+    std::collections::BTreeMap<String, crate::source::upstream::Declared>,
+>;
 
 /// The upstreams' latest snapshots, shared by their supervisors (who write)
 /// and the reload thread (which reads one copy per attempt).
@@ -151,6 +161,12 @@ impl Reloader {
             Ok(s) => s,
             Err(diags) => return self.failed(diags),
         };
+        // The files that declare the upstreams loaded: the upstreams run
+        // what they say from now on, even if this build fails, so that the
+        // snapshots a build needs (of a new or changed declaration) come.
+        if let Some(declared) = &self.settings.declared {
+            let _ = declared.send(source.declared_upstreams());
+        }
         let snapshots = self
             .settings
             .upstreams

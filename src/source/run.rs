@@ -73,7 +73,7 @@ pub struct CliDecl {
 }
 
 /// `run.cli.env`: what the program's environment holds. Nothing else is inherited.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct EnvDecl {
     /// Names copied from regent's own environment (replaces the default list).

@@ -10,7 +10,8 @@
 //! upstream has a supervisor ([`supervise`]) that restarts it with backoff
 //! when it exits and re-lists its tools after a restart or on its
 //! `notifications/tools/list_changed`; a changed list goes through the
-//! normal reload path. A call to an upstream that is down fails closed
+//! normal reload path. When a reload reads declarations that differ, the
+//! upstreams follow them (`Upstreams::redeclare`). A call to an upstream that is down fails closed
 //! (nothing runs). `check`, `test` and `resolve` never start an upstream
 //! unless asked (`check --start-upstreams`): they read its pinned snapshot.
 //!
@@ -27,6 +28,7 @@ pub mod supervise;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -41,7 +43,7 @@ use tokio::sync::{Notify, oneshot, watch};
 use crate::diag::{Diagnostic, Diagnostics, Location};
 use crate::source::Source;
 use crate::source::run::ValueSource;
-use crate::source::upstream::{Endpoint, Snapshot, UpstreamDecl, UpstreamRef};
+use crate::source::upstream::{Declared, Endpoint, Snapshot, UpstreamDecl, UpstreamRef};
 
 /// How long an upstream has to start, answer `initialize` and list its
 /// tools, unless its declaration says (`start_timeout`).
@@ -115,35 +117,137 @@ impl ClientHandler for Listener {
 }
 
 /// One declared upstream: how to start it and its current connection.
+/// Replaced as a whole (and retired) when its declaration changes.
 struct Slot {
-    decl: UpstreamDecl,
-    base_dir: PathBuf,
+    declared: Declared,
     start_timeout: Duration,
     call_timeout: Duration,
     /// The most of one result passed on (`max_output`).
     max_output: usize,
+    /// Why it cannot be started at all (a duration or size that is not one).
+    invalid: Option<String>,
     /// The latest connection; after the process exits it stays here (dead)
-    /// until a restart replaces it, so calls fail closed meanwhile.
-    current: RwLock<Arc<Conn>>,
+    /// until a restart replaces it, so calls fail closed meanwhile. `None`
+    /// before the first connection of a declaration added or changed while
+    /// serving (and after the slot is retired).
+    current: RwLock<Option<Arc<Conn>>>,
+    /// Why there is no connection yet, while `current` is `None`.
+    not_yet: std::sync::Mutex<String>,
     tools_changed: Arc<Notify>,
+    /// Set once the slot no longer serves its name: its supervisor reports
+    /// nothing more.
+    retired: AtomicBool,
+    /// Its supervisor task, aborted when the slot is retired.
+    task: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
 }
 
 impl Slot {
-    fn current(&self) -> Arc<Conn> {
+    /// A slot for `declared`, not connected; `start_timeout` when the
+    /// declaration gives none. Its settings that cannot be read (a duration
+    /// that is not one, a size that is not one), by key.
+    fn new(declared: Declared, start_timeout: Duration) -> (Slot, Vec<Unreadable>) {
+        let mut bad = Vec::new();
+        let mut duration =
+            |key: &'static str, given: &Option<crate::source::run::Text>, default| {
+                let Some(text) = given else { return default };
+                crate::catalog::run::parse_duration(&text.0).unwrap_or_else(|| {
+                    bad.push(Unreadable::duration(key, &text.0));
+                    default
+                })
+            };
+        let start_timeout = duration("start_timeout", &declared.decl.start_timeout, start_timeout);
+        let call_timeout = duration("timeout", &declared.decl.timeout, CALL_TIMEOUT);
+        let max_output = match &declared.decl.max_output {
+            None => crate::run_plan::cli::DEFAULT_MAX_OUTPUT,
+            Some(text) => match crate::catalog::run::parse_size(&text.0) {
+                Some(n) if n > 0 => n,
+                _ => {
+                    bad.push(Unreadable::size("max_output", &text.0));
+                    crate::run_plan::cli::DEFAULT_MAX_OUTPUT
+                }
+            },
+        };
+        let invalid = (!bad.is_empty()).then(|| {
+            bad.iter()
+                .map(|b| format!("`{}` is not {}: `{}`", b.key, b.kind, b.text))
+                .collect::<Vec<_>>()
+                .join("; ")
+        });
+        let slot = Slot {
+            declared,
+            start_timeout,
+            call_timeout,
+            max_output,
+            invalid,
+            current: RwLock::new(None),
+            not_yet: std::sync::Mutex::new("it is starting".into()),
+            tools_changed: Arc::new(Notify::new()),
+            retired: AtomicBool::new(false),
+            task: Default::default(),
+        };
+        (slot, bad)
+    }
+
+    fn current(&self) -> Option<Arc<Conn>> {
         self.current
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
 
+    /// Makes `conn` the slot's connection; a retired slot's is killed
+    /// instead (under the lock [`Slot::retire`] takes, so never both kept
+    /// and missed).
     fn replace(&self, conn: Conn) {
-        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(conn);
+        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
+        if self.is_retired() {
+            conn.kill();
+            conn.client.cancellation_token().cancel();
+            return;
+        }
+        *current = Some(Arc::new(conn));
+    }
+
+    fn not_yet(&self) -> String {
+        self.not_yet
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn set_not_yet(&self, why: String) {
+        *self.not_yet.lock().unwrap_or_else(|p| p.into_inner()) = why;
+    }
+
+    fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::SeqCst)
+    }
+
+    /// Ends the slot: its supervisor stops, and its process is killed (its
+    /// HTTP session closed) even while calls still hold the connection.
+    fn retire(&self) {
+        self.retired.store(true, Ordering::SeqCst);
+        if let Some(task) = self.task.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            task.abort();
+        }
+        let conn = self
+            .current
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(conn) = conn {
+            conn.kill();
+            conn.client.cancellation_token().cancel();
+        }
     }
 
     async fn connect(&self) -> Result<Conn, String> {
+        if let Some(invalid) = &self.invalid {
+            return Err(invalid.clone());
+        }
         connect_within(
-            &self.decl,
-            &self.base_dir,
+            &self.declared.decl,
+            &self.declared.base_dir,
             self.tools_changed.clone(),
             self.start_timeout,
         )
@@ -167,10 +271,21 @@ async fn connect_within(
     })
 }
 
-/// Every connected upstream, by name.
-#[derive(Default)]
+/// Every declared upstream, by name. The names change while serving, as
+/// the catalog's declarations do (`supervise`).
 pub struct Upstreams {
-    slots: BTreeMap<String, Arc<Slot>>,
+    slots: RwLock<BTreeMap<String, Arc<Slot>>>,
+    /// How long an upstream has to start when its declaration does not say.
+    start_timeout: Duration,
+}
+
+impl Default for Upstreams {
+    fn default() -> Upstreams {
+        Upstreams {
+            slots: Default::default(),
+            start_timeout: START_TIMEOUT,
+        }
+    }
 }
 
 /// Why a forwarded call did not give the upstream's result.
@@ -188,74 +303,51 @@ impl Upstreams {
     /// each within its `start_timeout` (else `timeout`). Every upstream that
     /// fails is reported; serving does not start with an upstream missing.
     pub async fn start(source: &Source, timeout: Duration) -> Result<Upstreams, Diagnostics> {
+        Self::start_some(source, timeout, |_| true).await
+    }
+
+    /// [`Upstreams::start`] for the upstreams whose index among
+    /// `source.upstreams()` is picked; errors point at each one's own
+    /// declaration in the catalog as given.
+    pub async fn start_some(
+        source: &Source,
+        timeout: Duration,
+        pick: impl Fn(usize) -> bool,
+    ) -> Result<Upstreams, Diagnostics> {
         let mut diags = Diagnostics::default();
         let mut slots = BTreeMap::new();
-        for (f, at, decl) in source.upstreams() {
-            let file = &source.tool_files[f];
-            let location = file.locate(&at.key(decl.endpoint_key()));
-            let base_dir = std::path::absolute(&file.path)
-                .ok()
-                .and_then(|p| p.parent().map(Path::to_path_buf))
-                .unwrap_or_else(|| PathBuf::from("/"));
-            let before = diags.0.len();
-            let mut duration = |key: &str, given: &Option<crate::source::run::Text>, default| {
-                let Some(text) = given else { return default };
-                crate::catalog::run::parse_duration(&text.0).unwrap_or_else(|| {
-                    diags.push(
-                        Diagnostic::error(
-                            "upstream-duration",
-                            file.locate(&at.key(key)),
-                            format!(
-                                "`{key}` of upstream `{}` is not a duration: `{}`",
-                                decl.name, text.0
-                            ),
-                        )
-                        .with_help("write a duration such as `500ms`, `30s` or `2m`"),
-                    );
-                    default
-                })
-            };
-            let start_timeout = duration("start_timeout", &decl.start_timeout, timeout);
-            let call_timeout = duration("timeout", &decl.timeout, CALL_TIMEOUT);
-            let max_output = match &decl.max_output {
-                None => crate::run_plan::cli::DEFAULT_MAX_OUTPUT,
-                Some(text) => match crate::catalog::run::parse_size(&text.0) {
-                    Some(n) if n > 0 => n,
-                    _ => {
-                        diags.push(
-                            Diagnostic::error(
-                                "bad-size",
-                                file.locate(&at.key("max_output")),
-                                format!(
-                                    "`max_output` of upstream `{}` is not a size: `{}`",
-                                    decl.name, text.0
-                                ),
-                            )
-                            .with_help(
-                                "write bytes or a number with a unit: `65536`, `64KiB`, `1MiB`",
-                            ),
-                        );
-                        0
-                    }
-                },
-            };
-            // An upstream with a duration error is reported without being started.
-            if diags.0.len() > before {
+        for (i, (f, at, decl)) in source.upstreams().enumerate() {
+            if !pick(i) {
                 continue;
             }
-            let tools_changed = Arc::new(Notify::new());
-            match connect_within(decl, &base_dir, tools_changed.clone(), start_timeout).await {
+            let file = &source.tool_files[f];
+            let location = file.locate(&at.key(decl.endpoint_key()));
+            let declared = Declared {
+                decl: decl.clone(),
+                base_dir: crate::source::upstream::base_dir(&file.path),
+            };
+            let (slot, bad) = Slot::new(declared, timeout);
+            // An upstream with a duration error is reported without being started.
+            if !bad.is_empty() {
+                for b in bad {
+                    diags.push(
+                        Diagnostic::error(
+                            b.code,
+                            file.locate(&at.key(b.key)),
+                            format!(
+                                "`{}` of upstream `{}` is not {}: `{}`",
+                                b.key, decl.name, b.kind, b.text
+                            ),
+                        )
+                        .with_help(b.help),
+                    );
+                }
+                continue;
+            }
+            match slot.connect().await {
                 Ok(conn) => {
                     tracing::info!(upstream = %decl.name, tools = conn.snapshot.tools.len(), pid = ?conn.pid, url = ?conn.url, "upstream connected");
-                    let slot = Slot {
-                        decl: decl.clone(),
-                        base_dir,
-                        start_timeout,
-                        call_timeout,
-                        max_output,
-                        current: RwLock::new(Arc::new(conn)),
-                        tools_changed,
-                    };
+                    slot.replace(conn);
                     slots.insert(decl.name.clone(), Arc::new(slot));
                 }
                 Err(why) => diags.push(start_failed(decl, location, &why)),
@@ -264,27 +356,57 @@ impl Upstreams {
         if diags.has_errors() {
             return Err(diags);
         }
-        Ok(Upstreams { slots })
+        Ok(Upstreams {
+            slots: RwLock::new(slots),
+            start_timeout: timeout,
+        })
     }
 
     /// What each upstream listed, by name: the data the catalog build imports.
     pub fn snapshots(&self) -> BTreeMap<String, Snapshot> {
-        self.slots
+        self.slots()
             .iter()
-            .map(|(n, s)| (n.clone(), s.current().snapshot.clone()))
+            .filter_map(|(n, s)| Some((n.clone(), s.current()?.snapshot.clone())))
             .collect()
+    }
+
+    fn slots(&self) -> BTreeMap<String, Arc<Slot>> {
+        self.slots.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn slot(&self, name: &str) -> Option<Arc<Slot>> {
+        self.slots
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .cloned()
     }
 
     /// The live connection of `target`, or why there is none (the call must
     /// then fail closed: nothing is sent).
-    fn connected(&self, target: &UpstreamRef) -> Result<(Arc<Conn>, &Slot), CallError> {
-        let Some(slot) = self.slots.get(&target.upstream) else {
+    fn connected(&self, target: &UpstreamRef) -> Result<(Arc<Conn>, Duration, usize), CallError> {
+        let Some(slot) = self.slot(&target.upstream) else {
             return Err(CallError(format!(
-                "upstream `{}` is not connected; restart regent to connect it",
+                "upstream `{}` is no longer declared in the catalog",
                 target.upstream
             )));
         };
-        let conn = slot.current();
+        let Some(conn) = slot.current() else {
+            let name = &target.upstream;
+            return Err(CallError(match (&slot.invalid, &slot.declared.decl.url) {
+                (Some(invalid), _) => {
+                    format!("upstream `{name}` cannot be started: {invalid}; fix its declaration")
+                }
+                (None, Some(url)) => format!(
+                    "upstream `{name}` at {url} is not connected ({}); regent is connecting to it, try again shortly",
+                    slot.not_yet()
+                ),
+                (None, None) => format!(
+                    "upstream `{name}` is not running ({}); regent is starting it, try again shortly",
+                    slot.not_yet()
+                ),
+            }));
+        };
         if !conn.is_up() {
             return Err(CallError(match &conn.url {
                 Some(url) => format!(
@@ -298,7 +420,7 @@ impl Upstreams {
                 ),
             }));
         }
-        Ok((conn, slot))
+        Ok((conn, slot.call_timeout, slot.max_output))
     }
 
     /// Why a call to `target` cannot be sent now, if it cannot.
@@ -317,8 +439,7 @@ impl Upstreams {
         arguments: Map<String, Value>,
         cancelled: impl std::future::Future<Output = ()>,
     ) -> Result<Forwarded, CallError> {
-        let (conn, slot) = self.connected(target)?;
-        let (limit, max_output) = (slot.call_timeout, slot.max_output);
+        let (conn, limit, max_output) = self.connected(target)?;
         let mut params = CallToolRequestParams::new(target.tool.clone());
         params.arguments = Some(arguments);
         // Dropping the request future sends `notifications/cancelled` upstream.
@@ -450,6 +571,38 @@ fn cap(r: CallToolResult, max_output: usize) -> Forwarded {
     Forwarded {
         result: CallToolResult::error(content),
         capped: Some(max_output),
+    }
+}
+
+/// A declared setting that cannot be read, found when a slot is made.
+struct Unreadable {
+    key: &'static str,
+    code: &'static str,
+    /// "a duration", "a size"
+    kind: &'static str,
+    text: String,
+    help: &'static str,
+}
+
+impl Unreadable {
+    fn duration(key: &'static str, text: &str) -> Unreadable {
+        Unreadable {
+            key,
+            code: "upstream-duration",
+            kind: "a duration",
+            text: text.to_string(),
+            help: "write a duration such as `500ms`, `30s` or `2m`",
+        }
+    }
+
+    fn size(key: &'static str, text: &str) -> Unreadable {
+        Unreadable {
+            key,
+            code: "bad-size",
+            kind: "a size",
+            text: text.to_string(),
+            help: "write bytes or a number with a unit: `65536`, `64KiB`, `1MiB`",
+        }
     }
 }
 

@@ -20,12 +20,26 @@
 //!
 //! Every change of liveness is recorded in `state` (the status document,
 //! `/healthz`, `/metrics`) and the status file is written again.
+//!
+//! The declarations change while serving: each catalog the reload thread
+//! reads, it hands its upstream declarations over (`reload::Settings::declared`)
+//! and [`Upstreams::redeclare`] applies them. An upstream reached as before
+//! (see `UpstreamDecl::same_connection`) is left alone; one declared
+//! differently is retired (supervisor stopped, process killed or session
+//! closed) and a new slot with the new declaration is started in its place;
+//! one no longer declared is retired and forgotten; one newly declared is
+//! started. A new slot's first connection is made at once; until it lists
+//! its tools the catalog keeps what it imported under that name (nothing,
+//! for a new name), and calls to it are refused. Its tools then go through
+//! the shared snapshots and a reload request, as after any restart.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::{Conn, Slot, Upstreams, snapshot_of};
 use crate::reload::{Requester, SharedSnapshots};
+use crate::source::upstream::Declared;
 use crate::state::{CatalogState, UpstreamStatus};
 
 /// The wait before the first restart of an upstream that went down.
@@ -50,15 +64,85 @@ pub struct Hooks {
 
 impl Upstreams {
     /// Records every upstream as up and starts its supervisor on the current
-    /// tokio runtime. Call once, after the reload thread started.
-    pub fn supervise(&self, hooks: &Hooks) {
-        for (name, slot) in &self.slots {
-            let conn = slot.current();
-            hooks.state.set_upstream(name, up_status(&conn, 0));
-            tokio::spawn(run(name.clone(), slot.clone(), hooks.clone()));
+    /// tokio runtime; applies the declarations received on `declared` as
+    /// they come ([`Upstreams::redeclare`]). Call once, after the reload
+    /// thread started.
+    pub fn supervise(
+        self: &Arc<Self>,
+        hooks: &Hooks,
+        declared: Option<tokio::sync::mpsc::UnboundedReceiver<BTreeMap<String, Declared>>>,
+    ) {
+        for (name, slot) in self.slots() {
+            if let Some(conn) = slot.current() {
+                hooks.state.set_upstream(&name, up_status(&conn, 0));
+            }
+            spawn(name, slot, hooks);
         }
         hooks.reload.status_changed();
+        if let Some(mut declared) = declared {
+            let (this, hooks) = (self.clone(), hooks.clone());
+            tokio::spawn(async move {
+                while let Some(d) = declared.recv().await {
+                    this.redeclare(d, &hooks);
+                }
+            });
+        }
     }
+
+    /// Makes the upstreams those `declared` (by name): starts the new ones,
+    /// restarts with its new declaration one reached differently, stops
+    /// those no longer declared. The others are not touched.
+    pub fn redeclare(&self, declared: BTreeMap<String, Declared>, hooks: &Hooks) {
+        let mut slots = self.slots.write().unwrap_or_else(|p| p.into_inner());
+        let mut changed = false;
+        let gone: Vec<String> = slots
+            .keys()
+            .filter(|n| !declared.contains_key(*n))
+            .cloned()
+            .collect();
+        for name in gone {
+            if let Some(slot) = slots.remove(&name) {
+                slot.retire();
+            }
+            hooks
+                .snapshots
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&name);
+            hooks.state.remove_upstream(&name);
+            tracing::info!(upstream = %name, "upstream no longer declared; stopped it");
+            changed = true;
+        }
+        for (name, d) in declared {
+            let why = match slots.get(&name) {
+                Some(old) if old.declared.same_connection(&d) => continue,
+                Some(old) => {
+                    old.retire();
+                    tracing::info!(upstream = %name, "upstream declared differently; stopped it, starting it as now declared");
+                    "its declaration changed; it is starting as now declared"
+                }
+                None => {
+                    tracing::info!(upstream = %name, "upstream newly declared; starting it");
+                    "it was newly declared and is starting"
+                }
+            };
+            let (slot, _) = Slot::new(d, self.start_timeout);
+            slot.set_not_yet(why.into());
+            let slot = Arc::new(slot);
+            spawn(name.clone(), slot.clone(), hooks);
+            slots.insert(name, slot);
+            changed = true;
+        }
+        if changed {
+            hooks.reload.status_changed();
+        }
+    }
+}
+
+/// Starts `slot`'s supervisor, which it aborts when retired.
+fn spawn(name: String, slot: Arc<Slot>, hooks: &Hooks) {
+    let task = tokio::spawn(run(name, slot.clone(), hooks.clone()));
+    *slot.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task.abort_handle());
 }
 
 fn up_status(conn: &Conn, restarts: u64) -> UpstreamStatus {
@@ -72,58 +156,114 @@ fn up_status(conn: &Conn, restarts: u64) -> UpstreamStatus {
     }
 }
 
+/// Records `status` for `slot`'s upstream, unless the slot was retired
+/// (its name now belongs to another slot, or to nobody).
+fn report(name: &str, slot: &Slot, status: UpstreamStatus, hooks: &Hooks) {
+    if slot.is_retired() {
+        return;
+    }
+    hooks.state.set_upstream(name, status);
+    hooks.reload.status_changed();
+}
+
 async fn run(name: String, slot: Arc<Slot>, hooks: Hooks) {
     let mut backoff = FIRST_BACKOFF;
     let mut restarts = 0u64;
+    let url = slot.declared.decl.url.clone();
     loop {
-        let conn = slot.current();
-        tokio::select! {
-            _ = gone(&conn) => {}
-            _ = slot.tools_changed.notified() => {
-                relist(&name, &slot, &conn, &hooks).await;
-                continue;
+        // A slot without a connection is a declaration added or changed
+        // while serving: it is started at once.
+        let (mut why, tools, first) = match slot.current() {
+            Some(conn) => {
+                tokio::select! {
+                    _ = gone(&conn) => {}
+                    _ = slot.tools_changed.notified() => {
+                        relist(&name, &slot, &conn, &hooks).await;
+                        continue;
+                    }
+                }
+                if conn.started.elapsed() >= STABLE {
+                    backoff = FIRST_BACKOFF;
+                }
+                (conn.why_down(), conn.snapshot.tools.len(), false)
             }
-        }
-        if conn.started.elapsed() >= STABLE {
-            backoff = FIRST_BACKOFF;
-        }
-        let mut why = conn.why_down();
+            None => {
+                let imported = hooks
+                    .snapshots
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(&name)
+                    .map_or(0, |s| s.tools.len());
+                (slot.not_yet(), imported, true)
+            }
+        };
         let down_since = SystemTime::now();
         // A `url:` upstream is connected to again, not started.
-        let (restarting, restart, restarted) = match &conn.url {
-            Some(_) => ("reconnecting to it", "reconnect", "reconnected"),
-            None => ("restarting it", "restart", "restarted"),
+        let (restarting, restart, restarted) = match (&url, first) {
+            (Some(_), false) => ("reconnecting to it", "reconnect", "reconnected"),
+            (None, false) => ("restarting it", "restart", "restarted"),
+            (Some(_), true) => ("connecting to it", "connection", "connected"),
+            (None, true) => ("starting it", "start", "started"),
         };
-        tracing::warn!(upstream = %name, url = ?conn.url, "upstream went down ({why}); {restarting} in {}", crate::timestamp::human_duration(backoff));
-        loop {
-            hooks.state.set_upstream(
+        if !first {
+            tracing::warn!(upstream = %name, url = ?url, "upstream went down ({why}); {restarting} in {}", crate::timestamp::human_duration(backoff));
+        }
+        if let Some(invalid) = &slot.invalid {
+            // Nothing to try again until the declaration changes.
+            tracing::error!(upstream = %name, "upstream cannot be started: {invalid}");
+            report(
                 &name,
+                &slot,
+                UpstreamStatus {
+                    up: false,
+                    restarts,
+                    since: down_since,
+                    pid: None,
+                    last_error: Some(format!("it cannot be started: {invalid}")),
+                    tools,
+                },
+                &hooks,
+            );
+            return;
+        }
+        let mut wait = !first;
+        loop {
+            report(
+                &name,
+                &slot,
                 UpstreamStatus {
                     up: false,
                     restarts,
                     since: down_since,
                     pid: None,
                     last_error: Some(why.clone()),
-                    tools: conn.snapshot.tools.len(),
+                    tools,
                 },
+                &hooks,
             );
-            hooks.reload.status_changed();
-            tokio::time::sleep(backoff).await;
-            backoff = next_backoff(backoff);
+            if wait {
+                tokio::time::sleep(backoff).await;
+                backoff = next_backoff(backoff);
+            }
+            wait = true;
             match slot.connect().await {
                 Ok(new) => {
-                    restarts += 1;
-                    tracing::info!(upstream = %name, pid = ?new.pid, url = ?new.url, tools = new.snapshot.tools.len(), restarts, "upstream restarted");
+                    if !first {
+                        restarts += 1;
+                    }
+                    tracing::info!(upstream = %name, pid = ?new.pid, url = ?new.url, tools = new.snapshot.tools.len(), restarts, "upstream {restarted}");
                     let snapshot = new.snapshot.clone();
                     let status = up_status(&new, restarts);
                     slot.replace(new);
-                    hooks.state.set_upstream(&name, status);
-                    hooks.reload.status_changed();
-                    publish(&name, snapshot, restarted, &hooks);
+                    report(&name, &slot, status, &hooks);
+                    publish(&name, &slot, snapshot, restarted, &hooks);
                     break;
                 }
                 Err(e) => {
                     why = format!("{restart} failed: {e}");
+                    if first {
+                        slot.set_not_yet(why.clone());
+                    }
                     tracing::warn!(upstream = %name, "upstream {why}; trying again in {}", crate::timestamp::human_duration(backoff));
                 }
             }
@@ -174,9 +314,9 @@ async fn relist(name: &str, slot: &Slot, conn: &Conn, hooks: &Hooks) {
             let mut status = hooks.state.status().upstreams.get(name).cloned();
             if let Some(st) = status.as_mut() {
                 st.tools = s.tools.len();
-                hooks.state.set_upstream(name, st.clone());
+                report(name, slot, st.clone(), hooks);
             }
-            publish(name, s, "listed changed tools", hooks);
+            publish(name, slot, s, "listed changed tools", hooks);
         }
         // The catalog keeps what the upstream listed before.
         Err(e) => {
@@ -185,8 +325,18 @@ async fn relist(name: &str, slot: &Slot, conn: &Conn, hooks: &Hooks) {
     }
 }
 
-/// Replaces `name`'s snapshot and asks for a reload, when it changed.
-fn publish(name: &str, snapshot: crate::source::upstream::Snapshot, how: &str, hooks: &Hooks) {
+/// Replaces `name`'s snapshot and asks for a reload, when it changed
+/// (and `slot` still serves the name).
+fn publish(
+    name: &str,
+    slot: &Slot,
+    snapshot: crate::source::upstream::Snapshot,
+    how: &str,
+    hooks: &Hooks,
+) {
+    if slot.is_retired() {
+        return;
+    }
     let changed = {
         let mut all = hooks.snapshots.lock().unwrap_or_else(|p| p.into_inner());
         if all.get(name) == Some(&snapshot) {
