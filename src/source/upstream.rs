@@ -10,8 +10,9 @@
 //! [`Source::import_upstreams`] turns the snapshots into
 //! [`ToolDecl`]s beside the declared tools, so the catalog build compiles an
 //! imported tool exactly as an own one: listed annotations, `resolve:` rules
-//! and a `policy:` package, with `tools/call` forwarded to the upstream
-//! instead of running a `run:` section.
+//! and a `policy:` package (and a log-only `shadow_policy:`), with
+//! `tools/call` forwarded to the upstream instead of running a `run:`
+//! section.
 //!
 //! The listed annotations of an imported tool are, hint by hint, the team's
 //! (`annotations:` on the tool's entry), else the upstream's own claim; a
@@ -243,6 +244,10 @@ pub struct UpstreamToolDecl {
     pub resolve: Vec<MappingRule>,
     #[serde(default)]
     pub policy: Option<String>,
+    /// A package decided alongside `policy` and only logged (`shadow` in the
+    /// decision log), as an own tool's `shadow_policy`.
+    #[serde(default)]
+    pub shadow_policy: Option<String>,
     /// Listed hints the team knows to be safer than the upstream's own claim,
     /// each with the reason; without it, `check` refuses such a listing.
     #[serde(default)]
@@ -687,9 +692,7 @@ impl Source {
                     security_schemes: None,
                     resolve: entry.map(|e| e.resolve.clone()).unwrap_or_default(),
                     policy: entry.and_then(|e| e.policy.clone()),
-                    // Not offered for imported tools yet: their entry has
-                    // no `shadow_policy` (deny_unknown_fields refuses it).
-                    shadow_policy: None,
+                    shadow_policy: entry.and_then(|e| e.shadow_policy.clone()),
                     run: None,
                     resolvers: Default::default(),
                     upstream: Some(UpstreamRef {

@@ -706,3 +706,91 @@ fn upstreams_added_and_removed_by_a_reload_are_started_and_stopped() {
     let r = echo_via(&mut b, "y_echo_text", "new-y");
     assert_eq!(r["result"]["content"][0]["text"], "new-y", "{r}");
 }
+
+/// An imported tool's `shadow_policy` (on its upstream entry) is decided
+/// beside its enforced policy on every resolve and call, and only logged:
+/// B's decision-log lines carry the shadow decision, while the answers and
+/// what reaches A follow the enforced policy alone.
+#[test]
+fn an_imported_tools_shadow_policy_is_logged_and_never_decides() {
+    let a_dir = tempfile::tempdir().unwrap();
+    let b_dir = tempfile::tempdir().unwrap();
+    upstream_catalog(a_dir.path());
+    let a_log = a_dir.path().join("decisions.jsonl");
+    let a = start_upstream(a_dir.path(), "127.0.0.1:0", &a_log, &[]);
+    governing_catalog(b_dir.path(), &a.url("/mcp"), "");
+    let b_yaml = b_dir.path().join("b.yaml");
+    let yaml = std::fs::read_to_string(&b_yaml).unwrap();
+    let yaml = yaml.replace(
+        "policy: tools.echo\n",
+        "policy: tools.echo\n        shadow_policy: tools.echo_next\n",
+    );
+    std::fs::write(&b_yaml, yaml).unwrap();
+    std::fs::write(
+        b_dir.path().join("echo_next.rego"),
+        r#"package tools.echo_next
+
+import rego.v1
+
+deny contains "secrets are not echoed" if startswith(input.arguments.text, "secret")
+
+deny contains "drafts are not echoed" if startswith(input.arguments.text, "draft")
+"#,
+    )
+    .unwrap();
+
+    let b_log = b_dir.path().join("decisions.jsonl");
+    let mut cmd = regent();
+    cmd.args(["serve", "--no-watch", "--log-arguments", "--decision-log"])
+        .arg(&b_log)
+        .arg(b_dir.path());
+    let mut b = Server::spawn(Era::Modern, cmd);
+
+    // The shadow package denies drafts; the enforced one does not, so the
+    // resolve allows and the call is forwarded.
+    let resolved = b.request(
+        "tools/resolve",
+        json!({"name": "echo", "arguments": {"text": "draft-1"}}),
+    );
+    assert_eq!(
+        resolved["result"]["_meta"]["regent/decision"]["reasons"],
+        json!([]),
+        "the shadow deny never reaches an answer: {resolved}\n{}",
+        b.stderr()
+    );
+    let r = call(&mut b, "draft-2");
+    assert_eq!(r["result"]["isError"], false, "{r}\n{}", b.stderr());
+    decisions_with(&a_log, "draft-2");
+    let r = call(&mut b, "secret-1");
+    assert_eq!(r["result"]["isError"], true, "{r}");
+
+    let text = decisions_with(&b_log, "secret-1");
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let line_for = |kind: &str, arg: &str| {
+        lines
+            .iter()
+            .find(|l| l["kind"] == kind && l["input"]["arguments"]["text"] == arg)
+            .unwrap_or_else(|| panic!("no {kind} line for {arg}: {text}"))
+    };
+    for (kind, arg) in [("resolve", "draft-1"), ("call", "draft-2")] {
+        let line = line_for(kind, arg);
+        assert_eq!(line["tool"], json!("echo"), "{line}");
+        assert_eq!(line["decision"], json!("allowed"), "{line}");
+        let shadow = &line["shadow"];
+        assert_eq!(shadow["policy"], json!("tools.echo_next"), "{line}");
+        assert_eq!(shadow["result"]["allowed"], json!(false), "{line}");
+        assert_eq!(
+            shadow["result"]["deny"],
+            json!(["drafts are not echoed"]),
+            "{line}"
+        );
+        assert_eq!(shadow["agrees"], json!(false), "{line}");
+    }
+    // Where both deny, the enforced deny refuses and the line says they agree.
+    let denied = line_for("call", "secret-1");
+    assert_eq!(denied["decision"], json!("denied"), "{denied}");
+    assert_eq!(denied["shadow"]["agrees"], json!(true), "{denied}");
+}
