@@ -98,6 +98,33 @@ pub fn repo_path(rel: &str) -> PathBuf {
     repo_root().join(rel)
 }
 
+/// All text content of a `tools/call` result, joined.
+pub fn text(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+/// Whether a `tools/call` result is an error result.
+pub fn is_error(result: &Value) -> bool {
+    result["isError"] == json!(true)
+}
+
+/// The decision id a `tools/call` result carries.
+pub fn decision_id(result: &Value) -> String {
+    result["_meta"]["regent/decision"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no decision id in {result}"))
+        .to_string()
+}
+
 /// The two protocol eras regent serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Era {
