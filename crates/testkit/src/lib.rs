@@ -125,6 +125,14 @@ pub fn decision_id(result: &Value) -> String {
         .to_string()
 }
 
+/// The `result` of the response `r` to `what`; an error response panics.
+fn result_of(r: &Value, what: impl std::fmt::Display) -> Value {
+    match r.get("result") {
+        Some(res) => res.clone(),
+        None => panic!("{what} failed: {r}"),
+    }
+}
+
 /// The two protocol eras regent serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Era {
@@ -364,10 +372,7 @@ impl Server {
     /// `tools/resolve`; returns the result, panicking on an error.
     pub fn resolve(&mut self, tool: &str, args: Value) -> Value {
         let r = self.request("tools/resolve", json!({"name": tool, "arguments": args}));
-        match r.get("result") {
-            Some(res) => res.clone(),
-            None => panic!("tools/resolve {tool} {args} failed: {r}"),
-        }
+        result_of(&r, format_args!("tools/resolve {tool} {args}"))
     }
 
     /// `tools/resolve`; returns the whole response, result or error.
@@ -389,9 +394,7 @@ impl Server {
     /// `regent/status`: the reload status document.
     pub fn status(&mut self) -> Value {
         let r = self.request("regent/status", json!({}));
-        r.get("result")
-            .cloned()
-            .unwrap_or_else(|| panic!("regent/status failed: {r}"))
+        result_of(&r, "regent/status")
     }
 
     /// The server's process id (to signal it).
