@@ -170,12 +170,7 @@ fn serve_warns_when_the_server_lists_other_tools_than_the_pin() {
         .unwrap()
         .retain(|t| t["name"] != "read_file");
     std::fs::write(&pin, pinned.to_string()).unwrap();
-    let out = common::regent()
-        .args(["serve", "--no-watch"])
-        .arg(catalog_dir.path())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let out = common::serve_once(catalog_dir.path());
     // It starts (and ends at once: no client on standard input).
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("catalog loaded"), "{stderr}");

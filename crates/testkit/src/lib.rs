@@ -77,6 +77,17 @@ pub fn regent_at(bin: &Path) -> Command {
     cmd
 }
 
+/// `regent serve --no-watch CATALOG` with standard input closed: the
+/// catalog loads (or is refused) and, with no client, serving ends at once.
+pub fn serve_once(catalog: &Path) -> std::process::Output {
+    regent()
+        .args(["serve", "--no-watch"])
+        .arg(catalog)
+        .stdin(Stdio::null())
+        .output()
+        .expect("the regent binary runs")
+}
+
 /// A loopback address nothing listens on: bound, then released.
 pub fn closed_addr() -> std::net::SocketAddr {
     std::net::TcpListener::bind("127.0.0.1:0")
