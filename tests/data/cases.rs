@@ -31,7 +31,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{Era, Server, assert_subset};
+use crate::common::{self, Era, Server, assert_subset};
 use libtest_mimic::{Failed, Trial};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -82,7 +82,7 @@ fn empty_object() -> Value {
 }
 
 fn case_files() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = common::repo_root();
     let mut files = Vec::new();
     for base in ["examples", "tests/cases"] {
         let Ok(dirs) = std::fs::read_dir(root.join(base)) else {
@@ -285,7 +285,7 @@ fn check(response: &Value, expect: &Expect, label: &str) {
 
 /// One test per case file and era.
 pub fn trials() -> Vec<Trial> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = common::repo_root();
     let mut trials = Vec::new();
     for file in case_files() {
         let rel = file

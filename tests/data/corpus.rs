@@ -99,10 +99,6 @@ fn error() -> String {
     "error".to_string()
 }
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap().flatten() {
@@ -128,10 +124,10 @@ fn command(capped: bool) -> Command {
         let mut cmd = Command::new("prlimit");
         cmd.arg(format!("--as={HOSTILE_ADDRESS_SPACE}"))
             .arg("--")
-            .arg(env!("CARGO_BIN_EXE_regent"));
+            .arg(common::binary());
         cmd
     } else {
-        Command::new(env!("CARGO_BIN_EXE_regent"))
+        common::regent()
     }
 }
 
@@ -437,7 +433,7 @@ fn dirs(path: &Path) -> Vec<PathBuf> {
 /// One test per case directory and per example.
 pub fn trials() -> Vec<Trial> {
     let mut trials = Vec::new();
-    for group in dirs(&root().join("tests/corpus")) {
+    for group in dirs(&common::repo_root().join("tests/corpus")) {
         let group_name = group.file_name().unwrap().to_string_lossy().to_string();
         for case in dirs(&group) {
             let name = format!(
@@ -447,7 +443,7 @@ pub fn trials() -> Vec<Trial> {
             trials.push(Trial::test(name, move || run_case(&case)));
         }
     }
-    for ex in dirs(&root().join("examples")) {
+    for ex in dirs(&common::repo_root().join("examples")) {
         if std::fs::read_dir(&ex)
             .map(|mut r| r.next().is_none())
             .unwrap_or(true)

@@ -1,17 +1,18 @@
 //! A command whose stdout reader went away (`regent check . | head -1`)
 //! ends quietly with exit code 1, not with a panic (101).
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
+
+use crate::common;
 
 /// Runs `regent ARGS` with stdout a pipe whose reading end is already
 /// closed, so the first write fails with a broken pipe.
 fn run_with_closed_stdout(args: &[&str]) -> (Option<i32>, String) {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    let out = Command::new(env!("CARGO_BIN_EXE_regent"))
+    let out = common::regent()
         .args(args)
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .current_dir(common::repo_root())
         .env_remove("RUST_BACKTRACE")
         .stdin(Stdio::null())
         .stdout(writer)

@@ -14,7 +14,8 @@ use crate::exec_support;
 
 use std::io::Write;
 
-use exec_support::{Era, Start, catalog, decision_id, is_error, text};
+use common::{Era, decision_id, is_error, text};
+use exec_support::{Start, catalog};
 use rmcp::model::ElicitationAction;
 use serde_json::{Value, json};
 

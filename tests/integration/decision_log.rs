@@ -47,6 +47,17 @@ fn requests(n: usize) -> String {
     s
 }
 
+/// `regent serve --no-watch` on `cat`, logging decisions to `log`.
+fn serve(log: &Path, cat: &Path) -> Command {
+    let mut cmd = common::regent();
+    cmd.arg("serve")
+        .arg("--no-watch")
+        .arg("--decision-log")
+        .arg(log)
+        .arg(cat);
+    cmd
+}
+
 fn catalog(dir: &Path) -> std::path::PathBuf {
     let cat = dir.join("catalog");
     std::fs::create_dir(&cat).unwrap();
@@ -102,12 +113,7 @@ fn a_pipelined_stream_is_answered_and_logged_in_full_by_the_end_of_input() {
     let input = tmp.path().join("requests.jsonl");
     std::fs::write(&input, requests(n)).unwrap();
     let log = tmp.path().join("decisions.jsonl");
-    let out = Command::new(env!("CARGO_BIN_EXE_regent"))
-        .arg("serve")
-        .arg("--no-watch")
-        .arg("--decision-log")
-        .arg(&log)
-        .arg(&cat)
+    let out = serve(&log, &cat)
         .stdin(std::fs::File::open(&input).unwrap())
         .stderr(Stdio::null())
         .output()
@@ -126,12 +132,7 @@ fn sigterm_ends_stdio_serving_after_writing_every_decision() {
     let tmp = tempfile::tempdir().unwrap();
     let cat = catalog(tmp.path());
     let log = tmp.path().join("decisions.jsonl");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_regent"))
-        .arg("serve")
-        .arg("--no-watch")
-        .arg("--decision-log")
-        .arg(&log)
-        .arg(&cat)
+    let mut child = serve(&log, &cat)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -231,12 +232,7 @@ fn the_gap_line_counts_every_refused_decision_calls_included() {
             text
         })
     };
-    let mut child = Command::new(env!("CARGO_BIN_EXE_regent"))
-        .arg("serve")
-        .arg("--no-watch")
-        .arg("--decision-log")
-        .arg(&fifo)
-        .arg(&cat)
+    let mut child = serve(&fifo, &cat)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -314,8 +310,7 @@ struct Collector {
 impl Collector {
     /// Starts a collector on `port` (0: any), appending events to `out`.
     fn start(port: u16, out: &Path) -> Collector {
-        let script =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/decision_collector.py");
+        let script = common::repo_path("tests/fixtures/decision_collector.py");
         let mut child = Command::new("python3")
             .arg(script)
             .arg(port.to_string())
@@ -384,7 +379,7 @@ fn resolves(from: usize, n: usize) -> String {
 /// `regent serve` on stdio logging to `log` and shipping to `url`, with
 /// `extra` arguments; stderr is kept in `stderr`.
 fn serve_shipping(cat: &Path, log: &Path, url: &str, extra: &[&str], stderr: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_regent"))
+    common::regent()
         .arg("serve")
         .arg("--no-watch")
         .arg("--decision-log")

@@ -4,11 +4,13 @@
 //! started, timeouts kill whole process groups, output is capped, and the
 //! environment holds only what the tool allows.
 
+use crate::common;
 use crate::exec_support;
 
 use std::time::{Duration, Instant};
 
-use exec_support::{Era, Start, alive, catalog, decision_id, is_error, repo_path, text};
+use common::{Era, decision_id, is_error, repo_path, text};
+use exec_support::{Start, alive, catalog};
 use serde_json::{Value, json};
 
 const TOOLS: &str = r#"

@@ -3,12 +3,14 @@
 //! and clean destroy. The repository comes from the client's roots: a model
 //! cannot name it, and an option disguised as an argument never reaches git.
 
+use crate::common;
 use crate::exec_support;
 
 use std::path::Path;
 use std::process::Command;
 
-use exec_support::{Era, Start, is_error, repo_path, text};
+use common::{Era, is_error, repo_path, text};
+use exec_support::Start;
 use serde_json::json;
 
 fn git(repo: &Path, args: &[&str]) {

@@ -2,6 +2,7 @@
 //! starts on 127.0.0.1 (an ephemeral port, std sockets, no mock objects),
 //! through rmcp's client and the real binary in both protocol eras.
 
+use crate::common;
 use crate::exec_support;
 
 use std::collections::BTreeMap;
@@ -10,7 +11,8 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use exec_support::{Era, Start, catalog, decision_id, is_error, repo_path, text};
+use common::{Era, decision_id, is_error, repo_path, text};
+use exec_support::{Start, catalog};
 use serde_json::{Value, json};
 
 /// One request as the server received it.

@@ -1,17 +1,16 @@
 //! Mistakes in a `run:` section stop the catalog from loading, each reported
 //! at its `file:line:column` with a fix, by the real binary.
 
-use std::process::Command;
+use crate::common;
 
 /// Runs `regent serve` on a catalog holding `yaml`; returns its stderr after
 /// checking that it refused to start.
 fn refuse(yaml: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("t.yaml"), yaml).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_regent"))
+    let out = common::regent()
         .arg("serve")
         .arg(dir.path())
-        .env("NO_COLOR", "1")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -124,7 +123,7 @@ fn a_mapping_rule_may_deny_with_one_reason_or_a_list() {
         ),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_regent"))
+    let out = common::regent()
         .arg("serve")
         .arg(dir.path())
         .output()

@@ -3,9 +3,11 @@
 //! the decision log say why, and `tools/resolve` reported it beforehand.
 //! A policy that fails is fail-closed: nothing runs.
 
+use crate::common;
 use crate::exec_support;
 
-use exec_support::{Era, Start, catalog, decision_id, is_error, text};
+use common::{Era, decision_id, is_error, text};
+use exec_support::{Start, catalog};
 use serde_json::json;
 
 const TOOLS: &str = r#"

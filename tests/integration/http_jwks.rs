@@ -56,9 +56,7 @@ deny contains sprintf("%s (from %s) is not on call", [input.caller.subject, inpu
 "#;
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/jwks")
-        .join(name)
+    common::repo_path("tests/fixtures/jwks").join(name)
 }
 
 /// What the identity provider serves, and what it has seen.

@@ -43,7 +43,7 @@ enum Serving {
 }
 
 async fn connect_stdio(mode: ClientLifecycleMode) -> (Client, Serving) {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_regent"))
+    let mut child = tokio::process::Command::from(regent())
         .arg("serve")
         .arg(common::repo_path("examples/manage_files"))
         .stdin(std::process::Stdio::piped())

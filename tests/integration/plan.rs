@@ -5,7 +5,7 @@ use regent::catalog::{self, BuildOptions, Field};
 use regent::source::Source;
 
 fn plan_of(dir: &str, tool: &str) -> Vec<(Field, String, bool)> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let path = crate::common::repo_path(dir);
     let source = Source::load(&[path]).expect("load");
     let catalog = catalog::build(&source, &BuildOptions::default()).expect("build");
     catalog

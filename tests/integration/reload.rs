@@ -5,7 +5,7 @@
 //! and the new one must arrive (within a generous bound: these are not
 //! speed tests; see benches/reload.rs for timings).
 
-use crate::common::Server;
+use crate::common::{self, Server};
 use crate::reload_support;
 
 use std::path::{Path, PathBuf};
@@ -555,7 +555,7 @@ fn start_up_with_a_bad_catalog_still_fails() {
         "package tools.deploy\n\nmeta := {\n",
     )
     .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_regent"))
+    let out = common::regent()
         .args(["serve", arg(&dir)])
         .stdin(std::process::Stdio::null())
         .output()
@@ -568,7 +568,7 @@ fn start_up_with_a_bad_catalog_still_fails() {
 #[test]
 fn status_file_inside_the_catalog_is_refused() {
     let (_tmp, dir) = catalog();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_regent"))
+    let out = common::regent()
         .args(["serve", arg(&dir), "--status-file"])
         .arg(dir.join("status.json"))
         .stdin(std::process::Stdio::null())

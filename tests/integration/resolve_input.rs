@@ -3,23 +3,21 @@
 //! the two ways cannot be combined.
 
 use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::Value;
 
+use crate::common;
+
 fn catalog() -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("examples/manage_files")
+    common::repo_path("examples/manage_files")
         .display()
         .to_string()
 }
 
 fn regent(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_regent"))
+    let mut child = common::regent()
         .args(args)
-        .env("NO_COLOR", "1")
-        .env_remove("RUST_LOG")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -8,7 +8,8 @@
 use crate::common;
 use crate::exec_support;
 
-use exec_support::{Era, Start, catalog, is_error, text};
+use common::{Era, is_error, text};
+use exec_support::{Start, catalog};
 use rmcp::model::ElicitationAction;
 use serde_json::{Value, json};
 
@@ -22,7 +23,7 @@ impl Fixture {
 }
 
 fn tools() -> Fixture {
-    Fixture(exec_support::repo_path("tests/fixtures/resolvers"))
+    Fixture(common::repo_path("tests/fixtures/resolvers"))
 }
 
 const ROOT: &str = "file:///srv/work%20tree/";

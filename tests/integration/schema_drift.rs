@@ -5,17 +5,16 @@
 //! "missing field" errors, and its types from feeding it every JSON type at
 //! every key; each answer is compared with the schema's.
 
+use crate::common;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
 fn schema() -> Value {
-    let text = std::fs::read_to_string(root().join("schemas/regent.schema.json")).unwrap();
+    let text =
+        std::fs::read_to_string(common::repo_root().join("schemas/regent.schema.json")).unwrap();
     serde_json::from_str(&text).unwrap()
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn validator() -> jsonschema::Validator {
@@ -272,8 +271,8 @@ fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn examples_and_test_catalogs_agree_with_the_model() {
     let v = validator();
     let mut files = Vec::new();
-    yaml_files(&root().join("examples"), &mut files);
-    yaml_files(&root().join("tests"), &mut files);
+    yaml_files(&common::repo_root().join("examples"), &mut files);
+    yaml_files(&common::repo_root().join("tests"), &mut files);
     // The corpus's own expectation files are not catalogs.
     files.retain(|p| p.file_name().is_some_and(|n| n != "expect.yaml"));
     assert!(files.len() > 3, "found only {files:?}");
@@ -312,7 +311,7 @@ fn examples_and_test_catalogs_agree_with_the_model() {
 #[test]
 fn examples_carry_the_schema_comment() {
     let mut files = Vec::new();
-    yaml_files(&root().join("examples"), &mut files);
+    yaml_files(&common::repo_root().join("examples"), &mut files);
     assert!(!files.is_empty());
     for path in files {
         let text = std::fs::read_to_string(&path).unwrap();
@@ -323,7 +322,7 @@ fn examples_carry_the_schema_comment() {
         let resolved = path.parent().unwrap().join(target);
         assert!(
             resolved.canonicalize().ok()
-                == root()
+                == common::repo_root()
                     .join("schemas/regent.schema.json")
                     .canonicalize()
                     .ok(),

@@ -7,7 +7,7 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::{Value, json};
 
@@ -464,7 +464,7 @@ fn a_mask_outside_the_logged_input_is_refused_with_a_hint() {
         ("/input/arguments", "would erase every argument"),
         ("/input/arguments//x", "has an empty key"),
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_regent"))
+        let out = common::regent()
             .args(["serve", "--decision-log-mask", mask, "."])
             .stdin(Stdio::null())
             .output()

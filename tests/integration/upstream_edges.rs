@@ -289,13 +289,7 @@ fn a_bad_upstream_max_output_is_a_load_error_at_its_place() {
         "upstreams:\n  - name: edge\n    command: /no/such/program\n    max_output: lots\n",
     )
     .unwrap();
-    let out = regent()
-        .arg("serve")
-        .arg("--no-watch")
-        .arg(dir.path())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let out = common::serve_once(dir.path());
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -10,11 +10,13 @@
 //! version locked in tests/fixtures/filesystem_server); without it, or
 //! without `node` in PATH, the test is skipped with a message.
 
+use crate::common;
 use crate::exec_support;
 
 use std::path::{Path, PathBuf};
 
-use exec_support::{Era, Start, decision_id, is_error, repo_path, text};
+use common::{Era, decision_id, is_error, repo_path, text};
+use exec_support::Start;
 use rmcp::model::ElicitationAction;
 use serde_json::json;
 
@@ -168,13 +170,7 @@ fn serve_warns_when_the_server_lists_other_tools_than_the_pin() {
         .unwrap()
         .retain(|t| t["name"] != "read_file");
     std::fs::write(&pin, pinned.to_string()).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_regent"))
-        .args(["serve", "--no-watch"])
-        .arg(catalog_dir.path())
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let out = common::serve_once(catalog_dir.path());
     // It starts (and ends at once: no client on standard input).
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("catalog loaded"), "{stderr}");

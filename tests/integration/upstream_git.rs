@@ -14,12 +14,14 @@
 //! never sends one (its tool list is fixed, and it says `listChanged:
 //! false`); tests/upstream_stdio.rs provokes it with a server of its own.
 
+use crate::common;
 use crate::exec_support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use exec_support::{Era, Regent, Start, decision_id, is_error, repo_path, text};
+use common::{Era, decision_id, is_error, repo_path, text};
+use exec_support::{Regent, Start};
 use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, ClientRequest, CustomRequest, ElicitationAction, ServerResult,

@@ -278,12 +278,7 @@ fn a_bearer_token_from_a_file_opens_the_upstream_and_a_wrong_one_is_reported() {
 
     // A wrong token: B does not serve, and says which upstream, where, and why.
     std::fs::write(b_dir.path().join("a.token"), "wrong\n").unwrap();
-    let out = regent()
-        .args(["serve", "--no-watch"])
-        .arg(b_dir.path())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let out = common::serve_once(b_dir.path());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(

@@ -241,13 +241,7 @@ fn an_upstreams_tools_are_governed_and_forwarded() {
 fn serve_refuses(yaml: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("upstreams.yaml"), yaml).unwrap();
-    let out = regent()
-        .arg("serve")
-        .arg("--no-watch")
-        .arg(dir.path())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let out = common::serve_once(dir.path());
     assert!(!out.status.success());
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -277,13 +271,7 @@ fn a_selected_tool_the_upstream_lacks_is_a_load_error() {
         ),
     )
     .unwrap();
-    let out = regent()
-        .arg("serve")
-        .arg("--no-watch")
-        .arg(dir.path())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let out = common::serve_once(dir.path());
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -560,10 +560,7 @@ impl McpHttp {
 
     pub fn resolve(&mut self, tool: &str, args: Value) -> Value {
         let r = self.request("tools/resolve", json!({"name": tool, "arguments": args}));
-        match r.get("result") {
-            Some(res) => res.clone(),
-            None => panic!("tools/resolve {tool} {args} failed: {r}"),
-        }
+        crate::result_of(&r, format_args!("tools/resolve {tool} {args}"))
     }
 
     pub fn expect_error(&mut self, method: &str, params: Value) -> Value {

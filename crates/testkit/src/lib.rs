@@ -77,6 +77,17 @@ pub fn regent_at(bin: &Path) -> Command {
     cmd
 }
 
+/// `regent serve --no-watch CATALOG` with standard input closed: the
+/// catalog loads (or is refused) and, with no client, serving ends at once.
+pub fn serve_once(catalog: &Path) -> std::process::Output {
+    regent()
+        .args(["serve", "--no-watch"])
+        .arg(catalog)
+        .stdin(Stdio::null())
+        .output()
+        .expect("the regent binary runs")
+}
+
 /// A loopback address nothing listens on: bound, then released.
 pub fn closed_addr() -> std::net::SocketAddr {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -96,6 +107,41 @@ pub fn repo_root() -> &'static Path {
 /// `rel` under the repository's root (examples, fixtures, cases).
 pub fn repo_path(rel: &str) -> PathBuf {
     repo_root().join(rel)
+}
+
+/// All text content of a `tools/call` result, joined.
+pub fn text(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+/// Whether a `tools/call` result is an error result.
+pub fn is_error(result: &Value) -> bool {
+    result["isError"] == json!(true)
+}
+
+/// The decision id a `tools/call` result carries.
+pub fn decision_id(result: &Value) -> String {
+    result["_meta"]["regent/decision"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no decision id in {result}"))
+        .to_string()
+}
+
+/// The `result` of the response `r` to `what`; an error response panics.
+fn result_of(r: &Value, what: impl std::fmt::Display) -> Value {
+    match r.get("result") {
+        Some(res) => res.clone(),
+        None => panic!("{what} failed: {r}"),
+    }
 }
 
 /// The two protocol eras regent serves.
@@ -337,10 +383,7 @@ impl Server {
     /// `tools/resolve`; returns the result, panicking on an error.
     pub fn resolve(&mut self, tool: &str, args: Value) -> Value {
         let r = self.request("tools/resolve", json!({"name": tool, "arguments": args}));
-        match r.get("result") {
-            Some(res) => res.clone(),
-            None => panic!("tools/resolve {tool} {args} failed: {r}"),
-        }
+        result_of(&r, format_args!("tools/resolve {tool} {args}"))
     }
 
     /// `tools/resolve`; returns the whole response, result or error.
@@ -362,9 +405,7 @@ impl Server {
     /// `regent/status`: the reload status document.
     pub fn status(&mut self) -> Value {
         let r = self.request("regent/status", json!({}));
-        r.get("result")
-            .cloned()
-            .unwrap_or_else(|| panic!("regent/status failed: {r}"))
+        result_of(&r, "regent/status")
     }
 
     /// The server's process id (to signal it).

@@ -17,6 +17,8 @@ use rmcp::service::{
 use rmcp::{ClientHandler, ServiceError};
 use serde_json::{Value, json};
 
+use crate::common::{self, Era};
+
 /// rmcp's client, answering elicitation as told: `None` declares no
 /// elicitation capability at all. Every question asked is recorded in
 /// `asked` (its message), so tests can count them.
@@ -98,28 +100,14 @@ impl ClientHandler for TestClient {
     }
 }
 
-/// The two protocol eras, as rmcp's client lifecycle modes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Era {
-    Legacy,
-    Modern,
-}
-
-impl Era {
-    pub const ALL: [Era; 2] = [Era::Legacy, Era::Modern];
-
-    fn mode(self) -> ClientLifecycleMode {
-        match self {
-            Era::Legacy => ClientLifecycleMode::Initialize,
-            Era::Modern => ClientLifecycleMode::Discover {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            },
-        }
+/// The protocol era as rmcp's client lifecycle mode.
+fn mode(era: Era) -> ClientLifecycleMode {
+    match era {
+        Era::Legacy => ClientLifecycleMode::Initialize,
+        Era::Modern => ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
     }
-}
-
-pub fn repo_path(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
 /// A running `regent serve` with a connected client.
@@ -194,14 +182,14 @@ impl<'a> Start<'a> {
     pub async fn connect(self, era: Era) -> Regent {
         let log_dir = tempfile::tempdir().unwrap();
         let log = log_dir.path().join("decisions.jsonl");
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_regent"));
+        // The kit's command, with the log level this kit's tests expect.
+        let mut cmd = tokio::process::Command::from(common::regent());
         cmd.arg("serve")
             .arg(self.catalog)
             .arg("--decision-log")
             .arg(&log)
             .args(&self.extra_args)
             .env("RUST_LOG", "regent=warn,rmcp=error")
-            .env("NO_COLOR", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -223,7 +211,7 @@ impl<'a> Start<'a> {
             roots_listed: Arc::new(Mutex::new(0)),
         };
         let client = handler
-            .serve_with_lifecycle((stdout, stdin), era.mode())
+            .serve_with_lifecycle((stdout, stdin), mode(era))
             .await
             .expect("connect to regent");
         Regent {
@@ -329,32 +317,6 @@ impl Regent {
     pub async fn close(self) {
         let _ = self.client.cancel().await;
     }
-}
-
-/// All text content of a call result, joined.
-pub fn text(result: &Value) -> String {
-    result["content"]
-        .as_array()
-        .map(|blocks| {
-            blocks
-                .iter()
-                .filter_map(|b| b["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
-}
-
-pub fn is_error(result: &Value) -> bool {
-    result["isError"] == json!(true)
-}
-
-/// The decision id a call result carries.
-pub fn decision_id(result: &Value) -> String {
-    result["_meta"]["regent/decision"]["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no decision id in {result}"))
-        .to_string()
 }
 
 /// Writes `files` (name, content) into a fresh temp dir.
