@@ -540,6 +540,19 @@ fn compile_rules(
                 );
                 continue;
             };
+            if let Some(why) = type_mismatch(prop, expected) {
+                diags.push(
+                    Diagnostic::error(
+                        "value-wrong-type",
+                        file.locate(&arg_at),
+                        format!("rule {} of `{}` compares `{arg}` with {why}, so the rule can never match", i + 1, decl.name),
+                    )
+                    .with_help(
+                        "a `when` value is compared for equality (a list means any of, null means absent); write the value itself, and test patterns or ranges in a Rego policy",
+                    ),
+                );
+                continue;
+            }
             if let Some(allowed) = prop.get("enum").and_then(Value::as_array) {
                 let values: Vec<&Value> = match expected {
                     // `null` stands for an absent argument, never an enum value.
@@ -885,4 +898,40 @@ fn _assert_send_sync() {
     fn is<T: Send + Sync>() {}
     is::<Catalog>();
     let _: HashMap<(), ()> = HashMap::new();
+}
+
+/// Why a `when` value can never equal the argument, judged by the
+/// argument's declared `type`: "{...}, which its type string does not
+/// allow". `None` when it can, or when the schema leaves it open. Arrays
+/// and objects are not judged: a list in `when` means any of its items,
+/// and an object argument may be compared with an object.
+fn type_mismatch(prop: &Value, expected: &Value) -> Option<String> {
+    let types: Vec<&str> = match prop.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => return None,
+    };
+    if types.is_empty() || types.iter().any(|t| matches!(*t, "array" | "object")) {
+        return None;
+    }
+    let fits = |v: &Value| match v {
+        Value::Null => true, // absent, whatever the type
+        Value::Bool(_) => types.contains(&"boolean"),
+        Value::String(_) => types.contains(&"string"),
+        Value::Number(n) => {
+            types.contains(&"number")
+                || (types.contains(&"integer")
+                    && (n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)))
+        }
+        Value::Array(_) | Value::Object(_) => false,
+    };
+    let values: Vec<&Value> = match expected {
+        Value::Array(vs) => vs.iter().collect(),
+        v => vec![v],
+    };
+    let bad = values.into_iter().find(|v| !fits(v))?;
+    Some(format!(
+        "{bad}, which its type {} does not allow",
+        types.join(" or ")
+    ))
 }
