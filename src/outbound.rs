@@ -18,10 +18,17 @@ pub(crate) fn install_crypto() {
 /// An error and its sources as one line: reqwest's own message is often
 /// only "error sending request", with the cause further down.
 pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut parts = vec![e.to_string()];
+    error_chain_with(e, str::to_string)
+}
+
+/// [`error_chain`] with each part written by `part` (the upstream client
+/// lowercases them); a source whose text an earlier part already holds is
+/// left out.
+pub(crate) fn error_chain_with(e: &dyn std::error::Error, part: impl Fn(&str) -> String) -> String {
+    let mut parts = vec![part(&e.to_string())];
     let mut src = e.source();
     while let Some(s) = src {
-        let text = s.to_string();
+        let text = part(&s.to_string());
         if !parts.iter().any(|p| p.contains(&text)) {
             parts.push(text);
         }

@@ -914,17 +914,7 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
         Some(StreamableHttpError::Client(c)) => return error_chain(c),
         _ => {}
     }
-    let mut out = lower(&e.to_string());
-    let mut source = e.source();
-    while let Some(s) = source {
-        let text = lower(&s.to_string());
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = s.source();
-    }
-    out
+    crate::outbound::error_chain_with(e, lower)
 }
 
 /// rmcp's tools as a [`Snapshot`]: through their JSON, as the upstream sent them.
