@@ -156,6 +156,17 @@ fn up_status(conn: &Conn, restarts: u64) -> UpstreamStatus {
     }
 }
 
+fn down_status(restarts: u64, since: SystemTime, tools: usize, why: String) -> UpstreamStatus {
+    UpstreamStatus {
+        up: false,
+        restarts,
+        since,
+        pid: None,
+        last_error: Some(why),
+        tools,
+    }
+}
+
 /// Records `status` for `slot`'s upstream, unless the slot was retired
 /// (its name now belongs to another slot, or to nobody).
 fn report(name: &str, slot: &Slot, status: UpstreamStatus, hooks: &Hooks) {
@@ -214,14 +225,12 @@ async fn run(name: String, slot: Arc<Slot>, hooks: Hooks) {
             report(
                 &name,
                 &slot,
-                UpstreamStatus {
-                    up: false,
+                down_status(
                     restarts,
-                    since: down_since,
-                    pid: None,
-                    last_error: Some(format!("it cannot be started: {invalid}")),
+                    down_since,
                     tools,
-                },
+                    format!("it cannot be started: {invalid}"),
+                ),
                 &hooks,
             );
             return;
@@ -231,14 +240,7 @@ async fn run(name: String, slot: Arc<Slot>, hooks: Hooks) {
             report(
                 &name,
                 &slot,
-                UpstreamStatus {
-                    up: false,
-                    restarts,
-                    since: down_since,
-                    pid: None,
-                    last_error: Some(why.clone()),
-                    tools,
-                },
+                down_status(restarts, down_since, tools, why.clone()),
                 &hooks,
             );
             if wait {
