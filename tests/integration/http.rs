@@ -1054,29 +1054,13 @@ fn hold(addr: std::net::SocketAddr) -> TcpStream {
     let mut s = connect(addr);
     s.write_all(format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
         .unwrap();
-    let mut raw = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        let n = std::io::Read::read(&mut s, &mut buf).expect("reading /healthz");
-        assert!(
-            n > 0,
-            "closed before answering: {}",
-            String::from_utf8_lossy(&raw)
-        );
-        raw.extend_from_slice(&buf[..n]);
-        if let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
-            assert!(head.starts_with("http/1.1 200"), "{head}");
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or_else(|| panic!("no content-length in {head}"));
-            if raw.len() >= end + 4 + len {
-                return s;
-            }
-        }
-    }
+    // Nothing follows the answer on a kept-alive connection, so a buffered
+    // reader over a clone reads exactly it.
+    let mut reader = std::io::BufReader::new(s.try_clone().unwrap());
+    let resp = common::http::read_keepalive(&mut reader)
+        .unwrap_or_else(|e| panic!("reading /healthz: {e}"));
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    s
 }
 
 #[test]
