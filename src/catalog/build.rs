@@ -554,13 +554,7 @@ fn compile_rules(
                 continue;
             }
             if let Some(allowed) = prop.get("enum").and_then(Value::as_array) {
-                let values: Vec<&Value> = match expected {
-                    // `null` stands for an absent argument, never an enum value.
-                    Value::Array(vs) => vs.iter().filter(|v| !v.is_null()).collect(),
-                    Value::Null => Vec::new(),
-                    v => vec![v],
-                };
-                for v in values {
+                for v in when_values(expected) {
                     if !allowed.contains(v) {
                         diags.push(
                             Diagnostic::error(
@@ -900,6 +894,17 @@ fn _assert_send_sync() {
     let _: HashMap<(), ()> = HashMap::new();
 }
 
+/// The values a `when` entry compares its argument with: the items of a
+/// list (any of them), or the one value; `null` stands for an absent
+/// argument, never a value, and is left out.
+fn when_values(expected: &Value) -> Vec<&Value> {
+    match expected {
+        Value::Array(vs) => vs.iter().filter(|v| !v.is_null()).collect(),
+        Value::Null => Vec::new(),
+        v => vec![v],
+    }
+}
+
 /// Why a `when` value can never equal the argument, judged by the
 /// argument's declared `type`: "{...}, which its type string does not
 /// allow". `None` when it can, or when the schema leaves it open. Arrays
@@ -915,7 +920,7 @@ fn type_mismatch(prop: &Value, expected: &Value) -> Option<String> {
         return None;
     }
     let fits = |v: &Value| match v {
-        Value::Null => true, // absent, whatever the type
+        Value::Null => true, // never given: `when_values` leaves it out
         Value::Bool(_) => types.contains(&"boolean"),
         Value::String(_) => types.contains(&"string"),
         Value::Number(n) => {
@@ -925,11 +930,7 @@ fn type_mismatch(prop: &Value, expected: &Value) -> Option<String> {
         }
         Value::Array(_) | Value::Object(_) => false,
     };
-    let values: Vec<&Value> = match expected {
-        Value::Array(vs) => vs.iter().collect(),
-        v => vec![v],
-    };
-    let bad = values.into_iter().find(|v| !fits(v))?;
+    let bad = when_values(expected).into_iter().find(|v| !fits(v))?;
     Some(format!(
         "{bad}, which its type {} does not allow",
         types.join(" or ")
