@@ -221,13 +221,15 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
             tracing::info!(subject = %caller.subject, issuer = %caller.issuer, "serving as the configured caller");
             regent = regent.with_caller(caller);
         }
-        let service = regent
+        let (regent, direct) = regent
             .with_decision_log(log)
             .with_request_states(states)
             .with_call_limit(calls)
             .with_upstreams(upstreams.clone())
             .with_text_answers()
-            .serve(LineTransport::new(read, write))
+            .with_direct();
+        let service = regent
+            .serve(LineTransport::new(read, write).with_direct(direct))
             .await
             .map_err(|e| cannot_run(format!("mcp session failed to start: {e}")))?;
         let token = service.cancellation_token();

@@ -11,6 +11,7 @@
 pub mod answer;
 pub mod call;
 mod count;
+pub mod direct;
 mod errors;
 pub mod input;
 pub mod negotiation;
@@ -65,6 +66,9 @@ pub struct Regent {
     /// Where answered requests are counted (`count`), when this server
     /// exports metrics.
     metrics: Option<Arc<Metrics>>,
+    /// Where the handshake leaves what a stdio session negotiated, for
+    /// [`direct`]; `None` for a server without a direct path (HTTP).
+    session: Option<direct::Session>,
 }
 
 impl Regent {
@@ -88,6 +92,7 @@ impl Regent {
             caller: None,
             upstreams: Arc::new(crate::upstream::Upstreams::default()),
             metrics: None,
+            session: None,
         }
     }
 
@@ -129,6 +134,16 @@ impl Regent {
     pub fn with_request_states(mut self, states: input::RequestStates) -> Regent {
         self.states = Arc::new(states);
         self
+    }
+
+    /// This server, and the [`direct::Direct`] that answers its stdio
+    /// session's resolves without rmcp once the handshake is over. Call it
+    /// last: the two share what the server is configured with now.
+    pub fn with_direct(mut self) -> (Regent, direct::Direct) {
+        let session = direct::Session::default();
+        self.session = Some(session.clone());
+        let direct = direct::Direct::new(self.clone(), session);
+        (self, direct)
     }
 
     /// Sends decision-log lines to `log` instead.
@@ -248,6 +263,73 @@ impl Regent {
             caller,
             Decider::Enforced,
         )
+    }
+}
+
+impl Regent {
+    /// Answers a request rmcp has no type for (`tools/resolve`,
+    /// `tools/annotations`, `regent/status`, or a standard method whose
+    /// params did not parse), and counts it. The one place these are
+    /// answered, whichever way the request arrived: rmcp's custom-request
+    /// hook, or on stdio [`direct`].
+    fn custom(
+        &self,
+        request: CustomRequest,
+        result_type: bool,
+        negotiated: Negotiated,
+        caller: Option<Arc<Caller>>,
+    ) -> Result<CustomResult, ErrorData> {
+        let started = Instant::now();
+        let label = count::custom_label(&request.method);
+        let catalog = self.state.current();
+        let value = match request.method.as_str() {
+            "tools/resolve" => self
+                .resolve(
+                    &catalog,
+                    request.params,
+                    true,
+                    result_type,
+                    negotiated,
+                    caller,
+                )
+                .map(Answer::into_value),
+            "tools/annotations" => self
+                .resolve(
+                    &catalog,
+                    request.params,
+                    false,
+                    result_type,
+                    Negotiated::default(),
+                    caller,
+                )
+                .map(Answer::into_value),
+            // Reload status for operators and tests: the same document as
+            // `--status-file`.
+            "regent/status" => {
+                let mut v = self.state.status().to_json();
+                if result_type {
+                    v["resultType"] = json!("complete");
+                }
+                Ok(v)
+            }
+            // rmcp routes a standard request whose params do not match its
+            // type here; that is an invalid-params error, not an unknown method
+            // (unless the request's protocol no longer has the method).
+            m if errors::is_standard_method(m) && !(result_type && errors::removed_in_2026(m)) => {
+                Err(ErrorData::invalid_params(
+                    format!("invalid params for {m}"),
+                    Some(json!({"method": m})),
+                ))
+            }
+            m => Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("method not found: {m}"),
+                None,
+            )),
+        };
+        let r = value.map(CustomResult::new);
+        self.record(label, count::custom_timed(label), started, &r, count::ok);
+        r
     }
 }
 
@@ -527,66 +609,20 @@ impl ServerHandler for Regent {
         request: CustomRequest,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        let started = Instant::now();
-        let label = count::custom_label(&request.method);
-        let catalog = self.state.current();
         let result_type = has_result_type(&ctx);
-        let value = match request.method.as_str() {
-            "tools/resolve" => {
-                let negotiated = Negotiated::for_request(&ctx, result_type);
-                let caller = self.caller(&ctx);
-                self.resolve(
-                    &catalog,
-                    request.params,
-                    true,
-                    result_type,
-                    negotiated,
-                    caller,
-                )
-                .map(Answer::into_value)
-            }
-            "tools/annotations" => self
-                .resolve(
-                    &catalog,
-                    request.params,
-                    false,
-                    result_type,
-                    Negotiated::default(),
-                    self.caller(&ctx),
-                )
-                .map(Answer::into_value),
-            // Reload status for operators and tests: the same document as
-            // `--status-file`.
-            "regent/status" => {
-                let mut v = self.state.status().to_json();
-                if result_type {
-                    v["resultType"] = json!("complete");
-                }
-                Ok(v)
-            }
-            // rmcp routes a standard request whose params do not match its
-            // type here; that is an invalid-params error, not an unknown method
-            // (unless the request's protocol no longer has the method).
-            m if errors::is_standard_method(m) && !(result_type && errors::removed_in_2026(m)) => {
-                Err(ErrorData::invalid_params(
-                    format!("invalid params for {m}"),
-                    Some(json!({"method": m})),
-                ))
-            }
-            m => Err(ErrorData::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("method not found: {m}"),
-                None,
-            )),
-        };
-        let r = value.map(CustomResult::new);
-        self.record(label, count::custom_timed(label), started, &r, count::ok);
-        r
+        let negotiated = Negotiated::for_request(&ctx, result_type);
+        self.custom(request, result_type, negotiated, self.caller(&ctx))
     }
 
     /// A 2025-11-25-era session is ready: from now on, tell it when the tool
     /// list changes.
     async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
+        if let Some(session) = &self.session
+            && let Some(info) = ctx.peer.peer_info()
+            && info.protocol_version < ProtocolVersion::V_2026_07_28
+        {
+            let _ = session.set(Negotiated::of_session(Some(&info)));
+        }
         tokio::spawn(notify::forward_to_session(
             ctx.peer,
             self.state.listing_changes(),

@@ -7,7 +7,7 @@
 //! session. A non-empty settings object means "unsupported" (the draft's
 //! rule), and nothing is inferred from earlier requests or `server/discover`.
 
-use rmcp::model::ExtensionCapabilities;
+use rmcp::model::{ExtensionCapabilities, InitializeRequestParams};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
 
@@ -79,12 +79,14 @@ impl Negotiated {
                     .and_then(|c| c.get("extensions")),
             )
         } else {
-            let info = ctx.peer.peer_info();
-            Negotiated::from_typed(
-                info.as_ref()
-                    .and_then(|i| i.capabilities.extensions.as_ref()),
-            )
+            Negotiated::of_session(ctx.peer.peer_info().as_deref())
         }
+    }
+
+    /// What a 2025-era session negotiated at `initialize` (`info`, the
+    /// client's request): its requests carry no capabilities of their own.
+    pub fn of_session(info: Option<&InitializeRequestParams>) -> Negotiated {
+        Negotiated::from_typed(info.and_then(|i| i.capabilities.extensions.as_ref()))
     }
 }
 

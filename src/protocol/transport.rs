@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::{Mutex, Notify};
 
+use super::direct::Direct;
 use super::{answer, wire};
 
 /// The longest line accepted; longer ones are answered with an error and skipped.
@@ -46,6 +47,8 @@ pub struct LineTransport<R, W> {
     oversized: bool,
     /// Error responses of our own not yet written (see `reply_error`).
     unsent: Vec<Vec<u8>>,
+    /// How much of `unsent[0]` is written.
+    unsent_at: usize,
     write: Arc<Mutex<BufWriter<W>>>,
     /// Whether the reader has run out of buffered input and waits for the
     /// client. Answers are flushed at once while it does; while it still has
@@ -61,6 +64,9 @@ pub struct LineTransport<R, W> {
     pending: Arc<Pending>,
     /// When the end of input was first seen.
     eof_at: Option<tokio::time::Instant>,
+    /// Answers `tools/resolve` and `tools/annotations` without rmcp once the
+    /// session allows it (see [`direct`]).
+    direct: Option<Direct>,
 }
 
 #[derive(Default)]
@@ -81,11 +87,19 @@ where
             line_done: false,
             oversized: false,
             unsent: Vec::new(),
+            unsent_at: 0,
             write: Arc::new(Mutex::new(BufWriter::with_capacity(64 * 1024, write))),
             reader_idle: Arc::new(AtomicBool::new(true)),
             pending: Arc::new(Pending::default()),
             eof_at: None,
+            direct: None,
         }
+    }
+
+    /// Answers what `direct` can answer itself, without handing it to rmcp.
+    pub fn with_direct(mut self, direct: Direct) -> Self {
+        self.direct = Some(direct);
+        self
     }
 
     /// At the end of input: waits (cancel-safe) until every request read has
@@ -186,7 +200,7 @@ where
         let mut bytes = serde_json::to_vec(&msg).unwrap_or_default();
         bytes.push(b'\n');
         self.unsent.push(bytes);
-        self.send_unsent().await;
+        self.write_unsent(true).await;
     }
 
     /// `msg`, counted in [`Self::pending`] when it is a request rmcp will answer.
@@ -197,18 +211,36 @@ where
         msg
     }
 
-    /// Writes the error responses left by a dropped `receive`.
-    async fn send_unsent(&mut self) {
+    /// Writes the answers of our own waiting in `unsent` (also those left
+    /// by a dropped `receive`), flushing them when `flush`. Direct answers
+    /// are not flushed here: like rmcp's, they go out when the reader runs
+    /// dry (`reader_idle`).
+    async fn write_unsent(&mut self, flush: bool) {
         if self.unsent.is_empty() {
             return;
         }
-        let mut w = self.write.lock().await;
-        for bytes in self.unsent.drain(..) {
-            if w.write_all(&bytes).await.is_err() {
-                return;
+        let write = self.write.clone();
+        let mut w = write.lock().await;
+        // Cancel-safe: what is written is taken off `unsent` as it goes, so
+        // a dropped `receive` neither loses an answer nor writes part of
+        // one twice. Answers to a client that stopped reading are dropped.
+        while let Some(bytes) = self.unsent.first() {
+            match w.write(&bytes[self.unsent_at..]).await {
+                Ok(n) if n > 0 => self.unsent_at += n,
+                _ => {
+                    self.unsent.clear();
+                    self.unsent_at = 0;
+                    return;
+                }
+            }
+            if self.unsent_at == bytes.len() {
+                self.unsent.remove(0);
+                self.unsent_at = 0;
             }
         }
-        let _ = w.flush().await;
+        if flush {
+            let _ = w.flush().await;
+        }
     }
 }
 
@@ -256,7 +288,7 @@ where
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
-        self.send_unsent().await;
+        self.write_unsent(true).await;
         loop {
             let oversized = match self.read_line().await {
                 Ok(Some(o)) => o,
@@ -287,8 +319,16 @@ where
             if text.is_empty() {
                 continue;
             }
-            if let Some(msg) = custom_request(text) {
-                return Some(self.counted(msg));
+            if let Some(request) = custom_request(text) {
+                if let Some(direct) = self.direct.as_ref().filter(|d| d.takes(&request)) {
+                    let bytes = direct.answer(request);
+                    if !bytes.is_empty() {
+                        self.unsent.push(bytes);
+                    }
+                    self.write_unsent(false).await;
+                    continue;
+                }
+                return Some(self.counted(request.into_message()));
             }
             match serde_json::from_slice::<ClientJsonRpcMessage>(text) {
                 Ok(msg) => return Some(self.counted(msg)),
@@ -331,19 +371,47 @@ where
 /// The methods regent serves through rmcp's custom-request hook.
 const CUSTOM_METHODS: [&str; 2] = ["tools/resolve", "tools/annotations"];
 
-/// Parses a request for one of [`CUSTOM_METHODS`] straight into rmcp's
-/// `CustomRequest`.
+/// A request for one of [`CUSTOM_METHODS`], parsed by [`custom_request`].
+pub(super) struct Custom {
+    pub id: RequestId,
+    pub method: String,
+    /// `params` without `_meta`.
+    pub params: Option<Value>,
+    pub meta: Option<serde_json::Map<String, Value>>,
+}
+
+impl Custom {
+    /// The request as rmcp's own deserializer would have built it: `_meta`
+    /// moved into the request's extensions, where the era checks and
+    /// `ctx.meta` read it.
+    fn into_message(self) -> ClientJsonRpcMessage {
+        let mut extensions = Extensions::new();
+        if let Some(meta) = self.meta {
+            extensions.insert(RequestMetaObject::from(meta));
+        }
+        let request = CustomRequest {
+            method: self.method,
+            params: self.params,
+            extensions,
+        };
+        JsonRpcMessage::Request(JsonRpcRequest::new(
+            self.id,
+            ClientRequest::CustomRequest(request),
+        ))
+    }
+}
+
+/// Parses a request for one of [`CUSTOM_METHODS`] without rmcp.
 ///
 /// rmcp parses every incoming message as `ClientRequest`, an untagged union
 /// of all the request types it knows, trying each in turn; a method it does
 /// not know fails every attempt (formatting an error message for each) before
 /// it lands on `CustomRequest`. That was a quarter of the instructions of a
 /// `tools/resolve` (callgrind; see BENCHMARKS.md). This builds the same value
-/// directly and, as rmcp's own deserializer does, moves `params._meta` into
-/// the request's extensions, where the era checks and `ctx.meta` read it.
+/// directly ([`Custom::into_message`]), or hands it to [`direct`].
 /// Anything unusual (no id, `params` or `_meta` not an object, a malformed
 /// envelope) returns `None` and takes rmcp's path, so errors stay rmcp's.
-fn custom_request(text: &[u8]) -> Option<ClientJsonRpcMessage> {
+fn custom_request(text: &[u8]) -> Option<Custom> {
     #[derive(Deserialize)]
     struct Envelope {
         #[allow(dead_code)]
@@ -365,30 +433,24 @@ fn custom_request(text: &[u8]) -> Option<ClientJsonRpcMessage> {
     if !CUSTOM_METHODS.contains(&method.as_str()) {
         return None;
     }
-    let mut extensions = Extensions::new();
-    let params = match params {
-        None => None,
+    let (params, meta) = match params {
+        None => (None, None),
         Some(Value::Object(mut p)) => {
-            match p.remove("_meta") {
-                None => {}
-                Some(Value::Object(meta)) => {
-                    extensions.insert(RequestMetaObject::from(meta));
-                }
+            let meta = match p.remove("_meta") {
+                None => None,
+                Some(Value::Object(meta)) => Some(meta),
                 Some(_) => return None,
-            }
-            Some(Value::Object(p))
+            };
+            (Some(Value::Object(p)), meta)
         }
         Some(_) => return None,
     };
-    let request = CustomRequest {
+    Some(Custom {
+        id,
         method,
         params,
-        extensions,
-    };
-    Some(JsonRpcMessage::Request(JsonRpcRequest::new(
-        id,
-        ClientRequest::CustomRequest(request),
-    )))
+        meta,
+    })
 }
 
 /// Whether `needle` (not empty) occurs in `hay`.
@@ -418,7 +480,7 @@ fn trim(mut s: &[u8]) -> &[u8] {
 
 /// Serializes an outgoing message, rewriting the results rmcp types too
 /// narrowly for the tool-resolution fields.
-fn encode(item: ServerJsonRpcMessage) -> std::io::Result<Vec<u8>> {
+pub(super) fn encode(item: ServerJsonRpcMessage) -> std::io::Result<Vec<u8>> {
     // A result that is already JSON text (`answer`) is written as it is,
     // inside the envelope rmcp would write: jsonrpc, id, result.
     if let JsonRpcMessage::Response(resp) = &item

@@ -752,3 +752,76 @@ fn every_request_read_before_the_end_of_input_is_answered() {
     ids.sort_unstable();
     assert_eq!(ids, (0..=N as u64).collect::<Vec<_>>());
 }
+
+/// Over stdio, a resolve of an established 2025-era session is answered as
+/// its line is read (`protocol::direct`); one that brings `_meta` goes
+/// through rmcp's dispatch. The two must answer alike, errors included, and
+/// the direct path must really have answered the plain ones.
+#[test]
+fn direct_answers_equal_rmcp_s() {
+    let mut cmd = regent();
+    cmd.env("RUST_LOG", "regent=info,regent::protocol::direct=trace")
+        .arg("serve")
+        .arg(repo_path("examples/manage_files"));
+    let mut s = Server::spawn_with(
+        Era::Legacy,
+        cmd,
+        draft_client::capabilities(&[EXTENSION, DECISION]),
+    );
+    // A round trip after `notifications/initialized`: the handshake is over.
+    s.request("ping", json!({}));
+    let mut cases: Vec<Value> = sep_table()
+        .into_iter()
+        .map(|(args, _)| json!({"name": "manage_files", "arguments": args}))
+        .collect();
+    cases.extend([
+        json!({"name": "manage_files", "arguments": {"path": "../../etc/passwd", "action": "read"}}),
+        json!({"name": "manage_files", "arguments": {"path": "a", "action": "delete"}}),
+        json!({"name": "manage_files", "arguments": {"path": 7, "action": "read"}}),
+        json!({"name": "manage_files", "arguments": [1, 2]}),
+        json!({"name": "manage_files"}),
+        json!({"name": "nope", "arguments": {}}),
+        json!({"arguments": {}}),
+    ]);
+    let mut plain = Vec::new();
+    for method in ["tools/resolve", "tools/annotations"] {
+        for params in &cases {
+            let direct = s.request(method, params.clone());
+            plain.push(direct["id"].as_i64().unwrap());
+            let mut with_meta = params.clone();
+            with_meta["_meta"] = json!({});
+            let through_rmcp = s.request(method, with_meta);
+            let strip = |mut v: Value| {
+                v.as_object_mut().unwrap().remove("id");
+                v
+            };
+            assert_eq!(
+                strip(direct.clone()),
+                strip(through_rmcp.clone()),
+                "{method} {params}"
+            );
+            assert!(
+                direct.get("result").is_some() || direct.get("error").is_some(),
+                "{direct}"
+            );
+        }
+    }
+    let said = "answered without rmcp";
+    let log = s.stderr_until(|l| l.matches(said).count() >= plain.len());
+    let answered: Vec<i64> = log
+        .lines()
+        .filter(|l| l.contains(said))
+        .map(|l| {
+            let id = l.split("id=").nth(1).expect("an id field");
+            id.split(|c: char| !c.is_ascii_digit())
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        answered, plain,
+        "every plain request, and none with _meta, is answered directly:\n{log}"
+    );
+}

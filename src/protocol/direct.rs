@@ -1,0 +1,85 @@
+//! `tools/resolve` and `tools/annotations` of an established 2025-era stdio
+//! session, answered as the line is read instead of through rmcp's
+//! per-request dispatch.
+//!
+//! Why: rmcp runs every request as a task of its own (a spawn, the request
+//! context, a tracing span, a response channel back to the transport). For
+//! the preflight an agent sends before each call, that machinery was about a
+//! quarter of the request thread's instructions (BENCHMARKS.md, "Issue 17:
+//! the direct path"). A resolve never waits on anything, so nothing is lost
+//! by answering it in place.
+//!
+//! What it does not do: decide or build anything. The answer, or the error,
+//! comes from `Regent::custom`, the same function rmcp's custom-request hook
+//! calls, and is encoded by `transport::encode`, as rmcp's answers are; so
+//! the bytes are the same either way (`tests/integration/protocol.rs`
+//! compares them). Everything else stays rmcp's: the handshake, every other
+//! method, a request before `notifications/initialized`, any 2026-07-28
+//! session (whose requests carry their own era and capabilities in `_meta`,
+//! which rmcp checks), and any request that brings `_meta`.
+
+use std::sync::{Arc, OnceLock};
+
+use rmcp::model::{CustomRequest, Extensions, ServerJsonRpcMessage, ServerResult};
+
+use super::Regent;
+use super::negotiation::Negotiated;
+use super::transport::{Custom, encode};
+
+/// What the session negotiated, set once its 2025-era handshake is over
+/// (`Regent::on_initialized`); shared by the transport's [`Direct`] and the
+/// server it was split from, and by no other session.
+pub type Session = Arc<OnceLock<Negotiated>>;
+
+/// The stdio transport's way to the server's answers.
+pub struct Direct {
+    regent: Regent,
+    session: Session,
+}
+
+impl Direct {
+    pub(super) fn new(regent: Regent, session: Session) -> Direct {
+        Direct { regent, session }
+    }
+
+    /// Whether [`Direct::answer`] may answer `request`, or rmcp must.
+    pub(super) fn takes(&self, request: &Custom) -> bool {
+        self.session.get().is_some() && request.meta.is_none()
+    }
+
+    /// The whole answer line to `request`, newline included (empty in the
+    /// unreachable case that it cannot be encoded). Only for a request it
+    /// [`takes`](Direct::takes).
+    pub(super) fn answer(&self, request: Custom) -> Vec<u8> {
+        let negotiated = self.session.get().copied().unwrap_or_default();
+        let Custom {
+            id, method, params, ..
+        } = request;
+        // For tests and for whoever wonders which path answered.
+        tracing::trace!(%id, %method, "answered without rmcp");
+        let custom = CustomRequest {
+            method,
+            params,
+            extensions: Extensions::new(),
+        };
+        // A 2025-era session has no `resultType`; its caller is the
+        // configured one (stdio has no other).
+        let caller = self.regent.caller.clone();
+        let message = match self.regent.custom(custom, false, negotiated, caller) {
+            Ok(result) => ServerJsonRpcMessage::response(ServerResult::CustomResult(result), id),
+            Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+        };
+        match encode(message) {
+            Ok(mut bytes) => {
+                bytes.push(b'\n');
+                bytes
+            }
+            // Not reachable for a result built from JSON values; rmcp would
+            // fail the same way, so say so and answer nothing.
+            Err(e) => {
+                tracing::warn!("cannot encode an answer: {e}");
+                Vec::new()
+            }
+        }
+    }
+}
