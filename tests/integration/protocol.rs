@@ -7,16 +7,19 @@ use common::draft_client::{self, DECISION, EXTENSION, SECURITY};
 use common::{Era, Server, assert_subset, regent, repo_path};
 use serde_json::{Value, json};
 
+/// `regent serve` on the catalog at `rel` in the repository, for a client
+/// with `caps`.
+fn serve(era: Era, rel: &str, caps: Value) -> Server {
+    Server::start_with(era, &[repo_path(rel).to_str().unwrap()], caps)
+}
+
 fn manage_files(era: Era) -> Server {
-    Server::start(era, &[repo_path("examples/manage_files").to_str().unwrap()])
+    serve(era, "examples/manage_files", json!({}))
 }
 
 #[test]
 fn capabilities_advertise_resolution_in_every_published_form() {
-    let mut s = Server::start(
-        Era::Modern,
-        &[repo_path("examples/manage_files").to_str().unwrap()],
-    );
+    let mut s = serve(Era::Modern, "examples/manage_files", json!({}));
     let discover = s.request("server/discover", json!({}));
     let caps = &discover["result"]["capabilities"];
     assert_eq!(caps["tools"]["listChanged"], json!(true), "{discover}");
@@ -35,10 +38,7 @@ fn capabilities_advertise_resolution_in_every_published_form() {
     assert_eq!(caps["extensions"][SECURITY], json!({}), "{discover}");
 
     // The legacy handshake carries the same capabilities.
-    let mut legacy = Server::start(
-        Era::Modern,
-        &[repo_path("examples/manage_files").to_str().unwrap()],
-    );
+    let mut legacy = serve(Era::Modern, "examples/manage_files", json!({}));
     legacy.era = Era::Legacy;
     let init = legacy.request(
         "initialize",
@@ -57,11 +57,7 @@ fn tools_list_marks_resolvable_tools() {
             } else {
                 json!({})
             };
-            let mut s = Server::start_with(
-                era,
-                &[repo_path("examples/manage_files").to_str().unwrap()],
-                caps,
-            );
+            let mut s = serve(era, "examples/manage_files", caps);
             let list = s.request("tools/list", json!({}));
             let tools = list["result"]["tools"].as_array().expect("tools array");
             assert_eq!(tools.len(), 1, "{list}");
@@ -115,9 +111,9 @@ fn sep_table() -> Vec<(Value, Value)> {
 fn negotiated_resolve_answers_exactly_the_extension_draft() {
     for era in Era::ALL {
         for advertised in [vec![EXTENSION], vec![EXTENSION, DECISION]] {
-            let mut s = Server::start_with(
+            let mut s = serve(
                 era,
-                &[repo_path("examples/manage_files").to_str().unwrap()],
+                "examples/manage_files",
                 draft_client::capabilities(&advertised),
             );
             let listed =
@@ -164,11 +160,7 @@ fn without_negotiation_resolve_keeps_the_sep_1862_shape() {
             json!({}),
             json!({"extensions": {EXTENSION: {"version": 2}}}),
         ] {
-            let mut s = Server::start_with(
-                era,
-                &[repo_path("examples/manage_files").to_str().unwrap()],
-                caps.clone(),
-            );
+            let mut s = serve(era, "examples/manage_files", caps.clone());
             for (args, hints) in sep_table() {
                 let r = s.resolve("manage_files", args.clone());
                 assert_eq!(
@@ -226,9 +218,9 @@ fn a_2026_request_is_judged_by_its_own_meta() {
 #[test]
 fn negotiated_resolve_requires_arguments() {
     for era in Era::ALL {
-        let mut s = Server::start_with(
+        let mut s = serve(
             era,
-            &[repo_path("examples/manage_files").to_str().unwrap()],
+            "examples/manage_files",
             draft_client::capabilities(&[EXTENSION]),
         );
         for params in [
@@ -370,10 +362,7 @@ fn unknown_request_fields_are_ignored_for_forward_compatibility() {
 #[test]
 fn policy_failures_are_internal_errors() {
     for era in Era::ALL {
-        let mut s = Server::start(
-            era,
-            &[repo_path("tests/cases/riskier_policy").to_str().unwrap()],
-        );
+        let mut s = serve(era, "tests/cases/riskier_policy", json!({}));
         let e = s.expect_error(
             "tools/resolve",
             json!({"name": "cleanup", "arguments": {"mode": "purge"}}),
@@ -382,10 +371,7 @@ fn policy_failures_are_internal_errors() {
         assert_eq!(e["data"]["hint"], json!("destructiveHint"));
         assert_eq!(e["data"]["reason"], json!("riskier-than-listed"));
 
-        let mut s = Server::start(
-            era,
-            &[repo_path("tests/cases/runaway_policy").to_str().unwrap()],
-        );
+        let mut s = serve(era, "tests/cases/runaway_policy", json!({}));
         let e = s.expect_error(
             "tools/resolve",
             json!({"name": "spin", "arguments": {"n": 100000}}),
@@ -422,10 +408,7 @@ fn malformed_lines_get_parse_errors_and_the_server_keeps_serving() {
 
 #[test]
 fn huge_and_deeply_nested_arguments() {
-    let mut s = Server::start(
-        Era::Legacy,
-        &[repo_path("tests/cases/yaml_and_policy").to_str().unwrap()],
-    );
+    let mut s = serve(Era::Legacy, "tests/cases/yaml_and_policy", json!({}));
     // A megabyte of argument is validated and evaluated like any other.
     let big = "x".repeat(1 << 20);
     let r = s.resolve("deploy", json!({"env": "dev", "service": big}));
@@ -457,10 +440,7 @@ fn huge_and_deeply_nested_arguments() {
 
 #[test]
 fn resolution_is_deterministic() {
-    let mut s = Server::start(
-        Era::Modern,
-        &[repo_path("examples/github_api").to_str().unwrap()],
-    );
+    let mut s = serve(Era::Modern, "examples/github_api", json!({}));
     let args = json!({"method": "GET", "owner": "acme", "repo": "payroll"});
     let first = s.resolve("github_api", args.clone());
     for _ in 0..20 {
@@ -472,16 +452,15 @@ fn resolution_is_deterministic() {
 fn tools_call_uses_the_same_validation_as_resolve() {
     for era in Era::ALL {
         let mut s = manage_files(era);
-        let e = s.expect_error("tools/call", json!({"name": "nope", "arguments": {}}));
-        assert_eq!(e["code"], json!(-32602), "{e}");
-        let e = s.expect_error(
-            "tools/call",
+        for params in [
+            json!({"name": "nope", "arguments": {}}),
             json!({"name": "manage_files", "arguments": {"action": "read"}}),
-        );
-        assert_eq!(e["code"], json!(-32602), "{e}");
-        // A standard method with params rmcp cannot type is invalid params, not "method not found".
-        let e = s.expect_error("tools/call", json!({"arguments": {}}));
-        assert_eq!(e["code"], json!(-32602), "{e}");
+            // A standard method with params rmcp cannot type is invalid params, not "method not found".
+            json!({"arguments": {}}),
+        ] {
+            let e = s.expect_error("tools/call", params);
+            assert_eq!(e["code"], json!(-32602), "{e}");
+        }
     }
 }
 
@@ -546,10 +525,7 @@ fn unknown_methods_are_method_not_found() {
 
 #[test]
 fn security_schemes_and_meta_resolve_per_call() {
-    let mut s = Server::start(
-        Era::Legacy,
-        &[repo_path("examples/github_api").to_str().unwrap()],
-    );
+    let mut s = serve(Era::Legacy, "examples/github_api", json!({}));
     let listed = s.request("tools/list", json!({}))["result"]["tools"][0].clone();
     assert_eq!(
         listed["securitySchemes"],
@@ -609,9 +585,9 @@ fn security_schemes_travel_only_under_their_own_extension() {
             vec![EXTENSION, SECURITY],
             vec![EXTENSION, DECISION, SECURITY],
         ] {
-            let mut s = Server::start_with(
+            let mut s = serve(
                 era,
-                &[repo_path("examples/github_api").to_str().unwrap()],
+                "examples/github_api",
                 draft_client::capabilities(&advertised),
             );
             let listed =
@@ -648,9 +624,9 @@ fn security_schemes_travel_only_under_their_own_extension() {
 fn policy_meta_travels_only_under_regent_s_own_extension() {
     for era in Era::ALL {
         for advertised in [vec![EXTENSION], vec![EXTENSION, DECISION]] {
-            let mut s = Server::start_with(
+            let mut s = serve(
                 era,
-                &[repo_path("examples/github_api").to_str().unwrap()],
+                "examples/github_api",
                 draft_client::capabilities(&advertised),
             );
             let listed =
@@ -691,9 +667,9 @@ fn regent_resolve_prints_the_same_answer_for_a_negotiating_request() {
         .expect("run regent resolve");
     assert!(out.status.success(), "{out:?}");
     let printed: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
-    let mut s = Server::start_with(
+    let mut s = serve(
         Era::Modern,
-        &[repo_path("examples/manage_files").to_str().unwrap()],
+        "examples/manage_files",
         draft_client::capabilities(&[EXTENSION, DECISION]),
     );
     let served = s.resolve("manage_files", json!({"path": "a", "action": "delete"}));
