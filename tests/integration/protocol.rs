@@ -13,6 +13,14 @@ fn serve(era: Era, rel: &str, caps: Value) -> Server {
     Server::start_with(era, &[repo_path(rel).to_str().unwrap()], caps)
 }
 
+/// [`serve`] for a client advertising `advertised`, and the annotations
+/// its first listed tool carries.
+fn negotiating(era: Era, rel: &str, advertised: &[&str]) -> (Server, Value) {
+    let mut s = serve(era, rel, draft_client::capabilities(advertised));
+    let listed = s.request("tools/list", json!({}))["result"]["tools"][0]["annotations"].clone();
+    (s, listed)
+}
+
 fn manage_files(era: Era) -> Server {
     serve(era, "examples/manage_files", json!({}))
 }
@@ -111,13 +119,7 @@ fn sep_table() -> Vec<(Value, Value)> {
 fn negotiated_resolve_answers_exactly_the_extension_draft() {
     for era in Era::ALL {
         for advertised in [vec![EXTENSION], vec![EXTENSION, DECISION]] {
-            let mut s = serve(
-                era,
-                "examples/manage_files",
-                draft_client::capabilities(&advertised),
-            );
-            let listed =
-                s.request("tools/list", json!({}))["result"]["tools"][0]["annotations"].clone();
+            let (mut s, listed) = negotiating(era, "examples/manage_files", &advertised);
             for (args, hints) in sep_table() {
                 let r = s.resolve("manage_files", args.clone());
                 draft_client::validate(&r, "manage_files", &listed, &advertised)
@@ -585,13 +587,7 @@ fn security_schemes_travel_only_under_their_own_extension() {
             vec![EXTENSION, SECURITY],
             vec![EXTENSION, DECISION, SECURITY],
         ] {
-            let mut s = serve(
-                era,
-                "examples/github_api",
-                draft_client::capabilities(&advertised),
-            );
-            let listed =
-                s.request("tools/list", json!({}))["result"]["tools"][0]["annotations"].clone();
+            let (mut s, listed) = negotiating(era, "examples/github_api", &advertised);
             // A write to a public repository needs only `public_repo`.
             let r = s.resolve(
                 "github_api",
@@ -624,13 +620,7 @@ fn security_schemes_travel_only_under_their_own_extension() {
 fn policy_meta_travels_only_under_regent_s_own_extension() {
     for era in Era::ALL {
         for advertised in [vec![EXTENSION], vec![EXTENSION, DECISION]] {
-            let mut s = serve(
-                era,
-                "examples/github_api",
-                draft_client::capabilities(&advertised),
-            );
-            let listed =
-                s.request("tools/list", json!({}))["result"]["tools"][0]["annotations"].clone();
+            let (mut s, listed) = negotiating(era, "examples/github_api", &advertised);
             let r = s.resolve(
                 "github_api",
                 json!({"method": "GET", "owner": "microsoft", "repo": "regorus"}),
