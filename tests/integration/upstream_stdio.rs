@@ -14,6 +14,7 @@ use std::process::Command;
 
 use common::{Era, Server, regent, repo_path};
 use serde_json::{Value, json};
+use tempfile::TempDir;
 
 /// An interpreter that has the Python MCP SDK, if there is one.
 fn python() -> Option<String> {
@@ -307,6 +308,17 @@ fn selection(dir: &Path, python: &str, notes: &Path, tools: &[&str], extra: &str
     std::fs::write(dir.join("upstreams.yaml"), yaml).unwrap();
 }
 
+/// A legacy client of `serve` on a [`selection`] of the notes upstream, its
+/// catalog and notes directories (kept while it runs); none without the SDK.
+fn serve_selection(tools: &[&str], extra: &str) -> Option<(Server, TempDir, TempDir)> {
+    let python = python()?;
+    let dir = tempfile::tempdir().unwrap();
+    let notes = tempfile::tempdir().unwrap();
+    selection(dir.path(), &python, notes.path(), tools, extra);
+    let s = start(Era::Legacy, dir.path(), notes.path());
+    Some((s, dir, notes))
+}
+
 fn text(r: &Value) -> String {
     r["result"]["content"][0]["text"]
         .as_str()
@@ -440,11 +452,9 @@ fn an_upstream_that_exits_is_restarted_and_its_calls_fail_closed_meanwhile() {
 
 #[test]
 fn an_upstreams_list_changed_reimports_its_tools() {
-    let Some(python) = python() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let notes = tempfile::tempdir().unwrap();
-    selection(dir.path(), &python, notes.path(), &[], "    prefix: n_\n");
-    let mut s = start(Era::Legacy, dir.path(), notes.path());
+    let Some((mut s, _dir, _notes)) = serve_selection(&[], "    prefix: n_\n") else {
+        return;
+    };
     let names = |s: &mut Server| -> Vec<String> {
         let listed = s.request("tools/list", json!({}));
         listed["result"]["tools"]
@@ -486,17 +496,9 @@ fn an_upstreams_list_changed_reimports_its_tools() {
 
 #[test]
 fn an_upstream_change_that_breaks_the_catalog_keeps_the_previous_one() {
-    let Some(python) = python() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let notes = tempfile::tempdir().unwrap();
-    selection(
-        dir.path(),
-        &python,
-        notes.path(),
-        &["drop_tool", "read_note"],
-        "",
-    );
-    let mut s = start(Era::Legacy, dir.path(), notes.path());
+    let Some((mut s, _dir, _notes)) = serve_selection(&["drop_tool", "read_note"], "") else {
+        return;
+    };
     let r = s.request(
         "tools/call",
         json!({"name": "drop_tool", "arguments": {"name": "read_note"}}),
@@ -524,17 +526,11 @@ fn an_upstream_change_that_breaks_the_catalog_keeps_the_previous_one() {
 
 #[test]
 fn a_call_past_the_upstreams_timeout_or_cancelled_is_cancelled_upstream() {
-    let Some(python) = python() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let notes = tempfile::tempdir().unwrap();
-    selection(
-        dir.path(),
-        &python,
-        notes.path(),
-        &["slow"],
-        "    timeout: 1s\n    start_timeout: 20s\n",
-    );
-    let mut s = start(Era::Legacy, dir.path(), notes.path());
+    let Some((mut s, _dir, notes)) =
+        serve_selection(&["slow"], "    timeout: 1s\n    start_timeout: 20s\n")
+    else {
+        return;
+    };
     let r = s.request(
         "tools/call",
         json!({"name": "slow", "arguments": {"seconds": 30}}),
