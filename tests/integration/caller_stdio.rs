@@ -209,18 +209,9 @@ refused_at_start! {
         ];
 }
 
-/// `restart` is for the ops group only (its `visible` rule); `ping` has no
-/// policy and is listed for everyone.
-const VISIBLE_TOOLS: &str = r#"tools:
-  - name: restart
-    inputSchema:
-      type: object
-      properties: {service: {type: string}}
-      required: [service]
-    annotations: {readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false}
-    policy: tools.restart
-    run: {cli: {program: echo, args: ["restarted", "{service}"], timeout: 5s}}
-  - name: ping
+/// Beside [`TOOLS`]: `restart` is for the ops group only (the `visible`
+/// rule of [`VISIBLE_POLICY`]); `ping` has no policy and is listed for everyone.
+const PING: &str = r#"  - name: ping
     inputSchema: {type: object}
     run: {cli: {program: echo, args: ["pong"], timeout: 5s}}
 "#;
@@ -263,7 +254,7 @@ fn errors_for(server: &mut Server, name: &str) -> Vec<Value> {
 #[test]
 fn a_tool_the_caller_may_not_see_is_not_listed_and_answers_as_unknown() {
     let s = Setup::new();
-    std::fs::write(s.path("catalog/tools.yaml"), VISIBLE_TOOLS).unwrap();
+    std::fs::write(s.path("catalog/tools.yaml"), format!("{TOOLS}{PING}")).unwrap();
     std::fs::write(s.path("catalog/restart.rego"), VISIBLE_POLICY).unwrap();
     let bob = s.caller_file("bob.yaml", "subject: bob\nclaims: {groups: [dev]}\n");
     let alice = s.caller_file("alice.yaml", "subject: alice\nclaims: {groups: [ops]}\n");
