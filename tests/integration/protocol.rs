@@ -466,56 +466,52 @@ fn tools_call_uses_the_same_validation_as_resolve() {
     }
 }
 
-#[test]
-fn a_bad_catalog_stops_start_up_with_a_location() {
+/// `serve` on a fresh directory holding `files`, or on `missing` in it when
+/// there are none: it exits with `code`, its standard error says each of
+/// `says`, and nothing reaches its standard output.
+fn refused_at_start(files: &[(&str, &str)], code: i32, says: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("tools.yaml"),
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let catalog = match files {
+        [] => dir.path().join("missing"),
+        _ => dir.path().to_path_buf(),
+    };
+    let out = regent().arg("serve").arg(catalog).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "stderr:\n{stderr}");
+    for said in says {
+        assert!(stderr.contains(said), "stderr:\n{stderr}");
+    }
+    let stdout = &out.stdout;
+    assert!(stdout.is_empty(), "nothing may reach stdout: {stdout:?}");
+}
+
+/// One test per row: `name: files, exit code, what standard error says`.
+macro_rules! refused_at_start {
+    ($($name:ident: $files:expr, $code:expr, $says:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            refused_at_start(&$files, $code, &$says);
+        }
+    )*};
+}
+
+refused_at_start! {
+    a_bad_catalog_stops_start_up_with_a_location: [(
+        "tools.yaml",
         "tools:\n  - name: t\n    inputSchema: {type: object}\n    anotations: {readOnlyHint: true}\n",
-    )
-    .unwrap();
-    let out = regent().arg("serve").arg(dir.path()).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
-    assert!(
-        stderr.contains("tools.yaml:4:5: error: tools[0]: unknown field `anotations`"),
-        "stderr:\n{stderr}"
-    );
-    assert!(
-        stderr.contains("did you mean `annotations`?"),
-        "stderr:\n{stderr}"
-    );
-    assert!(
-        out.stdout.is_empty(),
-        "nothing may reach stdout: {:?}",
-        out.stdout
-    );
-
-    std::fs::write(
-        dir.path().join("tools.yaml"),
-        "tools:\n  - name: t\n    inputSchema: {type: object}\n    policy: tools.t\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("t.rego"),
-        "package tools.t\n\nannotations := {\"readOnlyHint\": true} if {\n",
-    )
-    .unwrap();
-    let out = regent().arg("serve").arg(dir.path()).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
-    assert!(
-        stderr.contains("t.rego:"),
-        "rego error must name the file: {stderr}"
-    );
-
-    let out = regent()
-        .arg("serve")
-        .arg(dir.path().join("missing"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("missing: no such file or directory"));
+    )], 1, [
+        "tools.yaml:4:5: error: tools[0]: unknown field `anotations`",
+        "did you mean `annotations`?",
+    ];
+    // A rego error names the file.
+    a_bad_policy_stops_start_up_naming_its_file: [
+        ("tools.yaml", "tools:\n  - name: t\n    inputSchema: {type: object}\n    policy: tools.t\n"),
+        ("t.rego", "package tools.t\n\nannotations := {\"readOnlyHint\": true} if {\n"),
+    ], 1, ["t.rego:"];
+    a_missing_catalog_stops_start_up: [], 2, ["missing: no such file or directory"];
 }
 
 #[test]
