@@ -509,39 +509,34 @@ broken_then_fixed! {
         "deploy.yaml:7:", tool_yaml("2"), both("2", "v1");
 }
 
-#[test]
-fn start_up_with_a_bad_catalog_still_fails() {
-    let (_tmp, dir) = catalog();
-    std::fs::write(
-        dir.join("deploy.rego"),
-        "package tools.deploy\n\nmeta := {\n",
-    )
-    .unwrap();
+/// `serve dir ARGS` stops at start-up with `code`, its standard error
+/// saying `says`.
+fn refused_at_start(dir: &Path, args: &[&str], code: i32, says: &str) {
     let out = common::regent()
-        .args(["serve", arg(&dir)])
+        .args(["serve", arg(dir)])
+        .args(args)
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
-    assert!(stderr.contains("deploy.rego:"), "stderr:\n{stderr}");
+    assert_eq!(out.status.code(), Some(code), "stderr:\n{stderr}");
+    assert!(stderr.contains(says), "stderr:\n{stderr}");
+}
+
+#[test]
+fn start_up_with_a_bad_catalog_still_fails() {
+    let (_tmp, dir) = catalog();
+    let broken = "package tools.deploy\n\nmeta := {\n";
+    std::fs::write(dir.join("deploy.rego"), broken).unwrap();
+    refused_at_start(&dir, &[], 1, "deploy.rego:");
 }
 
 #[test]
 fn status_file_inside_the_catalog_is_refused() {
     let (_tmp, dir) = catalog();
-    let out = common::regent()
-        .args(["serve", arg(&dir), "--status-file"])
-        .arg(dir.join("status.json"))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr:\n{stderr}");
-    assert!(
-        stderr.contains("would be read as a catalog file"),
-        "stderr:\n{stderr}"
-    );
+    let status = dir.join("status.json");
+    let says = "would be read as a catalog file";
+    refused_at_start(&dir, &["--status-file", arg(&status)], 2, says);
 }
 
 #[test]
