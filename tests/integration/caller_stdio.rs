@@ -163,75 +163,55 @@ fn without_a_caller_file_input_caller_is_absent() {
     assert!(err.to_string().contains("no caller"), "{err}");
 }
 
-#[test]
-fn a_malformed_caller_file_is_refused_with_where_and_how_to_fix_it() {
+/// `serve` with `args` before the catalog and a caller file `name` holding
+/// `text`, named by `--caller-file` after `args` or, `by_env`, by
+/// `REGENT_CALLER_FILE`: refused with exit code 2; its standard error.
+fn refused_at_start(name: &str, text: &str, by_env: bool, args: &[&str]) -> String {
     let s = Setup::new();
-    let bad = s.caller_file("bad.yaml", "subject: alice\ngroups: [oncall]\n");
-    let out = regent()
-        .args([
-            "serve",
-            "--no-watch",
-            "--caller-file",
-            &bad,
-            &s.arg("catalog"),
-        ])
-        .output()
-        .unwrap();
+    let file = s.caller_file(name, text);
+    let mut cmd = regent();
+    cmd.arg("serve").args(args);
+    if by_env {
+        cmd.env("REGENT_CALLER_FILE", &file);
+    } else {
+        cmd.args(["--caller-file", &file]);
+    }
+    let out = cmd.arg(s.arg("catalog")).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(
-        err.contains("bad.yaml:2:1: error: unknown field `groups`, expected one of `subject`, `issuer`, `claims`"),
-        "{err}"
-    );
-    assert!(err.contains("= help: "), "{err}");
+    String::from_utf8(out.stderr).unwrap()
 }
 
-#[test]
-fn a_caller_file_is_refused_over_http() {
-    let s = Setup::new();
-    let alice = s.caller_file("alice.yaml", "subject: alice\n");
-    let out = regent()
-        .args([
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--caller-file",
-            &alice,
-            &s.arg("catalog"),
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(
-        err.contains("error: --caller-file cannot be used with --http: over HTTP the caller comes only from a verified token"),
-        "{err}"
-    );
-    let out = regent()
-        .env("REGENT_CALLER_FILE", &alice)
-        .args(["serve", "--http", "127.0.0.1:0", &s.arg("catalog")])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(
-        err.contains("error: REGENT_CALLER_FILE cannot be used with --http"),
-        "{err}"
-    );
+/// One test per row: `name: caller file, its text, named by the
+/// environment?, serve's arguments => what its standard error holds`.
+macro_rules! refused_at_start {
+    ($($name:ident: $file:expr, $text:expr, $by_env:expr, $args:expr => [$($holds:expr),+];)*) => {$(
+        #[test]
+        fn $name() {
+            let err = refused_at_start($file, $text, $by_env, &$args);
+            $(assert!(err.contains($holds), "{err}");)+
+        }
+    )*};
 }
 
-/// `restart` is for the ops group only (its `visible` rule); `ping` has no
-/// policy and is listed for everyone.
-const VISIBLE_TOOLS: &str = r#"tools:
-  - name: restart
-    inputSchema:
-      type: object
-      properties: {service: {type: string}}
-      required: [service]
-    annotations: {readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false}
-    policy: tools.restart
-    run: {cli: {program: echo, args: ["restarted", "{service}"], timeout: 5s}}
-  - name: ping
+refused_at_start! {
+    a_malformed_caller_file_is_refused_with_where_and_how_to_fix_it:
+        "bad.yaml", "subject: alice\ngroups: [oncall]\n", false, ["--no-watch"] => [
+            "bad.yaml:2:1: error: unknown field `groups`, expected one of `subject`, `issuer`, `claims`",
+            "= help: "
+        ];
+    a_caller_file_is_refused_over_http:
+        "alice.yaml", "subject: alice\n", false, ["--http", "127.0.0.1:0"] => [
+            "error: --caller-file cannot be used with --http: over HTTP the caller comes only from a verified token"
+        ];
+    a_caller_file_from_the_environment_is_refused_over_http:
+        "alice.yaml", "subject: alice\n", true, ["--http", "127.0.0.1:0"] => [
+            "error: REGENT_CALLER_FILE cannot be used with --http"
+        ];
+}
+
+/// Beside [`TOOLS`]: `restart` is for the ops group only (the `visible`
+/// rule of [`VISIBLE_POLICY`]); `ping` has no policy and is listed for everyone.
+const PING: &str = r#"  - name: ping
     inputSchema: {type: object}
     run: {cli: {program: echo, args: ["pong"], timeout: 5s}}
 "#;
@@ -274,7 +254,7 @@ fn errors_for(server: &mut Server, name: &str) -> Vec<Value> {
 #[test]
 fn a_tool_the_caller_may_not_see_is_not_listed_and_answers_as_unknown() {
     let s = Setup::new();
-    std::fs::write(s.path("catalog/tools.yaml"), VISIBLE_TOOLS).unwrap();
+    std::fs::write(s.path("catalog/tools.yaml"), format!("{TOOLS}{PING}")).unwrap();
     std::fs::write(s.path("catalog/restart.rego"), VISIBLE_POLICY).unwrap();
     let bob = s.caller_file("bob.yaml", "subject: bob\nclaims: {groups: [dev]}\n");
     let alice = s.caller_file("alice.yaml", "subject: alice\nclaims: {groups: [ops]}\n");

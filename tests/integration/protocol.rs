@@ -7,16 +7,27 @@ use common::draft_client::{self, DECISION, EXTENSION, SECURITY};
 use common::{Era, Server, assert_subset, regent, repo_path};
 use serde_json::{Value, json};
 
+/// `regent serve` on the catalog at `rel` in the repository, for a client
+/// with `caps`.
+fn serve(era: Era, rel: &str, caps: Value) -> Server {
+    Server::start_with(era, &[repo_path(rel).to_str().unwrap()], caps)
+}
+
+/// [`serve`] for a client advertising `advertised`, and the annotations
+/// its first listed tool carries.
+fn negotiating(era: Era, rel: &str, advertised: &[&str]) -> (Server, Value) {
+    let mut s = serve(era, rel, draft_client::capabilities(advertised));
+    let listed = s.request("tools/list", json!({}))["result"]["tools"][0]["annotations"].clone();
+    (s, listed)
+}
+
 fn manage_files(era: Era) -> Server {
-    Server::start(era, &[repo_path("examples/manage_files").to_str().unwrap()])
+    serve(era, "examples/manage_files", json!({}))
 }
 
 #[test]
 fn capabilities_advertise_resolution_in_every_published_form() {
-    let mut s = Server::start(
-        Era::Modern,
-        &[repo_path("examples/manage_files").to_str().unwrap()],
-    );
+    let mut s = serve(Era::Modern, "examples/manage_files", json!({}));
     let discover = s.request("server/discover", json!({}));
     let caps = &discover["result"]["capabilities"];
     assert_eq!(caps["tools"]["listChanged"], json!(true), "{discover}");
@@ -35,10 +46,7 @@ fn capabilities_advertise_resolution_in_every_published_form() {
     assert_eq!(caps["extensions"][SECURITY], json!({}), "{discover}");
 
     // The legacy handshake carries the same capabilities.
-    let mut legacy = Server::start(
-        Era::Modern,
-        &[repo_path("examples/manage_files").to_str().unwrap()],
-    );
+    let mut legacy = serve(Era::Modern, "examples/manage_files", json!({}));
     legacy.era = Era::Legacy;
     let init = legacy.request(
         "initialize",
@@ -57,11 +65,7 @@ fn tools_list_marks_resolvable_tools() {
             } else {
                 json!({})
             };
-            let mut s = Server::start_with(
-                era,
-                &[repo_path("examples/manage_files").to_str().unwrap()],
-                caps,
-            );
+            let mut s = serve(era, "examples/manage_files", caps);
             let list = s.request("tools/list", json!({}));
             let tools = list["result"]["tools"].as_array().expect("tools array");
             assert_eq!(tools.len(), 1, "{list}");
@@ -115,13 +119,7 @@ fn sep_table() -> Vec<(Value, Value)> {
 fn negotiated_resolve_answers_exactly_the_extension_draft() {
     for era in Era::ALL {
         for advertised in [vec![EXTENSION], vec![EXTENSION, DECISION]] {
-            let mut s = Server::start_with(
-                era,
-                &[repo_path("examples/manage_files").to_str().unwrap()],
-                draft_client::capabilities(&advertised),
-            );
-            let listed =
-                s.request("tools/list", json!({}))["result"]["tools"][0]["annotations"].clone();
+            let (mut s, listed) = negotiating(era, "examples/manage_files", &advertised);
             for (args, hints) in sep_table() {
                 let r = s.resolve("manage_files", args.clone());
                 draft_client::validate(&r, "manage_files", &listed, &advertised)
@@ -164,11 +162,7 @@ fn without_negotiation_resolve_keeps_the_sep_1862_shape() {
             json!({}),
             json!({"extensions": {EXTENSION: {"version": 2}}}),
         ] {
-            let mut s = Server::start_with(
-                era,
-                &[repo_path("examples/manage_files").to_str().unwrap()],
-                caps.clone(),
-            );
+            let mut s = serve(era, "examples/manage_files", caps.clone());
             for (args, hints) in sep_table() {
                 let r = s.resolve("manage_files", args.clone());
                 assert_eq!(
@@ -226,9 +220,9 @@ fn a_2026_request_is_judged_by_its_own_meta() {
 #[test]
 fn negotiated_resolve_requires_arguments() {
     for era in Era::ALL {
-        let mut s = Server::start_with(
+        let mut s = serve(
             era,
-            &[repo_path("examples/manage_files").to_str().unwrap()],
+            "examples/manage_files",
             draft_client::capabilities(&[EXTENSION]),
         );
         for params in [
@@ -370,10 +364,7 @@ fn unknown_request_fields_are_ignored_for_forward_compatibility() {
 #[test]
 fn policy_failures_are_internal_errors() {
     for era in Era::ALL {
-        let mut s = Server::start(
-            era,
-            &[repo_path("tests/cases/riskier_policy").to_str().unwrap()],
-        );
+        let mut s = serve(era, "tests/cases/riskier_policy", json!({}));
         let e = s.expect_error(
             "tools/resolve",
             json!({"name": "cleanup", "arguments": {"mode": "purge"}}),
@@ -382,10 +373,7 @@ fn policy_failures_are_internal_errors() {
         assert_eq!(e["data"]["hint"], json!("destructiveHint"));
         assert_eq!(e["data"]["reason"], json!("riskier-than-listed"));
 
-        let mut s = Server::start(
-            era,
-            &[repo_path("tests/cases/runaway_policy").to_str().unwrap()],
-        );
+        let mut s = serve(era, "tests/cases/runaway_policy", json!({}));
         let e = s.expect_error(
             "tools/resolve",
             json!({"name": "spin", "arguments": {"n": 100000}}),
@@ -422,10 +410,7 @@ fn malformed_lines_get_parse_errors_and_the_server_keeps_serving() {
 
 #[test]
 fn huge_and_deeply_nested_arguments() {
-    let mut s = Server::start(
-        Era::Legacy,
-        &[repo_path("tests/cases/yaml_and_policy").to_str().unwrap()],
-    );
+    let mut s = serve(Era::Legacy, "tests/cases/yaml_and_policy", json!({}));
     // A megabyte of argument is validated and evaluated like any other.
     let big = "x".repeat(1 << 20);
     let r = s.resolve("deploy", json!({"env": "dev", "service": big}));
@@ -457,10 +442,7 @@ fn huge_and_deeply_nested_arguments() {
 
 #[test]
 fn resolution_is_deterministic() {
-    let mut s = Server::start(
-        Era::Modern,
-        &[repo_path("examples/github_api").to_str().unwrap()],
-    );
+    let mut s = serve(Era::Modern, "examples/github_api", json!({}));
     let args = json!({"method": "GET", "owner": "acme", "repo": "payroll"});
     let first = s.resolve("github_api", args.clone());
     for _ in 0..20 {
@@ -472,69 +454,64 @@ fn resolution_is_deterministic() {
 fn tools_call_uses_the_same_validation_as_resolve() {
     for era in Era::ALL {
         let mut s = manage_files(era);
-        let e = s.expect_error("tools/call", json!({"name": "nope", "arguments": {}}));
-        assert_eq!(e["code"], json!(-32602), "{e}");
-        let e = s.expect_error(
-            "tools/call",
+        for params in [
+            json!({"name": "nope", "arguments": {}}),
             json!({"name": "manage_files", "arguments": {"action": "read"}}),
-        );
-        assert_eq!(e["code"], json!(-32602), "{e}");
-        // A standard method with params rmcp cannot type is invalid params, not "method not found".
-        let e = s.expect_error("tools/call", json!({"arguments": {}}));
-        assert_eq!(e["code"], json!(-32602), "{e}");
+            // A standard method with params rmcp cannot type is invalid params, not "method not found".
+            json!({"arguments": {}}),
+        ] {
+            let e = s.expect_error("tools/call", params);
+            assert_eq!(e["code"], json!(-32602), "{e}");
+        }
     }
 }
 
-#[test]
-fn a_bad_catalog_stops_start_up_with_a_location() {
+/// `serve` on a fresh directory holding `files`, or on `missing` in it when
+/// there are none: it exits with `code`, its standard error says each of
+/// `says`, and nothing reaches its standard output.
+fn refused_at_start(files: &[(&str, &str)], code: i32, says: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("tools.yaml"),
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let catalog = match files {
+        [] => dir.path().join("missing"),
+        _ => dir.path().to_path_buf(),
+    };
+    let out = regent().arg("serve").arg(catalog).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "stderr:\n{stderr}");
+    for said in says {
+        assert!(stderr.contains(said), "stderr:\n{stderr}");
+    }
+    let stdout = &out.stdout;
+    assert!(stdout.is_empty(), "nothing may reach stdout: {stdout:?}");
+}
+
+/// One test per row: `name: files, exit code, what standard error says`.
+macro_rules! refused_at_start {
+    ($($name:ident: $files:expr, $code:expr, $says:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            refused_at_start(&$files, $code, &$says);
+        }
+    )*};
+}
+
+refused_at_start! {
+    a_bad_catalog_stops_start_up_with_a_location: [(
+        "tools.yaml",
         "tools:\n  - name: t\n    inputSchema: {type: object}\n    anotations: {readOnlyHint: true}\n",
-    )
-    .unwrap();
-    let out = regent().arg("serve").arg(dir.path()).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
-    assert!(
-        stderr.contains("tools.yaml:4:5: error: tools[0]: unknown field `anotations`"),
-        "stderr:\n{stderr}"
-    );
-    assert!(
-        stderr.contains("did you mean `annotations`?"),
-        "stderr:\n{stderr}"
-    );
-    assert!(
-        out.stdout.is_empty(),
-        "nothing may reach stdout: {:?}",
-        out.stdout
-    );
-
-    std::fs::write(
-        dir.path().join("tools.yaml"),
-        "tools:\n  - name: t\n    inputSchema: {type: object}\n    policy: tools.t\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("t.rego"),
-        "package tools.t\n\nannotations := {\"readOnlyHint\": true} if {\n",
-    )
-    .unwrap();
-    let out = regent().arg("serve").arg(dir.path()).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
-    assert!(
-        stderr.contains("t.rego:"),
-        "rego error must name the file: {stderr}"
-    );
-
-    let out = regent()
-        .arg("serve")
-        .arg(dir.path().join("missing"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("missing: no such file or directory"));
+    )], 1, [
+        "tools.yaml:4:5: error: tools[0]: unknown field `anotations`",
+        "did you mean `annotations`?",
+    ];
+    // A rego error names the file.
+    a_bad_policy_stops_start_up_naming_its_file: [
+        ("tools.yaml", "tools:\n  - name: t\n    inputSchema: {type: object}\n    policy: tools.t\n"),
+        ("t.rego", "package tools.t\n\nannotations := {\"readOnlyHint\": true} if {\n"),
+    ], 1, ["t.rego:"];
+    a_missing_catalog_stops_start_up: [], 2, ["missing: no such file or directory"];
 }
 
 #[test]
@@ -546,10 +523,7 @@ fn unknown_methods_are_method_not_found() {
 
 #[test]
 fn security_schemes_and_meta_resolve_per_call() {
-    let mut s = Server::start(
-        Era::Legacy,
-        &[repo_path("examples/github_api").to_str().unwrap()],
-    );
+    let mut s = serve(Era::Legacy, "examples/github_api", json!({}));
     let listed = s.request("tools/list", json!({}))["result"]["tools"][0].clone();
     assert_eq!(
         listed["securitySchemes"],
@@ -609,13 +583,7 @@ fn security_schemes_travel_only_under_their_own_extension() {
             vec![EXTENSION, SECURITY],
             vec![EXTENSION, DECISION, SECURITY],
         ] {
-            let mut s = Server::start_with(
-                era,
-                &[repo_path("examples/github_api").to_str().unwrap()],
-                draft_client::capabilities(&advertised),
-            );
-            let listed =
-                s.request("tools/list", json!({}))["result"]["tools"][0]["annotations"].clone();
+            let (mut s, listed) = negotiating(era, "examples/github_api", &advertised);
             // A write to a public repository needs only `public_repo`.
             let r = s.resolve(
                 "github_api",
@@ -648,13 +616,7 @@ fn security_schemes_travel_only_under_their_own_extension() {
 fn policy_meta_travels_only_under_regent_s_own_extension() {
     for era in Era::ALL {
         for advertised in [vec![EXTENSION], vec![EXTENSION, DECISION]] {
-            let mut s = Server::start_with(
-                era,
-                &[repo_path("examples/github_api").to_str().unwrap()],
-                draft_client::capabilities(&advertised),
-            );
-            let listed =
-                s.request("tools/list", json!({}))["result"]["tools"][0]["annotations"].clone();
+            let (mut s, listed) = negotiating(era, "examples/github_api", &advertised);
             let r = s.resolve(
                 "github_api",
                 json!({"method": "GET", "owner": "microsoft", "repo": "regorus"}),
@@ -691,9 +653,9 @@ fn regent_resolve_prints_the_same_answer_for_a_negotiating_request() {
         .expect("run regent resolve");
     assert!(out.status.success(), "{out:?}");
     let printed: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
-    let mut s = Server::start_with(
+    let mut s = serve(
         Era::Modern,
-        &[repo_path("examples/manage_files").to_str().unwrap()],
+        "examples/manage_files",
         draft_client::capabilities(&[EXTENSION, DECISION]),
     );
     let served = s.resolve("manage_files", json!({"path": "a", "action": "delete"}));

@@ -328,13 +328,35 @@ fn modern_clients_hear_on_their_listen_stream_only() {
     }
 }
 
+/// Publishes `deploy.yaml` and `deploy.rego` both at `version`.
+fn configmap_version(dir: &Path, version: &str) {
+    let files = [
+        ("deploy.yaml", tool_yaml(version)),
+        ("deploy.rego", policy(version)),
+    ];
+    configmap_publish_n(dir, version.parse().unwrap(), &files);
+}
+
+/// Serves `args` (beside a ConfigMap mount `mount/`) and swaps the mount
+/// from version 1 to 2 to 3. The tool file and the policy change in one
+/// swap; an answer that mixes them ("yaml 1, policy 2" or the reverse)
+/// would be a torn reload.
+fn configmap_swaps(args: &[&str]) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("mount");
+    std::fs::create_dir(&dir).unwrap();
+    configmap_version(&dir, "1");
+    let mut s = legacy(tmp.path(), args);
+    for (old, new) in [("1", "2"), ("2", "3")] {
+        resolve_across(&mut s, &both(old, old), &both(new, new), || {
+            configmap_version(&dir, new)
+        });
+    }
+}
+
 /// Lays out `dir` like a Kubernetes ConfigMap mount: the files live in a
 /// timestamped hidden directory, `..data` points at it, and the visible names
 /// are symlinks through `..data`.
-fn configmap_publish(dir: &Path, version: &str, files: &[(&str, String)]) {
-    configmap_publish_n(dir, version.parse().unwrap(), files)
-}
-
 fn configmap_publish_n(dir: &Path, version: usize, files: &[(&str, String)]) {
     let stamp = format!("..2026_01_01_00_00_{version:02}.000");
     let data = dir.join(&stamp);
@@ -359,40 +381,7 @@ fn configmap_publish_n(dir: &Path, version: usize, files: &[(&str, String)]) {
 
 #[test]
 fn configmap_symlink_swap_changes_tool_and_policy_together() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("mount");
-    std::fs::create_dir(&dir).unwrap();
-    configmap_publish(
-        &dir,
-        "1",
-        &[
-            ("deploy.yaml", tool_yaml("1")),
-            ("deploy.rego", policy("1")),
-        ],
-    );
-    let mut s = legacy(tmp.path(), &["mount"]);
-    // The tool file and the policy change in one swap; an answer that mixes
-    // them ("yaml 1, policy 2" or the reverse) would be a torn reload.
-    resolve_across(&mut s, &both("1", "1"), &both("2", "2"), || {
-        configmap_publish(
-            &dir,
-            "2",
-            &[
-                ("deploy.yaml", tool_yaml("2")),
-                ("deploy.rego", policy("2")),
-            ],
-        );
-    });
-    resolve_across(&mut s, &both("2", "2"), &both("3", "3"), || {
-        configmap_publish(
-            &dir,
-            "3",
-            &[
-                ("deploy.yaml", tool_yaml("3")),
-                ("deploy.rego", policy("3")),
-            ],
-        );
-    });
+    configmap_swaps(&["mount"]);
 }
 
 #[test]
@@ -484,102 +473,70 @@ fn broken_then_fixed(file: &str, broken: &str, expect_at: &str, fixed: String, n
     assert_ne!(st["revision"], revision);
 }
 
-#[test]
-fn rego_syntax_error_keeps_the_previous_catalog() {
-    broken_then_fixed(
-        "deploy.rego",
-        "package tools.deploy\n\nimport rego.v1\n\nmeta := {\"answer\" \"v2\"}\n",
-        "deploy.rego:5:",
-        policy("v2"),
-        &both("1", "v2"),
-    );
+/// One test per row: `name: file, broken text, where the error points,
+/// fixed text, the answer once fixed` (see [`broken_then_fixed`]).
+macro_rules! broken_then_fixed {
+    ($($name:ident: $file:expr, $broken:expr, $at:expr, $fixed:expr, $new:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            broken_then_fixed($file, &$broken, $at, $fixed, &$new);
+        }
+    )*};
 }
 
-#[test]
-fn recursive_policy_keeps_the_previous_catalog() {
+broken_then_fixed! {
+    rego_syntax_error_keeps_the_previous_catalog: "deploy.rego",
+        "package tools.deploy\n\nimport rego.v1\n\nmeta := {\"answer\" \"v2\"}\n",
+        "deploy.rego:5:", policy("v2"), both("1", "v2");
     // Refused from the syntax tree, before any rule runs.
-    broken_then_fixed(
-        "deploy.rego",
+    recursive_policy_keeps_the_previous_catalog: "deploy.rego",
         "package tools.deploy\n\nimport rego.v1\n\nmeta := {\"answer\": n}\n\nn := count(m)\n\nm := [n]\n",
         "deploy.rego:7:1: error: rule data.tools.deploy.n is recursive: data.tools.deploy.n -> data.tools.deploy.m -> data.tools.deploy.n",
-        policy("v2"),
-        &both("1", "v2"),
-    );
-}
-
-#[test]
-fn misspelt_argument_in_a_policy_keeps_the_previous_catalog() {
+        policy("v2"), both("1", "v2");
     // `input.arguments.evn` can never be defined (the schema says `env`):
     // the same static check as `regent check`, so the typo is not served.
-    broken_then_fixed(
-        "deploy.rego",
+    misspelt_argument_in_a_policy_keeps_the_previous_catalog: "deploy.rego",
         "package tools.deploy\n\nimport rego.v1\n\nmeta := {\"answer\": \"v2\"} if input.arguments.evn == \"dev\"\n",
         "deploy.rego:5:45: error: `input.arguments.evn` is never defined",
-        policy("v2"),
-        &both("1", "v2"),
-    );
-}
-
-#[test]
-fn invalid_yaml_keeps_the_previous_catalog() {
+        policy("v2"), both("1", "v2");
     // A tab where YAML wants spaces, on line 3.
-    let broken = tool_yaml("2").replacen("    description:", "\tdescription:", 1);
-    broken_then_fixed(
-        "deploy.yaml",
-        &broken,
-        "deploy.yaml:3:",
-        tool_yaml("2"),
-        &both("2", "v1"),
-    );
+    invalid_yaml_keeps_the_previous_catalog: "deploy.yaml",
+        tool_yaml("2").replacen("    description:", "\tdescription:", 1),
+        "deploy.yaml:3:", tool_yaml("2"), both("2", "v1");
+    // `type: 12` on line 7 is not a JSON Schema type.
+    invalid_input_schema_keeps_the_previous_catalog: "deploy.yaml",
+        tool_yaml("2").replace("env: {type: string, enum: [dev, prod]}", "env: {type: 12}"),
+        "deploy.yaml:7:", tool_yaml("2"), both("2", "v1");
 }
 
-#[test]
-fn invalid_input_schema_keeps_the_previous_catalog() {
-    // `type: 12` on line 7 is not a JSON Schema type.
-    let broken =
-        tool_yaml("2").replace("env: {type: string, enum: [dev, prod]}", "env: {type: 12}");
-    broken_then_fixed(
-        "deploy.yaml",
-        &broken,
-        "deploy.yaml:7:",
-        tool_yaml("2"),
-        &both("2", "v1"),
-    );
+/// `serve dir ARGS` stops at start-up with `code`, its standard error
+/// saying `says`.
+fn refused_at_start(dir: &Path, args: &[&str], code: i32, says: &str) {
+    let out = common::regent()
+        .args(["serve", arg(dir)])
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "stderr:\n{stderr}");
+    assert!(stderr.contains(says), "stderr:\n{stderr}");
 }
 
 #[test]
 fn start_up_with_a_bad_catalog_still_fails() {
     let (_tmp, dir) = catalog();
-    std::fs::write(
-        dir.join("deploy.rego"),
-        "package tools.deploy\n\nmeta := {\n",
-    )
-    .unwrap();
-    let out = common::regent()
-        .args(["serve", arg(&dir)])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
-    assert!(stderr.contains("deploy.rego:"), "stderr:\n{stderr}");
+    let broken = "package tools.deploy\n\nmeta := {\n";
+    std::fs::write(dir.join("deploy.rego"), broken).unwrap();
+    refused_at_start(&dir, &[], 1, "deploy.rego:");
 }
 
 #[test]
 fn status_file_inside_the_catalog_is_refused() {
     let (_tmp, dir) = catalog();
-    let out = common::regent()
-        .args(["serve", arg(&dir), "--status-file"])
-        .arg(dir.join("status.json"))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr:\n{stderr}");
-    assert!(
-        stderr.contains("would be read as a catalog file"),
-        "stderr:\n{stderr}"
-    );
+    let status = dir.join("status.json");
+    let says = "would be read as a catalog file";
+    refused_at_start(&dir, &["--status-file", arg(&status)], 2, says);
 }
 
 #[test]
@@ -635,38 +592,7 @@ fn release_symlink_switched_to_a_new_directory() {
 fn configmap_files_given_one_by_one() {
     // `regent serve mount/deploy.yaml mount/deploy.rego`: the visible names
     // are symlinks whose content changes only through the `..data` swap.
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("mount");
-    std::fs::create_dir(&dir).unwrap();
-    configmap_publish(
-        &dir,
-        "1",
-        &[
-            ("deploy.yaml", tool_yaml("1")),
-            ("deploy.rego", policy("1")),
-        ],
-    );
-    let mut s = legacy(tmp.path(), &["mount/deploy.yaml", "mount/deploy.rego"]);
-    resolve_across(&mut s, &both("1", "1"), &both("2", "2"), || {
-        configmap_publish(
-            &dir,
-            "2",
-            &[
-                ("deploy.yaml", tool_yaml("2")),
-                ("deploy.rego", policy("2")),
-            ],
-        );
-    });
-    resolve_across(&mut s, &both("2", "2"), &both("3", "3"), || {
-        configmap_publish(
-            &dir,
-            "3",
-            &[
-                ("deploy.yaml", tool_yaml("3")),
-                ("deploy.rego", policy("3")),
-            ],
-        );
-    });
+    configmap_swaps(&["mount/deploy.yaml", "mount/deploy.rego"]);
 }
 
 #[test]

@@ -14,6 +14,7 @@ use std::process::Command;
 
 use common::{Era, Server, regent, repo_path};
 use serde_json::{Value, json};
+use tempfile::TempDir;
 
 /// An interpreter that has the Python MCP SDK, if there is one.
 fn python() -> Option<String> {
@@ -236,66 +237,86 @@ fn an_upstreams_tools_are_governed_and_forwarded() {
     }
 }
 
-/// The standard error of `serve` on a catalog holding only `upstreams.yaml`
-/// with `yaml`, which must refuse to start.
-fn serve_refuses(yaml: &str) -> String {
+/// `serve` on a catalog holding only `upstreams.yaml` with `yaml` must
+/// refuse to start, its standard error naming the place `at` and saying
+/// `says`.
+fn serve_refuses(yaml: &str, at: &str, says: &str) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("upstreams.yaml"), yaml).unwrap();
     let out = common::serve_once(dir.path());
     assert!(!out.status.success());
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(at) && stderr.contains(says), "{stderr}");
 }
 
-#[test]
-fn an_upstream_that_does_not_start_stops_serve_with_its_location() {
-    let stderr = serve_refuses("upstreams:\n  - name: gone\n    command: /no/such/program\n");
-    assert!(
-        stderr.contains("upstreams.yaml:3:5")
-            && stderr.contains("upstream `gone` could not be started"),
-        "{stderr}"
-    );
+/// One test per row: `name: upstreams.yaml, the place, what it says`.
+macro_rules! serve_refuses {
+    ($($name:ident: $yaml:expr, $at:expr, $says:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            serve_refuses($yaml, $at, $says);
+        }
+    )*};
+}
+
+serve_refuses! {
+    an_upstream_that_does_not_start_stops_serve_with_its_location:
+        "upstreams:\n  - name: gone\n    command: /no/such/program\n",
+        "upstreams.yaml:3:5", "upstream `gone` could not be started";
+    a_bad_upstream_timeout_is_a_load_error_at_its_place:
+        "upstreams:\n  - name: notes\n    command: /no/such/program\n    timeout: soon\n",
+        "upstreams.yaml:4:5", "`timeout` of upstream `notes` is not a duration: `soon`";
 }
 
 #[test]
 fn a_selected_tool_the_upstream_lacks_is_a_load_error() {
     let Some(python) = python() else { return };
-    let dir = tempfile::tempdir().unwrap();
     let notes = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("upstreams.yaml"),
-        format!(
-            "upstreams:\n  - name: notes\n    command: {}\n    args: [{}]\n    env: {{set: {{NOTES_DIR: {}}}}}\n    tools:\n      - name: rename_note\n",
-            which(&python).display(),
-            repo_path("tests/fixtures/upstream/notes_server.py").display(),
-            notes.path().display()
-        ),
-    )
-    .unwrap();
-    let out = common::serve_once(dir.path());
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("upstreams.yaml:7:9") && stderr.contains("lists no tool `rename_note`"),
-        "{stderr}"
+    serve_refuses(
+        &selection_yaml(&python, notes.path(), &["rename_note"], ""),
+        "upstreams.yaml:7:9",
+        "lists no tool `rename_note`",
     );
 }
 
-/// A catalog of `tools` (the upstream's names) from the notes upstream,
-/// with `extra` lines added to its declaration.
-fn selection(dir: &Path, python: &str, notes: &Path, tools: &[&str], extra: &str) {
-    let mut yaml = format!(
-        "upstreams:\n  - name: notes\n    command: {}\n    args: [{}]\n    env: {{set: {{NOTES_DIR: {}}}}}\n{extra}",
+/// The notes upstream's declaration with `env`, up to its `env` line.
+fn notes_upstream(python: &str, env: &str) -> String {
+    format!(
+        "upstreams:\n  - name: notes\n    command: {}\n    args: [{}]\n    env: {env}\n",
         which(python).display(),
         repo_path("tests/fixtures/upstream/notes_server.py").display(),
-        notes.display()
-    );
+    )
+}
+
+/// `upstreams.yaml` for `tools` (the upstream's names) from the notes
+/// upstream, with `extra` lines added to its declaration.
+fn selection_yaml(python: &str, notes: &Path, tools: &[&str], extra: &str) -> String {
+    let env = format!("{{set: {{NOTES_DIR: {}}}}}", notes.display());
+    let mut yaml = notes_upstream(python, &env) + extra;
     if !tools.is_empty() {
         yaml.push_str("    tools:\n");
         for t in tools {
             yaml.push_str(&format!("      - name: {t}\n"));
         }
     }
+    yaml
+}
+
+/// A catalog of [`selection_yaml`].
+fn selection(dir: &Path, python: &str, notes: &Path, tools: &[&str], extra: &str) {
+    let yaml = selection_yaml(python, notes, tools, extra);
     std::fs::write(dir.join("upstreams.yaml"), yaml).unwrap();
+}
+
+/// A legacy client of `serve` on a [`selection`] of the notes upstream, its
+/// catalog and notes directories (kept while it runs); none without the SDK.
+fn serve_selection(tools: &[&str], extra: &str) -> Option<(Server, TempDir, TempDir)> {
+    let python = python()?;
+    let dir = tempfile::tempdir().unwrap();
+    let notes = tempfile::tempdir().unwrap();
+    selection(dir.path(), &python, notes.path(), tools, extra);
+    let s = start(Era::Legacy, dir.path(), notes.path());
+    Some((s, dir, notes))
 }
 
 fn text(r: &Value) -> String {
@@ -305,29 +326,29 @@ fn text(r: &Value) -> String {
         .to_string()
 }
 
-/// Calls `tool` until `done` holds for its response (or [`common::WAIT`] passed).
-fn call_until(s: &mut Server, tool: &str, args: Value, done: impl Fn(&Value) -> bool) -> Value {
+/// The first of `get`'s values for which `done` holds, polling every 20 ms
+/// (or its last, once [`common::WAIT`] passed).
+fn poll<T>(mut get: impl FnMut() -> T, done: impl Fn(&T) -> bool) -> T {
     let deadline = std::time::Instant::now() + common::WAIT;
     loop {
-        let r = s.request("tools/call", json!({"name": tool, "arguments": args}));
-        if done(&r) || std::time::Instant::now() > deadline {
-            return r;
+        let value = get();
+        if done(&value) || std::time::Instant::now() > deadline {
+            return value;
         }
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
+}
+
+/// Calls `tool` until `done` holds for its response (or [`common::WAIT`] passed).
+fn call_until(s: &mut Server, tool: &str, args: Value, done: impl Fn(&Value) -> bool) -> Value {
+    let params = json!({"name": tool, "arguments": args});
+    poll(|| s.request("tools/call", params.clone()), done)
 }
 
 /// `regent/status` once `done` holds for its `upstreams.notes`.
 fn status_until(s: &mut Server, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = std::time::Instant::now() + common::WAIT;
-    loop {
-        let r = s.request("regent/status", json!({}));
-        let notes = r["result"]["upstreams"]["notes"].clone();
-        if done(&notes) || std::time::Instant::now() > deadline {
-            return notes;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let notes = || s.request("regent/status", json!({}))["result"]["upstreams"]["notes"].clone();
+    poll(notes, done)
 }
 
 fn pid(notes: &Path) -> u32 {
@@ -431,11 +452,9 @@ fn an_upstream_that_exits_is_restarted_and_its_calls_fail_closed_meanwhile() {
 
 #[test]
 fn an_upstreams_list_changed_reimports_its_tools() {
-    let Some(python) = python() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let notes = tempfile::tempdir().unwrap();
-    selection(dir.path(), &python, notes.path(), &[], "    prefix: n_\n");
-    let mut s = start(Era::Legacy, dir.path(), notes.path());
+    let Some((mut s, _dir, _notes)) = serve_selection(&[], "    prefix: n_\n") else {
+        return;
+    };
     let names = |s: &mut Server| -> Vec<String> {
         let listed = s.request("tools/list", json!({}));
         listed["result"]["tools"]
@@ -477,17 +496,9 @@ fn an_upstreams_list_changed_reimports_its_tools() {
 
 #[test]
 fn an_upstream_change_that_breaks_the_catalog_keeps_the_previous_one() {
-    let Some(python) = python() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let notes = tempfile::tempdir().unwrap();
-    selection(
-        dir.path(),
-        &python,
-        notes.path(),
-        &["drop_tool", "read_note"],
-        "",
-    );
-    let mut s = start(Era::Legacy, dir.path(), notes.path());
+    let Some((mut s, _dir, _notes)) = serve_selection(&["drop_tool", "read_note"], "") else {
+        return;
+    };
     let r = s.request(
         "tools/call",
         json!({"name": "drop_tool", "arguments": {"name": "read_note"}}),
@@ -515,17 +526,11 @@ fn an_upstream_change_that_breaks_the_catalog_keeps_the_previous_one() {
 
 #[test]
 fn a_call_past_the_upstreams_timeout_or_cancelled_is_cancelled_upstream() {
-    let Some(python) = python() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let notes = tempfile::tempdir().unwrap();
-    selection(
-        dir.path(),
-        &python,
-        notes.path(),
-        &["slow"],
-        "    timeout: 1s\n    start_timeout: 20s\n",
-    );
-    let mut s = start(Era::Legacy, dir.path(), notes.path());
+    let Some((mut s, _dir, notes)) =
+        serve_selection(&["slow"], "    timeout: 1s\n    start_timeout: 20s\n")
+    else {
+        return;
+    };
     let r = s.request(
         "tools/call",
         json!({"name": "slow", "arguments": {"seconds": 30}}),
@@ -535,10 +540,7 @@ fn a_call_past_the_upstreams_timeout_or_cancelled_is_cancelled_upstream() {
         text(&r).contains("upstream `notes` did not answer within 1s"),
         "{r}"
     );
-    let deadline = std::time::Instant::now() + common::WAIT;
-    while !calls(notes.path()).contains("cancelled slow") && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    poll(|| calls(notes.path()), |c| c.contains("cancelled slow"));
     assert_eq!(calls(notes.path()), "slow 30.0\ncancelled slow\n");
 
     // The client's `notifications/cancelled` reaches the upstream too.
@@ -547,22 +549,18 @@ fn a_call_past_the_upstreams_timeout_or_cancelled_is_cancelled_upstream() {
                 "params": {"name": "slow", "arguments": {"seconds": 30}}})
         .to_string(),
     );
-    let deadline = std::time::Instant::now() + common::WAIT;
-    while calls(notes.path()).matches("slow 30.0").count() < 2
-        && std::time::Instant::now() < deadline
-    {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    poll(
+        || calls(notes.path()),
+        |c| c.matches("slow 30.0").count() >= 2,
+    );
     s.notify(
         "notifications/cancelled",
         json!({"requestId": "slow-1", "reason": "the user gave up"}),
     );
-    let deadline = std::time::Instant::now() + common::WAIT;
-    while calls(notes.path()).matches("cancelled slow").count() < 2
-        && std::time::Instant::now() < deadline
-    {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    poll(
+        || calls(notes.path()),
+        |c| c.matches("cancelled slow").count() >= 2,
+    );
     assert_eq!(
         calls(notes.path()),
         "slow 30.0\ncancelled slow\nslow 30.0\ncancelled slow\n"
@@ -571,38 +569,11 @@ fn a_call_past_the_upstreams_timeout_or_cancelled_is_cancelled_upstream() {
 }
 
 #[test]
-fn a_bad_upstream_timeout_is_a_load_error_at_its_place() {
-    let stderr = serve_refuses(
-        "upstreams:\n  - name: notes\n    command: /no/such/program\n    timeout: soon\n",
-    );
-    assert!(
-        stderr.contains("upstreams.yaml:4:5")
-            && stderr.contains("`timeout` of upstream `notes` is not a duration: `soon`"),
-        "{stderr}"
-    );
-}
-
-#[test]
 fn snapshot_prints_what_each_upstream_lists_and_a_failed_start_shows_its_stderr() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let notes = tempfile::tempdir().unwrap();
-    let file = |env: &str| {
-        format!(
-            "upstreams:\n  - name: notes\n    command: {}\n    args: [{}]\n    env: {env}\n",
-            which(&python).display(),
-            repo_path("tests/fixtures/upstream/notes_server.py").display(),
-        )
-    };
-    let yaml = dir.path().join("upstreams.yaml");
-    std::fs::write(
-        &yaml,
-        file(&format!(
-            "{{set: {{NOTES_DIR: {}}}}}",
-            notes.path().display()
-        )),
-    )
-    .unwrap();
+    selection(dir.path(), &python, notes.path(), &[], "");
     let out = regent()
         .args(["upstream", "snapshot"])
         .arg(dir.path())
@@ -636,7 +607,8 @@ fn snapshot_prints_what_each_upstream_lists_and_a_failed_start_shows_its_stderr(
 
     // Without NOTES_DIR (nothing is inherited beyond the allow-list) the
     // server dies at start; the error says why, in its own words.
-    std::fs::write(&yaml, file("{inherit: [PATH]}")).unwrap();
+    let yaml = notes_upstream(&python, "{inherit: [PATH]}");
+    std::fs::write(dir.path().join("upstreams.yaml"), yaml).unwrap();
     let out = regent()
         .args(["upstream", "snapshot"])
         .arg(dir.path())
@@ -761,21 +733,15 @@ fn healthz_and_metrics_say_which_upstreams_are_down() {
     let http = HttpServer::spawn(cmd);
     // The status file is written again when an upstream goes up or down.
     let file_says = |up: bool| {
-        let deadline = std::time::Instant::now() + common::WAIT;
-        loop {
-            let doc: Value = std::fs::read(&status_file)
+        let read = || -> Value {
+            std::fs::read(&status_file)
                 .ok()
                 .and_then(|b| serde_json::from_slice(&b).ok())
-                .unwrap_or_default();
-            if doc["upstreams"]["notes"]["up"] == up {
-                return;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the status file never said up={up}: {doc}"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+                .unwrap_or_default()
+        };
+        let doc = poll(read, |doc| doc["upstreams"]["notes"]["up"] == up);
+        let said = &doc["upstreams"]["notes"]["up"];
+        assert_eq!(*said, up, "the status file never said up={up}: {doc}");
     };
     let up = "regent_upstream_up{upstream=\"notes\"}";
     let restarts = "regent_upstream_restarts_total{upstream=\"notes\"}";
@@ -816,16 +782,8 @@ fn check_starts_an_unpinned_upstream_only_when_asked() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let notes = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("upstreams.yaml"),
-        format!(
-            "upstreams:\n  - name: notes\n    command: {}\n    args: [{}]\n    env: {{set: {{NOTES_DIR: {}}}}}\n    tools:\n      - name: delete_note\n        policy: tools.notes\n",
-            which(&python).display(),
-            repo_path("tests/fixtures/upstream/notes_server.py").display(),
-            notes.path().display()
-        ),
-    )
-    .unwrap();
+    let delete_note = "    tools:\n      - name: delete_note\n        policy: tools.notes\n";
+    selection(dir.path(), &python, notes.path(), &[], delete_note);
     // `pth` is not an argument of the upstream's delete_note.
     std::fs::write(
         dir.path().join("notes.rego"),
