@@ -29,18 +29,18 @@ fn load(dir: &Path) -> Catalog {
     catalog::build(&source, &BuildOptions::default()).expect("build")
 }
 
+/// What `tool` of `cat` runs for `args`.
+fn spec<'a>(cat: &'a Catalog, tool: &str, args: &serde_json::Value) -> &'a RunSpec {
+    cat.tool(tool)
+        .and_then(|t| t.run.as_ref())
+        .and_then(|run| run.select(args))
+        .unwrap_or_else(|| panic!("{tool} runs nothing for {args}"))
+}
+
 fn render(c: &mut Criterion) {
     let git = load(&regent_testkit::repo_path("examples/git"));
     let args = json!({"repo": "/srv/repo", "command": "log", "limit": 20, "paths": ["src", "docs/a b.md"]});
-    let spec = git
-        .tool("git")
-        .unwrap()
-        .run
-        .as_ref()
-        .unwrap()
-        .select(&args)
-        .unwrap();
-    let RunSpec::Cli(cli) = spec else {
+    let RunSpec::Cli(cli) = spec(&git, "git", &args) else {
         panic!("git runs a command")
     };
     c.bench_function("render git log argv", |b| {
@@ -49,15 +49,7 @@ fn render(c: &mut Criterion) {
 
     let gh = load(&regent_testkit::repo_path("examples/github_api"));
     let args = json!({"method": "POST", "owner": "acme", "repo": "payroll", "path": "issues/12/comments", "body": {"body": "hi"}});
-    let spec = gh
-        .tool("github_api")
-        .unwrap()
-        .run
-        .as_ref()
-        .unwrap()
-        .select(&args)
-        .unwrap();
-    let RunSpec::Http(http) = spec else {
+    let RunSpec::Http(http) = spec(&gh, "github_api", &args) else {
         panic!("github_api sends requests")
     };
     c.bench_function("render github_api request", |b| {
@@ -87,15 +79,8 @@ fn spawn(c: &mut Criterion) {
         "tools:\n  - name: t\n    inputSchema: {type: object}\n    run: {cli: {program: true}}\n",
     )]);
     let cat = load(dir.path());
-    let Some(RunSpec::Cli(cli)) = cat
-        .tool("t")
-        .unwrap()
-        .run
-        .as_ref()
-        .unwrap()
-        .select(&json!({}))
-    else {
-        panic!()
+    let RunSpec::Cli(cli) = spec(&cat, "t", &json!({})) else {
+        panic!("t runs a command")
     };
     let prepared = cli.prepare(&json!({})).unwrap();
     c.bench_function("spawn /bin/true through regent's executor", |b| {
