@@ -15,10 +15,9 @@ use std::process::Stdio;
 use std::time::Instant;
 
 use criterion::{Criterion, criterion_group};
-use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, Implementation, InitializeRequestParams,
-};
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+use regent_testkit::rmcp_client::{self, TestClient};
+use regent_testkit::{Era, catalog};
+use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 
 use regent::catalog::{self, BuildOptions, Catalog};
@@ -30,41 +29,27 @@ fn load(dir: &Path) -> Catalog {
     catalog::build(&source, &BuildOptions::default()).expect("build")
 }
 
-fn example(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples")
-        .join(name)
+/// What `tool` of `cat` runs for `args`.
+fn spec<'a>(cat: &'a Catalog, tool: &str, args: &serde_json::Value) -> &'a RunSpec {
+    cat.tool(tool)
+        .and_then(|t| t.run.as_ref())
+        .and_then(|run| run.select(args))
+        .unwrap_or_else(|| panic!("{tool} runs nothing for {args}"))
 }
 
 fn render(c: &mut Criterion) {
-    let git = load(&example("git"));
+    let git = load(&regent_testkit::repo_path("examples/git"));
     let args = json!({"repo": "/srv/repo", "command": "log", "limit": 20, "paths": ["src", "docs/a b.md"]});
-    let spec = git
-        .tool("git")
-        .unwrap()
-        .run
-        .as_ref()
-        .unwrap()
-        .select(&args)
-        .unwrap();
-    let RunSpec::Cli(cli) = spec else {
+    let RunSpec::Cli(cli) = spec(&git, "git", &args) else {
         panic!("git runs a command")
     };
     c.bench_function("render git log argv", |b| {
         b.iter(|| black_box(cli.prepare(black_box(&args)).expect("prepare")))
     });
 
-    let gh = load(&example("github_api"));
+    let gh = load(&regent_testkit::repo_path("examples/github_api"));
     let args = json!({"method": "POST", "owner": "acme", "repo": "payroll", "path": "issues/12/comments", "body": {"body": "hi"}});
-    let spec = gh
-        .tool("github_api")
-        .unwrap()
-        .run
-        .as_ref()
-        .unwrap()
-        .select(&args)
-        .unwrap();
-    let RunSpec::Http(http) = spec else {
+    let RunSpec::Http(http) = spec(&gh, "github_api", &args) else {
         panic!("github_api sends requests")
     };
     c.bench_function("render github_api request", |b| {
@@ -89,22 +74,13 @@ fn spawn(c: &mut Criterion) {
             })
         })
     });
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("t.yaml"),
+    let dir = catalog(&[(
+        "t.yaml",
         "tools:\n  - name: t\n    inputSchema: {type: object}\n    run: {cli: {program: true}}\n",
-    )
-    .unwrap();
+    )]);
     let cat = load(dir.path());
-    let Some(RunSpec::Cli(cli)) = cat
-        .tool("t")
-        .unwrap()
-        .run
-        .as_ref()
-        .unwrap()
-        .select(&json!({}))
-    else {
-        panic!()
+    let RunSpec::Cli(cli) = spec(&cat, "t", &json!({})) else {
+        panic!("t runs a command")
     };
     let prepared = cli.prepare(&json!({})).unwrap();
     c.bench_function("spawn /bin/true through regent's executor", |b| {
@@ -164,50 +140,28 @@ fn http_server() -> u16 {
     port
 }
 
-#[derive(Clone)]
-struct Client;
-impl rmcp::ClientHandler for Client {
-    fn get_info(&self) -> rmcp::model::ClientConfig {
-        InitializeRequestParams::new(
-            ClientCapabilities::default(),
-            Implementation::new("bench", "1"),
-        )
-    }
-}
-
 /// p50/p90/p99 of sequential tools/call round trips.
 fn round_trips() {
     let port = http_server();
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("t.yaml"),
-        format!(
-            "tools:\n  - name: cmd\n    inputSchema: {{type: object}}\n    run: {{cli: {{program: true}}}}\n  - name: api\n    inputSchema: {{type: object}}\n    run: {{http: {{method: GET, base: \"http://127.0.0.1:{port}\", path: /x}}}}\n"
-        ),
-    )
-    .unwrap();
+    let tools = format!(
+        "tools:\n  - name: cmd\n    inputSchema: {{type: object}}\n    run: {{cli: {{program: true}}}}\n  - name: api\n    inputSchema: {{type: object}}\n    run: {{http: {{method: GET, base: \"http://127.0.0.1:{port}\", path: /x}}}}\n"
+    );
+    let dir = catalog(&[("t.yaml", &tools)]);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
         let log = dir.path().join("decisions.jsonl");
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_regent"))
-            .arg("serve")
+        let mut cmd = tokio::process::Command::from(regent_testkit::regent());
+        cmd.arg("serve")
             .arg(dir.path())
             .arg("--decision-log")
             .arg(&log)
-            .env("RUST_LOG", "regent=warn")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let (o, i) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
-        let client = Client
-            .serve_with_lifecycle((o, i), ClientLifecycleMode::Initialize)
-            .await
-            .unwrap();
+            .env("RUST_LOG", "regent=warn");
+        let (client, _child) =
+            rmcp_client::connect_stdio(cmd, TestClient::default(), rmcp_client::mode(Era::Legacy))
+                .await;
         println!("\n| tools/call round trip | p50 | p90 | p99 |\n| --- | --- | --- | --- |");
         for (tool, label) in [
             ("cmd", "command (`true`)"),
@@ -240,6 +194,7 @@ fn round_trips() {
 criterion_group!(benches, render, spawn);
 
 fn main() {
+    regent_testkit::set_binary(env!("CARGO_BIN_EXE_regent"));
     benches();
     Criterion::default().configure_from_args().final_summary();
     round_trips();

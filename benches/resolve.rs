@@ -6,7 +6,6 @@
 //!     cargo bench --bench resolve
 
 use std::hint::black_box;
-use std::path::Path;
 use std::time::Instant;
 
 use criterion::{Criterion, criterion_group};
@@ -15,34 +14,34 @@ use serde_json::json;
 use regent::catalog::{self, BuildOptions, Catalog};
 use regent::source::Source;
 
-fn manage_files_dir() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/manage_files")
-}
-
 /// A catalog of `n` tools: manage_files plus `n - 1` generated tools, each
 /// with its own policy package.
 fn catalog(n: usize) -> (tempfile::TempDir, Catalog) {
-    let dir = tempfile::tempdir().expect("temp dir");
     // The tool and its policy (whose `deny` rule guards the root directory).
-    for file in ["manage_files.yaml", "manage_files.rego"] {
-        std::fs::copy(manage_files_dir().join(file), dir.path().join(file)).expect("copy example");
-    }
+    let example = regent_testkit::repo_path("examples/manage_files");
+    let mut files: Vec<(String, String)> = ["manage_files.yaml", "manage_files.rego"]
+        .into_iter()
+        .map(|f| {
+            let content = std::fs::read_to_string(example.join(f)).expect("read example");
+            (f.to_string(), content)
+        })
+        .collect();
     for i in 1..n {
-        std::fs::write(
-            dir.path().join(format!("t{i}.yaml")),
+        files.push((
+            format!("t{i}.yaml"),
             format!(
                 "tools:\n  - name: tool_{i}\n    inputSchema:\n      type: object\n      properties:\n        mode: {{type: string, enum: [get, put]}}\n    policy: gen.tool_{i}\n"
             ),
-        )
-        .expect("write tool");
-        std::fs::write(
-            dir.path().join(format!("t{i}.rego")),
+        ));
+        files.push((
+            format!("t{i}.rego"),
             format!(
                 "package gen.tool_{i}\n\nimport rego.v1\n\nannotations := {{\"readOnlyHint\": true, \"destructiveHint\": false}} if input.arguments.mode == \"get\"\n"
             ),
-        )
-        .expect("write policy");
+        ));
     }
+    let files: Vec<(&str, &str)> = files.iter().map(|(n, c)| (&**n, &**c)).collect();
+    let dir = regent_testkit::catalog(&files);
     let source = Source::load(&[dir.path().to_path_buf()]).expect("load");
     let catalog = catalog::build(&source, &BuildOptions::default()).expect("build");
     (dir, catalog)

@@ -10,20 +10,17 @@
 //!
 //!     cargo bench --bench upstream
 
-use std::process::Stdio;
 use std::time::Instant;
 
+use regent_testkit::rmcp_client::{self, Client, TestClient};
+use regent_testkit::{Era, catalog};
+use rmcp::ErrorData;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientRequest,
-    ContentBlock, CustomRequest, Implementation, InitializeRequestParams, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, ServerResult, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient, RoleServer, RunningService,
-    ServiceExt,
-};
-use rmcp::{ClientHandler, ErrorData};
+use rmcp::service::{RequestContext, RoleServer, ServiceExt};
 use serde_json::{Map, json};
 
 const UPSTREAM_ENV: &str = "REGENT_BENCH_UPSTREAM";
@@ -88,32 +85,9 @@ fn serve_upstream() {
     });
 }
 
-#[derive(Clone)]
-struct Client;
-impl ClientHandler for Client {
-    fn get_info(&self) -> rmcp::model::ClientConfig {
-        InitializeRequestParams::new(
-            ClientCapabilities::default(),
-            Implementation::new("bench", "1"),
-        )
-    }
-}
-
-async fn connect(
-    mut cmd: tokio::process::Command,
-) -> (RunningService<RoleClient, Client>, tokio::process::Child) {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start");
-    let (o, i) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
-    let client = Client
-        .serve_with_lifecycle((o, i), ClientLifecycleMode::Initialize)
-        .await
-        .expect("connect");
-    (client, child)
+/// rmcp's client (the kit's handler) on `cmd`, a 2025-11-25 session.
+async fn connect(cmd: tokio::process::Command) -> (Client, tokio::process::Child) {
+    rmcp_client::connect_stdio(cmd, TestClient::default(), rmcp_client::mode(Era::Legacy)).await
 }
 
 /// p50/p90/p99 in µs of `CALLS` sequential runs of `f`, after `WARM`.
@@ -139,7 +113,7 @@ fn echo_args(i: usize) -> Map<String, serde_json::Value> {
     m
 }
 
-async fn call(client: &RunningService<RoleClient, Client>, i: usize) {
+async fn call(client: &Client, i: usize) {
     let r = client
         .call_tool(CallToolRequestParams::new("echo").with_arguments(echo_args(i)))
         .await
@@ -159,14 +133,11 @@ fn main() {
         return;
     }
     let exe = std::env::current_exe().expect("the bench's own path");
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("upstream.yaml"),
-        format!(
-            "upstreams:\n  - name: bench\n    command: {exe:?}\n    env:\n      set: {{{UPSTREAM_ENV}: \"1\"}}\n    tools:\n      - name: echo\n        annotations: {{readOnlyHint: true, openWorldHint: false}}\n        resolve:\n          - when: {{mode: quiet}}\n            annotations: {{idempotentHint: true}}\n",
-        ),
-    )
-    .unwrap();
+    let upstreams = format!(
+        "upstreams:\n  - name: bench\n    command: {exe:?}\n    env:\n      set: {{{UPSTREAM_ENV}: \"1\"}}\n    tools:\n      - name: echo\n        annotations: {{readOnlyHint: true, openWorldHint: false}}\n        resolve:\n          - when: {{mode: quiet}}\n            annotations: {{idempotentHint: true}}\n",
+    );
+    let dir = catalog(&[("upstream.yaml", &upstreams)]);
+    regent_testkit::set_binary(env!("CARGO_BIN_EXE_regent"));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -176,7 +147,7 @@ fn main() {
         direct.env(UPSTREAM_ENV, "1");
         let (upstream, _u) = connect(direct).await;
 
-        let mut through = tokio::process::Command::new(env!("CARGO_BIN_EXE_regent"));
+        let mut through = tokio::process::Command::from(regent_testkit::regent());
         through
             .arg("serve")
             .arg(dir.path())
@@ -187,9 +158,9 @@ fn main() {
 
         let resolve = async |i: usize| {
             let params = json!({"name": "echo", "arguments": echo_args(i)});
-            let req = ClientRequest::CustomRequest(CustomRequest::new("tools/resolve", Some(params)));
-            let r: ServerResult = regent.peer().send_request(req).await.expect("tools/resolve");
-            let v = serde_json::to_value(&r).unwrap();
+            let v = rmcp_client::custom(&regent, "tools/resolve", params)
+                .await
+                .expect("tools/resolve");
             assert_eq!(v["annotations"]["idempotentHint"], json!(true), "{v}");
         };
 

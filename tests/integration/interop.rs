@@ -7,33 +7,17 @@
 
 use crate::common;
 
+use common::Era;
 use common::http::HttpServer;
 use common::regent;
-use rmcp::model::{
-    ClientCapabilities, ClientRequest, CustomRequest, Implementation, InitializeRequestParams,
-    ProtocolVersion, ServerResult,
-};
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
+use common::rmcp_client::{Client, TestClient, connect_stdio, custom, mode};
+use rmcp::ServiceError;
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, ServiceError};
-use serde_json::{Value, json};
+use serde_json::json;
 
 const TOKEN: &str = "interop-token-0123456789";
-
-#[derive(Clone)]
-struct TestClient;
-
-impl ClientHandler for TestClient {
-    fn get_info(&self) -> rmcp::model::ClientConfig {
-        InitializeRequestParams::new(
-            ClientCapabilities::default(),
-            Implementation::new("regent-interop", "1"),
-        )
-    }
-}
-
-type Client = RunningService<RoleClient, TestClient>;
 
 /// The server behind a client: a child on stdio (held: dropping it kills
 /// the server), or an HTTP server.
@@ -42,22 +26,12 @@ enum Serving {
     Http(HttpServer),
 }
 
-async fn connect_stdio(mode: ClientLifecycleMode) -> (Client, Serving) {
-    let mut child = tokio::process::Command::from(regent())
-        .arg("serve")
+async fn connect_regent_stdio(mode: ClientLifecycleMode) -> (Client, Serving) {
+    let mut cmd = tokio::process::Command::from(regent());
+    cmd.arg("serve")
         .arg(common::repo_path("examples/manage_files"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start regent");
-    let stdout = child.stdout.take().unwrap();
-    let stdin = child.stdin.take().unwrap();
-    let client = TestClient
-        .serve_with_lifecycle((stdout, stdin), mode)
-        .await
-        .expect("connect");
+        .stderr(std::process::Stdio::null());
+    let (client, child) = connect_stdio(cmd, TestClient::default(), mode).await;
     (client, Serving::Stdio { _child: child })
 }
 
@@ -81,16 +55,10 @@ async fn connect_http(
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(server.url("/mcp")).auth_header(token),
     );
-    TestClient
+    TestClient::default()
         .serve_with_lifecycle(transport, mode)
         .await
         .map_err(|e| e.to_string())
-}
-
-async fn custom(client: &Client, method: &str, params: Value) -> Result<Value, ServiceError> {
-    let req = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
-    let result: ServerResult = client.peer().send_request(req).await?;
-    Ok(serde_json::to_value(&result).expect("result serializes"))
 }
 
 async fn exercise(http: bool, mode: ClientLifecycleMode, era: &str) {
@@ -101,7 +69,7 @@ async fn exercise(http: bool, mode: ClientLifecycleMode, era: &str) {
             .unwrap_or_else(|e| panic!("{era}: connect: {e}\n{}", server.stderr()));
         (client, Serving::Http(server))
     } else {
-        connect_stdio(mode.clone()).await
+        connect_regent_stdio(mode.clone()).await
     };
     let negotiated = client
         .peer()
@@ -163,12 +131,6 @@ async fn exercise(http: bool, mode: ClientLifecycleMode, era: &str) {
     }
 }
 
-fn discover_2026() -> ClientLifecycleMode {
-    ClientLifecycleMode::Discover {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-    }
-}
-
 #[tokio::test]
 async fn rmcp_client_legacy_initialize() {
     exercise(false, ClientLifecycleMode::Initialize, "2025-11-25").await;
@@ -176,7 +138,7 @@ async fn rmcp_client_legacy_initialize() {
 
 #[tokio::test]
 async fn rmcp_client_2026_discover() {
-    exercise(false, discover_2026(), "2026-07-28").await;
+    exercise(false, mode(Era::Modern), "2026-07-28").await;
 }
 
 #[tokio::test]
@@ -186,5 +148,5 @@ async fn rmcp_http_client_legacy_initialize() {
 
 #[tokio::test]
 async fn rmcp_http_client_2026_discover() {
-    exercise(true, discover_2026(), "2026-07-28").await;
+    exercise(true, mode(Era::Modern), "2026-07-28").await;
 }

@@ -3,8 +3,9 @@
 //! either protocol era ([`Server`]), or over HTTP ([`http`]).
 //!
 //! This client is deliberately raw: it asserts on exactly what the server
-//! writes. rmcp's own client (used in `tests/integration/interop.rs`) re-types results and
-//! drops the fields the tool-resolution proposals add.
+//! writes. rmcp's own client ([`rmcp_client`], for the tests and benches
+//! that want an independent, typed one) re-types results and drops the
+//! fields the tool-resolution proposals add.
 //!
 //! The binary is the one Cargo built beside the test or bench that links
 //! this kit ([`binary`]); a target can name another with [`set_binary`].
@@ -22,6 +23,7 @@ use std::time::{Duration, Instant};
 
 pub mod draft_client;
 pub mod http;
+pub mod rmcp_client;
 pub mod upstream;
 
 use serde_json::{Value, json};
@@ -107,6 +109,20 @@ pub fn repo_root() -> &'static Path {
 /// `rel` under the repository's root (examples, fixtures, cases).
 pub fn repo_path(rel: &str) -> PathBuf {
     repo_root().join(rel)
+}
+
+/// A catalog in a fresh temp dir: each file `(name, content)`, where a
+/// name may have directories (made as needed). The dir goes when dropped.
+pub fn catalog(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (name, content) in files {
+        let path = dir.path().join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("catalog subdirectory");
+        }
+        std::fs::write(path, content).expect("catalog file");
+    }
+    dir
 }
 
 /// All text content of a `tools/call` result, joined.

@@ -4,115 +4,19 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 
-use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientRequest, CustomRequest, ElicitRequestParams,
-    ElicitResult, ElicitationAction, Implementation, InitializeRequestParams, ProtocolVersion,
-    ServerResult,
-};
-use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient, RunningService,
-};
-use rmcp::{ClientHandler, ServiceError};
+use rmcp::ServiceError;
+use rmcp::model::{CallToolRequestParams, ElicitationAction};
 use serde_json::{Value, json};
 
+use crate::common::rmcp_client::{self, Client, TestClient};
 use crate::common::{self, Era};
 
-/// rmcp's client, answering elicitation as told: `None` declares no
-/// elicitation capability at all. Every question asked is recorded in
-/// `asked` (its message), so tests can count them.
-/// `roots`, when set, declares the roots capability and is what
-/// `roots/list` answers (URIs); `answers` fills an accepted question's
-/// fields by name.
-#[derive(Clone)]
-pub struct TestClient {
-    pub elicit: Option<ElicitationAction>,
-    pub asked: Arc<Mutex<Vec<String>>>,
-    pub roots: Option<Vec<String>>,
-    pub answers: serde_json::Map<String, Value>,
-    /// How many times `roots/list` was answered.
-    pub roots_listed: Arc<Mutex<usize>>,
-}
-
-impl ClientHandler for TestClient {
-    fn get_info(&self) -> rmcp::model::ClientConfig {
-        let mut caps = ClientCapabilities::default();
-        if self.elicit.is_some() {
-            caps.elicitation = Some(serde_json::from_value(json!({"form": {}})).unwrap());
-        }
-        if self.roots.is_some() {
-            caps.roots = Some(Default::default());
-        }
-        InitializeRequestParams::new(caps, Implementation::new("regent-exec-tests", "1"))
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _ctx: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, rmcp::ErrorData> {
-        let (message, fields) = match &request {
-            ElicitRequestParams::FormElicitationParams {
-                message,
-                requested_schema,
-                ..
-            } => {
-                let schema = serde_json::to_value(requested_schema).unwrap();
-                let fields: Vec<String> = schema["properties"]
-                    .as_object()
-                    .map(|p| p.keys().cloned().collect())
-                    .unwrap_or_default();
-                (message.clone(), fields)
-            }
-            other => (format!("{other:?}"), Vec::new()),
-        };
-        self.asked.lock().unwrap().push(message);
-        let action = self.elicit.clone().expect("asked without the capability");
-        let content = matches!(action, ElicitationAction::Accept).then(|| {
-            let mut c = serde_json::Map::new();
-            for f in fields {
-                if let Some(v) = self.answers.get(&f) {
-                    c.insert(f, v.clone());
-                }
-            }
-            c
-        });
-        let mut r = ElicitResult::new(action);
-        r.content = content.map(Value::Object);
-        Ok(r)
-    }
-
-    #[allow(deprecated)]
-    async fn list_roots(
-        &self,
-        _ctx: RequestContext<RoleClient>,
-    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
-        *self.roots_listed.lock().unwrap() += 1;
-        let roots: Vec<Value> = self
-            .roots
-            .clone()
-            .expect("roots listed without the capability")
-            .into_iter()
-            .map(|uri| json!({"uri": uri}))
-            .collect();
-        Ok(serde_json::from_value(json!({ "roots": roots })).unwrap())
-    }
-}
-
-/// The protocol era as rmcp's client lifecycle mode.
-fn mode(era: Era) -> ClientLifecycleMode {
-    match era {
-        Era::Legacy => ClientLifecycleMode::Initialize,
-        Era::Modern => ClientLifecycleMode::Discover {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        },
-    }
-}
+pub use common::catalog;
 
 /// A running `regent serve` with a connected client.
 pub struct Regent {
-    pub client: RunningService<RoleClient, TestClient>,
+    pub client: Client,
     pub child: tokio::process::Child,
     pub era: Era,
     /// The decision log file.
@@ -190,30 +94,21 @@ impl<'a> Start<'a> {
             .arg(&log)
             .args(&self.extra_args)
             .env("RUST_LOG", "regent=warn,rmcp=error")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true);
+            .stderr(Stdio::inherit());
         for k in &self.removed {
             cmd.env_remove(k);
         }
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        let mut child = cmd.spawn().expect("start regent");
-        let stdout = child.stdout.take().unwrap();
-        let stdin = child.stdin.take().unwrap();
         let handler = TestClient {
             elicit: self.elicit.clone(),
-            asked: Arc::new(Mutex::new(Vec::new())),
             roots: self.roots.clone(),
             answers: self.answers.clone(),
-            roots_listed: Arc::new(Mutex::new(0)),
+            ..TestClient::default()
         };
-        let client = handler
-            .serve_with_lifecycle((stdout, stdin), mode(era))
-            .await
-            .expect("connect to regent");
+        let (client, child) =
+            rmcp_client::connect_stdio(cmd, handler, rmcp_client::mode(era)).await;
         Regent {
             client,
             child,
@@ -249,17 +144,10 @@ impl Regent {
 
     /// `tools/resolve` as a custom request; the result as JSON.
     pub async fn resolve(&self, tool: &str, args: Value) -> Value {
-        let req = ClientRequest::CustomRequest(CustomRequest::new(
-            "tools/resolve",
-            Some(json!({"name": tool, "arguments": args})),
-        ));
-        let r: ServerResult = self
-            .client
-            .peer()
-            .send_request(req)
+        let params = json!({"name": tool, "arguments": args});
+        rmcp_client::custom(&self.client, "tools/resolve", params)
             .await
-            .unwrap_or_else(|e| panic!("tools/resolve {tool}: {e}"));
-        serde_json::to_value(&r).unwrap()
+            .unwrap_or_else(|e| panic!("tools/resolve {tool}: {e}"))
     }
 
     /// Every complete decision-log line so far. The writer thread may be
@@ -317,19 +205,6 @@ impl Regent {
     pub async fn close(self) {
         let _ = self.client.cancel().await;
     }
-}
-
-/// Writes `files` (name, content) into a fresh temp dir.
-pub fn catalog(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for (name, content) in files {
-        let path = dir.path().join(name);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).unwrap();
-        }
-        std::fs::write(path, content).unwrap();
-    }
-    dir
 }
 
 /// Whether process `pid` is still running (a zombie is not running).
