@@ -21,7 +21,7 @@ use crate::run_plan::http::{self, Auth, Base, HttpSpec};
 use crate::run_plan::template::Template;
 use crate::run_plan::{Conditions, RunCase, RunPlan, RunSpec, ValueFrom};
 use crate::source::run::{
-    ArgDecl, AuthDecl, CliDecl, Condition as ConditionDecl, External, HttpDecl, Text, ValueSource,
+    ArgDecl, AuthDecl, CliDecl, Condition as ConditionDecl, HttpDecl, Problem, Text, ValueSource,
 };
 use crate::source::{ToolDecl, ToolSource, YamlPath};
 
@@ -159,45 +159,17 @@ impl Ctx<'_> {
         Conditions(out)
     }
 
-    /// A `{env}` / `{file}` value, with relative files made absolute.
-    fn external(&mut self, e: &External, at: &YamlPath, secret: bool) -> Option<ValueFrom> {
-        if secret && e.default.is_some() {
-            self.error(
-                "secret-default",
-                &at.key("default"),
-                "a secret cannot have a default written in the catalog".into(),
-                "remove `default`; use `optional: true` to go on without it",
-            );
-            return None;
-        }
-        match (&e.env, &e.file) {
-            (Some(name), None) if !name.is_empty() && !name.contains('=') => Some(ValueFrom::Env {
-                name: name.clone(),
-                optional: e.optional,
-                default: e.default.clone(),
-            }),
-            (None, Some(path)) if !path.is_empty() => Some(ValueFrom::File {
-                path: cli::absolute(&self.base_dir, path),
-                optional: e.optional,
-                default: e.default.clone(),
-            }),
-            _ => {
-                self.error(
-                    "bad-value-source",
-                    at,
-                    "give exactly one of `env` (a variable name) or `file` (a path)".into(),
-                    "for example {env: GITHUB_TOKEN} or {file: /run/secrets/token}",
-                );
-                None
-            }
-        }
+    /// A problem [`AuthDecl::compile`] or [`External::compile`] found, located.
+    fn problem(&mut self, p: Problem) {
+        let d = Diagnostic::error(p.code, self.at(&p.at), p.message).with_help(p.help);
+        self.errors.push(d);
     }
 
+    /// A literal, or a `{env}` / `{file}` value with relative files made absolute.
     fn value_source(&mut self, v: &ValueSource, at: &YamlPath) -> Option<ValueFrom> {
-        match v {
-            ValueSource::Literal(s) => Some(ValueFrom::Literal(s.clone())),
-            ValueSource::External(e) => self.external(e, at, false),
-        }
+        v.compile(at, &self.base_dir)
+            .map_err(|p| self.problem(p))
+            .ok()
     }
 
     fn duration(&mut self, t: Option<&Text>, at: &YamlPath, default: Duration) -> Duration {
@@ -723,45 +695,15 @@ fn base_url(ctx: &mut Ctx, v: &ValueSource, at: &YamlPath) -> Option<Base> {
 }
 
 fn compile_auth(ctx: &mut Ctx, a: &AuthDecl, at: &YamlPath) -> Option<Auth> {
-    let count = [a.bearer.is_some(), a.basic.is_some(), a.header.is_some()]
-        .iter()
-        .filter(|b| **b)
-        .count();
-    if count != 1 {
-        ctx.error(
-            "bad-auth",
-            at,
-            "auth needs exactly one of `bearer`, `basic` or `header`".into(),
-            "for example auth: {bearer: {env: API_TOKEN}}",
-        );
-        return None;
+    match a.compile(at, &ctx.base_dir) {
+        Ok(auth) => Some(auth),
+        Err(problems) => {
+            for p in problems {
+                ctx.problem(p);
+            }
+            None
+        }
     }
-    if let Some(b) = &a.bearer {
-        return ctx.external(b, &at.key("bearer"), true).map(Auth::Bearer);
-    }
-    if let Some(b) = &a.basic {
-        let username = ctx.value_source(&b.username, &at.key("basic").key("username"));
-        let password = ctx.external(&b.password, &at.key("basic").key("password"), true);
-        return Some(Auth::Basic {
-            username: username?,
-            password: password?,
-        });
-    }
-    let h = a.header.as_ref()?;
-    let name_ok = http::is_header_name(&h.name);
-    if !name_ok {
-        ctx.error(
-            "bad-header",
-            &at.key("header").key("name"),
-            format!("`{}` is not a valid header name", h.name),
-            "use letters, digits and `-`",
-        );
-    }
-    let value = ctx.external(&h.value, &at.key("header").key("value"), true)?;
-    name_ok.then(|| Auth::Header {
-        name: h.name.clone(),
-        value,
-    })
 }
 
 /// `500ms`, `30s`, `2m`, `1h`, or a bare number of seconds.

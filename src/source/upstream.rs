@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::model::{MappingRule, StaticAnnotations, ToolDecl};
-use super::run::EnvDecl;
+use super::run::{AuthDecl, EnvDecl};
 use super::{Source, YamlPath};
 use crate::diag::{Diagnostic, Diagnostics};
 
@@ -47,9 +47,12 @@ pub struct UpstreamDecl {
     /// MCP's Streamable HTTP transport.
     #[serde(default)]
     pub url: Option<String>,
-    /// How regent authenticates to a `url:` upstream.
+    /// How regent authenticates to a `url:` upstream: as `run.http.auth`,
+    /// exactly one of `bearer`, `basic` or `header`, each secret kept
+    /// outside the catalog and read at each connection (so a rotated token
+    /// is picked up at the next reconnect).
     #[serde(default)]
-    pub auth: Option<UpstreamAuthDecl>,
+    pub auth: Option<AuthDecl>,
     #[serde(default)]
     pub args: Vec<String>,
     /// The child's environment, as for `run.cli.env`: nothing is inherited
@@ -83,18 +86,6 @@ pub struct UpstreamDecl {
     /// differs from the pin.
     #[serde(default)]
     pub snapshot: Option<String>,
-}
-
-/// `auth:` of a `url:` upstream: a bearer token kept outside the catalog
-/// (`env:` or `file:`, as `run.http.auth.bearer`), read at each connection
-/// so that a rotated token is picked up at the next reconnect.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct UpstreamAuthDecl {
-    /// Optional to serde so that `auth: {}` is reported by
-    /// [`check_endpoints`] with a suggested fix, not as a missing field.
-    #[serde(default)]
-    pub bearer: Option<super::run::External>,
 }
 
 /// How regent reaches an upstream, as its declaration says.
@@ -146,8 +137,8 @@ impl UpstreamDecl {
 
 /// Every problem with how an upstream is to be reached: neither or both of
 /// `command` and `url`, a `url` that is not http(s), keys that only apply to
-/// the other kind, and a bearer token source that names neither or both of
-/// `env` and `file`. Found when the catalog loads, so `check` reports them
+/// the other kind, and an `auth` that `run.http.auth` would refuse
+/// ([`AuthDecl::compile`], the one check of both). Found when the catalog loads, so `check` reports them
 /// and `serve` refuses to start with them.
 pub fn check_endpoints(source: &Source, diags: &mut Diagnostics) {
     for (f, at, u) in source.upstreams() {
@@ -199,22 +190,21 @@ pub fn check_endpoints(source: &Source, diags: &mut Diagnostics) {
                         ));
                     }
                 }
-                let bearer = u.auth.as_ref().map(|a| a.bearer.as_ref());
-                if let Some(None) = bearer {
-                    diags.push(err(
-                        at.key("auth"),
-                        format!("`auth` of upstream `{}` gives no `bearer`", u.name),
-                        "give `bearer: {env: VARIABLE}` or `bearer: {file: path}`, or remove `auth`",
-                    ));
-                }
-                if let Some(Some(b)) = bearer
-                    && b.env.is_some() == b.file.is_some()
+                if let Some(Err(problems)) = u
+                    .auth
+                    .as_ref()
+                    .map(|a| a.compile(&at.key("auth"), &base_dir(&file.path)))
                 {
-                    diags.push(err(
-                        at.key("auth").key("bearer"),
-                        format!("`auth.bearer` of upstream `{}` needs exactly one of `env` or `file`", u.name),
-                        "give `env: VARIABLE` (read from regent's environment) or `file: path` (relative to this file)",
-                    ));
+                    for p in problems {
+                        diags.push(
+                            Diagnostic::error(
+                                p.code,
+                                file.locate(&p.at),
+                                format!("`auth` of upstream `{}`: {}", u.name, p.message),
+                            )
+                            .with_help(p.help),
+                        );
+                    }
                 }
             }
         }

@@ -20,8 +20,9 @@
 //! reports the connection lost when a ping fails or the transport closes,
 //! after which the supervisor connects again (a new MCP session, with its
 //! tools listed again) exactly as it restarts a child. rmcp's client
-//! negotiates the protocol version; its bearer token, when declared, is read
-//! at each connection.
+//! negotiates the protocol version; its credentials (`auth`, as
+//! `run.http.auth`: bearer, basic or a header), when declared, are read at
+//! each connection.
 
 pub mod supervise;
 
@@ -41,6 +42,8 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::{Notify, oneshot, watch};
 
 use crate::diag::{Diagnostic, Diagnostics, Location};
+use crate::run_plan::ValueFrom;
+use crate::run_plan::http::Auth;
 use crate::source::Source;
 use crate::source::run::ValueSource;
 use crate::source::upstream::{Declared, Endpoint, Snapshot, UpstreamDecl, UpstreamRef};
@@ -780,8 +783,12 @@ async fn connect_http(
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
-    if let Some(token) = bearer(decl, base_dir)? {
-        config = config.auth_header(token);
+    match credentials(decl, base_dir)? {
+        None => {}
+        Some(Credentials::Bearer(token)) => config = config.auth_header(token),
+        Some(Credentials::Header(name, value)) => {
+            config = config.custom_headers([(name, value)].into_iter().collect());
+        }
     }
     crate::outbound::install_crypto();
     // As `run.http`: no system proxy, and no redirects (the declared url is
@@ -850,39 +857,74 @@ async fn connect_http(
     })
 }
 
-/// The bearer token of a `url:` upstream, read now from regent's
-/// environment or a file (relative to the tool file), if it declares one.
-fn bearer(decl: &UpstreamDecl, base_dir: &Path) -> Result<Option<String>, String> {
+/// What a `url:` upstream's `auth` sends: a bearer token (rmcp's own
+/// `Authorization: Bearer`), or a header (`basic`'s `Authorization: Basic`,
+/// or `header`'s own), its value marked sensitive.
+enum Credentials {
+    Bearer(String),
+    Header(reqwest::header::HeaderName, reqwest::header::HeaderValue),
+}
+
+/// The credentials of a `url:` upstream, read now from regent's environment
+/// or files (relative to the tool file), if it declares `auth`: the
+/// declaration is checked as `run.http.auth` ([`crate::source::run::AuthDecl::compile`], which
+/// `check_endpoints` already ran when the catalog loaded) and each secret
+/// read as a call reads it ([`ValueFrom::read`]). A missing optional secret
+/// sends nothing.
+fn credentials(decl: &UpstreamDecl, base_dir: &Path) -> Result<Option<Credentials>, String> {
+    use base64::Engine;
+    use reqwest::header::{AUTHORIZATION, HeaderName, HeaderValue};
+
     let Some(auth) = &decl.auth else {
         return Ok(None);
     };
-    // `auth: {}` does not load (`check_endpoints`); never connect without
-    // the token the declaration asked for.
-    let Some(e) = &auth.bearer else {
-        return Err("`auth` gives no `bearer`".into());
+    // A declaration that does not load never gets here; never connect
+    // without the credentials it asked for.
+    let auth = auth
+        .compile(&crate::source::YamlPath::root(), base_dir)
+        .map_err(|problems| {
+            let p = &problems[0];
+            format!("`auth` {} ({})", p.message, p.help)
+        })?;
+    let read = |from: &ValueFrom, what: &str| {
+        from.read().map_err(|why| {
+            format!("cannot read {what} of `auth`: {why} (set it, or add `optional: true` to connect without it)")
+        })
     };
-    let read = match (&e.env, &e.file) {
-        (Some(var), None) => std::env::var(var)
-            .map_err(|_| format!("the variable `{var}` of `auth.bearer` is not set")),
-        (None, Some(file)) => std::fs::read_to_string(base_dir.join(file))
-            .map(|s| s.trim().to_string())
-            .map_err(|err| {
-                format!(
-                    "cannot read the token file {} of `auth.bearer`: {}",
-                    base_dir.join(file).display(),
-                    crate::source::files::lower_io(&err)
-                )
-            }),
-        _ => return Err("`auth.bearer` needs exactly one of `env` or `file`".into()),
+    let header = |name: HeaderName, value: String, what: &str| {
+        let mut v = HeaderValue::from_str(&value)
+            .map_err(|_| format!("{what} of `auth` is not a valid header value"))?;
+        v.set_sensitive(true);
+        Ok::<_, String>(Credentials::Header(name, v))
     };
-    match (read, &e.default) {
-        (Ok(v), _) => Ok(Some(v)),
-        (Err(_), Some(d)) => Ok(Some(d.clone())),
-        (Err(_), None) if e.optional => Ok(None),
-        (Err(why), None) => Err(format!(
-            "{why} (set it, or add `optional: true` to connect without a token)"
-        )),
-    }
+    Ok(match auth {
+        Auth::Bearer(t) => read(&t, "the bearer token")?.map(Credentials::Bearer),
+        Auth::Basic { username, password } => {
+            match (
+                read(&username, "the user name")?,
+                read(&password, "the password")?,
+            ) {
+                (Some(u), Some(p)) => {
+                    let encoded =
+                        base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"));
+                    Some(header(
+                        AUTHORIZATION,
+                        format!("Basic {encoded}"),
+                        "`basic`",
+                    )?)
+                }
+                _ => None,
+            }
+        }
+        Auth::Header { name, value } => match read(&value, &format!("header `{name}`"))? {
+            Some(v) => {
+                let name = HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|_| format!("`{name}` is not a valid header name"))?;
+                Some(header(name, v, "`header.value`")?)
+            }
+            None => None,
+        },
+    })
 }
 
 /// An error and its sources, lowercase, so that an HTTP upstream's error
@@ -905,7 +947,7 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     }
     match e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
         Some(StreamableHttpError::AuthRequired(_)) => {
-            return "the server answered 401 unauthorized: it wants a bearer token that `auth.bearer` does not give or that it does not accept".into();
+            return "the server answered 401 unauthorized: it wants credentials that `auth` does not give or that it does not accept".into();
         }
         Some(StreamableHttpError::InsufficientScope(_)) => {
             return "the server answered 403 forbidden: the token lacks a scope it requires".into();
