@@ -385,9 +385,10 @@ impl Upstreams {
             .cloned()
     }
 
-    /// The live connection of `target`, or why there is none (the call must
-    /// then fail closed: nothing is sent).
-    fn connected(&self, target: &UpstreamRef) -> Result<(Arc<Conn>, Duration, usize), CallError> {
+    /// The live connection of `target`, with its `timeout` and
+    /// `max_output`, looked up once for a call; or why there is none (the
+    /// call must then fail closed: nothing is sent).
+    pub fn connected(&self, target: &UpstreamRef) -> Result<Connected, CallError> {
         let Some(slot) = self.slot(&target.upstream) else {
             return Err(CallError(format!(
                 "upstream `{}` is no longer declared in the catalog",
@@ -423,26 +424,40 @@ impl Upstreams {
                 ),
             }));
         }
-        Ok((conn, slot.call_timeout, slot.max_output))
+        Ok(Connected {
+            conn,
+            limit: slot.call_timeout,
+            max_output: slot.max_output,
+        })
     }
+}
 
-    /// Why a call to `target` cannot be sent now, if it cannot.
-    pub fn unavailable(&self, target: &UpstreamRef) -> Option<CallError> {
-        self.connected(target).err()
-    }
+/// An upstream's connection as [`Upstreams::connected`] found it for one
+/// call: what [`Connected::call`] sends the call on.
+pub struct Connected {
+    conn: Arc<Conn>,
+    /// The upstream's `timeout`.
+    limit: Duration,
+    max_output: usize,
+}
 
-    /// Forwards one call, already decided, to its upstream, and returns the
-    /// upstream's result as it gave it, unless it passes the upstream's
-    /// `max_output` (then cut, see [`Forwarded::capped`]). Cancelled (and the
-    /// upstream told so with `notifications/cancelled`) when `cancelled`
-    /// completes or after the upstream's `timeout`.
+impl Connected {
+    /// Forwards one call, already decided, to `target`'s upstream, and
+    /// returns the upstream's result as it gave it, unless it passes the
+    /// upstream's `max_output` (then cut, see [`Forwarded::capped`]).
+    /// Cancelled (and the upstream told so with `notifications/cancelled`)
+    /// when `cancelled` completes or after the upstream's `timeout`.
     pub async fn call(
-        &self,
+        self,
         target: &UpstreamRef,
         arguments: Map<String, Value>,
         cancelled: impl std::future::Future<Output = ()>,
     ) -> Result<Forwarded, CallError> {
-        let (conn, limit, max_output) = self.connected(target)?;
+        let Connected {
+            conn,
+            limit,
+            max_output,
+        } = self;
         let mut params = CallToolRequestParams::new(target.tool.clone());
         params.arguments = Some(arguments);
         // Dropping the request future sends `notifications/cancelled` upstream.
@@ -507,7 +522,7 @@ impl Upstreams {
     }
 }
 
-/// What [`Upstreams::call`] gives back.
+/// What [`Connected::call`] gives back.
 #[derive(Debug)]
 pub struct Forwarded {
     pub result: CallToolResult,
