@@ -22,6 +22,7 @@ use crate::run_plan::template::Template;
 use crate::run_plan::{Conditions, RunCase, RunPlan, RunSpec, ValueFrom};
 use crate::source::run::{
     ArgDecl, AuthDecl, CliDecl, Condition as ConditionDecl, HttpDecl, Problem, Text, ValueSource,
+    parse_duration, parse_size,
 };
 use crate::source::{ToolDecl, ToolSource, YamlPath};
 
@@ -703,60 +704,5 @@ fn compile_auth(ctx: &mut Ctx, a: &AuthDecl, at: &YamlPath) -> Option<Auth> {
             }
             None
         }
-    }
-}
-
-/// `500ms`, `30s`, `2m`, `1h`, or a bare number of seconds.
-pub fn parse_duration(text: &str) -> Option<Duration> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().ok()?;
-    let secs = match unit.trim() {
-        "ms" => n / 1000.0,
-        "" | "s" => n,
-        "m" | "min" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return None,
-    };
-    (secs.is_finite() && secs <= 86_400.0).then(|| Duration::from_secs_f64(secs))
-}
-
-/// `65536`, `64KiB`, `1MiB`, `1MB`.
-pub fn parse_size(text: &str) -> Option<usize> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: usize = num.parse().ok()?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kib" | "k" => 1024,
-        "kb" => 1000,
-        "mib" | "m" => 1024 * 1024,
-        "mb" => 1_000_000,
-        "gib" | "g" => 1024 * 1024 * 1024,
-        "gb" => 1_000_000_000,
-        _ => return None,
-    };
-    n.checked_mul(mult)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_and_sizes() {
-        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_duration("30s"), Some(Duration::from_secs(30)));
-        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
-        assert_eq!(parse_duration("1.5"), Some(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("3x"), None);
-        assert_eq!(parse_size("1MiB"), Some(1 << 20));
-        assert_eq!(parse_size("64KiB"), Some(64 << 10));
-        assert_eq!(parse_size("100"), Some(100));
-        assert_eq!(parse_size("1 TB"), None);
     }
 }

@@ -5,7 +5,7 @@
 //! `when` (the same conditions as mapping rules; the first match runs). A
 //! specification is either `cli` (an argv template, never a shell string) or
 //! `http` (a request template). Checking that placeholders name declared
-//! arguments, parsing durations and sizes, and compiling templates is
+//! arguments, applying durations and sizes, and compiling templates is
 //! `catalog::run`'s job; executing is `exec`'s.
 //!
 //! Several types here accept more than one YAML shape (a string or a list, a
@@ -21,11 +21,14 @@
 //! `run_plan::http::Auth` ([`AuthDecl::compile`]), used by `catalog::run`
 //! for `run.http.auth` and by `source::upstream` (checking) and `upstream`
 //! (reading at each connection) for a `url:` upstream's `auth`. Problems come
-//! back at their [`YamlPath`], for the caller to locate.
+//! back at their [`YamlPath`], for the caller to locate. So do the readers of
+//! a duration and a size ([`parse_duration`], [`parse_size`]), which an
+//! upstream's `timeout`, `start_timeout` and `max_output` use as well.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -546,5 +549,60 @@ impl AuthDecl {
                 Err(problems)
             }
         }
+    }
+}
+
+/// `500ms`, `30s`, `2m`, `1h`, or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().ok()?;
+    let secs = match unit.trim() {
+        "ms" => n / 1000.0,
+        "" | "s" => n,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return None,
+    };
+    (secs.is_finite() && secs <= 86_400.0).then(|| Duration::from_secs_f64(secs))
+}
+
+/// `65536`, `64KiB`, `1MiB`, `1MB`.
+pub fn parse_size(text: &str) -> Option<usize> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: usize = num.parse().ok()?;
+    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kib" | "k" => 1024,
+        "kb" => 1000,
+        "mib" | "m" => 1024 * 1024,
+        "mb" => 1_000_000,
+        "gib" | "g" => 1024 * 1024 * 1024,
+        "gb" => 1_000_000_000,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_sizes() {
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("3x"), None);
+        assert_eq!(parse_size("1MiB"), Some(1 << 20));
+        assert_eq!(parse_size("64KiB"), Some(64 << 10));
+        assert_eq!(parse_size("100"), Some(100));
+        assert_eq!(parse_size("1 TB"), None);
     }
 }

@@ -46,7 +46,9 @@ use crate::run_plan::ValueFrom;
 use crate::run_plan::http::Auth;
 use crate::source::Source;
 use crate::source::run::ValueSource;
-use crate::source::upstream::{Declared, Endpoint, Snapshot, UpstreamDecl, UpstreamRef};
+use crate::source::upstream::{
+    Declared, Endpoint, Snapshot, Unreadable, UpstreamDecl, UpstreamRef,
+};
 
 /// How long an upstream has to start, answer `initialize` and list its
 /// tools, unless its declaration says (`start_timeout`).
@@ -149,27 +151,12 @@ impl Slot {
     /// declaration gives none. Its settings that cannot be read (a duration
     /// that is not one, a size that is not one), by key.
     fn new(declared: Declared, start_timeout: Duration) -> (Slot, Vec<Unreadable>) {
-        let mut bad = Vec::new();
-        let mut duration =
-            |key: &'static str, given: &Option<crate::source::run::Text>, default| {
-                let Some(text) = given else { return default };
-                crate::catalog::run::parse_duration(&text.0).unwrap_or_else(|| {
-                    bad.push(Unreadable::duration(key, &text.0));
-                    default
-                })
-            };
-        let start_timeout = duration("start_timeout", &declared.decl.start_timeout, start_timeout);
-        let call_timeout = duration("timeout", &declared.decl.timeout, CALL_TIMEOUT);
-        let max_output = match &declared.decl.max_output {
-            None => crate::run_plan::cli::DEFAULT_MAX_OUTPUT,
-            Some(text) => match crate::catalog::run::parse_size(&text.0) {
-                Some(n) if n > 0 => n,
-                _ => {
-                    bad.push(Unreadable::size("max_output", &text.0));
-                    crate::run_plan::cli::DEFAULT_MAX_OUTPUT
-                }
-            },
-        };
+        let (limits, bad) = declared.decl.limits();
+        let start_timeout = limits.start_timeout.unwrap_or(start_timeout);
+        let call_timeout = limits.timeout.unwrap_or(CALL_TIMEOUT);
+        let max_output = limits
+            .max_output
+            .unwrap_or(crate::run_plan::cli::DEFAULT_MAX_OUTPUT);
         let invalid = (!bad.is_empty()).then(|| {
             bad.iter()
                 .map(|b| format!("`{}` is not {}: `{}`", b.key, b.kind, b.text))
@@ -333,17 +320,7 @@ impl Upstreams {
             // An upstream with a duration error is reported without being started.
             if !bad.is_empty() {
                 for b in bad {
-                    diags.push(
-                        Diagnostic::error(
-                            b.code,
-                            file.locate(&at.key(b.key)),
-                            format!(
-                                "`{}` of upstream `{}` is not {}: `{}`",
-                                b.key, decl.name, b.kind, b.text
-                            ),
-                        )
-                        .with_help(b.help),
-                    );
+                    diags.push(b.diagnostic(file, &at, &decl.name));
                 }
                 continue;
             }
@@ -589,38 +566,6 @@ fn cap(r: CallToolResult, max_output: usize) -> Forwarded {
     Forwarded {
         result: CallToolResult::error(content),
         capped: Some(max_output),
-    }
-}
-
-/// A declared setting that cannot be read, found when a slot is made.
-struct Unreadable {
-    key: &'static str,
-    code: &'static str,
-    /// "a duration", "a size"
-    kind: &'static str,
-    text: String,
-    help: &'static str,
-}
-
-impl Unreadable {
-    fn duration(key: &'static str, text: &str) -> Unreadable {
-        Unreadable {
-            key,
-            code: "upstream-duration",
-            kind: "a duration",
-            text: text.to_string(),
-            help: "write a duration such as `500ms`, `30s` or `2m`",
-        }
-    }
-
-    fn size(key: &'static str, text: &str) -> Unreadable {
-        Unreadable {
-            key,
-            code: "bad-size",
-            kind: "a size",
-            text: text.to_string(),
-            help: "write bytes or a number with a unit: `65536`, `64KiB`, `1MiB`",
-        }
     }
 }
 
