@@ -21,7 +21,8 @@ use crate::run_plan::http::{self, Auth, Base, HttpSpec};
 use crate::run_plan::template::Template;
 use crate::run_plan::{Conditions, RunCase, RunPlan, RunSpec, ValueFrom};
 use crate::source::run::{
-    ArgDecl, AuthDecl, CliDecl, Condition as ConditionDecl, External, HttpDecl, Text, ValueSource,
+    ArgDecl, AuthDecl, CliDecl, Condition as ConditionDecl, HttpDecl, Problem, Text, ValueSource,
+    parse_duration, parse_size,
 };
 use crate::source::{ToolDecl, ToolSource, YamlPath};
 
@@ -159,45 +160,17 @@ impl Ctx<'_> {
         Conditions(out)
     }
 
-    /// A `{env}` / `{file}` value, with relative files made absolute.
-    fn external(&mut self, e: &External, at: &YamlPath, secret: bool) -> Option<ValueFrom> {
-        if secret && e.default.is_some() {
-            self.error(
-                "secret-default",
-                &at.key("default"),
-                "a secret cannot have a default written in the catalog".into(),
-                "remove `default`; use `optional: true` to go on without it",
-            );
-            return None;
-        }
-        match (&e.env, &e.file) {
-            (Some(name), None) if !name.is_empty() && !name.contains('=') => Some(ValueFrom::Env {
-                name: name.clone(),
-                optional: e.optional,
-                default: e.default.clone(),
-            }),
-            (None, Some(path)) if !path.is_empty() => Some(ValueFrom::File {
-                path: cli::absolute(&self.base_dir, path),
-                optional: e.optional,
-                default: e.default.clone(),
-            }),
-            _ => {
-                self.error(
-                    "bad-value-source",
-                    at,
-                    "give exactly one of `env` (a variable name) or `file` (a path)".into(),
-                    "for example {env: GITHUB_TOKEN} or {file: /run/secrets/token}",
-                );
-                None
-            }
-        }
+    /// A problem [`AuthDecl::compile`] or [`External::compile`] found, located.
+    fn problem(&mut self, p: Problem) {
+        let d = Diagnostic::error(p.code, self.at(&p.at), p.message).with_help(p.help);
+        self.errors.push(d);
     }
 
+    /// A literal, or a `{env}` / `{file}` value with relative files made absolute.
     fn value_source(&mut self, v: &ValueSource, at: &YamlPath) -> Option<ValueFrom> {
-        match v {
-            ValueSource::Literal(s) => Some(ValueFrom::Literal(s.clone())),
-            ValueSource::External(e) => self.external(e, at, false),
-        }
+        v.compile(at, &self.base_dir)
+            .map_err(|p| self.problem(p))
+            .ok()
     }
 
     fn duration(&mut self, t: Option<&Text>, at: &YamlPath, default: Duration) -> Duration {
@@ -723,98 +696,13 @@ fn base_url(ctx: &mut Ctx, v: &ValueSource, at: &YamlPath) -> Option<Base> {
 }
 
 fn compile_auth(ctx: &mut Ctx, a: &AuthDecl, at: &YamlPath) -> Option<Auth> {
-    let count = [a.bearer.is_some(), a.basic.is_some(), a.header.is_some()]
-        .iter()
-        .filter(|b| **b)
-        .count();
-    if count != 1 {
-        ctx.error(
-            "bad-auth",
-            at,
-            "auth needs exactly one of `bearer`, `basic` or `header`".into(),
-            "for example auth: {bearer: {env: API_TOKEN}}",
-        );
-        return None;
-    }
-    if let Some(b) = &a.bearer {
-        return ctx.external(b, &at.key("bearer"), true).map(Auth::Bearer);
-    }
-    if let Some(b) = &a.basic {
-        let username = ctx.value_source(&b.username, &at.key("basic").key("username"));
-        let password = ctx.external(&b.password, &at.key("basic").key("password"), true);
-        return Some(Auth::Basic {
-            username: username?,
-            password: password?,
-        });
-    }
-    let h = a.header.as_ref()?;
-    let name_ok = http::is_header_name(&h.name);
-    if !name_ok {
-        ctx.error(
-            "bad-header",
-            &at.key("header").key("name"),
-            format!("`{}` is not a valid header name", h.name),
-            "use letters, digits and `-`",
-        );
-    }
-    let value = ctx.external(&h.value, &at.key("header").key("value"), true)?;
-    name_ok.then(|| Auth::Header {
-        name: h.name.clone(),
-        value,
-    })
-}
-
-/// `500ms`, `30s`, `2m`, `1h`, or a bare number of seconds.
-pub fn parse_duration(text: &str) -> Option<Duration> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().ok()?;
-    let secs = match unit.trim() {
-        "ms" => n / 1000.0,
-        "" | "s" => n,
-        "m" | "min" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return None,
-    };
-    (secs.is_finite() && secs <= 86_400.0).then(|| Duration::from_secs_f64(secs))
-}
-
-/// `65536`, `64KiB`, `1MiB`, `1MB`.
-pub fn parse_size(text: &str) -> Option<usize> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: usize = num.parse().ok()?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kib" | "k" => 1024,
-        "kb" => 1000,
-        "mib" | "m" => 1024 * 1024,
-        "mb" => 1_000_000,
-        "gib" | "g" => 1024 * 1024 * 1024,
-        "gb" => 1_000_000_000,
-        _ => return None,
-    };
-    n.checked_mul(mult)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_and_sizes() {
-        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_duration("30s"), Some(Duration::from_secs(30)));
-        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
-        assert_eq!(parse_duration("1.5"), Some(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("3x"), None);
-        assert_eq!(parse_size("1MiB"), Some(1 << 20));
-        assert_eq!(parse_size("64KiB"), Some(64 << 10));
-        assert_eq!(parse_size("100"), Some(100));
-        assert_eq!(parse_size("1 TB"), None);
+    match a.compile(at, &ctx.base_dir) {
+        Ok(auth) => Some(auth),
+        Err(problems) => {
+            for p in problems {
+                ctx.problem(p);
+            }
+            None
+        }
     }
 }

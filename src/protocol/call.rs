@@ -352,19 +352,18 @@ pub async fn call(
         // An imported tool: the decision is made, so the call goes to the
         // upstream, whose result comes back as it gave it (or cut to
         // `max_output`).
-        if let Some(why) = cc.upstreams.unavailable(target) {
-            return Ok(refuse(entry, meta, why.0).into());
-        }
+        // One lookup: the connection found here is the one the call is sent on.
+        let connected = match cc.upstreams.connected(target) {
+            Ok(c) => c,
+            Err(why) => return Ok(refuse(entry, meta, why.0).into()),
+        };
         let arguments = match args {
             Value::Object(m) => m,
             _ => Map::new(),
         };
         let _permit = cc.limit.try_enter().map_err(|e| busy(entry.clone(), e))?;
         let started = std::time::Instant::now();
-        let answer = cc
-            .upstreams
-            .call(target, arguments, ctx.ct.cancelled())
-            .await;
+        let answer = connected.call(target, arguments, ctx.ct.cancelled()).await;
         let took = started.elapsed();
         entry.duration = Some(took);
         let mut execution = json!({

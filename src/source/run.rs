@@ -5,7 +5,7 @@
 //! `when` (the same conditions as mapping rules; the first match runs). A
 //! specification is either `cli` (an argv template, never a shell string) or
 //! `http` (a request template). Checking that placeholders name declared
-//! arguments, parsing durations and sizes, and compiling templates is
+//! arguments, applying durations and sizes, and compiling templates is
 //! `catalog::run`'s job; executing is `exec`'s.
 //!
 //! Several types here accept more than one YAML shape (a string or a list, a
@@ -14,13 +14,30 @@
 //! key deep inside still gets serde's precise message and yaml's location.
 //! The visitors also recognise an unquoted placeholder: YAML reads
 //! `- {path}` as a mapping `{path: null}`, and the message says to quote it.
+//!
+//! One step past shape lives here because two sections share it: where a
+//! value kept outside the catalog is read from ([`External::compile`],
+//! [`ValueSource::compile`]) and an `auth:` declaration as
+//! `run_plan::http::Auth` ([`AuthDecl::compile`]), used by `catalog::run`
+//! for `run.http.auth` and by `source::upstream` (checking) and `upstream`
+//! (reading at each connection) for a `url:` upstream's `auth`. Problems come
+//! back at their [`YamlPath`], for the caller to locate. So do the readers of
+//! a duration and a size ([`parse_duration`], [`parse_size`]), which an
+//! upstream's `timeout`, `start_timeout` and `max_output` use as well.
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::Path;
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
+
+use super::YamlPath;
+use crate::run_plan::ValueFrom;
+use crate::run_plan::cli::absolute;
+use crate::run_plan::http::{Auth, is_header_name};
 
 /// A tool's `run:` section: one specification, or cases tried in order.
 #[derive(Debug, Clone)]
@@ -142,8 +159,9 @@ pub struct HttpDecl {
     pub redirects: Option<u32>,
 }
 
-/// `run.http.auth`: exactly one of the three.
-#[derive(Debug, Clone, Deserialize)]
+/// `run.http.auth`, and the `auth` of a `url:` upstream: exactly one of
+/// the three ([`AuthDecl::compile`] says so, for both).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct AuthDecl {
     #[serde(default)]
@@ -154,14 +172,14 @@ pub struct AuthDecl {
     pub header: Option<HeaderAuthDecl>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct BasicAuthDecl {
     pub username: ValueSource,
     pub password: External,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct HeaderAuthDecl {
     pub name: String,
@@ -401,5 +419,190 @@ impl<'de> Deserialize<'de> for Condition {
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+/// A problem with a declaration, at its path; the caller locates it in
+/// the file it read.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    pub code: &'static str,
+    pub at: YamlPath,
+    pub message: String,
+    pub help: String,
+}
+
+impl Problem {
+    fn new(code: &'static str, at: YamlPath, message: String, help: &str) -> Problem {
+        Problem {
+            code,
+            at,
+            message,
+            help: help.to_string(),
+        }
+    }
+}
+
+impl External {
+    /// Where to read the value, with a relative file made absolute against
+    /// `base_dir`. A `secret` may not have a `default` written in the catalog.
+    pub fn compile(
+        &self,
+        at: &YamlPath,
+        base_dir: &Path,
+        secret: bool,
+    ) -> Result<ValueFrom, Problem> {
+        if secret && self.default.is_some() {
+            return Err(Problem::new(
+                "secret-default",
+                at.key("default"),
+                "a secret cannot have a default written in the catalog".into(),
+                "remove `default`; use `optional: true` to go on without it",
+            ));
+        }
+        match (&self.env, &self.file) {
+            (Some(name), None) if !name.is_empty() && !name.contains('=') => Ok(ValueFrom::Env {
+                name: name.clone(),
+                optional: self.optional,
+                default: self.default.clone(),
+            }),
+            (None, Some(path)) if !path.is_empty() => Ok(ValueFrom::File {
+                path: absolute(base_dir, path),
+                optional: self.optional,
+                default: self.default.clone(),
+            }),
+            _ => Err(Problem::new(
+                "bad-value-source",
+                at.clone(),
+                "give exactly one of `env` (a variable name) or `file` (a path)".into(),
+                "for example {env: GITHUB_TOKEN} or {file: /run/secrets/token}",
+            )),
+        }
+    }
+}
+
+impl ValueSource {
+    /// A literal as it is, else as [`External::compile`] (not a secret).
+    pub fn compile(&self, at: &YamlPath, base_dir: &Path) -> Result<ValueFrom, Problem> {
+        match self {
+            ValueSource::Literal(s) => Ok(ValueFrom::Literal(s.clone())),
+            ValueSource::External(e) => e.compile(at, base_dir, false),
+        }
+    }
+}
+
+impl AuthDecl {
+    /// The credentials to send, each read where the declaration says at
+    /// each use, or every problem with the declaration (`at` is `auth`'s own
+    /// path). The one check of an `auth:` for `run.http` and `url:` upstreams.
+    pub fn compile(&self, at: &YamlPath, base_dir: &Path) -> Result<Auth, Vec<Problem>> {
+        let count = [
+            self.bearer.is_some(),
+            self.basic.is_some(),
+            self.header.is_some(),
+        ]
+        .iter()
+        .filter(|b| **b)
+        .count();
+        if count != 1 {
+            return Err(vec![Problem::new(
+                "bad-auth",
+                at.clone(),
+                "auth needs exactly one of `bearer`, `basic` or `header`".into(),
+                "for example auth: {bearer: {env: API_TOKEN}}",
+            )]);
+        }
+        if let Some(b) = &self.bearer {
+            return b
+                .compile(&at.key("bearer"), base_dir, true)
+                .map(Auth::Bearer)
+                .map_err(|p| vec![p]);
+        }
+        if let Some(b) = &self.basic {
+            let at = at.key("basic");
+            let username = b.username.compile(&at.key("username"), base_dir);
+            let password = b.password.compile(&at.key("password"), base_dir, true);
+            return match (username, password) {
+                (Ok(username), Ok(password)) => Ok(Auth::Basic { username, password }),
+                (u, p) => Err(u.err().into_iter().chain(p.err()).collect()),
+            };
+        }
+        let h = self.header.as_ref().expect("one of the three is given");
+        let at = at.key("header");
+        let mut problems = Vec::new();
+        if !is_header_name(&h.name) {
+            problems.push(Problem::new(
+                "bad-header",
+                at.key("name"),
+                format!("`{}` is not a valid header name", h.name),
+                "use letters, digits and `-`",
+            ));
+        }
+        match h.value.compile(&at.key("value"), base_dir, true) {
+            Ok(value) if problems.is_empty() => Ok(Auth::Header {
+                name: h.name.clone(),
+                value,
+            }),
+            Ok(_) => Err(problems),
+            Err(p) => {
+                problems.push(p);
+                Err(problems)
+            }
+        }
+    }
+}
+
+/// `500ms`, `30s`, `2m`, `1h`, or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().ok()?;
+    let secs = match unit.trim() {
+        "ms" => n / 1000.0,
+        "" | "s" => n,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return None,
+    };
+    (secs.is_finite() && secs <= 86_400.0).then(|| Duration::from_secs_f64(secs))
+}
+
+/// `65536`, `64KiB`, `1MiB`, `1MB`.
+pub fn parse_size(text: &str) -> Option<usize> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: usize = num.parse().ok()?;
+    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kib" | "k" => 1024,
+        "kb" => 1000,
+        "mib" | "m" => 1024 * 1024,
+        "mb" => 1_000_000,
+        "gib" | "g" => 1024 * 1024 * 1024,
+        "gb" => 1_000_000_000,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_sizes() {
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("3x"), None);
+        assert_eq!(parse_size("1MiB"), Some(1 << 20));
+        assert_eq!(parse_size("64KiB"), Some(64 << 10));
+        assert_eq!(parse_size("100"), Some(100));
+        assert_eq!(parse_size("1 TB"), None);
     }
 }

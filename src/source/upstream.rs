@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::model::{MappingRule, StaticAnnotations, ToolDecl};
-use super::run::EnvDecl;
+use super::run::{AuthDecl, EnvDecl};
 use super::{Source, YamlPath};
 use crate::diag::{Diagnostic, Diagnostics};
 
@@ -47,9 +47,12 @@ pub struct UpstreamDecl {
     /// MCP's Streamable HTTP transport.
     #[serde(default)]
     pub url: Option<String>,
-    /// How regent authenticates to a `url:` upstream.
+    /// How regent authenticates to a `url:` upstream: as `run.http.auth`,
+    /// exactly one of `bearer`, `basic` or `header`, each secret kept
+    /// outside the catalog and read at each connection (so a rotated token
+    /// is picked up at the next reconnect).
     #[serde(default)]
-    pub auth: Option<UpstreamAuthDecl>,
+    pub auth: Option<AuthDecl>,
     #[serde(default)]
     pub args: Vec<String>,
     /// The child's environment, as for `run.cli.env`: nothing is inherited
@@ -83,18 +86,6 @@ pub struct UpstreamDecl {
     /// differs from the pin.
     #[serde(default)]
     pub snapshot: Option<String>,
-}
-
-/// `auth:` of a `url:` upstream: a bearer token kept outside the catalog
-/// (`env:` or `file:`, as `run.http.auth.bearer`), read at each connection
-/// so that a rotated token is picked up at the next reconnect.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct UpstreamAuthDecl {
-    /// Optional to serde so that `auth: {}` is reported by
-    /// [`check_endpoints`] with a suggested fix, not as a missing field.
-    #[serde(default)]
-    pub bearer: Option<super::run::External>,
 }
 
 /// How regent reaches an upstream, as its declaration says.
@@ -132,6 +123,41 @@ impl UpstreamDecl {
             && self.start_timeout == other.start_timeout
     }
 
+    /// `start_timeout`, `timeout` and `max_output` as given (`None`: not
+    /// given, the default applies), and each one that cannot be read. The
+    /// one reading of them: [`check_endpoints`] reports what cannot be read
+    /// when the catalog loads (so a reload that adds one fails, located, as
+    /// any catalog error does), and `upstream` takes the limits.
+    pub fn limits(&self) -> (Limits, Vec<Unreadable>) {
+        let mut bad = Vec::new();
+        let mut duration = |key: &'static str, given: &Option<super::run::Text>| {
+            let text = given.as_ref()?;
+            let d = super::run::parse_duration(&text.0);
+            if d.is_none() {
+                bad.push(Unreadable::duration(key, &text.0));
+            }
+            d
+        };
+        let start_timeout = duration("start_timeout", &self.start_timeout);
+        let timeout = duration("timeout", &self.timeout);
+        let max_output =
+            self.max_output
+                .as_ref()
+                .and_then(|text| match super::run::parse_size(&text.0) {
+                    Some(n) if n > 0 => Some(n),
+                    _ => {
+                        bad.push(Unreadable::size("max_output", &text.0));
+                        None
+                    }
+                });
+        let limits = Limits {
+            start_timeout,
+            timeout,
+            max_output,
+        };
+        (limits, bad)
+    }
+
     /// The key errors about reaching the upstream point at.
     pub fn endpoint_key(&self) -> &'static str {
         if self.url.is_some() && self.command.is_none() {
@@ -144,14 +170,79 @@ impl UpstreamDecl {
     }
 }
 
+/// An upstream's own limits, as [`UpstreamDecl::limits`] reads them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    pub start_timeout: Option<std::time::Duration>,
+    pub timeout: Option<std::time::Duration>,
+    pub max_output: Option<usize>,
+}
+
+/// A limit of an upstream's declaration that cannot be read.
+#[derive(Debug, Clone)]
+pub struct Unreadable {
+    pub key: &'static str,
+    pub code: &'static str,
+    /// "a duration", "a size"
+    pub kind: &'static str,
+    pub text: String,
+    pub help: &'static str,
+}
+
+impl Unreadable {
+    fn duration(key: &'static str, text: &str) -> Unreadable {
+        Unreadable {
+            key,
+            code: "upstream-duration",
+            kind: "a duration",
+            text: text.to_string(),
+            help: "write a duration such as `500ms`, `30s` or `2m`",
+        }
+    }
+
+    fn size(key: &'static str, text: &str) -> Unreadable {
+        Unreadable {
+            key,
+            code: "bad-size",
+            kind: "a size",
+            text: text.to_string(),
+            help: "write bytes or a number with a unit: `65536`, `64KiB`, `1MiB`",
+        }
+    }
+
+    /// The error, at its key in the upstream's declaration (`at`) in `file`.
+    pub fn diagnostic(
+        &self,
+        file: &super::ToolSource,
+        at: &YamlPath,
+        upstream: &str,
+    ) -> Diagnostic {
+        Diagnostic::error(
+            self.code,
+            file.locate(&at.key(self.key)),
+            format!(
+                "`{}` of upstream `{upstream}` is not {}: `{}`",
+                self.key, self.kind, self.text
+            ),
+        )
+        .with_help(self.help)
+    }
+}
+
 /// Every problem with how an upstream is to be reached: neither or both of
 /// `command` and `url`, a `url` that is not http(s), keys that only apply to
-/// the other kind, and a bearer token source that names neither or both of
-/// `env` and `file`. Found when the catalog loads, so `check` reports them
-/// and `serve` refuses to start with them.
+/// the other kind, and an `auth` that `run.http.auth` would refuse
+/// ([`AuthDecl::compile`], the one check of both), and a `timeout`,
+/// `start_timeout` or `max_output` that cannot be read
+/// ([`UpstreamDecl::limits`]). Found when the catalog loads, so `check`
+/// reports them, `serve` refuses to start with them and a reload with them
+/// fails, located, keeping the catalog and upstreams that serve.
 pub fn check_endpoints(source: &Source, diags: &mut Diagnostics) {
     for (f, at, u) in source.upstreams() {
         let file = &source.tool_files[f];
+        for bad in u.limits().1 {
+            diags.push(bad.diagnostic(file, &at, &u.name));
+        }
         let err = |key: YamlPath, message: String, help: &str| {
             Diagnostic::error("upstream-endpoint", file.locate(&key), message).with_help(help)
         };
@@ -199,22 +290,21 @@ pub fn check_endpoints(source: &Source, diags: &mut Diagnostics) {
                         ));
                     }
                 }
-                let bearer = u.auth.as_ref().map(|a| a.bearer.as_ref());
-                if let Some(None) = bearer {
-                    diags.push(err(
-                        at.key("auth"),
-                        format!("`auth` of upstream `{}` gives no `bearer`", u.name),
-                        "give `bearer: {env: VARIABLE}` or `bearer: {file: path}`, or remove `auth`",
-                    ));
-                }
-                if let Some(Some(b)) = bearer
-                    && b.env.is_some() == b.file.is_some()
+                if let Some(Err(problems)) = u
+                    .auth
+                    .as_ref()
+                    .map(|a| a.compile(&at.key("auth"), &base_dir(&file.path)))
                 {
-                    diags.push(err(
-                        at.key("auth").key("bearer"),
-                        format!("`auth.bearer` of upstream `{}` needs exactly one of `env` or `file`", u.name),
-                        "give `env: VARIABLE` (read from regent's environment) or `file: path` (relative to this file)",
-                    ));
+                    for p in problems {
+                        diags.push(
+                            Diagnostic::error(
+                                p.code,
+                                file.locate(&p.at),
+                                format!("`auth` of upstream `{}`: {}", u.name, p.message),
+                            )
+                            .with_help(p.help),
+                        );
+                    }
                 }
             }
         }

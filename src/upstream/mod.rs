@@ -20,8 +20,9 @@
 //! reports the connection lost when a ping fails or the transport closes,
 //! after which the supervisor connects again (a new MCP session, with its
 //! tools listed again) exactly as it restarts a child. rmcp's client
-//! negotiates the protocol version; its bearer token, when declared, is read
-//! at each connection.
+//! negotiates the protocol version; its credentials (`auth`, as
+//! `run.http.auth`: bearer, basic or a header), when declared, are read at
+//! each connection.
 
 pub mod supervise;
 
@@ -41,9 +42,13 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::{Notify, oneshot, watch};
 
 use crate::diag::{Diagnostic, Diagnostics, Location};
+use crate::run_plan::ValueFrom;
+use crate::run_plan::http::Auth;
 use crate::source::Source;
 use crate::source::run::ValueSource;
-use crate::source::upstream::{Declared, Endpoint, Snapshot, UpstreamDecl, UpstreamRef};
+use crate::source::upstream::{
+    Declared, Endpoint, Snapshot, Unreadable, UpstreamDecl, UpstreamRef,
+};
 
 /// How long an upstream has to start, answer `initialize` and list its
 /// tools, unless its declaration says (`start_timeout`).
@@ -146,27 +151,12 @@ impl Slot {
     /// declaration gives none. Its settings that cannot be read (a duration
     /// that is not one, a size that is not one), by key.
     fn new(declared: Declared, start_timeout: Duration) -> (Slot, Vec<Unreadable>) {
-        let mut bad = Vec::new();
-        let mut duration =
-            |key: &'static str, given: &Option<crate::source::run::Text>, default| {
-                let Some(text) = given else { return default };
-                crate::catalog::run::parse_duration(&text.0).unwrap_or_else(|| {
-                    bad.push(Unreadable::duration(key, &text.0));
-                    default
-                })
-            };
-        let start_timeout = duration("start_timeout", &declared.decl.start_timeout, start_timeout);
-        let call_timeout = duration("timeout", &declared.decl.timeout, CALL_TIMEOUT);
-        let max_output = match &declared.decl.max_output {
-            None => crate::run_plan::cli::DEFAULT_MAX_OUTPUT,
-            Some(text) => match crate::catalog::run::parse_size(&text.0) {
-                Some(n) if n > 0 => n,
-                _ => {
-                    bad.push(Unreadable::size("max_output", &text.0));
-                    crate::run_plan::cli::DEFAULT_MAX_OUTPUT
-                }
-            },
-        };
+        let (limits, bad) = declared.decl.limits();
+        let start_timeout = limits.start_timeout.unwrap_or(start_timeout);
+        let call_timeout = limits.timeout.unwrap_or(CALL_TIMEOUT);
+        let max_output = limits
+            .max_output
+            .unwrap_or(crate::run_plan::cli::DEFAULT_MAX_OUTPUT);
         let invalid = (!bad.is_empty()).then(|| {
             bad.iter()
                 .map(|b| format!("`{}` is not {}: `{}`", b.key, b.kind, b.text))
@@ -330,17 +320,7 @@ impl Upstreams {
             // An upstream with a duration error is reported without being started.
             if !bad.is_empty() {
                 for b in bad {
-                    diags.push(
-                        Diagnostic::error(
-                            b.code,
-                            file.locate(&at.key(b.key)),
-                            format!(
-                                "`{}` of upstream `{}` is not {}: `{}`",
-                                b.key, decl.name, b.kind, b.text
-                            ),
-                        )
-                        .with_help(b.help),
-                    );
+                    diags.push(b.diagnostic(file, &at, &decl.name));
                 }
                 continue;
             }
@@ -382,9 +362,10 @@ impl Upstreams {
             .cloned()
     }
 
-    /// The live connection of `target`, or why there is none (the call must
-    /// then fail closed: nothing is sent).
-    fn connected(&self, target: &UpstreamRef) -> Result<(Arc<Conn>, Duration, usize), CallError> {
+    /// The live connection of `target`, with its `timeout` and
+    /// `max_output`, looked up once for a call; or why there is none (the
+    /// call must then fail closed: nothing is sent).
+    pub fn connected(&self, target: &UpstreamRef) -> Result<Connected, CallError> {
         let Some(slot) = self.slot(&target.upstream) else {
             return Err(CallError(format!(
                 "upstream `{}` is no longer declared in the catalog",
@@ -420,26 +401,40 @@ impl Upstreams {
                 ),
             }));
         }
-        Ok((conn, slot.call_timeout, slot.max_output))
+        Ok(Connected {
+            conn,
+            limit: slot.call_timeout,
+            max_output: slot.max_output,
+        })
     }
+}
 
-    /// Why a call to `target` cannot be sent now, if it cannot.
-    pub fn unavailable(&self, target: &UpstreamRef) -> Option<CallError> {
-        self.connected(target).err()
-    }
+/// An upstream's connection as [`Upstreams::connected`] found it for one
+/// call: what [`Connected::call`] sends the call on.
+pub struct Connected {
+    conn: Arc<Conn>,
+    /// The upstream's `timeout`.
+    limit: Duration,
+    max_output: usize,
+}
 
-    /// Forwards one call, already decided, to its upstream, and returns the
-    /// upstream's result as it gave it, unless it passes the upstream's
-    /// `max_output` (then cut, see [`Forwarded::capped`]). Cancelled (and the
-    /// upstream told so with `notifications/cancelled`) when `cancelled`
-    /// completes or after the upstream's `timeout`.
+impl Connected {
+    /// Forwards one call, already decided, to `target`'s upstream, and
+    /// returns the upstream's result as it gave it, unless it passes the
+    /// upstream's `max_output` (then cut, see [`Forwarded::capped`]).
+    /// Cancelled (and the upstream told so with `notifications/cancelled`)
+    /// when `cancelled` completes or after the upstream's `timeout`.
     pub async fn call(
-        &self,
+        self,
         target: &UpstreamRef,
         arguments: Map<String, Value>,
         cancelled: impl std::future::Future<Output = ()>,
     ) -> Result<Forwarded, CallError> {
-        let (conn, limit, max_output) = self.connected(target)?;
+        let Connected {
+            conn,
+            limit,
+            max_output,
+        } = self;
         let mut params = CallToolRequestParams::new(target.tool.clone());
         params.arguments = Some(arguments);
         // Dropping the request future sends `notifications/cancelled` upstream.
@@ -504,7 +499,7 @@ impl Upstreams {
     }
 }
 
-/// What [`Upstreams::call`] gives back.
+/// What [`Connected::call`] gives back.
 #[derive(Debug)]
 pub struct Forwarded {
     pub result: CallToolResult,
@@ -571,38 +566,6 @@ fn cap(r: CallToolResult, max_output: usize) -> Forwarded {
     Forwarded {
         result: CallToolResult::error(content),
         capped: Some(max_output),
-    }
-}
-
-/// A declared setting that cannot be read, found when a slot is made.
-struct Unreadable {
-    key: &'static str,
-    code: &'static str,
-    /// "a duration", "a size"
-    kind: &'static str,
-    text: String,
-    help: &'static str,
-}
-
-impl Unreadable {
-    fn duration(key: &'static str, text: &str) -> Unreadable {
-        Unreadable {
-            key,
-            code: "upstream-duration",
-            kind: "a duration",
-            text: text.to_string(),
-            help: "write a duration such as `500ms`, `30s` or `2m`",
-        }
-    }
-
-    fn size(key: &'static str, text: &str) -> Unreadable {
-        Unreadable {
-            key,
-            code: "bad-size",
-            kind: "a size",
-            text: text.to_string(),
-            help: "write bytes or a number with a unit: `65536`, `64KiB`, `1MiB`",
-        }
     }
 }
 
@@ -780,8 +743,12 @@ async fn connect_http(
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
-    if let Some(token) = bearer(decl, base_dir)? {
-        config = config.auth_header(token);
+    match credentials(decl, base_dir)? {
+        None => {}
+        Some(Credentials::Bearer(token)) => config = config.auth_header(token),
+        Some(Credentials::Header(name, value)) => {
+            config = config.custom_headers([(name, value)].into_iter().collect());
+        }
     }
     crate::outbound::install_crypto();
     // As `run.http`: no system proxy, and no redirects (the declared url is
@@ -850,39 +817,74 @@ async fn connect_http(
     })
 }
 
-/// The bearer token of a `url:` upstream, read now from regent's
-/// environment or a file (relative to the tool file), if it declares one.
-fn bearer(decl: &UpstreamDecl, base_dir: &Path) -> Result<Option<String>, String> {
+/// What a `url:` upstream's `auth` sends: a bearer token (rmcp's own
+/// `Authorization: Bearer`), or a header (`basic`'s `Authorization: Basic`,
+/// or `header`'s own), its value marked sensitive.
+enum Credentials {
+    Bearer(String),
+    Header(reqwest::header::HeaderName, reqwest::header::HeaderValue),
+}
+
+/// The credentials of a `url:` upstream, read now from regent's environment
+/// or files (relative to the tool file), if it declares `auth`: the
+/// declaration is checked as `run.http.auth` ([`crate::source::run::AuthDecl::compile`], which
+/// `check_endpoints` already ran when the catalog loaded) and each secret
+/// read as a call reads it ([`ValueFrom::read`]). A missing optional secret
+/// sends nothing.
+fn credentials(decl: &UpstreamDecl, base_dir: &Path) -> Result<Option<Credentials>, String> {
+    use base64::Engine;
+    use reqwest::header::{AUTHORIZATION, HeaderName, HeaderValue};
+
     let Some(auth) = &decl.auth else {
         return Ok(None);
     };
-    // `auth: {}` does not load (`check_endpoints`); never connect without
-    // the token the declaration asked for.
-    let Some(e) = &auth.bearer else {
-        return Err("`auth` gives no `bearer`".into());
+    // A declaration that does not load never gets here; never connect
+    // without the credentials it asked for.
+    let auth = auth
+        .compile(&crate::source::YamlPath::root(), base_dir)
+        .map_err(|problems| {
+            let p = &problems[0];
+            format!("`auth` {} ({})", p.message, p.help)
+        })?;
+    let read = |from: &ValueFrom, what: &str| {
+        from.read().map_err(|why| {
+            format!("cannot read {what} of `auth`: {why} (set it, or add `optional: true` to connect without it)")
+        })
     };
-    let read = match (&e.env, &e.file) {
-        (Some(var), None) => std::env::var(var)
-            .map_err(|_| format!("the variable `{var}` of `auth.bearer` is not set")),
-        (None, Some(file)) => std::fs::read_to_string(base_dir.join(file))
-            .map(|s| s.trim().to_string())
-            .map_err(|err| {
-                format!(
-                    "cannot read the token file {} of `auth.bearer`: {}",
-                    base_dir.join(file).display(),
-                    crate::source::files::lower_io(&err)
-                )
-            }),
-        _ => return Err("`auth.bearer` needs exactly one of `env` or `file`".into()),
+    let header = |name: HeaderName, value: String, what: &str| {
+        let mut v = HeaderValue::from_str(&value)
+            .map_err(|_| format!("{what} of `auth` is not a valid header value"))?;
+        v.set_sensitive(true);
+        Ok::<_, String>(Credentials::Header(name, v))
     };
-    match (read, &e.default) {
-        (Ok(v), _) => Ok(Some(v)),
-        (Err(_), Some(d)) => Ok(Some(d.clone())),
-        (Err(_), None) if e.optional => Ok(None),
-        (Err(why), None) => Err(format!(
-            "{why} (set it, or add `optional: true` to connect without a token)"
-        )),
-    }
+    Ok(match auth {
+        Auth::Bearer(t) => read(&t, "the bearer token")?.map(Credentials::Bearer),
+        Auth::Basic { username, password } => {
+            match (
+                read(&username, "the user name")?,
+                read(&password, "the password")?,
+            ) {
+                (Some(u), Some(p)) => {
+                    let encoded =
+                        base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"));
+                    Some(header(
+                        AUTHORIZATION,
+                        format!("Basic {encoded}"),
+                        "`basic`",
+                    )?)
+                }
+                _ => None,
+            }
+        }
+        Auth::Header { name, value } => match read(&value, &format!("header `{name}`"))? {
+            Some(v) => {
+                let name = HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|_| format!("`{name}` is not a valid header name"))?;
+                Some(header(name, v, "`header.value`")?)
+            }
+            None => None,
+        },
+    })
 }
 
 /// An error and its sources, lowercase, so that an HTTP upstream's error
@@ -905,7 +907,7 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     }
     match e.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
         Some(StreamableHttpError::AuthRequired(_)) => {
-            return "the server answered 401 unauthorized: it wants a bearer token that `auth.bearer` does not give or that it does not accept".into();
+            return "the server answered 401 unauthorized: it wants credentials that `auth` does not give or that it does not accept".into();
         }
         Some(StreamableHttpError::InsufficientScope(_)) => {
             return "the server answered 403 forbidden: the token lacks a scope it requires".into();

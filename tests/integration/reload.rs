@@ -524,6 +524,24 @@ fn refused_at_start(dir: &Path, args: &[&str], code: i32, says: &str) {
 }
 
 #[test]
+fn an_added_upstream_with_a_bad_duration_keeps_the_previous_catalog() {
+    // Read when the catalog loads, as any catalog error: the reload fails at
+    // the key's place (not only in the upstream's own `lastError`), and
+    // nothing is started.
+    let broken = format!(
+        "{}upstreams:\n  - name: late\n    command: /no/such/program\n    start_timeout: later\n",
+        tool_yaml("2")
+    );
+    broken_then_fixed(
+        "deploy.yaml",
+        &broken,
+        "deploy.yaml:21:5: error: `start_timeout` of upstream `late` is not a duration: `later`",
+        tool_yaml("2"),
+        &both("2", "v1"),
+    );
+}
+
+#[test]
 fn start_up_with_a_bad_catalog_still_fails() {
     let (_tmp, dir) = catalog();
     let broken = "package tools.deploy\n\nmeta := {\n";

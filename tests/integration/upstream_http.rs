@@ -5,7 +5,9 @@
 //! forwards only the allowed ones (A's decision log shows which reached it),
 //! fails closed while A is down and reconnects when A is back on its port.
 //! A bearer token read from a file opens an A that requires one; a wrong one
-//! is reported with the url and the refusal.
+//! is reported with the url and the refusal. `basic` and `header`
+//! credentials go through a gate in front of A that checks the exact header
+//! value it receives.
 
 use crate::common;
 
@@ -301,6 +303,181 @@ fn a_bearer_token_from_a_file_opens_the_upstream_and_a_wrong_one_is_reported() {
     );
 }
 
+/// A gate on 127.0.0.1 in front of A: it records the value of one header
+/// of each request it receives and lets through only a request whose value
+/// is `expected` (the connection is then piped to A as it is); any other
+/// gets `401`. What regent A cannot check itself (`basic`, a header of the
+/// team's choosing), the gate does, on the bytes the upstream receives.
+struct Gate {
+    addr: SocketAddr,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Option<String>>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Gate {
+    fn start(upstream: SocketAddr, header: &'static str, expected: &str) -> Gate {
+        use std::io::{Read, Write};
+        use std::net::{TcpListener, TcpStream};
+
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (log, stopped, expected) = (seen.clone(), stop.clone(), expected.to_string());
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                if stopped.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                let (log, expected) = (log.clone(), expected.clone());
+                std::thread::spawn(move || {
+                    let mut client = client;
+                    client.set_read_timeout(Some(WAIT)).ok();
+                    // The request head, byte by byte: what follows is piped as is.
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") && head.len() < 64 * 1024 {
+                        match client.read(&mut byte) {
+                            Ok(1) => head.push(byte[0]),
+                            _ => return,
+                        }
+                    }
+                    let text = String::from_utf8_lossy(&head).to_string();
+                    let value = text.lines().skip(1).find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.trim()
+                            .eq_ignore_ascii_case(header)
+                            .then(|| v.trim().to_string())
+                    });
+                    let pass = value.as_deref() == Some(expected.as_str());
+                    log.lock().unwrap().push(value);
+                    if !pass {
+                        let _ = client.write_all(
+                            b"HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Basic realm=\"gate\"\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                        );
+                        return;
+                    }
+                    let Ok(mut server) = TcpStream::connect(upstream) else {
+                        return;
+                    };
+                    server.set_read_timeout(Some(WAIT)).ok();
+                    if server.write_all(&head).is_err() {
+                        return;
+                    }
+                    let (mut to_server, mut from_client) =
+                        (server.try_clone().unwrap(), client.try_clone().unwrap());
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from_client, &mut to_server);
+                        let _ = to_server.shutdown(std::net::Shutdown::Write);
+                    });
+                    let _ = std::io::copy(&mut server, &mut client);
+                    let _ = client.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        });
+        Gate { addr, seen, stop }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// The header's value in each request so far (`None`: not sent).
+    fn seen(&self) -> Vec<Option<String>> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Wakes the accept loop, which then sees `stop`.
+        let _ = std::net::TcpStream::connect(self.addr);
+    }
+}
+
+#[test]
+fn basic_and_header_credentials_reach_the_upstream_and_wrong_ones_are_reported() {
+    // (`auth` as declared, its secret file, what the gate checks, the exact
+    // value it must see, a right secret, a wrong one and the value it makes)
+    for (auth, file, header, expected, right, wrong, sent) in [
+        (
+            "\n    auth:\n      basic: {username: bob, password: {file: a.password}}",
+            "a.password",
+            "authorization",
+            // base64("bob:pa55 word")
+            "Basic Ym9iOnBhNTUgd29yZA==",
+            "pa55 word\n",
+            "pa55 w0rd\n",
+            "Basic Ym9iOnBhNTUgdzByZA==",
+        ),
+        (
+            "\n    auth:\n      header: {name: X-Api-Key, value: {file: a.key}}",
+            "a.key",
+            "x-api-key",
+            "key-for-a",
+            "key-for-a\n",
+            "not-the-key\n",
+            "not-the-key",
+        ),
+    ] {
+        let a_dir = tempfile::tempdir().unwrap();
+        let b_dir = tempfile::tempdir().unwrap();
+        upstream_catalog(a_dir.path());
+        let log = a_dir.path().join("decisions.jsonl");
+        let a = start_upstream(a_dir.path(), "127.0.0.1:0", &log, &[]);
+        let gate = Gate::start(a.addr, header, expected);
+        let url = gate.url("/mcp");
+        governing_catalog(b_dir.path(), &url, auth);
+
+        // The right secret: the gate saw exactly the expected value on every
+        // request, A listed its tools, and a call is forwarded.
+        std::fs::write(b_dir.path().join(file), right).unwrap();
+        let out = regent()
+            .args(["upstream", "snapshot"])
+            .arg(b_dir.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{auth}: {stdout}\n{}\ngate saw {:?}",
+            String::from_utf8_lossy(&out.stderr),
+            gate.seen()
+        );
+        let pinned: Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(pinned["upstreams"]["a"]["tools"][0]["name"], "echo_text");
+        let seen = gate.seen();
+        assert!(
+            !seen.is_empty() && seen.iter().all(|v| v.as_deref() == Some(expected)),
+            "{auth}: the gate saw {seen:?}"
+        );
+        let mut b = start_governor(Era::Modern, b_dir.path());
+        let r = call(&mut b, "with-credentials");
+        assert_eq!(r["result"]["isError"], false, "{r}\n{}", b.stderr());
+        decisions_with(&log, "with-credentials");
+        drop(b);
+
+        // A wrong secret: the gate refuses it, and B does not serve, saying
+        // which upstream, where, and why.
+        std::fs::write(b_dir.path().join(file), wrong).unwrap();
+        let out = common::serve_once(b_dir.path());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{auth}: {stderr}");
+        assert!(
+            stderr.contains("b.yaml:4:5")
+                && stderr.contains(&format!("upstream `a` at {url} could not be reached"))
+                && stderr.contains("401"),
+            "{auth}: {stderr}"
+        );
+        assert!(
+            gate.seen().last() == Some(&Some(sent.to_string())),
+            "{auth}: the gate never saw the wrong secret: {:?}",
+            gate.seen()
+        );
+    }
+}
+
 #[test]
 fn an_upstream_needs_exactly_one_of_command_and_url() {
     for (yaml, at, says) in [
@@ -332,12 +509,37 @@ fn an_upstream_needs_exactly_one_of_command_and_url() {
         (
             "upstreams:\n  - name: u\n    url: http://127.0.0.1:1/mcp\n    auth:\n      bearer: {env: T, file: t}\n",
             "b.yaml:5:7",
-            "needs exactly one of `env` or `file`",
+            "`auth` of upstream `u`: give exactly one of `env` (a variable name) or `file` (a path)",
         ),
         (
             "upstreams:\n  - name: u\n    url: http://127.0.0.1:1/mcp\n    auth: {}\n",
             "b.yaml:4:5",
-            "gives no `bearer`",
+            "`auth` of upstream `u`: auth needs exactly one of `bearer`, `basic` or `header`",
+        ),
+        (
+            "upstreams:\n  - name: u\n    url: http://127.0.0.1:1/mcp\n    auth:\n      bearer: {env: T}\n      header: {name: X-Key, value: {env: K}}\n",
+            "b.yaml:4:5",
+            "auth needs exactly one of `bearer`, `basic` or `header`",
+        ),
+        (
+            "upstreams:\n  - name: u\n    url: http://127.0.0.1:1/mcp\n    auth:\n      header: {value: {env: K}}\n",
+            "b.yaml:5:15",
+            "missing field `name`",
+        ),
+        (
+            "upstreams:\n  - name: u\n    url: http://127.0.0.1:1/mcp\n    auth:\n      header: {name: \"bad name\", value: {env: K}}\n",
+            "b.yaml:5:16",
+            "`bad name` is not a valid header name",
+        ),
+        (
+            "upstreams:\n  - name: u\n    url: http://127.0.0.1:1/mcp\n    auth:\n      basic: {username: me}\n",
+            "b.yaml:5:14",
+            "missing field `password`",
+        ),
+        (
+            "upstreams:\n  - name: u\n    url: http://127.0.0.1:1/mcp\n    auth:\n      basic: {username: me, password: {env: P, default: x}}\n",
+            "b.yaml:5:48",
+            "a secret cannot have a default written in the catalog",
         ),
     ] {
         let dir = tempfile::tempdir().unwrap();
