@@ -318,12 +318,12 @@ impl Writer {
         };
         // Full: refused at once while stalled, else wait for room, holding
         // the sending end (closing meanwhile lets this push finish).
-        if self.shared.refuse() {
-            return Err(self.shared.stalled());
-        }
         let Some(tx) = self.queue.load_full() else {
             return self.direct(pending);
         };
+        if self.shared.refuse() {
+            return Err(self.shared.stalled());
+        }
         match tx.send_timeout(pending, self.shared.stall_after) {
             Ok(()) => Ok(()),
             Err(SendTimeoutError::Timeout(_)) => {
