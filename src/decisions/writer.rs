@@ -1,12 +1,13 @@
 //! The decision log's writer thread: requests hand it entries, and it turns
 //! them into lines and writes them, so no request waits for a write(2).
 //!
-//! Requests push [`Pending`] entries onto a bounded queue and go on; the
-//! thread takes everything queued at once, formats each line into its buffer
-//! and writes the buffer when the queue runs dry (or the buffer is large).
-//! A client that reads the log right after an answer therefore finds the
-//! line within a scheduling delay, and lines never sit in a buffer while
-//! the server is idle.
+//! Requests push [`Pending`] entries onto a bounded queue (a
+//! `crossbeam-channel` bounded channel) and go on; the thread takes
+//! everything queued at once, formats each line into its buffer and writes
+//! the buffer when the queue runs dry (or the buffer is large). A client
+//! that reads the log right after an answer therefore finds the line within
+//! a scheduling delay, and lines never sit in a buffer while the server is
+//! idle.
 //!
 //! Backpressure, deliberately: this is an audit log, so a decision is never
 //! dropped to keep up. When [`CAPACITY`] entries are waiting, the request
@@ -21,9 +22,11 @@
 //! costs each request at most [`STALL_AFTER`], once, and never wedges the
 //! server.
 //!
-//! Closing ([`DecisionLog::close`]) writes everything queued, flushes and
-//! joins the thread; a line recorded after that is written directly. What
-//! goes into a line is `Entry`'s business ([`super::Entry::line`]).
+//! Closing ([`DecisionLog::close`]) takes the queue's sending end from
+//! requests: the thread writes everything queued (and what pushes already
+//! under way add), flushes and ends, and closing joins it. A line recorded
+//! after that is written directly. What goes into a line is `Entry`'s
+//! business ([`super::Entry::line`]).
 //!
 //! With an HTTP sink ([`super::ship`]), each decision line is also handed
 //! to it as it is formatted; that never waits (the sink drops rather than
@@ -33,14 +36,17 @@
 //! [`DecisionLog::record`]: super::DecisionLog::record
 //! [`DecisionLog::close`]: super::DecisionLog::close
 
-use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
+use arc_swap::ArcSwapOption;
+use crossbeam_channel::{
+    Receiver, RecvTimeoutError, SendTimeoutError, Sender, TryRecvError, TrySendError,
+};
 use serde_json::json;
 
 use super::ship::Shipper;
@@ -115,27 +121,13 @@ impl std::fmt::Display for Stalled {
     }
 }
 
-struct State {
-    queue: VecDeque<Pending>,
-    /// The writer sleeps until told; only then does a push notify it, so a
-    /// busy writer costs a request no wake-up call.
-    writer_waiting: bool,
-    /// Requests waiting for room, and `close` waiting for the end: the
-    /// writer signals `room` only when someone waits.
-    room_waiters: usize,
-    closed: bool,
-    finished: bool,
-    stalled: bool,
-    /// Decisions refused while stalled, not yet reported in a `gap` line.
-    missed: u64,
-}
-
 struct Shared {
-    state: Mutex<State>,
-    /// Signalled when there is work for the writer (or it should close).
-    work: Condvar,
-    /// Signalled when the writer took the queue (room) or finished.
-    room: Condvar,
+    /// Set when a request found no room for [`STALL_AFTER`]; cleared when
+    /// the writer next takes entries. Read without a lock (every call checks
+    /// it); changed only under `missed`'s lock, so the two change together.
+    stalled: AtomicBool,
+    /// Decisions refused while stalled, not yet reported in a `gap` line.
+    missed: Mutex<u64>,
     /// The buffer and the sink; the writer holds this while it writes, and
     /// a line recorded after closing is written through it directly.
     out: Mutex<Output>,
@@ -150,6 +142,39 @@ impl Shared {
             waiting: self.capacity,
             after: self.stall_after,
         }
+    }
+
+    /// A request waited [`STALL_AFTER`] in vain: the log is stalled, and
+    /// its decision is the first one missed.
+    fn stall(&self) {
+        let mut missed = lock(&self.missed);
+        self.stalled.store(true, Ordering::Release);
+        *missed += 1;
+    }
+
+    /// Counts one refused decision if the log is stalled.
+    fn refuse(&self) -> bool {
+        if !self.stalled.load(Ordering::Acquire) {
+            return false;
+        }
+        let mut missed = lock(&self.missed);
+        let stalled = self.stalled.load(Ordering::Acquire);
+        if stalled {
+            *missed += 1;
+        }
+        stalled
+    }
+
+    /// The writer took entries: the log flows again. Returns how many
+    /// decisions were refused meanwhile (they are only counted while
+    /// stalled, so an unset flag means none).
+    fn progress(&self) -> u64 {
+        if !self.stalled.load(Ordering::Acquire) {
+            return 0;
+        }
+        let mut missed = lock(&self.missed);
+        self.stalled.store(false, Ordering::Release);
+        std::mem::take(&mut *missed)
     }
 }
 
@@ -200,10 +225,25 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The queue and its thread, started on the first entry.
 pub struct Writer {
     shared: Arc<Shared>,
+    /// The queue's sending end; none once closed (or when the thread could
+    /// not start), and lines are then written directly. The thread ends
+    /// once this is gone and no push under way still holds it.
+    queue: ArcSwapOption<Sender<Pending>>,
     /// Set once the thread was started (or could not be): the check every
     /// entry makes, without taking a lock.
     started: AtomicBool,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    thread: Mutex<Thread>,
+}
+
+enum Thread {
+    /// The queue's receiving end, for the thread to take.
+    NotStarted(Receiver<Pending>),
+    /// `done` disconnects when the thread ends.
+    Running {
+        handle: JoinHandle<()>,
+        done: Receiver<()>,
+    },
+    Gone,
 }
 
 impl Writer {
@@ -238,75 +278,67 @@ impl Writer {
         capacity: usize,
         stall_after: Duration,
     ) -> Writer {
+        let capacity = capacity.max(1);
+        let (tx, rx) = crossbeam_channel::bounded(capacity);
         Writer {
             shared: Arc::new(Shared {
-                state: Mutex::new(State {
-                    queue: VecDeque::new(),
-                    writer_waiting: false,
-                    room_waiters: 0,
-                    closed: false,
-                    finished: false,
-                    stalled: false,
-                    missed: 0,
-                }),
-                work: Condvar::new(),
-                room: Condvar::new(),
+                stalled: AtomicBool::new(false),
+                missed: Mutex::new(0),
                 out: Mutex::new(Output {
                     sink,
                     buf: Vec::with_capacity(BUFFER),
                     ship,
                 }),
                 format,
-                capacity: capacity.max(1),
+                capacity,
                 stall_after,
             }),
+            queue: ArcSwapOption::from_pointee(tx),
             started: AtomicBool::new(false),
-            thread: Mutex::new(None),
+            thread: Mutex::new(Thread::NotStarted(rx)),
         }
     }
 
     /// Queues `entry`, waiting for room when the queue is full (see the
     /// module docs for how long, and what happens then).
     pub fn push(&self, entry: Entry) -> Result<(), Stalled> {
-        let time = SystemTime::now();
+        let pending = Pending {
+            entry,
+            time: SystemTime::now(),
+        };
         self.start();
-        let shared = &*self.shared;
-        let mut st = lock(&shared.state);
-        if st.queue.len() >= shared.capacity && !st.closed {
-            if st.stalled {
-                st.missed += 1;
-                return Err(shared.stalled());
+        let pending = match &*self.queue.load() {
+            None => return self.direct(pending),
+            Some(tx) => match tx.try_send(pending) {
+                Ok(()) => return Ok(()),
+                Err(TrySendError::Full(p)) => p,
+                // The thread is gone (it panicked): write the line here.
+                Err(TrySendError::Disconnected(p)) => return self.direct(p),
+            },
+        };
+        // Full: refused at once while stalled, else wait for room, holding
+        // the sending end (closing meanwhile lets this push finish).
+        let Some(tx) = self.queue.load_full() else {
+            return self.direct(pending);
+        };
+        if self.shared.refuse() {
+            return Err(self.shared.stalled());
+        }
+        match tx.send_timeout(pending, self.shared.stall_after) {
+            Ok(()) => Ok(()),
+            Err(SendTimeoutError::Timeout(_)) => {
+                self.shared.stall();
+                Err(self.shared.stalled())
             }
-            let deadline = Instant::now() + shared.stall_after;
-            while st.queue.len() >= shared.capacity && !st.closed {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    st.stalled = true;
-                    st.missed += 1;
-                    return Err(shared.stalled());
-                }
-                st.room_waiters += 1;
-                st = shared
-                    .room
-                    .wait_timeout(st, left)
-                    .unwrap_or_else(|p| p.into_inner())
-                    .0;
-                st.room_waiters -= 1;
-            }
+            Err(SendTimeoutError::Disconnected(p)) => self.direct(p),
         }
-        if st.closed {
-            // The thread is gone (or going): write the line here.
-            drop(st);
-            let mut out = lock(&shared.out);
-            out.line(&entry, time, &shared.format);
-            out.flush();
-            return Ok(());
-        }
-        st.queue.push_back(Pending { entry, time });
-        if st.writer_waiting {
-            st.writer_waiting = false;
-            shared.work.notify_one();
-        }
+    }
+
+    /// Writes the line here, not through the thread (after closing).
+    fn direct(&self, p: Pending) -> Result<(), Stalled> {
+        let mut out = lock(&self.shared.out);
+        out.line(&p.entry, p.time, &self.shared.format);
+        out.flush();
         Ok(())
     }
 
@@ -314,7 +346,7 @@ impl Writer {
     /// (tests; callers use [`Writer::refuse_if_stalled`], which counts).
     #[cfg(test)]
     pub fn is_stalled(&self) -> bool {
-        lock(&self.shared.state).stalled
+        self.shared.stalled.load(Ordering::Acquire)
     }
 
     /// For a caller that refuses its decision while the log is stalled
@@ -323,11 +355,15 @@ impl Writer {
     /// `gap` line, as a refused [`Writer::push`] is. Without this, calls
     /// refused at their check appeared in no line at all.
     pub fn refuse_if_stalled(&self) -> bool {
-        let mut st = lock(&self.shared.state);
-        if st.stalled {
-            st.missed += 1;
+        if !self.shared.stalled.load(Ordering::Acquire) {
+            return false;
         }
-        st.stalled
+        // A stalled queue is full until the writer takes from it, which
+        // clears the flag. One with room was taken from (or the flag was
+        // set just after the writer emptied it, and only the next entry
+        // clears it): that entry must be let through, not refused.
+        let full = self.queue.load().as_ref().is_none_or(|tx| tx.is_full());
+        full && self.shared.refuse()
     }
 
     fn start(&self) {
@@ -338,17 +374,24 @@ impl Writer {
         if self.started.swap(true, Ordering::AcqRel) {
             return;
         }
+        let Thread::NotStarted(queue) = std::mem::replace(&mut *thread, Thread::Gone) else {
+            return;
+        };
         let shared = self.shared.clone();
+        let (finished, done) = crossbeam_channel::bounded::<()>(0);
         let spawned = std::thread::Builder::new()
             .name("regent-decisions".into())
-            .spawn(move || run(&shared));
+            .spawn(move || {
+                let _finished = finished;
+                run(&shared, &queue);
+            });
         match spawned {
-            Ok(handle) => *thread = Some(handle),
+            Ok(handle) => *thread = Thread::Running { handle, done },
             Err(e) => {
                 // Without a thread, lines are written directly (as after
                 // closing): slower, but nothing is lost.
                 tracing::error!("cannot start the decision-log writer, writing directly: {e}");
-                lock(&self.shared.state).closed = true;
+                self.queue.store(None);
             }
         }
     }
@@ -357,34 +400,21 @@ impl Writer {
     /// are written directly. Gives up waiting after [`CLOSE_WAIT`] when the
     /// destination is blocked.
     pub fn close(&self) {
-        let shared = &*self.shared;
-        let handle = {
+        let thread = {
             let mut thread = lock(&self.thread);
             // No thread starts after this.
             self.started.store(true, Ordering::Release);
-            thread.take()
+            std::mem::replace(&mut *thread, Thread::Gone)
         };
-        let mut st = lock(&shared.state);
-        st.closed = true;
-        let Some(handle) = handle else {
+        // The thread sees the queue closed once it is empty and no push
+        // under way holds the sending end any more.
+        self.queue.store(None);
+        let Thread::Running { handle, done } = thread else {
             return;
         };
-        shared.work.notify_one();
-        let deadline = Instant::now() + CLOSE_WAIT;
-        while !st.finished {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return;
-            }
-            st.room_waiters += 1;
-            st = shared
-                .room
-                .wait_timeout(st, left)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-            st.room_waiters -= 1;
+        if let Err(RecvTimeoutError::Timeout) = done.recv_timeout(CLOSE_WAIT) {
+            return;
         }
-        drop(st);
         let _ = handle.join();
     }
 }
@@ -395,42 +425,35 @@ impl Drop for Writer {
     }
 }
 
-/// The writer thread: take the whole queue, format it, write when the queue
-/// runs dry or the buffer is full, sleep until more comes.
-fn run(shared: &Shared) {
-    let mut batch: VecDeque<Pending> = VecDeque::new();
+/// The writer thread: take everything queued, format it, write when the
+/// queue runs dry or the buffer is full, sleep until more comes; end when
+/// the queue is closed and empty.
+fn run(shared: &Shared, queue: &Receiver<Pending>) {
+    let mut batch: Vec<Pending> = Vec::new();
     let mut written_since_flush = false;
     loop {
-        let missed;
-        {
-            let mut st = lock(&shared.state);
-            loop {
-                if !st.queue.is_empty() {
-                    break;
-                }
-                if written_since_flush {
+        let first = if written_since_flush {
+            match queue.try_recv() {
+                Ok(p) => p,
+                Err(e) => {
                     // Dry: write out what is buffered before sleeping.
-                    drop(st);
                     lock(&shared.out).flush();
                     written_since_flush = false;
-                    st = lock(&shared.state);
+                    if e == TryRecvError::Disconnected {
+                        return;
+                    }
                     continue;
                 }
-                if st.closed {
-                    st.finished = true;
-                    shared.room.notify_all();
-                    return;
-                }
-                st.writer_waiting = true;
-                st = shared.work.wait(st).unwrap_or_else(|p| p.into_inner());
             }
-            std::mem::swap(&mut st.queue, &mut batch);
-            st.stalled = false;
-            missed = std::mem::take(&mut st.missed);
-            if st.room_waiters > 0 {
-                shared.room.notify_all();
+        } else {
+            match queue.recv() {
+                Ok(p) => p,
+                Err(_) => return,
             }
-        }
+        };
+        batch.push(first);
+        batch.extend(queue.try_iter().take(shared.capacity - 1));
+        let missed = shared.progress();
         let mut out = lock(&shared.out);
         if missed > 0 {
             out.gap(missed, shared.stalled());
