@@ -349,35 +349,39 @@ fn roots_value(param: &str, which: RootsDecl, uris: &[String]) -> Result<Value, 
 }
 
 /// The local path of a `file://` URI (`file:///home/a%20b` -> `/home/a b`);
-/// `None` for other schemes, remote hosts and malformed escapes.
+/// `None` for other schemes, remote hosts, malformed escapes and paths that
+/// are not UTF-8 or hold a NUL byte. Parsing is the `url` crate's (WHATWG
+/// URL: `localhost` is the local host, `.` and `..` segments are resolved).
 pub fn file_uri_path(uri: &str) -> Option<String> {
-    let rest = uri.strip_prefix("file://")?;
-    let path = match rest.strip_prefix("localhost") {
-        Some(p) => p,
-        None => rest,
-    };
-    if !path.starts_with('/') {
+    let url = url::Url::parse(uri).ok()?;
+    if url.scheme() != "file" || !valid_escapes(url.path()) {
         return None;
     }
-    let bytes = path.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
+    let path = url
+        .to_file_path()
+        .ok()?
+        .into_os_string()
+        .into_string()
+        .ok()?;
+    if path.contains('\0') {
+        return None;
     }
-    let path = String::from_utf8(out).ok()?;
     // A trailing slash names the same directory; keep paths comparable.
     Some(if path.len() > 1 {
         path.trim_end_matches('/').to_string()
     } else {
         path
+    })
+}
+
+/// Whether every `%` starts a two-digit hex escape: `url` keeps a stray `%`
+/// as a literal one, a client's root with one is refused instead.
+fn valid_escapes(path: &str) -> bool {
+    let b = path.as_bytes();
+    b.iter().enumerate().all(|(i, &c)| {
+        c != b'%'
+            || b.get(i + 1..i + 3)
+                .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
     })
 }
 
@@ -399,6 +403,19 @@ mod tests {
         assert_eq!(file_uri_path("file://host/srv"), None);
         assert_eq!(file_uri_path("https://example.com/x"), None);
         assert_eq!(file_uri_path("file:///bad%zz"), None);
+        assert_eq!(file_uri_path("file:///bad%2"), None);
+        assert_eq!(file_uri_path("file:///nul%00x"), None);
+        assert_eq!(file_uri_path("file:///x%FF"), None);
+        assert_eq!(file_uri_path("file://localhost"), Some("/".to_string()));
+        assert_eq!(file_uri_path("file://192.168.0.1/srv"), None);
+        assert_eq!(file_uri_path("unix:/srv"), None);
+        assert_eq!(file_uri_path("/srv"), None);
+        assert_eq!(file_uri_path("file:/srv").as_deref(), Some("/srv"));
+        assert_eq!(file_uri_path("FILE:///srv").as_deref(), Some("/srv"));
+        assert_eq!(
+            file_uri_path("file:///srv/a/../b%2Fc").as_deref(),
+            Some("/srv/b/c")
+        );
     }
 
     #[test]

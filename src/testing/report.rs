@@ -216,34 +216,19 @@ pub fn coverage(c: &Coverage, style: Style) -> String {
     out
 }
 
-fn xml(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            '&' => "&amp;".to_string(),
-            '<' => "&lt;".to_string(),
-            '>' => "&gt;".to_string(),
-            '"' => "&quot;".to_string(),
-            '\'' => "&apos;".to_string(),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' && c != '\r' => String::new(),
-            c => c.to_string(),
-        })
-        .collect()
-}
-
 /// JUnit XML: one suite per case file, one for Rego tests, one for errors
-/// that stopped tests from running.
+/// that stopped tests from running. quick-junit writes it: escaping, control
+/// characters (dropped, as XML 1.0 has no way to write them) and the
+/// counts of each suite and of the report.
 pub fn junit(r: &TestReport) -> String {
-    let mut suites: Vec<(String, Vec<String>, usize)> = Vec::new();
-    let mut by_file: std::collections::BTreeMap<String, (Vec<String>, usize)> = Default::default();
+    use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+    let mut report = Report::new("regent test");
+    let mut by_file: std::collections::BTreeMap<String, Vec<TestCase>> = Default::default();
     for c in &r.cases {
         let file = display_path(&c.case.file).display().to_string();
-        let mut tc = format!(
-            "    <testcase name=\"{}\" classname=\"{}\">",
-            xml(&c.case.title()),
-            xml(&file)
-        );
-        let failed = !c.outcome.passed;
-        if failed {
+        let status = if c.outcome.passed {
+            TestCaseStatus::success()
+        } else {
             let mut body = String::new();
             for row in &c.outcome.rows {
                 body.push_str(&format!(
@@ -258,86 +243,101 @@ pub fn junit(r: &TestReport) -> String {
                 body.push_str(n);
                 body.push('\n');
             }
-            tc.push_str(&format!(
-                "<failure message=\"{}\">{}</failure>",
-                xml(&format!("case at {} failed", c.case.location)),
-                xml(&body)
-            ));
-        }
-        tc.push_str("</testcase>");
-        let e = by_file.entry(file).or_default();
-        e.0.push(tc);
-        e.1 += failed as usize;
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(format!("case at {} failed", c.case.location))
+                .set_description(body);
+            s
+        };
+        let mut tc = TestCase::new(c.case.title(), status);
+        tc.set_classname(file.as_str());
+        by_file.entry(file).or_default().push(tc);
     }
-    for (file, (cases, failures)) in by_file {
-        suites.push((file, cases, failures));
+    for (file, cases) in by_file {
+        let mut suite = TestSuite::new(file);
+        suite.add_test_cases(cases);
+        report.add_test_suite(suite);
     }
     if !r.rego.is_empty() {
-        let mut cases = Vec::new();
-        let mut failures = 0;
+        let mut suite = TestSuite::new("rego");
         for t in &r.rego {
-            let file = display_path(&t.location.file).display().to_string();
-            let mut tc = format!(
-                "    <testcase name=\"{}\" classname=\"{}\">",
-                xml(&t.name),
-                xml(&file)
-            );
-            if let Some(why) = &t.failure {
-                failures += 1;
-                tc.push_str(&format!(
-                    "<failure message=\"{}\">{}</failure>",
-                    xml(why),
-                    xml(&t.location.to_string())
-                ));
-            }
-            tc.push_str("</testcase>");
-            cases.push(tc);
+            let status = match &t.failure {
+                None => TestCaseStatus::success(),
+                Some(why) => {
+                    let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                    s.set_message(why.as_str())
+                        .set_description(t.location.to_string());
+                    s
+                }
+            };
+            let mut tc = TestCase::new(t.name.as_str(), status);
+            tc.set_classname(display_path(&t.location.file).display().to_string());
+            suite.add_test_case(tc);
         }
-        suites.push(("rego".to_string(), cases, failures));
+        report.add_test_suite(suite);
     }
-    let errors: Vec<String> = r
+    let errors: Vec<TestCase> = r
         .diagnostics
         .iter()
         .chain(&r.malformed)
         .filter(|d| d.is_error())
         .map(|d| {
-            format!(
-                "    <testcase name=\"{}\" classname=\"catalog\"><error message=\"{}\">{}</error></testcase>",
-                xml(&d.location.to_string()),
-                xml(&d.message),
-                xml(d.help.as_deref().unwrap_or(""))
-            )
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+            s.set_message(d.message.as_str());
+            if let Some(help) = &d.help {
+                s.set_description(help.as_str());
+            }
+            let mut tc = TestCase::new(d.location.to_string(), s);
+            tc.set_classname("catalog");
+            tc
         })
         .collect();
-    let n_errors = errors.len();
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let total: usize = suites.iter().map(|s| s.1.len()).sum::<usize>() + n_errors;
-    out.push_str(&format!(
-        "<testsuites name=\"regent test\" tests=\"{total}\" failures=\"{}\" errors=\"{n_errors}\">\n",
-        r.failed() - r.malformed.len()
-    ));
-    for (name, cases, failures) in &suites {
-        out.push_str(&format!(
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\">\n",
-            xml(name),
-            cases.len()
-        ));
-        for c in cases {
-            out.push_str(c);
-            out.push('\n');
-        }
-        out.push_str("  </testsuite>\n");
+    if !errors.is_empty() {
+        let mut suite = TestSuite::new("catalog");
+        suite.add_test_cases(errors);
+        report.add_test_suite(suite);
     }
-    if n_errors > 0 {
-        out.push_str(&format!(
-            "  <testsuite name=\"catalog\" tests=\"{n_errors}\" failures=\"0\" errors=\"{n_errors}\">\n"
-        ));
-        for e in errors {
-            out.push_str(&e);
-            out.push('\n');
+    // Serializing to a String fails only on I/O errors, which a String has not.
+    report
+        .to_string()
+        .unwrap_or_else(|e| format!("<!-- JUnit report not written: {e} -->\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::rego_test::RegoTest;
+    use crate::diag::Location;
+
+    #[test]
+    fn junit_escapes_markup_and_drops_control_characters() {
+        let why = "got <b> & \"c\" \u{7} 'd'";
+        let r = TestReport {
+            rego: vec![RegoTest {
+                // An ANSI colour sequence goes whole, not just its ESC.
+                name: "data.t.test_<&\"\u{1b}[31m>".to_string(),
+                location: Location::new("t_test.rego", 3, 1),
+                failure: Some(why.to_string()),
+            }],
+            ..Default::default()
+        };
+        let xml = junit(&r);
+        assert!(
+            xml.contains(
+                "<failure message=\"got &lt;b&gt; &amp; &quot;c&quot;  &apos;d&apos;\">t_test.rego:3:1</failure>"
+            ),
+            "{xml}"
+        );
+        assert!(!xml.contains(['\u{7}', '\u{1b}']), "{xml}");
+        // Well-formed: it parses back, with the same counts and text.
+        let back = quick_junit::Report::deserialize_from_str(&xml).unwrap();
+        assert_eq!((back.tests, back.failures, back.errors), (1, 1, 0));
+        let case = &back.test_suites[0].test_cases[0];
+        assert_eq!(case.name.as_str(), "data.t.test_<&\">");
+        match &case.status {
+            quick_junit::TestCaseStatus::NonSuccess { message, .. } => {
+                assert_eq!(message.as_deref(), Some("got <b> & \"c\"  'd'"))
+            }
+            other => panic!("not a failure: {other:?}"),
         }
-        out.push_str("  </testsuite>\n");
     }
-    out.push_str("</testsuites>\n");
-    out
 }
