@@ -170,6 +170,11 @@ enum Stop {
     TimedOut,
 }
 
+/// Slots kept on the stack: a body's locals, and the memo of a program
+/// of up to `MEMO` rules and paths.
+const SMALL: usize = 8;
+const MEMO: usize = 16;
+
 /// Loop iterations between two looks at the clock.
 const CLOCK_EVERY: u32 = 256;
 
@@ -191,16 +196,24 @@ impl Program {
         limits: &Limits,
         scope: &Scope,
     ) -> Outcome {
+        // The memo on the stack unless the program is large.
+        let n = self.rules.len() + self.paths.len();
+        let (mut small, mut large);
+        let memo: &mut [Option<Value>] = if n <= MEMO {
+            small = Inline::<Option<Value>, MEMO>::new(n);
+            &mut small.values[..n]
+        } else {
+            large = vec![None; n];
+            &mut large
+        };
         let mut ev = Eval {
             program: self,
             input,
             limits,
             scope,
-            memo: Vec::new(),
+            memo,
             ticks: 0,
         };
-        ev.memo
-            .resize_with(self.rules.len() + self.paths.len(), || None);
         let mut out = Vec::with_capacity(entries.len());
         for &rule in entries {
             match ev.rule(rule) {
@@ -231,7 +244,7 @@ pub(super) fn fold(term: &Term, locals: usize, limits: &Limits) -> Option<Value>
         input: &input,
         limits,
         scope: &scope,
-        memo: Vec::new(),
+        memo: &mut [],
         ticks: 0,
     };
     ev.term(term, &mut vec![Value::Undefined; locals]).ok()
@@ -270,7 +283,7 @@ struct Eval<'a> {
     scope: &'a Scope,
     /// Each rule's value once computed (regorus also evaluates a rule once
     /// per evaluation), then each path's (`Program::paths`).
-    memo: Vec<Option<Value>>,
+    memo: &'a mut [Option<Value>],
     ticks: u32,
 }
 
@@ -347,19 +360,24 @@ impl Eval<'_> {
         body: &Body,
         emit: &mut dyn FnMut(Value) -> Result<(), Stop>,
     ) -> Result<(), Stop> {
-        // Most bodies bind nothing: no vector to fill or free for them.
-        let mut locals = Vec::new();
-        if body.locals > 0 {
-            locals.resize_with(body.locals, || Value::Undefined);
+        // Locals on the stack unless there are many; most bodies have none.
+        if body.locals == 0 {
+            self.stmts(&body.stmts, &body.value, &mut [], emit)
+        } else if body.locals <= SMALL {
+            let mut locals = Inline::<Value, SMALL>::new(body.locals);
+            let locals = &mut locals.values[..body.locals];
+            self.stmts(&body.stmts, &body.value, locals, emit)
+        } else {
+            let mut locals = vec![Value::Undefined; body.locals];
+            self.stmts(&body.stmts, &body.value, &mut locals, emit)
         }
-        self.stmts(&body.stmts, &body.value, &mut locals, emit)
     }
 
     fn stmts(
         &mut self,
         mut stmts: &[Stmt],
         value: &Term,
-        locals: &mut Vec<Value>,
+        locals: &mut [Value],
         emit: &mut dyn FnMut(Value) -> Result<(), Stop>,
     ) -> Result<(), Stop> {
         // Statements that hold at most once go on in this loop; only `some`
@@ -440,7 +458,7 @@ impl Eval<'_> {
     /// The value of `t`. Leaves and memoized values are answered here,
     /// inlined into the caller; the rest in [`Eval::compound`].
     #[inline(always)]
-    fn term(&mut self, t: &Term, locals: &mut Vec<Value>) -> Result<Value, Stop> {
+    fn term(&mut self, t: &Term, locals: &mut [Value]) -> Result<Value, Stop> {
         match t {
             Term::Const(v) => Ok(v.clone()),
             Term::Input => Ok(self.input.clone()),
@@ -461,11 +479,7 @@ impl Eval<'_> {
 
     /// The value of `t` where a borrow does: a constant is not cloned.
     #[inline(always)]
-    fn operand<'t>(
-        &mut self,
-        t: &'t Term,
-        locals: &mut Vec<Value>,
-    ) -> Result<Cow<'t, Value>, Stop> {
+    fn operand<'t>(&mut self, t: &'t Term, locals: &mut [Value]) -> Result<Cow<'t, Value>, Stop> {
         match t {
             Term::Const(v) => Ok(Cow::Borrowed(v)),
             _ => self.term(t, locals).map(Cow::Owned),
@@ -473,7 +487,7 @@ impl Eval<'_> {
     }
 
     #[inline(never)]
-    fn compound(&mut self, t: &Term, locals: &mut Vec<Value>) -> Result<Value, Stop> {
+    fn compound(&mut self, t: &Term, locals: &mut [Value]) -> Result<Value, Stop> {
         Ok(match t {
             Term::Const(v) => v.clone(),
             Term::Input => self.input.clone(),
@@ -499,10 +513,7 @@ impl Eval<'_> {
                 // as regorus does: an error in a later argument is still an
                 // error (a fallback here), never an undefined call. At most
                 // four arguments (the lowering's limit), kept on the stack.
-                let mut buf = Args {
-                    values: ManuallyDrop::new([const { Value::Undefined }; 4]),
-                    len: 0,
-                };
+                let mut buf = Inline::<Value, 4>::new(0);
                 for a in args {
                     let v = self.term(a, locals)?;
                     buf.values[buf.len] = v;
@@ -617,17 +628,40 @@ impl Eval<'_> {
     }
 }
 
-/// A call's arguments: at most four (the lowering's limit), on the stack.
-/// Only the ones evaluated are dropped (the rest hold nothing).
-struct Args {
-    values: ManuallyDrop<[Value; 4]>,
+/// What an [`Inline`] slot holds when it holds nothing.
+trait Empty {
+    const EMPTY: Self;
+}
+
+impl Empty for Value {
+    const EMPTY: Self = Value::Undefined;
+}
+
+impl Empty for Option<Value> {
+    const EMPTY: Self = None;
+}
+
+/// Up to `N` slots on the stack (a call's arguments, a body's locals, the
+/// memo of a small program): no allocation, and only the first `len` are
+/// dropped (the rest hold nothing).
+struct Inline<T: Empty, const N: usize> {
+    values: ManuallyDrop<[T; N]>,
     len: usize,
 }
 
-impl Drop for Args {
+impl<T: Empty, const N: usize> Inline<T, N> {
+    fn new(len: usize) -> Self {
+        Inline {
+            values: ManuallyDrop::new([const { T::EMPTY }; N]),
+            len,
+        }
+    }
+}
+
+impl<T: Empty, const N: usize> Drop for Inline<T, N> {
     fn drop(&mut self) {
         for v in &mut self.values[..self.len] {
-            *v = Value::Undefined;
+            *v = T::EMPTY;
         }
     }
 }
