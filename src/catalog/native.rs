@@ -33,6 +33,9 @@
 //! This module knows regorus' values and builtin table; it does not know the
 //! syntax tree (that is `rego/lower`'s), tools or the wire.
 
+use std::borrow::Cow;
+use std::mem::ManuallyDrop;
+
 use regorus::Value;
 use regorus::unstable::BuiltinFcn;
 
@@ -45,6 +48,18 @@ pub struct Program {
     /// a handful of steps: comparing a few short strings costs less per
     /// request than hashing them.
     pub(super) entries: Vec<(String, usize)>,
+    /// The references with constant keys into `input` or a rule
+    /// (`input.arguments.path`) that the rules read: each is looked up once
+    /// per evaluation, however often the rules name it.
+    pub(super) paths: Vec<Path>,
+}
+
+/// One step of a memoized reference: `base[key]`, where `base` is
+/// [`Term::Input`], a [`Term::Rule`] or another [`Term::Path`] (all fixed
+/// for the whole evaluation).
+pub(super) struct Path {
+    pub base: Term,
+    pub key: Value,
 }
 
 /// One rule: all its definitions, across the package's modules.
@@ -95,6 +110,8 @@ pub(super) enum Term {
     Input,
     Local(usize),
     Rule(usize),
+    /// `Program::paths[i]`, memoized per evaluation.
+    Path(usize),
     /// `a.b`, `a[i]`: regorus' indexing (undefined when absent).
     Index(Box<Term>, Box<Term>),
     Call(Builtin, Vec<Term>),
@@ -153,6 +170,11 @@ enum Stop {
     TimedOut,
 }
 
+/// Slots kept on the stack: a body's locals, and the memo of a program
+/// of up to `MEMO` rules and paths.
+const SMALL: usize = 8;
+const MEMO: usize = 16;
+
 /// Loop iterations between two looks at the clock.
 const CLOCK_EVERY: u32 = 256;
 
@@ -174,12 +196,22 @@ impl Program {
         limits: &Limits,
         scope: &Scope,
     ) -> Outcome {
+        // The memo on the stack unless the program is large.
+        let n = self.rules.len() + self.paths.len();
+        let (mut small, mut large);
+        let memo: &mut [Option<Value>] = if n <= MEMO {
+            small = Inline::<Option<Value>, MEMO>::new(n);
+            &mut small.values[..n]
+        } else {
+            large = vec![None; n];
+            &mut large
+        };
         let mut ev = Eval {
             program: self,
             input,
             limits,
             scope,
-            memo: vec![None; self.rules.len()],
+            memo,
             ticks: 0,
         };
         let mut out = Vec::with_capacity(entries.len());
@@ -203,6 +235,7 @@ pub(super) fn fold(term: &Term, locals: usize, limits: &Limits) -> Option<Value>
     let program = Program {
         rules: Vec::new(),
         entries: Vec::new(),
+        paths: Vec::new(),
     };
     let scope = Scope::begin();
     let input = Value::Undefined;
@@ -211,7 +244,7 @@ pub(super) fn fold(term: &Term, locals: usize, limits: &Limits) -> Option<Value>
         input: &input,
         limits,
         scope: &scope,
-        memo: Vec::new(),
+        memo: &mut [],
         ticks: 0,
     };
     ev.term(term, &mut vec![Value::Undefined; locals]).ok()
@@ -223,7 +256,7 @@ pub(super) fn is_static(term: &Term, bound: usize) -> bool {
     let all = |ts: &[Term]| ts.iter().all(|t| is_static(t, bound));
     match term {
         Term::Const(_) => true,
-        Term::Input | Term::Rule(_) => false,
+        Term::Input | Term::Rule(_) | Term::Path(_) => false,
         Term::Local(i) => *i >= bound,
         Term::Index(a, b) | Term::Compare(_, a, b) | Term::In(a, b) => {
             is_static(a, bound) && is_static(b, bound)
@@ -249,8 +282,8 @@ struct Eval<'a> {
     limits: &'a Limits,
     scope: &'a Scope,
     /// Each rule's value once computed (regorus also evaluates a rule once
-    /// per evaluation).
-    memo: Vec<Option<Value>>,
+    /// per evaluation), then each path's (`Program::paths`).
+    memo: &'a mut [Option<Value>],
     ticks: u32,
 }
 
@@ -294,7 +327,7 @@ impl Eval<'_> {
                                 return Err(Stop::Fallback);
                             }
                             held = true;
-                            if value == Value::Undefined {
+                            if undefined(&value) {
                                 value = v;
                                 Ok(())
                             } else if value == v {
@@ -327,116 +360,170 @@ impl Eval<'_> {
         body: &Body,
         emit: &mut dyn FnMut(Value) -> Result<(), Stop>,
     ) -> Result<(), Stop> {
-        let mut locals = vec![Value::Undefined; body.locals];
-        self.stmts(&body.stmts, &body.value, &mut locals, emit)
+        // Locals on the stack unless there are many; most bodies have none.
+        if body.locals == 0 {
+            self.stmts(&body.stmts, &body.value, &mut [], emit)
+        } else if body.locals <= SMALL {
+            let mut locals = Inline::<Value, SMALL>::new(body.locals);
+            let locals = &mut locals.values[..body.locals];
+            self.stmts(&body.stmts, &body.value, locals, emit)
+        } else {
+            let mut locals = vec![Value::Undefined; body.locals];
+            self.stmts(&body.stmts, &body.value, &mut locals, emit)
+        }
     }
 
     fn stmts(
         &mut self,
-        stmts: &[Stmt],
+        mut stmts: &[Stmt],
         value: &Term,
-        locals: &mut Vec<Value>,
+        locals: &mut [Value],
         emit: &mut dyn FnMut(Value) -> Result<(), Stop>,
     ) -> Result<(), Stop> {
-        let Some((first, rest)) = stmts.split_first() else {
-            let v = self.term(value, locals)?;
-            if v != Value::Undefined {
-                emit(v)?;
-            }
-            return Ok(());
-        };
-        match first {
-            Stmt::Expr(t) => {
-                if truthy(&self.term(t, locals)?) {
-                    self.stmts(rest, value, locals, emit)?;
+        // Statements that hold at most once go on in this loop; only `some`
+        // recurses, once per member.
+        let (key, slot, collection, rest) = loop {
+            let Some((first, rest)) = stmts.split_first() else {
+                let v = self.term(value, locals)?;
+                if !undefined(&v) {
+                    emit(v)?;
                 }
-            }
-            Stmt::Not(t) => {
-                if !truthy(&self.term(t, locals)?) {
-                    self.stmts(rest, value, locals, emit)?;
+                return Ok(());
+            };
+            match first {
+                Stmt::Expr(t) => {
+                    if !truthy(&self.term(t, locals)?) {
+                        return Ok(());
+                    }
                 }
-            }
-            Stmt::Assign(slot, t) => {
-                let v = self.term(t, locals)?;
-                if v != Value::Undefined {
+                Stmt::Not(t) => {
+                    if truthy(&self.term(t, locals)?) {
+                        return Ok(());
+                    }
+                }
+                Stmt::Assign(slot, t) => {
+                    let v = self.term(t, locals)?;
+                    if undefined(&v) {
+                        return Ok(());
+                    }
                     locals[*slot] = v;
+                }
+                Stmt::SomeIn {
+                    key,
+                    value: slot,
+                    collection,
+                } => break (key, slot, collection, rest),
+            }
+            stmts = rest;
+        };
+        let coll = self.term(collection, locals)?;
+        match &coll {
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    self.tick()?;
+                    if let Some(k) = key {
+                        locals[*k] = Value::from(i as u64);
+                    }
+                    locals[*slot] = item.clone();
                     self.stmts(rest, value, locals, emit)?;
                 }
             }
-            Stmt::SomeIn {
-                key,
-                value: slot,
-                collection,
-            } => {
-                let coll = self.term(collection, locals)?;
-                match &coll {
-                    Value::Array(items) => {
-                        for (i, item) in items.iter().enumerate() {
-                            self.tick()?;
-                            if let Some(k) = key {
-                                locals[*k] = Value::from(i as u64);
-                            }
-                            locals[*slot] = item.clone();
-                            self.stmts(rest, value, locals, emit)?;
-                        }
+            Value::Set(items) => {
+                for item in items.iter() {
+                    self.tick()?;
+                    if let Some(k) = key {
+                        locals[*k] = item.clone();
                     }
-                    Value::Set(items) => {
-                        for item in items.iter() {
-                            self.tick()?;
-                            if let Some(k) = key {
-                                locals[*k] = item.clone();
-                            }
-                            locals[*slot] = item.clone();
-                            self.stmts(rest, value, locals, emit)?;
-                        }
-                    }
-                    Value::Object(fields) => {
-                        for (k, v) in fields.iter() {
-                            self.tick()?;
-                            if let Some(kslot) = key {
-                                locals[*kslot] = k.clone();
-                            }
-                            locals[*slot] = v.clone();
-                            self.stmts(rest, value, locals, emit)?;
-                        }
-                    }
-                    Value::Undefined => {}
-                    // Iterating a scalar: whatever regorus says.
-                    _ => return Err(Stop::Fallback),
+                    locals[*slot] = item.clone();
+                    self.stmts(rest, value, locals, emit)?;
                 }
             }
+            Value::Object(fields) => {
+                for (k, v) in fields.iter() {
+                    self.tick()?;
+                    if let Some(kslot) = key {
+                        locals[*kslot] = k.clone();
+                    }
+                    locals[*slot] = v.clone();
+                    self.stmts(rest, value, locals, emit)?;
+                }
+            }
+            Value::Undefined => {}
+            // Iterating a scalar: whatever regorus says.
+            _ => return Err(Stop::Fallback),
         }
         Ok(())
     }
 
-    fn term(&mut self, t: &Term, locals: &mut Vec<Value>) -> Result<Value, Stop> {
+    /// The value of `t`. Leaves and memoized values are answered here,
+    /// inlined into the caller; the rest in [`Eval::compound`].
+    #[inline(always)]
+    fn term(&mut self, t: &Term, locals: &mut [Value]) -> Result<Value, Stop> {
+        match t {
+            Term::Const(v) => Ok(v.clone()),
+            Term::Input => Ok(self.input.clone()),
+            Term::Local(i) => Ok(locals[*i].clone()),
+            Term::Rule(i) | Term::Path(i) => {
+                let slot = match t {
+                    Term::Path(_) => self.program.rules.len() + i,
+                    _ => *i,
+                };
+                match &self.memo[slot] {
+                    Some(v) => Ok(v.clone()),
+                    None => self.compound(t, locals),
+                }
+            }
+            _ => self.compound(t, locals),
+        }
+    }
+
+    /// The value of `t` where a borrow does: a constant is not cloned.
+    #[inline(always)]
+    fn operand<'t>(&mut self, t: &'t Term, locals: &mut [Value]) -> Result<Cow<'t, Value>, Stop> {
+        match t {
+            Term::Const(v) => Ok(Cow::Borrowed(v)),
+            _ => self.term(t, locals).map(Cow::Owned),
+        }
+    }
+
+    #[inline(never)]
+    fn compound(&mut self, t: &Term, locals: &mut [Value]) -> Result<Value, Stop> {
         Ok(match t {
             Term::Const(v) => v.clone(),
             Term::Input => self.input.clone(),
             Term::Local(i) => locals[*i].clone(),
             Term::Rule(i) => self.rule(*i)?,
-            Term::Index(base, index) => {
-                let base = self.term(base, locals)?;
-                let index = self.term(index, locals)?;
-                match (&base, &index) {
-                    (Value::Undefined, _) | (_, Value::Undefined) => Value::Undefined,
-                    (Value::Object(_) | Value::Array(_) | Value::Set(_), _) => base[&index].clone(),
-                    // Indexing a scalar: whatever regorus says.
-                    _ => return Err(Stop::Fallback),
-                }
+            Term::Path(i) => {
+                let program = self.program;
+                let path = &program.paths[*i];
+                let v = match &path.base {
+                    Term::Input => index(self.input, &path.key)?,
+                    base => index(&self.term(base, locals)?, &path.key)?,
+                };
+                self.memo[program.rules.len() + i] = Some(v.clone());
+                v
+            }
+            Term::Index(base, key) => {
+                let base = self.operand(base, locals)?;
+                let key = self.operand(key, locals)?;
+                index(&base, &key)?
             }
             Term::Call(b, args) => {
                 // Every argument is evaluated before any is found undefined,
                 // as regorus does: an error in a later argument is still an
-                // error (a fallback here), never an undefined call.
-                let mut values = Vec::with_capacity(args.len());
+                // error (a fallback here), never an undefined call. At most
+                // four arguments (the lowering's limit), kept on the stack.
+                let mut buf = Inline::<Value, 4>::new(0);
                 for a in args {
-                    values.push(self.term(a, locals)?);
+                    let v = self.term(a, locals)?;
+                    buf.values[buf.len] = v;
+                    buf.len += 1;
                 }
-                if values.contains(&Value::Undefined) {
+                let values = &buf.values[..buf.len];
+                if values.iter().any(undefined) {
                     return Ok(Value::Undefined);
                 }
-                match budget::call(b.name, b.fcn, b.estimate, &values, self.limits) {
+                match budget::call(b.name, b.fcn, b.estimate, values, self.limits) {
                     Ok(v) => v,
                     // regorus raises it again, with the call's location.
                     Err(_) => return Err(Stop::Fallback),
@@ -446,7 +533,7 @@ impl Eval<'_> {
                 let mut out = Vec::with_capacity(items.len());
                 for item in items {
                     let v = self.term(item, locals)?;
-                    if v == Value::Undefined {
+                    if undefined(&v) {
                         return Ok(Value::Undefined);
                     }
                     out.push(v);
@@ -457,7 +544,7 @@ impl Eval<'_> {
                 let mut set = Value::new_set();
                 for item in items {
                     let v = self.term(item, locals)?;
-                    if v == Value::Undefined {
+                    if undefined(&v) {
                         return Ok(Value::Undefined);
                     }
                     set.as_set_mut().map_err(|_| Stop::Fallback)?.insert(v);
@@ -469,7 +556,7 @@ impl Eval<'_> {
                 for (k, v) in fields {
                     let k = self.term(k, locals)?;
                     let v = self.term(v, locals)?;
-                    if k == Value::Undefined || v == Value::Undefined {
+                    if undefined(&k) || undefined(&v) {
                         return Ok(Value::Undefined);
                     }
                     obj.as_object_mut()
@@ -479,9 +566,10 @@ impl Eval<'_> {
                 obj
             }
             Term::Compare(op, a, b) => {
-                let a = self.term(a, locals)?;
-                let b = self.term(b, locals)?;
-                if a == Value::Undefined || b == Value::Undefined {
+                let a = self.operand(a, locals)?;
+                let b = self.operand(b, locals)?;
+                let (a, b) = (a.as_ref(), b.as_ref());
+                if undefined(a) || undefined(b) {
                     return Ok(Value::Undefined);
                 }
                 Value::Bool(match op {
@@ -526,17 +614,73 @@ impl Eval<'_> {
             Term::In(v, coll) => {
                 // regorus: membership is never undefined; anything that is
                 // not a collection holds nothing.
-                let v = self.term(v, locals)?;
-                let coll = self.term(coll, locals)?;
-                Value::Bool(match &coll {
-                    Value::Array(items) => items.contains(&v),
-                    Value::Set(items) => items.contains(&v),
-                    Value::Object(fields) => fields.values().any(|x| *x == v),
+                let v = self.operand(v, locals)?;
+                let coll = self.operand(coll, locals)?;
+                let v = v.as_ref();
+                Value::Bool(match coll.as_ref() {
+                    Value::Array(items) => items.contains(v),
+                    Value::Set(items) => items.contains(v),
+                    Value::Object(fields) => fields.values().any(|x| x == v),
                     _ => false,
                 })
             }
         })
     }
+}
+
+/// What an [`Inline`] slot holds when it holds nothing.
+trait Empty {
+    const EMPTY: Self;
+}
+
+impl Empty for Value {
+    const EMPTY: Self = Value::Undefined;
+}
+
+impl Empty for Option<Value> {
+    const EMPTY: Self = None;
+}
+
+/// Up to `N` slots on the stack (a call's arguments, a body's locals, the
+/// memo of a small program): no allocation, and only the first `len` are
+/// dropped (the rest hold nothing).
+struct Inline<T: Empty, const N: usize> {
+    values: ManuallyDrop<[T; N]>,
+    len: usize,
+}
+
+impl<T: Empty, const N: usize> Inline<T, N> {
+    fn new(len: usize) -> Self {
+        Inline {
+            values: ManuallyDrop::new([const { T::EMPTY }; N]),
+            len,
+        }
+    }
+}
+
+impl<T: Empty, const N: usize> Drop for Inline<T, N> {
+    fn drop(&mut self) {
+        for v in &mut self.values[..self.len] {
+            *v = T::EMPTY;
+        }
+    }
+}
+
+/// `base[key]` as regorus indexes: undefined when either is, or the key is
+/// absent.
+fn index(base: &Value, key: &Value) -> Result<Value, Stop> {
+    match (base, key) {
+        (Value::Undefined, _) | (_, Value::Undefined) => Ok(Value::Undefined),
+        (Value::Object(_) | Value::Array(_) | Value::Set(_), _) => Ok(base[key].clone()),
+        // Indexing a scalar: whatever regorus says.
+        _ => Err(Stop::Fallback),
+    }
+}
+
+/// Whether `v` is undefined: a look at the tag, where `==` would call
+/// regorus' comparison.
+fn undefined(v: &Value) -> bool {
+    matches!(v, Value::Undefined)
 }
 
 /// Whether a statement's value lets the body go on: anything but `false` and
@@ -619,8 +763,11 @@ flags contains k if {
     some k, v in input.arguments
     v == true
 }
+args := input.arguments
+deep := args.nested.k if input.arguments.nested.k != input["arguments"].path
+same if input.arguments.nested == args["nested"]
 "#;
-        let rules = ["level", "deny", "confirm", "n", "flags"];
+        let rules = ["level", "deny", "confirm", "n", "flags", "deep", "same"];
         let (pool, steps) = pool(rego, &rules);
         assert!(pool.is_native(&steps));
         for args in [
@@ -630,6 +777,10 @@ flags contains k if {
             json!({"path": "a", "action": "read", "x": true, "y": false}),
             json!({}),
             json!({"path": 7, "action": "read"}),
+            json!({"path": "a", "nested": {"k": "b"}}),
+            json!({"path": "a", "nested": {"k": "a"}}),
+            json!({"path": "a", "nested": "k"}),
+            json!({"path": "a", "nested": [1]}),
         ] {
             // Each call compares with regorus itself (debug builds).
             let _ = eval(&pool, &steps, args);
@@ -718,6 +869,23 @@ known if lower(input.arguments.who) in names
         }
         // One that reads the input stays a comprehension.
         assert!(matches!(value("data.p.mine"), super::Term::Compr { .. }));
+    }
+
+    #[test]
+    fn a_reference_named_twice_is_looked_up_once() {
+        let limits = Limits::default();
+        let mut e = policy::new_engine(limits);
+        let rego = "r := input.a.b\ns := [input.a.b, input.a[\"b\"], input.a.c, r.d, r.d]";
+        policy::add_policy(
+            &mut e,
+            "p.rego",
+            &format!("package p\nimport rego.v1\n{rego}"),
+        )
+        .unwrap();
+        let program =
+            crate::catalog::rego::lower::program(&mut e, ["data.p.r", "data.p.s"], limits).unwrap();
+        // `input.a`, `input.a.b`, `input.a.c`, `r.d`.
+        assert_eq!(program.paths.len(), 4);
     }
 
     #[test]

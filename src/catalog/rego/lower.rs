@@ -54,13 +54,14 @@ pub fn program<'p>(
         modules,
         rules: Vec::new(),
         index: HashMap::new(),
+        paths: Vec::new(),
     };
     let mut entries: Vec<(String, usize)> = Vec::new();
     for path in paths {
         let Some((pkg, name)) = split_path(path) else {
             continue;
         };
-        let mark = lower.rules.len();
+        let (mark, paths) = (lower.rules.len(), lower.paths.len());
         match lower.rule(&pkg, &name) {
             Some(i) => {
                 entries.push((path.to_string(), i));
@@ -69,6 +70,7 @@ pub fn program<'p>(
                 // Undo what this entry lowered; earlier entries keep theirs.
                 lower.rules.truncate(mark);
                 lower.index.retain(|_, i| *i < mark);
+                lower.paths.truncate(paths);
             }
         }
     }
@@ -76,7 +78,11 @@ pub fn program<'p>(
         return None;
     }
     let rules = lower.rules.into_iter().collect::<Option<Vec<_>>>()?;
-    Some(Program { rules, entries })
+    Some(Program {
+        rules,
+        entries,
+        paths: lower.paths,
+    })
 }
 
 /// `data.tools.manage_files.deny` → (`["tools", "manage_files"]`, `deny`);
@@ -119,6 +125,8 @@ struct Lower {
     /// recursion, refused).
     rules: Vec<Option<NRule>>,
     index: HashMap<(Vec<String>, String), usize>,
+    /// The memoized paths (`native::Program::paths`).
+    paths: Vec<native::Path>,
 }
 
 /// A body's locals: name to slot.
@@ -415,14 +423,15 @@ impl Lower {
                     n => Term::Rule(self.rule(pkg, n)?),
                 }
             }
-            Expr::RefDot { refr, field, .. } => Term::Index(
-                Box::new(self.expr(refr, pkg, scope)?),
-                Box::new(Term::Const(field.1.clone())),
-            ),
-            Expr::RefBrack { refr, index, .. } => Term::Index(
-                Box::new(self.expr(refr, pkg, scope)?),
-                Box::new(self.expr(index, pkg, scope)?),
-            ),
+            Expr::RefDot { refr, field, .. } => {
+                let base = self.expr(refr, pkg, scope)?;
+                self.index(base, Term::Const(field.1.clone()))
+            }
+            Expr::RefBrack { refr, index, .. } => {
+                let base = self.expr(refr, pkg, scope)?;
+                let key = self.expr(index, pkg, scope)?;
+                self.index(base, key)
+            }
             Expr::Array { items, .. } => {
                 let items = self.exprs(items, pkg, scope)?;
                 match consts(&items) {
@@ -513,6 +522,32 @@ impl Lower {
             } => self.comprehension(Collect::Object, value, Some(key), query, pkg, scope)?,
             _ => return None,
         })
+    }
+
+    /// `base[key]`: a memoized path when `base` is fixed for the whole
+    /// evaluation (`input`, a rule, or such a path) and `key` a constant,
+    /// the same path each time it is written.
+    fn index(&mut self, base: Term, key: Term) -> Term {
+        let fixed = matches!(base, Term::Input | Term::Rule(_) | Term::Path(_));
+        let (true, Term::Const(key)) = (fixed, &key) else {
+            return Term::Index(Box::new(base), Box::new(key));
+        };
+        let same = |p: &native::Path| {
+            p.key == *key
+                && match (&p.base, &base) {
+                    (Term::Input, Term::Input) => true,
+                    (Term::Rule(a), Term::Rule(b)) | (Term::Path(a), Term::Path(b)) => a == b,
+                    _ => false,
+                }
+        };
+        if let Some(i) = self.paths.iter().position(same) {
+            return Term::Path(i);
+        }
+        self.paths.push(native::Path {
+            base,
+            key: key.clone(),
+        });
+        Term::Path(self.paths.len() - 1)
     }
 
     fn exprs(&mut self, es: &[Ref<Expr>], pkg: &[String], scope: &mut Scope) -> Option<Vec<Term>> {
