@@ -33,8 +33,8 @@
 //! This module knows regorus' values and builtin table; it does not know the
 //! syntax tree (that is `rego/lower`'s), tools or the wire.
 
+use smallvec::SmallVec;
 use std::borrow::Cow;
-use std::mem::ManuallyDrop;
 
 use regorus::Value;
 use regorus::unstable::BuiltinFcn;
@@ -198,20 +198,13 @@ impl Program {
     ) -> Outcome {
         // The memo on the stack unless the program is large.
         let n = self.rules.len() + self.paths.len();
-        let (mut small, mut large);
-        let memo: &mut [Option<Value>] = if n <= MEMO {
-            small = Inline::<Option<Value>, MEMO>::new(n);
-            &mut small.values[..n]
-        } else {
-            large = vec![None; n];
-            &mut large
-        };
+        let mut memo = SmallVec::<[Option<Value>; MEMO]>::from_elem(None, n);
         let mut ev = Eval {
             program: self,
             input,
             limits,
             scope,
-            memo,
+            memo: &mut memo,
             ticks: 0,
         };
         let mut out = Vec::with_capacity(entries.len());
@@ -363,12 +356,8 @@ impl Eval<'_> {
         // Locals on the stack unless there are many; most bodies have none.
         if body.locals == 0 {
             self.stmts(&body.stmts, &body.value, &mut [], emit)
-        } else if body.locals <= SMALL {
-            let mut locals = Inline::<Value, SMALL>::new(body.locals);
-            let locals = &mut locals.values[..body.locals];
-            self.stmts(&body.stmts, &body.value, locals, emit)
         } else {
-            let mut locals = vec![Value::Undefined; body.locals];
+            let mut locals = SmallVec::<[Value; SMALL]>::from_elem(Value::Undefined, body.locals);
             self.stmts(&body.stmts, &body.value, &mut locals, emit)
         }
     }
@@ -513,17 +502,14 @@ impl Eval<'_> {
                 // as regorus does: an error in a later argument is still an
                 // error (a fallback here), never an undefined call. At most
                 // four arguments (the lowering's limit), kept on the stack.
-                let mut buf = Inline::<Value, 4>::new(0);
+                let mut values = SmallVec::<[Value; 4]>::new();
                 for a in args {
-                    let v = self.term(a, locals)?;
-                    buf.values[buf.len] = v;
-                    buf.len += 1;
+                    values.push(self.term(a, locals)?);
                 }
-                let values = &buf.values[..buf.len];
                 if values.iter().any(undefined) {
                     return Ok(Value::Undefined);
                 }
-                match budget::call(b.name, b.fcn, b.estimate, values, self.limits) {
+                match budget::call(b.name, b.fcn, b.estimate, &values, self.limits) {
                     Ok(v) => v,
                     // regorus raises it again, with the call's location.
                     Err(_) => return Err(Stop::Fallback),
@@ -625,44 +611,6 @@ impl Eval<'_> {
                 })
             }
         })
-    }
-}
-
-/// What an [`Inline`] slot holds when it holds nothing.
-trait Empty {
-    const EMPTY: Self;
-}
-
-impl Empty for Value {
-    const EMPTY: Self = Value::Undefined;
-}
-
-impl Empty for Option<Value> {
-    const EMPTY: Self = None;
-}
-
-/// Up to `N` slots on the stack (a call's arguments, a body's locals, the
-/// memo of a small program): no allocation, and only the first `len` are
-/// dropped (the rest hold nothing).
-struct Inline<T: Empty, const N: usize> {
-    values: ManuallyDrop<[T; N]>,
-    len: usize,
-}
-
-impl<T: Empty, const N: usize> Inline<T, N> {
-    fn new(len: usize) -> Self {
-        Inline {
-            values: ManuallyDrop::new([const { T::EMPTY }; N]),
-            len,
-        }
-    }
-}
-
-impl<T: Empty, const N: usize> Drop for Inline<T, N> {
-    fn drop(&mut self) {
-        for v in &mut self.values[..self.len] {
-            *v = T::EMPTY;
-        }
     }
 }
 
