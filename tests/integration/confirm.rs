@@ -14,7 +14,7 @@ use crate::exec_support;
 
 use std::io::Write;
 
-use common::{Era, decision_id, is_error, text};
+use common::{Era, Rounds, Server, decision_id, is_error, state_of, text};
 use exec_support::{Start, catalog};
 use rmcp::model::ElicitationAction;
 use serde_json::{Value, json};
@@ -154,45 +154,13 @@ async fn resolve_reports_the_confirmation() {
     r.close().await;
 }
 
-/// The `_meta` of a 2026-07-28 client that can answer elicitation.
-fn meta() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-        "io.modelcontextprotocol/clientInfo": {"name": "regent-tests", "version": "1"}
-    })
-}
-
-struct Raw {
-    server: common::Server,
-    id: i64,
-}
-
-impl Raw {
-    fn start(dir: &std::path::Path, extra: &[&str]) -> Raw {
-        let mut args = vec![dir.to_str().unwrap()];
-        args.extend_from_slice(extra);
-        Raw {
-            server: common::Server::start(common::Era::Modern, &args),
-            id: 1000,
-        }
-    }
-
-    /// One `tools/call`, with optional `inputResponses` and `requestState`.
-    fn call(&mut self, args: Value, responses: Option<Value>, state: Option<&str>) -> Value {
-        self.id += 1;
-        let mut params = json!({"name": "mark_policy", "arguments": args, "_meta": meta()});
-        if let Some(r) = responses {
-            params["inputResponses"] = r;
-        }
-        if let Some(s) = state {
-            params["requestState"] = json!(s);
-        }
-        let msg =
-            json!({"jsonrpc": "2.0", "id": self.id, "method": "tools/call", "params": params});
-        self.server.send_line(&msg.to_string());
-        self.server.wait_for_id(&json!(self.id))
-    }
+/// A raw 2026-07-28 client that can answer elicitation, calling
+/// `mark_policy` on `regent serve DIR EXTRA...`.
+fn raw(dir: &std::path::Path, extra: &[&str]) -> Rounds {
+    let mut args = vec![dir.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let caps = json!({"elicitation": {"form": {}}});
+    Rounds::new(Server::start_with(Era::Modern, &args, caps), "mark_policy")
 }
 
 fn accept() -> Value {
@@ -202,7 +170,7 @@ fn accept() -> Value {
 #[test]
 fn input_required_round_trip_and_refused_states() {
     let dir = tools();
-    let mut raw = Raw::start(dir.path(), &[]);
+    let mut raw = raw(dir.path(), &[]);
     let args = json!({"marker": "raw.marker", "mode": "danger"});
     let marker = dir.path().join("raw.marker");
 
@@ -213,10 +181,7 @@ fn input_required_round_trip_and_refused_states() {
     let question = &result["inputRequests"]["regent/confirm"];
     assert_eq!(question["method"], json!("elicitation/create"), "{first}");
     assert_eq!(question["params"]["message"], json!("Create raw.marker?"));
-    let state = result["requestState"]
-        .as_str()
-        .expect("requestState")
-        .to_string();
+    let state = state_of(&first);
     assert!(!marker.exists());
 
     // An answer without the state that asked is refused.
@@ -267,10 +232,7 @@ fn input_required_round_trip_and_refused_states() {
 
     // A fresh round, accepted: runs.
     let again = raw.call(args.clone(), None, None);
-    let state = again["result"]["requestState"]
-        .as_str()
-        .expect("requestState")
-        .to_string();
+    let state = state_of(&again);
     let r = raw.call(args.clone(), Some(accept()), Some(&state));
     assert_eq!(r["result"]["isError"], json!(false), "{r}");
     assert_eq!(r["result"]["resultType"], json!("complete"), "{r}");
@@ -303,30 +265,24 @@ fn expired_state_and_configured_key() {
     let args = json!({"marker": "keyed.marker", "mode": "danger"});
 
     // A state sealed by one server opens on another with the same key...
-    let mut a = Raw::start(dir.path(), &["--request-state-key-file", &key_arg]);
+    let mut a = raw(dir.path(), &["--request-state-key-file", &key_arg]);
     let first = a.call(args.clone(), None, None);
-    let state = first["result"]["requestState"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let mut b = Raw::start(dir.path(), &["--request-state-key-file", &key_arg]);
+    let state = state_of(&first);
+    let mut b = raw(dir.path(), &["--request-state-key-file", &key_arg]);
     let r = b.call(args.clone(), Some(accept()), Some(&state));
     assert_eq!(r["result"]["isError"], json!(false), "{r}");
     std::fs::remove_file(dir.path().join("keyed.marker")).unwrap();
 
     // ...but not on one with a generated key.
-    let mut c = Raw::start(dir.path(), &[]);
+    let mut c = raw(dir.path(), &[]);
     let r = c.call(args.clone(), Some(accept()), Some(&state));
     assert_eq!(r["error"]["code"], json!(-32602), "{r}");
     assert!(!dir.path().join("keyed.marker").exists());
 
     // A state past its time limit is refused.
-    let mut d = Raw::start(dir.path(), &["--request-state-ttl", "1"]);
+    let mut d = raw(dir.path(), &["--request-state-ttl", "1"]);
     let first = d.call(args.clone(), None, None);
-    let state = first["result"]["requestState"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let state = state_of(&first);
     std::thread::sleep(std::time::Duration::from_millis(2100));
     let r = d.call(args.clone(), Some(accept()), Some(&state));
     assert_eq!(r["error"]["code"], json!(-32602), "{r}");

@@ -8,7 +8,7 @@
 use crate::common;
 use crate::exec_support;
 
-use common::{Era, is_error, text};
+use common::{Era, Rounds, is_error, state_of, text};
 use exec_support::{Start, catalog};
 use rmcp::model::ElicitationAction;
 use serde_json::{Value, json};
@@ -140,38 +140,21 @@ async fn decline_cancel_and_missing_capabilities_refuse_the_call() {
             r.close().await;
         }
 
-        // No elicitation capability: an error, nothing runs.
-        let r = Start::new(dir.path())
-            .env("DEPLOY_ORG", "us-acme")
-            .roots(&[ROOT])
-            .elicit(None)
-            .connect(era)
-            .await;
-        let err = r
-            .try_call("deploy", json!({"service": "api"}))
-            .await
-            .expect_err("no elicitation capability");
-        assert!(
-            err.to_string().contains("elicitation capability"),
-            "{era:?}: {err}"
-        );
-        r.close().await;
-
-        // No roots capability: the same.
-        let r = Start::new(dir.path())
-            .env("DEPLOY_ORG", "us-acme")
-            .answer("approver", json!("bob"))
-            .connect(era)
-            .await;
-        let err = r
-            .try_call("deploy", json!({"service": "api"}))
-            .await
-            .expect_err("no roots capability");
-        assert!(
-            err.to_string().contains("roots capability"),
-            "{era:?}: {err}"
-        );
-        r.close().await;
+        // No elicitation capability, or no roots capability: an error,
+        // nothing runs.
+        let us = || Start::new(dir.path()).env("DEPLOY_ORG", "us-acme");
+        for (start, missing) in [
+            (us().roots(&[ROOT]).elicit(None), "elicitation capability"),
+            (us().answer("approver", json!("bob")), "roots capability"),
+        ] {
+            let r = start.connect(era).await;
+            let err = r
+                .try_call("deploy", json!({"service": "api"}))
+                .await
+                .expect_err(&format!("no {missing}"));
+            assert!(err.to_string().contains(missing), "{era:?}: {err}");
+            r.close().await;
+        }
 
         // A value the server cannot get refuses the call before anyone is asked.
         let r = Start::new(dir.path())
@@ -209,44 +192,13 @@ async fn decline_cancel_and_missing_capabilities_refuse_the_call() {
     }
 }
 
-/// The `_meta` of a 2026-07-28 client with elicitation and roots.
-fn meta() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}, "roots": {}},
-        "io.modelcontextprotocol/clientInfo": {"name": "regent-tests", "version": "1"}
-    })
-}
-
-struct Raw {
-    server: common::Server,
-    id: i64,
-}
-
-impl Raw {
-    fn start(dir: &std::path::Path) -> Raw {
-        let mut cmd = common::regent();
-        cmd.arg("serve").arg(dir).env("DEPLOY_ORG", "eu-acme");
-        Raw {
-            server: common::Server::spawn(common::Era::Modern, cmd),
-            id: 1000,
-        }
-    }
-
-    fn call(&mut self, args: Value, responses: Option<Value>, state: Option<&str>) -> Value {
-        self.id += 1;
-        let mut params = json!({"name": "deploy", "arguments": args, "_meta": meta()});
-        if let Some(r) = responses {
-            params["inputResponses"] = r;
-        }
-        if let Some(s) = state {
-            params["requestState"] = json!(s);
-        }
-        let msg =
-            json!({"jsonrpc": "2.0", "id": self.id, "method": "tools/call", "params": params});
-        self.server.send_line(&msg.to_string());
-        self.server.wait_for_id(&json!(self.id))
-    }
+/// A raw 2026-07-28 client with elicitation and roots, calling `deploy`
+/// with `DEPLOY_ORG=eu-acme`.
+fn raw(dir: &std::path::Path) -> Rounds {
+    let mut cmd = common::regent();
+    cmd.arg("serve").arg(dir).env("DEPLOY_ORG", "eu-acme");
+    let caps = json!({"elicitation": {"form": {}}, "roots": {}});
+    Rounds::new(common::Server::spawn_with(Era::Modern, cmd, caps), "deploy")
 }
 
 fn answers(approver: &str) -> Value {
@@ -256,17 +208,10 @@ fn answers(approver: &str) -> Value {
     })
 }
 
-fn state_of(response: &Value) -> String {
-    response["result"]["requestState"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no requestState in {response}"))
-        .to_string()
-}
-
 #[test]
 fn three_resolvers_in_one_round_and_refused_states() {
     let dir = tools();
-    let mut raw = Raw::start(dir.path());
+    let mut raw = raw(dir.path());
     let args = json!({"service": "api"});
 
     // Round one: env and policy are filled by the server; the user's

@@ -455,6 +455,47 @@ impl Server {
     }
 }
 
+/// A 2026-07-28 client driving `tools/call` of one tool through its
+/// `input_required` rounds over raw JSON lines, for tests that check the
+/// exact `inputRequests` and `requestState` on the wire.
+pub struct Rounds {
+    pub server: Server,
+    tool: String,
+}
+
+impl Rounds {
+    /// Rounds of `tool` on `server` (a [`Era::Modern`] one, whose
+    /// capabilities go in every request's `_meta`).
+    pub fn new(server: Server, tool: &str) -> Rounds {
+        Rounds {
+            server,
+            tool: tool.to_string(),
+        }
+    }
+
+    /// One `tools/call` with `args`, and `responses` as `inputResponses`
+    /// and `state` as `requestState` when given; the whole response.
+    pub fn call(&mut self, args: Value, responses: Option<Value>, state: Option<&str>) -> Value {
+        let mut params = json!({"name": self.tool, "arguments": args});
+        if let Some(r) = responses {
+            params["inputResponses"] = r;
+        }
+        if let Some(s) = state {
+            params["requestState"] = json!(s);
+        }
+        self.server.request("tools/call", params)
+    }
+}
+
+/// The `requestState` of an `input_required` response; panics, showing the
+/// response, when it has none.
+pub fn state_of(response: &Value) -> String {
+    response["result"]["requestState"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no requestState in {response}"))
+        .to_string()
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
