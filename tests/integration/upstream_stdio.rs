@@ -12,7 +12,7 @@ use crate::common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{Era, Server, regent, repo_path};
+use common::{Era, Rounds, Server, regent, repo_path, state_of};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -680,40 +680,35 @@ fn a_confirmed_call_reaches_the_upstream_only_once_accepted() {
         .arg("--no-watch")
         .arg(catalog_dir.path())
         .env("NOTES_DIR", notes.path());
-    let mut s = Server::spawn_with(Era::Modern, cmd, json!({"elicitation": {"form": {}}}));
-    let call = |s: &mut Server, answer: Option<(&str, &str)>| {
-        let mut params = json!({"name": "delete_note", "arguments": {"path": "ask.md"}});
-        if let Some((action, state)) = answer {
-            params["inputResponses"] = json!({"regent/confirm": {"action": action, "content": {}}});
-            params["requestState"] = json!(state);
-        }
-        s.request("tools/call", params)
-    };
+    let caps = json!({"elicitation": {"form": {}}});
+    let mut s = Rounds::new(Server::spawn_with(Era::Modern, cmd, caps), "delete_note");
+    let args = json!({"path": "ask.md"});
+    let answer = |action: &str| Some(json!({"regent/confirm": {"action": action, "content": {}}}));
     let state = |r: &Value| -> String {
         assert_eq!(r["result"]["resultType"], "input_required", "{r}");
-        r["result"]["requestState"].as_str().unwrap().to_string()
+        state_of(r)
     };
 
-    let first = call(&mut s, None);
+    let first = s.call(args.clone(), None, None);
     let question = &first["result"]["inputRequests"]["regent/confirm"];
     assert_eq!(
         question["params"]["message"], "Really delete ask.md?",
         "{first}"
     );
-    let r = call(&mut s, Some(("decline", &state(&first))));
+    let r = s.call(args.clone(), answer("decline"), Some(&state(&first)));
     assert_eq!(r["result"]["isError"], true, "{r}");
     assert!(
         ask.exists() && calls(notes.path()).is_empty(),
         "a declined call ran"
     );
 
-    let again = call(&mut s, None);
-    let r = call(&mut s, Some(("accept", &state(&again))));
+    let again = s.call(args.clone(), None, None);
+    let r = s.call(args, answer("accept"), Some(&state(&again)));
     assert_eq!(r["result"]["isError"], false, "{r}");
     assert_eq!(r["result"]["content"][0]["text"], "deleted ask.md", "{r}");
     assert!(!ask.exists());
     assert_eq!(calls(notes.path()), "delete_note ask.md\n");
-    assert!(s.finish().success());
+    assert!(s.server.finish().success());
 }
 
 #[test]
