@@ -16,44 +16,19 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
+use crate::jwt_support::{AUDIENCE, ISSUER, bearer, ec_jwk, jwt, now, p256, write_catalog};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
-use common::draft_client::{self, DECISION, EXTENSION};
+use common::draft_client::DECISION;
 use common::http::{HttpServer, McpHttp};
 use common::{Era, regent};
 use ring::rand::SystemRandom;
-use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair, RsaKeyPair};
+use ring::signature::{EcdsaKeyPair, RsaKeyPair};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{Value, json};
-
-const ISSUER: &str = "https://idp.example";
-const AUDIENCE: &str = "regent-tests";
-
-const TOOLS: &str = r#"tools:
-  - name: restart
-    description: restarts a service
-    inputSchema:
-      type: object
-      properties: {service: {type: string}}
-      required: [service]
-    annotations: {readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false}
-    policy: tools.restart
-"#;
-
-const POLICY: &str = r#"package tools.restart
-
-import rego.v1
-
-deny contains "no verified caller" if not input.caller
-
-deny contains sprintf("%s (from %s) is not on call", [input.caller.subject, input.caller.issuer]) if {
-	input.caller
-	not "oncall" in input.caller.claims.groups
-}
-"#;
 
 fn fixture(name: &str) -> PathBuf {
     common::repo_path("tests/fixtures/jwks").join(name)
@@ -163,14 +138,9 @@ impl Keys {
         let rng = SystemRandom::new();
         let der = PrivatePkcs8KeyDer::from_pem_file(fixture("rsa.key")).unwrap();
         let rsa = RsaKeyPair::from_pkcs8(der.secret_pkcs8_der()).unwrap();
-        let ec = || {
-            let doc = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
-            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, doc.as_ref(), &rng).unwrap()
-        };
-        let (ec, rotated) = (ec(), ec());
+        let (ec, rotated) = (p256(&rng), p256(&rng));
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("restart.yaml"), TOOLS).unwrap();
-        std::fs::write(dir.path().join("restart.rego"), POLICY).unwrap();
+        write_catalog(dir.path());
         Keys {
             dir,
             rng,
@@ -190,68 +160,42 @@ impl Keys {
                "n": B64.encode(&public.n), "e": B64.encode(&public.e)})
     }
 
-    fn ec_jwk(key: &EcdsaKeyPair, kid: &str) -> Value {
-        let point = key.public_key().as_ref();
-        json!({"kty": "EC", "crv": "P-256", "kid": kid, "use": "sig",
-               "x": B64.encode(&point[1..33]), "y": B64.encode(&point[33..65])})
-    }
-
     /// The set published at start-up: rsa-1 and ec-1.
     fn jwks(&self) -> Value {
-        json!({"keys": [self.rsa_jwk(), Keys::ec_jwk(&self.ec, "ec-1")]})
+        json!({"keys": [self.rsa_jwk(), ec_jwk(&self.ec, "ec-1")]})
     }
 
     /// After rotation: ec-2 joins.
     fn rotated_jwks(&self) -> Value {
         json!({"keys": [
             self.rsa_jwk(),
-            Keys::ec_jwk(&self.ec, "ec-1"),
-            Keys::ec_jwk(&self.rotated, "ec-2"),
+            ec_jwk(&self.ec, "ec-1"),
+            ec_jwk(&self.rotated, "ec-2"),
         ]})
     }
 
     /// A token for `sub` in `groups`, signed by the key `kid` names.
     fn token(&self, kid: &str, sub: &str, groups: &[&str]) -> String {
         let alg = if kid == "rsa-1" { "RS256" } else { "ES256" };
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
+        let now = now();
         let header = json!({"alg": alg, "typ": "JWT", "kid": kid});
         let claims = json!({"sub": sub, "iss": ISSUER, "aud": AUDIENCE,
                             "iat": now, "exp": now + 300, "groups": groups});
-        let input = format!(
-            "{}.{}",
-            B64.encode(header.to_string()),
-            B64.encode(claims.to_string())
-        );
-        let sig = match kid {
+        jwt(&header, &claims, |input| match kid {
             "rsa-1" => {
                 let mut sig = vec![0; self.rsa.public().modulus_len()];
-                self.rsa
-                    .sign(
-                        &ring::signature::RSA_PKCS1_SHA256,
-                        &self.rng,
-                        input.as_bytes(),
-                        &mut sig,
-                    )
-                    .unwrap();
+                let rs256 = &ring::signature::RSA_PKCS1_SHA256;
+                self.rsa.sign(rs256, &self.rng, input, &mut sig).unwrap();
                 sig
             }
-            "ec-1" => self
-                .ec
-                .sign(&self.rng, input.as_bytes())
-                .unwrap()
-                .as_ref()
-                .to_vec(),
+            "ec-1" => self.ec.sign(&self.rng, input).unwrap().as_ref().to_vec(),
             _ => self
                 .rotated
-                .sign(&self.rng, input.as_bytes())
+                .sign(&self.rng, input)
                 .unwrap()
                 .as_ref()
                 .to_vec(),
-        };
-        format!("{input}.{}", B64.encode(sig))
+        })
     }
 
     fn serve(&self, idp: &Idp, more: &[&str]) -> HttpServer {
@@ -290,12 +234,7 @@ fn decide(http: &HttpServer, token: &str) -> Result<Value, String> {
             .to_string());
     }
     assert_eq!(resp.status, 200);
-    let mut c = McpHttp::connect_caps(
-        http.addr,
-        Era::Modern,
-        vec![("Authorization".into(), format!("Bearer {token}"))],
-        draft_client::capabilities(&[EXTENSION, DECISION]),
-    );
+    let mut c = bearer(http, Era::Modern, token);
     let r = c.resolve("restart", json!({"service": "web"}));
     Ok(r["_meta"][DECISION].clone())
 }

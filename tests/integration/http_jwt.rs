@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use crate::jwt_support::{AUDIENCE, ISSUER, TOOLS, bearer, ec_jwk, jwt, now, p256, write_catalog};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
@@ -15,39 +15,8 @@ use common::draft_client::{self, DECISION, EXTENSION};
 use common::http::{HttpServer, McpHttp, Req};
 use common::{Era, Server, regent};
 use ring::rand::SystemRandom;
-use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair, KeyPair};
+use ring::signature::{EcdsaKeyPair, Ed25519KeyPair, KeyPair};
 use serde_json::{Value, json};
-
-const ISSUER: &str = "https://idp.example";
-const AUDIENCE: &str = "regent-tests";
-
-/// One tool whose policy denies unless the caller is in the `oncall` group,
-/// and denies outright when there is no verified caller.
-const TOOLS: &str = r#"tools:
-  - name: restart
-    description: restarts a service
-    inputSchema:
-      type: object
-      properties: {service: {type: string}}
-      required: [service]
-    annotations: {readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false}
-    policy: tools.restart
-    run: {cli: {program: echo, args: ["restarted", "{service}"], timeout: 5s}}
-"#;
-
-const POLICY: &str = r#"package tools.restart
-
-import rego.v1
-
-oncall if "oncall" in input.caller.claims.groups
-
-deny contains "no verified caller" if not input.caller
-
-deny contains sprintf("%s (from %s) is not on call", [input.caller.subject, input.caller.issuer]) if {
-	input.caller
-	not oncall
-}
-"#;
 
 /// The signing keys, the JWKS file and the catalog, in one directory.
 struct Keys {
@@ -62,21 +31,16 @@ impl Keys {
         let rng = SystemRandom::new();
         let ed = Ed25519KeyPair::from_pkcs8(Ed25519KeyPair::generate_pkcs8(&rng).unwrap().as_ref())
             .unwrap();
-        let doc = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
-        let ec =
-            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, doc.as_ref(), &rng).unwrap();
+        let ec = p256(&rng);
         let dir = tempfile::tempdir().unwrap();
         let catalog = dir.path().join("catalog");
         std::fs::create_dir(&catalog).unwrap();
-        std::fs::write(catalog.join("restart.yaml"), TOOLS).unwrap();
-        std::fs::write(catalog.join("restart.rego"), POLICY).unwrap();
+        write_catalog(&catalog);
         let k = Keys { dir, rng, ed, ec };
-        let point = k.ec.public_key().as_ref();
         let jwks = json!({"keys": [
             {"kty": "OKP", "crv": "Ed25519", "kid": "ed-1", "use": "sig", "alg": "EdDSA",
              "x": B64.encode(k.ed.public_key().as_ref())},
-            {"kty": "EC", "crv": "P-256", "kid": "ec-1", "use": "sig",
-             "x": B64.encode(&point[1..33]), "y": B64.encode(&point[33..65])},
+            ec_jwk(&k.ec, "ec-1"),
         ]});
         std::fs::write(k.jwks(), jwks.to_string()).unwrap();
         k
@@ -97,28 +61,21 @@ impl Keys {
     /// A JWT with `header` and `claims`, signed as its `alg` says (`none`:
     /// no signature; `HS256`: HMAC with the Ed25519 public key's bytes).
     fn sign(&self, header: &Value, claims: &Value) -> String {
-        let input = format!(
-            "{}.{}",
-            B64.encode(header.to_string()),
-            B64.encode(claims.to_string())
-        );
-        let sig = match header["alg"].as_str().unwrap() {
-            "EdDSA" => self.ed.sign(input.as_bytes()).as_ref().to_vec(),
-            "ES256" => self
-                .ec
-                .sign(&self.rng, input.as_bytes())
-                .unwrap()
-                .as_ref()
-                .to_vec(),
-            "HS256" => {
-                let key =
-                    ring::hmac::Key::new(ring::hmac::HMAC_SHA256, self.ed.public_key().as_ref());
-                ring::hmac::sign(&key, input.as_bytes()).as_ref().to_vec()
+        jwt(header, claims, |input| {
+            match header["alg"].as_str().unwrap() {
+                "EdDSA" => self.ed.sign(input).as_ref().to_vec(),
+                "ES256" => self.ec.sign(&self.rng, input).unwrap().as_ref().to_vec(),
+                "HS256" => {
+                    let key = ring::hmac::Key::new(
+                        ring::hmac::HMAC_SHA256,
+                        self.ed.public_key().as_ref(),
+                    );
+                    ring::hmac::sign(&key, input).as_ref().to_vec()
+                }
+                "none" => Vec::new(),
+                other => panic!("no key for {other}"),
             }
-            "none" => Vec::new(),
-            other => panic!("no key for {other}"),
-        };
-        format!("{input}.{}", B64.encode(sig))
+        })
     }
 
     /// A valid Ed25519 token for `sub` in `groups`.
@@ -167,13 +124,6 @@ fn wait_for_lines(path: &std::path::Path, n: usize) -> String {
     }
 }
 
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
-
 fn header(alg: &str, kid: Option<&str>) -> Value {
     let mut h = json!({"alg": alg, "typ": "JWT"});
     if let Some(kid) = kid {
@@ -188,15 +138,6 @@ fn claims(sub: &str, groups: &[&str]) -> Value {
         "iat": now(), "exp": now() + 300,
         "groups": groups, "email": format!("{sub}@example.com"),
     })
-}
-
-fn client(http: &HttpServer, era: Era, token: &str) -> McpHttp {
-    McpHttp::connect_caps(
-        http.addr,
-        era,
-        vec![("Authorization".into(), format!("Bearer {token}"))],
-        draft_client::capabilities(&[EXTENSION, DECISION]),
-    )
 }
 
 fn call(c: &mut McpHttp, service: &str) -> Value {
@@ -217,14 +158,14 @@ fn the_verified_caller_reaches_the_policy_in_resolve_and_call() {
     // The same claims shape, signed by the other key (ES256, kid ec-1).
     let dev = keys.sign(&header("ES256", Some("ec-1")), &claims("bob", &["dev"]));
     for era in Era::ALL {
-        let mut c = client(&http, era, &oncall);
+        let mut c = bearer(&http, era, &oncall);
         let r = c.resolve("restart", json!({"service": "web"}));
         assert_eq!(r["_meta"][DECISION]["allowed"], json!(true), "{era:?}: {r}");
         let r = call(&mut c, "web");
         assert_eq!(r["isError"], json!(false), "{era:?}: {r}");
         assert!(r.to_string().contains("restarted web"), "{era:?}: {r}");
 
-        let mut c = client(&http, era, &dev);
+        let mut c = bearer(&http, era, &dev);
         let r = c.resolve("restart", json!({"service": "web"}));
         assert_eq!(
             r["_meta"][DECISION]["allowed"],
@@ -287,7 +228,7 @@ fn over_http_a_shadow_policy_sees_the_verified_caller_and_masks_erase_it_from_th
     .unwrap();
     let http = keys.serve_with(&["--decision-log-mask", "/input/caller/subject"]);
     let oncall = keys.token("alice", &["dev", "oncall"]);
-    let mut c = client(&http, Era::Legacy, &oncall);
+    let mut c = bearer(&http, Era::Legacy, &oncall);
     let r = call(&mut c, "web");
     assert_eq!(
         r["isError"],
@@ -455,7 +396,7 @@ fn invalid_tokens_are_401_with_the_reason_and_never_reach_the_policy() {
     // A token without kid is accepted when exactly one key fits its
     // algorithm (one Ed25519 key here).
     let no_kid = keys.sign(&header("EdDSA", None), &claims("carol", &["oncall"]));
-    let mut c = client(&http, Era::Modern, &no_kid);
+    let mut c = bearer(&http, Era::Modern, &no_kid);
     let r = c.resolve("restart", json!({"service": "web"}));
     assert_eq!(r["_meta"][DECISION]["allowed"], json!(true), "{r}");
     // /metrics wants a token too; /healthz does not.
@@ -546,7 +487,7 @@ fn tools_list_shows_a_tool_only_to_the_callers_its_visible_rule_admits() {
     let dev = keys.token("bob", &["dev"]);
     for era in Era::ALL {
         for (token, want) in [(&oncall, vec!["page", "restart"]), (&dev, vec!["restart"])] {
-            let mut c = client(&http, era, token);
+            let mut c = bearer(&http, era, token);
             let list = c.request("tools/list", json!({}));
             let names: Vec<&str> = list["result"]["tools"]
                 .as_array()
@@ -574,11 +515,11 @@ fn a_session_answers_only_the_caller_who_opened_it() {
     let keys = Keys::new();
     let http = keys.serve();
     let alice_token = keys.token("alice", &["oncall"]);
-    let mut alice = client(&http, Era::Legacy, &alice_token);
+    let mut alice = bearer(&http, Era::Legacy, &alice_token);
     let session = alice.session.clone().expect("a 2025-11-25 session");
 
     // Bob has a valid token of his own and alice's session id.
-    let mut bob = client(&http, Era::Legacy, &keys.token("bob", &["oncall"]));
+    let mut bob = bearer(&http, Era::Legacy, &keys.token("bob", &["oncall"]));
     bob.session = Some(session.clone());
     let msg = bob.message("tools/list", json!({}));
     let resp = bob.post(&msg, "tools/list");

@@ -13,6 +13,7 @@
 
 use regent_testkit as common;
 mod exec_support;
+mod jwt_support;
 mod reload_support;
 
 mod broken_pipe;

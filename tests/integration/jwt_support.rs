@@ -1,0 +1,99 @@
+//! What http_jwt.rs (a JWKS file) and http_jwks.rs (a JWKS fetched over
+//! HTTPS) share: the issuer and audience their tokens carry, the `restart`
+//! catalog whose policy wants a verified on-call caller, P-256 keys and
+//! their JWKs, tokens signed by hand, and a client that sends one.
+
+use crate::common;
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use common::Era;
+use common::draft_client::{self, DECISION, EXTENSION};
+use common::http::{HttpServer, McpHttp};
+use ring::rand::SystemRandom;
+use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+use serde_json::{Value, json};
+
+pub const ISSUER: &str = "https://idp.example";
+pub const AUDIENCE: &str = "regent-tests";
+
+/// One tool whose policy denies unless the caller is in the `oncall` group,
+/// and denies outright when there is no verified caller.
+pub const TOOLS: &str = r#"tools:
+  - name: restart
+    description: restarts a service
+    inputSchema:
+      type: object
+      properties: {service: {type: string}}
+      required: [service]
+    annotations: {readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false}
+    policy: tools.restart
+    run: {cli: {program: echo, args: ["restarted", "{service}"], timeout: 5s}}
+"#;
+
+const POLICY: &str = r#"package tools.restart
+
+import rego.v1
+
+oncall if "oncall" in input.caller.claims.groups
+
+deny contains "no verified caller" if not input.caller
+
+deny contains sprintf("%s (from %s) is not on call", [input.caller.subject, input.caller.issuer]) if {
+	input.caller
+	not oncall
+}
+"#;
+
+/// Writes the `restart` catalog (tool and policy) into `dir`.
+pub fn write_catalog(dir: &Path) {
+    std::fs::write(dir.join("restart.yaml"), TOOLS).unwrap();
+    std::fs::write(dir.join("restart.rego"), POLICY).unwrap();
+}
+
+/// A fresh ECDSA P-256 key (ES256).
+pub fn p256(rng: &SystemRandom) -> EcdsaKeyPair {
+    let doc = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, rng).unwrap();
+    EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, doc.as_ref(), rng).unwrap()
+}
+
+/// The public JWK of a P-256 `key`, named `kid`.
+pub fn ec_jwk(key: &EcdsaKeyPair, kid: &str) -> Value {
+    let point = key.public_key().as_ref();
+    json!({"kty": "EC", "crv": "P-256", "kid": kid, "use": "sig",
+           "x": B64.encode(&point[1..33]), "y": B64.encode(&point[33..65])})
+}
+
+/// Seconds since the epoch, for `iat` and `exp`.
+pub fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// The compact JWT of `header` and `claims`, its signature made by `sign`
+/// over the signing input.
+pub fn jwt(header: &Value, claims: &Value, sign: impl FnOnce(&[u8]) -> Vec<u8>) -> String {
+    let input = format!(
+        "{}.{}",
+        B64.encode(header.to_string()),
+        B64.encode(claims.to_string())
+    );
+    let sig = sign(input.as_bytes());
+    format!("{input}.{}", B64.encode(sig))
+}
+
+/// A client of `http` in `era` that sends `token` as its bearer and
+/// declares the decision extension.
+pub fn bearer(http: &HttpServer, era: Era, token: &str) -> McpHttp {
+    McpHttp::connect_caps(
+        http.addr,
+        era,
+        vec![("Authorization".into(), format!("Bearer {token}"))],
+        draft_client::capabilities(&[EXTENSION, DECISION]),
+    )
+}
