@@ -8,19 +8,9 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
+use crate::jwt_support::TOOLS;
 use common::{Era, Server, regent};
 use serde_json::{Value, json};
-
-const TOOLS: &str = r#"tools:
-  - name: restart
-    inputSchema:
-      type: object
-      properties: {service: {type: string}}
-      required: [service]
-    annotations: {readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false}
-    policy: tools.restart
-    run: {cli: {program: echo, args: ["restarted", "{service}"], timeout: 5s}}
-"#;
 
 /// Only alice may restart; every answer says who asked.
 const POLICY: &str = r#"package tools.restart
@@ -225,16 +215,6 @@ visible if "ops" in input.caller.claims.groups
 meta := {"asked_by": input.caller.subject}
 "#;
 
-fn listed_names(server: &mut Server) -> Vec<String> {
-    let list = server.request("tools/list", json!({}));
-    list["result"]["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("tools/list: {list}"))
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect()
-}
-
 /// The error of each method that names a tool, for `name`.
 fn errors_for(server: &mut Server, name: &str) -> Vec<Value> {
     let args = json!({"service": "web"});
@@ -267,7 +247,7 @@ fn a_tool_the_caller_may_not_see_is_not_listed_and_answers_as_unknown() {
             let catalog = s.arg("catalog");
             args.push(&catalog);
             let mut server = Server::start(era, &args);
-            assert_eq!(listed_names(&mut server), ["ping"], "{era:?} {caller:?}");
+            assert_eq!(server.tool_names(), ["ping"], "{era:?} {caller:?}");
             let hidden = errors_for(&mut server, "restart");
             let unknown = errors_for(&mut server, "restart2");
             for (h, u) in hidden.iter().zip(&unknown) {
@@ -288,7 +268,7 @@ fn a_tool_the_caller_may_not_see_is_not_listed_and_answers_as_unknown() {
             era,
             &["--no-watch", "--caller-file", &alice, &s.arg("catalog")],
         );
-        assert_eq!(listed_names(&mut server), ["restart", "ping"], "{era:?}");
+        assert_eq!(server.tool_names(), ["restart", "ping"], "{era:?}");
         let r = server.resolve("restart", json!({"service": "web"}));
         assert_eq!(r["_meta"]["asked_by"], json!("alice"), "{r}");
         let call = server.request(

@@ -1,7 +1,8 @@
 //! What http_jwt.rs (a JWKS file) and http_jwks.rs (a JWKS fetched over
 //! HTTPS) share: the issuer and audience their tokens carry, the `restart`
-//! catalog whose policy wants a verified on-call caller, P-256 keys and
-//! their JWKs, tokens signed by hand, and a client that sends one.
+//! tool (which caller_stdio.rs uses too) and a policy that wants a verified
+//! on-call caller, P-256 keys and their JWKs, tokens signed by hand, and a
+//! client that sends one.
 
 use crate::common;
 
@@ -20,8 +21,8 @@ use serde_json::{Value, json};
 pub const ISSUER: &str = "https://idp.example";
 pub const AUDIENCE: &str = "regent-tests";
 
-/// One tool whose policy denies unless the caller is in the `oncall` group,
-/// and denies outright when there is no verified caller.
+/// The `restart` tool: it echoes, behind the policy `tools.restart` (here
+/// [`POLICY`]; caller_stdio.rs has its own).
 pub const TOOLS: &str = r#"tools:
   - name: restart
     description: restarts a service
@@ -34,6 +35,8 @@ pub const TOOLS: &str = r#"tools:
     run: {cli: {program: echo, args: ["restarted", "{service}"], timeout: 5s}}
 "#;
 
+/// Denies unless the caller is in the `oncall` group, and outright when
+/// there is no verified caller.
 const POLICY: &str = r#"package tools.restart
 
 import rego.v1
