@@ -904,22 +904,13 @@ fn reloads_show_in_health_and_metrics_and_the_old_catalog_keeps_serving() {
         serde_json::from_slice(&http.send(&Req::get("/healthz")).body).unwrap()
     };
     let first = health(&http);
-    let names = |c: &mut McpHttp| -> Vec<String> {
-        let list = c.request("tools/list", json!({}));
-        list["result"]["tools"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{list}"))
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_string())
-            .collect()
-    };
     let mut c = McpHttp::connect(http.addr, Era::Modern);
-    assert_eq!(names(&mut c), ["one"]);
+    assert_eq!(c.tool_names(), ["one"]);
 
     // A change is picked up and served.
     std::fs::write(&file, format!("tools:\n{}{}", tool("one"), tool("two"))).unwrap();
     http.wait_for_metric(None, "regent_catalog_loads_total{outcome=\"success\"}", 2.0);
-    assert_eq!(names(&mut c), ["one", "two"]);
+    assert_eq!(c.tool_names(), ["one", "two"]);
     let second = health(&http);
     assert_ne!(second["revision"], first["revision"], "{second}");
     let rev = second["revision"].as_str().unwrap();
@@ -935,7 +926,7 @@ fn reloads_show_in_health_and_metrics_and_the_old_catalog_keeps_serving() {
         http.metric(None, "regent_catalog_last_load_failed"),
         Some(1.0)
     );
-    assert_eq!(names(&mut c), ["one", "two"]);
+    assert_eq!(c.tool_names(), ["one", "two"]);
     let third = health(&http);
     assert_eq!(third["revision"], second["revision"], "{third}");
     assert!(third["lastReloadError"].is_string(), "{third}");
@@ -943,7 +934,7 @@ fn reloads_show_in_health_and_metrics_and_the_old_catalog_keeps_serving() {
     // SIGHUP reloads too (the file is still broken: one more failure).
     http.signal(1);
     http.wait_for_metric(None, "regent_catalog_loads_total{outcome=\"failure\"}", 2.0);
-    assert_eq!(names(&mut c), ["one", "two"]);
+    assert_eq!(c.tool_names(), ["one", "two"]);
 }
 
 #[test]

@@ -576,16 +576,7 @@ fn an_upstreams_list_changed_over_http_reimports_its_tools() {
     )
     .unwrap();
     let mut b = start_governor(Era::Legacy, b_dir.path());
-    let names = |b: &mut Server| -> Vec<String> {
-        let listed = b.request("tools/list", json!({}));
-        listed["result"]["tools"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{listed}"))
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_string())
-            .collect()
-    };
-    assert_eq!(names(&mut b), ["a_echo_text"]);
+    assert_eq!(b.tool_names(), ["a_echo_text"]);
     let mut yaml = std::fs::read_to_string(a_dir.path().join("a.yaml")).unwrap();
     yaml.push_str(
         r#"  - name: shout
@@ -597,11 +588,11 @@ fn an_upstreams_list_changed_over_http_reimports_its_tools() {
     );
     std::fs::write(a_dir.path().join("a.yaml"), yaml).unwrap();
     let deadline = Instant::now() + WAIT;
-    while names(&mut b) != ["a_echo_text", "a_shout"] {
+    while b.tool_names() != ["a_echo_text", "a_shout"] {
         assert!(
             Instant::now() < deadline,
             "B never re-imported A's tools: {:?}\nB:\n{}\nA:\n{}",
-            names(&mut b),
+            b.tool_names(),
             b.stderr(),
             a.stderr()
         );

@@ -455,16 +455,7 @@ fn an_upstreams_list_changed_reimports_its_tools() {
     let Some((mut s, _dir, _notes)) = serve_selection(&[], "    prefix: n_\n") else {
         return;
     };
-    let names = |s: &mut Server| -> Vec<String> {
-        let listed = s.request("tools/list", json!({}));
-        listed["result"]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_string())
-            .collect()
-    };
-    assert!(!names(&mut s).contains(&"n_echo".to_string()));
+    assert!(!s.tool_names().contains(&"n_echo".to_string()));
     let r = s.request(
         "tools/call",
         json!({"name": "n_add_echo", "arguments": {"name": "echo"}}),
@@ -482,7 +473,7 @@ fn an_upstreams_list_changed_reimports_its_tools() {
             s.notifications.push(m);
         }
     }
-    assert!(names(&mut s).contains(&"n_echo".to_string()));
+    assert!(s.tool_names().contains(&"n_echo".to_string()));
     let r = s.request(
         "tools/call",
         json!({"name": "n_echo", "arguments": {"text": "hi"}}),

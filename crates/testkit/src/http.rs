@@ -558,6 +558,17 @@ impl McpHttp {
         resp.response_to(&msg["id"])
     }
 
+    /// The names `tools/list` gives, in its order.
+    pub fn tool_names(&mut self) -> Vec<String> {
+        let r = self.request("tools/list", json!({}));
+        r["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("tools/list failed: {r}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    }
+
     pub fn resolve(&mut self, tool: &str, args: Value) -> Value {
         let r = self.request("tools/resolve", json!({"name": tool, "arguments": args}));
         crate::result_of(&r, format_args!("tools/resolve {tool} {args}"))
