@@ -157,39 +157,31 @@ async fn decline_cancel_and_missing_capabilities_refuse_the_call() {
         }
 
         // A value the server cannot get refuses the call before anyone is asked.
-        let r = Start::new(dir.path())
-            .without("DEPLOY_ORG")
-            .roots(&[ROOT])
-            .answer("approver", json!("bob"))
-            .connect(era)
-            .await;
-        let res = r.call("deploy", json!({"service": "api"})).await;
-        assert!(is_error(&res), "{era:?}: {res}");
-        assert!(
-            text(&res).contains("environment variable DEPLOY_ORG, which is not set"),
-            "{}",
-            text(&res)
-        );
+        let asked = || {
+            Start::new(dir.path())
+                .roots(&[ROOT])
+                .answer("approver", json!("bob"))
+        };
+        let not_set = "environment variable DEPLOY_ORG, which is not set";
+        let r = refused(asked().without("DEPLOY_ORG"), era, not_set).await;
         assert!(r.asked().is_empty(), "{era:?}: asked {:?}", r.asked());
         r.close().await;
 
         // A resolved value is checked against the parameter's schema.
-        let r = Start::new(dir.path())
-            .env("DEPLOY_ORG", "Not An Org")
-            .roots(&[ROOT])
-            .answer("approver", json!("bob"))
-            .connect(era)
-            .await;
-        let res = r.call("deploy", json!({"service": "api"})).await;
-        assert!(is_error(&res), "{era:?}: {res}");
-        assert!(
-            text(&res)
-                .contains("`org` from environment variable DEPLOY_ORG does not match its schema"),
-            "{}",
-            text(&res)
-        );
+        let bad = "`org` from environment variable DEPLOY_ORG does not match its schema";
+        let r = refused(asked().env("DEPLOY_ORG", "Not An Org"), era, bad).await;
         r.close().await;
     }
+}
+
+/// A session started as `start` in `era`, whose `deploy` of `api` has just
+/// been refused with `want` in its text.
+async fn refused(start: Start<'_>, era: Era, want: &str) -> exec_support::Regent {
+    let r = start.connect(era).await;
+    let res = r.call("deploy", json!({"service": "api"})).await;
+    assert!(is_error(&res), "{era:?}: {res}");
+    assert!(text(&res).contains(want), "{}", text(&res));
+    r
 }
 
 /// A raw 2026-07-28 client with elicitation and roots, calling `deploy`
