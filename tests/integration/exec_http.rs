@@ -255,11 +255,14 @@ tools:
     )
 }
 
-fn setup(server: &Server) -> tempfile::TempDir {
-    catalog(&[
+/// The test server, and a catalog of tools that call it.
+fn setup() -> (Server, tempfile::TempDir) {
+    let server = Server::start();
+    let dir = catalog(&[
         ("tools.yaml", &tools(&server.base())),
         ("password.txt", "s3cret pass\n"),
-    ])
+    ]);
+    (server, dir)
 }
 
 async fn start(dir: &tempfile::TempDir, era: Era) -> exec_support::Regent {
@@ -272,8 +275,7 @@ async fn start(dir: &tempfile::TempDir, era: Era) -> exec_support::Regent {
 
 #[tokio::test]
 async fn methods_query_headers_and_body_reach_the_server() {
-    let server = Server::start();
-    let dir = setup(&server);
+    let (server, dir) = setup();
     for era in Era::ALL {
         let r = start(&dir, era).await;
         for method in ["GET", "POST", "PUT", "PATCH", "DELETE"] {
@@ -325,8 +327,7 @@ async fn methods_query_headers_and_body_reach_the_server() {
 
 #[tokio::test]
 async fn path_values_are_encoded_and_cannot_leave_the_base() {
-    let server = Server::start();
-    let dir = setup(&server);
+    let (server, dir) = setup();
     for era in Era::ALL {
         let r = start(&dir, era).await;
         // A target where the server must see exactly it; none where the
@@ -371,8 +372,7 @@ async fn path_values_are_encoded_and_cannot_leave_the_base() {
 
 #[tokio::test]
 async fn authentication_comes_from_the_environment_or_files() {
-    let server = Server::start();
-    let dir = setup(&server);
+    let (server, dir) = setup();
     let r = start(&dir, Era::Modern).await;
     let res = r.call("echo", json!({"method": "GET", "id": "1"})).await;
     assert!(!is_error(&res));
@@ -412,8 +412,7 @@ async fn authentication_comes_from_the_environment_or_files() {
 
 #[tokio::test]
 async fn status_codes_size_caps_redirects_and_timeouts() {
-    let server = Server::start();
-    let dir = setup(&server);
+    let (server, dir) = setup();
     for era in Era::ALL {
         let r = start(&dir, era).await;
         for code in [200, 201, 204, 400, 404, 500, 503] {
@@ -468,8 +467,7 @@ async fn status_codes_size_caps_redirects_and_timeouts() {
 
 #[tokio::test]
 async fn json_output_becomes_validated_structured_content() {
-    let server = Server::start();
-    let dir = setup(&server);
+    let (_server, dir) = setup();
     for era in Era::ALL {
         let r = start(&dir, era).await;
         let res = r.call("json", json!({})).await;
