@@ -19,12 +19,11 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use regent_testkit::http::read_keepalive;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::stats::{self, Samples};
 use crate::stdio::{RunOut, Spawn};
-use crate::workload::{Era, Workload, is_error, response_id};
-use crate::{Cell, Mode, Opts, peer};
+use crate::workload::{Era, Workload, initialize, is_error, response_id};
+use crate::{Cell, Mode, Opts, all_at_once, peer};
 
 /// A server process listening on 127.0.0.1.
 struct Server {
@@ -147,9 +146,7 @@ impl Client {
         match self.era {
             Era::Legacy => {
                 let id = self.take_id();
-                let init = json!({"jsonrpc":"2.0","id":id,"method":"initialize","params":{
-                    "protocolVersion":"2025-11-25","capabilities":{},
-                    "clientInfo":{"name":"regent-load","version":"0"}}});
+                let init = initialize(id);
                 let reply = self.post(init.to_string().as_bytes(), "initialize", None)?;
                 check_reply(&reply)?;
                 self.session = reply.session;
@@ -226,16 +223,13 @@ impl Client {
 
     /// `n` requests one at a time.
     fn run_serial(&mut self, w: Workload, n: usize, barrier: &Barrier) -> RunOut {
-        let mut out = RunOut::default();
         let mut line = Vec::with_capacity(1024);
         let name = match w {
             Workload::Resolve | Workload::Annotations => Some("manage_files"),
             Workload::Call => Some("echo"),
             _ => None,
         };
-        barrier.wait();
-        out.start = Some(Instant::now());
-        for i in 0..n {
+        RunOut::serial(n, barrier, |i, out| {
             let id = self.take_id();
             line.clear();
             w.write_line(self.era, id, &mut line);
@@ -246,19 +240,19 @@ impl Client {
                 Ok(r) => r,
                 Err(e) => {
                     out.note(e);
-                    break;
+                    return false;
                 }
             };
             let Some(msg) = reply.message.filter(|_| reply.status == 200) else {
                 out.note(format!("HTTP {} without a JSON-RPC answer", reply.status));
-                break;
+                return false;
             };
             if response_id(&msg) != Some(id) {
                 out.note(format!(
                     "expected the answer to {id}: {}",
                     String::from_utf8_lossy(&msg)
                 ));
-                break;
+                return false;
             }
             out.samples.record(elapsed);
             if is_error(&msg) {
@@ -273,9 +267,8 @@ impl Client {
                     Err(e) => out.note(format!("unparsable answer: {e}")),
                 }
             }
-        }
-        out.end = Some(Instant::now());
-        out
+            true
+        })
     }
 }
 
@@ -391,61 +384,17 @@ pub fn run(
                     let reconnected = t.clients[..clients]
                         .iter_mut()
                         .try_for_each(Client::reconnect);
-                    let barrier = Barrier::new(clients);
                     let outs: Vec<RunOut> = if let Err(e) = reconnected {
                         let mut o = RunOut::default();
                         o.note(format!("reconnect: {e}"));
                         vec![o]
                     } else {
-                        thread::scope(|s| {
-                            let hs: Vec<_> = t.clients[..clients]
-                                .iter_mut()
-                                .map(|c| {
-                                    let b = &barrier;
-                                    s.spawn(move || c.run_serial(w, n, b))
-                                })
-                                .collect();
-                            hs.into_iter()
-                                .map(|h| h.join().expect("client thread"))
-                                .collect()
-                        })
+                        all_at_once(&mut t.clients[..clients], |c, b| c.run_serial(w, n, b))
                     };
-                    let start = outs.iter().filter_map(|o| o.start).min();
-                    let end = outs.iter().filter_map(|o| o.end).max();
-                    let total: usize = outs.iter().map(|o| o.samples.len()).sum();
-                    let rate = match (start, end) {
-                        (Some(a), Some(b)) => stats::rate(total, b - a),
-                        _ => 0.0,
-                    };
-                    let idx = match cells.iter().position(|c| {
-                        c.server == t.server && c.workload == w && c.clients == clients
-                    }) {
-                        Some(i) => i,
-                        None => {
-                            cells.push(Cell {
-                                server: t.server,
-                                era: t.era,
-                                workload: w,
-                                mode: Mode::Serial,
-                                clients,
-                                requests_per_client: n,
-                                rates: Vec::new(),
-                                samples: Samples::default(),
-                                errors: 0,
-                                first_error: None,
-                            });
-                            cells.len() - 1
-                        }
-                    };
-                    let cell = &mut cells[idx];
-                    cell.rates.push(rate);
-                    for o in outs {
-                        cell.samples.extend(&o.samples);
-                        cell.errors += o.errors;
-                        if cell.first_error.is_none() {
-                            cell.first_error = o.first_error;
-                        }
-                    }
+                    // A target speaks one era and HTTP is measured serially
+                    // only, so the server, request and clients name the cell.
+                    let fresh = Cell::new(t.server, t.era, w, Mode::Serial, clients, n);
+                    Cell::record(&mut cells, fresh, outs);
                 }
             }
         }

@@ -222,6 +222,58 @@ pub struct Cell {
 }
 
 impl Cell {
+    /// An empty cell for one server, request, mode and number of clients.
+    pub fn new(
+        server: &'static str,
+        era: Era,
+        workload: Workload,
+        mode: Mode,
+        clients: usize,
+        requests_per_client: usize,
+    ) -> Cell {
+        Cell {
+            server,
+            era,
+            workload,
+            mode,
+            clients,
+            requests_per_client,
+            rates: Vec::new(),
+            samples: Samples::default(),
+            errors: 0,
+            first_error: None,
+        }
+    }
+
+    /// Adds one round to the cell in `cells` with `fresh`'s server, era,
+    /// request, mode and clients (appending `fresh` if there is none yet):
+    /// its aggregate rate, every client's samples and errors.
+    pub fn record(cells: &mut Vec<Cell>, fresh: Cell, outs: Vec<RunOut>) -> &mut Cell {
+        let idx = match cells.iter().position(|c| {
+            c.server == fresh.server
+                && c.era == fresh.era
+                && c.workload == fresh.workload
+                && c.mode == fresh.mode
+                && c.clients == fresh.clients
+        }) {
+            Some(i) => i,
+            None => {
+                cells.push(fresh);
+                cells.len() - 1
+            }
+        };
+        let cell = &mut cells[idx];
+        cell.rates.push(round_rate(&outs));
+        for o in outs {
+            cell.samples.extend(&o.samples);
+            cell.errors += o.errors;
+            if cell.first_error.is_none() {
+                cell.first_error = o.first_error;
+            }
+        }
+        cell
+    }
+
     pub fn rate(&self) -> Option<f64> {
         if self.errors > 0 {
             return None;
@@ -238,36 +290,50 @@ fn measure(
     clients: usize,
     n: usize,
     window: usize,
-) -> (f64, Vec<RunOut>) {
+) -> Vec<RunOut> {
     let conns = &mut target.conns[..clients];
     let pids: Vec<u32> = conns.iter().map(|c| c.pid).collect();
     let guard = Watchdog::start(pids, Duration::from_secs(120));
-    let barrier = Barrier::new(clients);
-    let outs: Vec<RunOut> = thread::scope(|s| {
-        let handles: Vec<_> = conns
+    let outs = all_at_once(conns, |c, b| match mode {
+        Mode::Pipelined => c.run_pipelined(w, n, window, b),
+        Mode::Serial => c.run_serial(w, n, b),
+    });
+    guard.stop();
+    outs
+}
+
+/// Runs `f` on every client at once, each on a thread of its own, released
+/// together by one barrier; their measurements in the clients' order.
+fn all_at_once<C: Send>(
+    clients: &mut [C],
+    f: impl Fn(&mut C, &Barrier) -> RunOut + Sync,
+) -> Vec<RunOut> {
+    let barrier = Barrier::new(clients.len());
+    thread::scope(|s| {
+        let handles: Vec<_> = clients
             .iter_mut()
             .map(|c| {
-                let b = &barrier;
-                s.spawn(move || match mode {
-                    Mode::Pipelined => c.run_pipelined(w, n, window, b),
-                    Mode::Serial => c.run_serial(w, n, b),
-                })
+                let (b, f) = (&barrier, &f);
+                s.spawn(move || f(c, b))
             })
             .collect();
         handles
             .into_iter()
             .map(|h| h.join().expect("client thread"))
             .collect()
-    });
-    guard.stop();
+    })
+}
+
+/// Aggregate requests per second of one round: every client's answers over
+/// the span from the first client's start to the last one's end.
+fn round_rate(outs: &[RunOut]) -> f64 {
     let start = outs.iter().filter_map(|o| o.start).min();
     let end = outs.iter().filter_map(|o| o.end).max();
     let total: usize = outs.iter().map(|o| o.samples.len()).sum();
-    let rate = match (start, end) {
+    match (start, end) {
         (Some(s), Some(e)) => stats::rate(total, e - s),
         _ => 0.0,
-    };
-    (rate, outs)
+    }
 }
 
 /// Kills the given processes if a measurement hangs past its deadline, so a
@@ -615,40 +681,9 @@ fn throughput(opts: &Opts, targets: &mut [Target], notes: &mut Vec<String>) -> V
                         } else {
                             n
                         };
-                        let (rate, outs) = measure(t, w, mode, clients, n, opts.window);
-                        let idx = match cells.iter().position(|c| {
-                            c.server == t.server
-                                && c.era == t.era
-                                && c.workload == w
-                                && c.mode == mode
-                                && c.clients == clients
-                        }) {
-                            Some(i) => i,
-                            None => {
-                                cells.push(Cell {
-                                    server: t.server,
-                                    era: t.era,
-                                    workload: w,
-                                    mode,
-                                    clients,
-                                    requests_per_client: n,
-                                    rates: Vec::new(),
-                                    samples: Samples::default(),
-                                    errors: 0,
-                                    first_error: None,
-                                });
-                                cells.len() - 1
-                            }
-                        };
-                        let cell = &mut cells[idx];
-                        cell.rates.push(rate);
-                        for o in outs {
-                            cell.samples.extend(&o.samples);
-                            cell.errors += o.errors;
-                            if cell.first_error.is_none() {
-                                cell.first_error = o.first_error;
-                            }
-                        }
+                        let outs = measure(t, w, mode, clients, n, opts.window);
+                        let fresh = Cell::new(t.server, t.era, w, mode, clients, n);
+                        let cell = Cell::record(&mut cells, fresh, outs);
                         if let Some(e) = &cell.first_error {
                             eprintln!("load: {} {} failed: {e}", t.server, w.method());
                             broken[ti] = cell.errors > 0 && outs_fatal(e);

@@ -87,6 +87,24 @@ fn fmt_opt<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
     v.map(f).unwrap_or_else(|| "–".into())
 }
 
+/// A cell's median rate, or why it failed (escaped for a table cell).
+fn rate_text(c: &Cell) -> String {
+    match c.rate() {
+        Some(r) => fmt_rate(r),
+        None => format!(
+            "failed: {}",
+            c.first_error.as_deref().unwrap_or("?").replace('|', "\\|")
+        ),
+    }
+}
+
+/// A cell's latency at p50, p90, p99, p99.9 and its maximum.
+fn percentiles(c: &Cell) -> [String; 5] {
+    let lat = c.samples.summary();
+    let fields: [fn(&Latency) -> u64; 5] = [|x| x.p50, |x| x.p90, |x| x.p99, |x| x.p999, |x| x.max];
+    fields.map(|f| fmt_opt(lat.as_ref(), |x| fmt_nanos(f(x))))
+}
+
 /// The results section.
 pub fn render(run: &Run) -> String {
     let o = &run.opts;
@@ -154,28 +172,15 @@ pub fn render(run: &Run) -> String {
                 .filter(|c| c.mode == mode && c.clients == clients)
             {
                 let floor = rate_of(run, c.server, c.era, Workload::List, mode, clients);
-                let lat = c.samples.summary();
-                let l = |f: fn(&Latency) -> u64| fmt_opt(lat.as_ref(), |x| fmt_nanos(f(x)));
-                let rate = match c.rate() {
-                    Some(r) => fmt_rate(r),
-                    None => format!(
-                        "failed: {}",
-                        c.first_error.as_deref().unwrap_or("?").replace('|', "\\|")
-                    ),
-                };
+                let [p50, p90, p99, p999, max] = percentiles(c);
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {} | {p50} | {p90} | {p99} | {p999} | {max} |",
                     c.server,
                     c.era.label(),
                     c.workload.label(),
-                    rate,
+                    rate_text(c),
                     fmt_opt(ratio(c.rate(), floor), |r| format!("{:.0}%", r * 100.0)),
-                    l(|x| x.p50),
-                    l(|x| x.p90),
-                    l(|x| x.p99),
-                    l(|x| x.p999),
-                    l(|x| x.max),
                 );
             }
         }
@@ -198,27 +203,15 @@ pub fn render(run: &Run) -> String {
             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
         );
         for c in &run.http {
-            let lat = c.samples.summary();
-            let l = |f: fn(&Latency) -> u64| fmt_opt(lat.as_ref(), |x| fmt_nanos(f(x)));
-            let rate = match c.rate() {
-                Some(r) => fmt_rate(r),
-                None => format!(
-                    "failed: {}",
-                    c.first_error.as_deref().unwrap_or("?").replace('|', "\\|")
-                ),
-            };
+            let [p50, p90, p99, p999, _] = percentiles(c);
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {p50} | {p90} | {p99} | {p999} |",
                 c.server,
                 c.era.label(),
                 c.workload.label(),
                 c.clients,
-                rate,
-                l(|x| x.p50),
-                l(|x| x.p90),
-                l(|x| x.p99),
-                l(|x| x.p999)
+                rate_text(c),
             );
         }
     }
@@ -416,20 +409,23 @@ fn policies(s: &mut String, run: &Run) {
         c1(nl, m, Workload::ResolveDraft),
         c1(nl, m, Workload::Resolve),
     );
-    let _ = writeln!(
-        s,
-        "| extension draft's answer ÷ SEP-1862's answer (2026-07-28) | – | {} | |",
-        r(draft)
-    );
     let github = round_ratio(
         c1(nl, l, Workload::ResolveGithub),
         c1(PEER, l, Workload::Resolve),
     );
-    let _ = writeln!(
-        s,
-        "| shipped `examples/github_api` (Rego + data) vs the TypeScript SDK peer | – | {} | |",
-        r(github)
-    );
+    // Comparisons without a goal.
+    for (what, x) in [
+        (
+            "extension draft's answer ÷ SEP-1862's answer (2026-07-28)",
+            draft,
+        ),
+        (
+            "shipped `examples/github_api` (Rego + data) vs the TypeScript SDK peer",
+            github,
+        ),
+    ] {
+        let _ = writeln!(s, "| {what} | – | {} | |", r(x));
+    }
     if run.opts.baseline.is_some() {
         let b = crate::BASELINE;
         let _ = writeln!(

@@ -12,10 +12,10 @@ use std::sync::mpsc::{TryRecvError, sync_channel};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::stats::Samples;
-use crate::workload::{Era, Workload, is_error, response_id};
+use crate::workload::{Era, Workload, initialize, is_error, response_id};
 
 /// Every this-many responses one is parsed in full and checked.
 const CHECK_EVERY: usize = 997;
@@ -70,6 +70,26 @@ impl RunOut {
     /// Counts one failed request, keeping the first reason.
     pub fn note(&mut self, what: String) {
         self.error(what);
+    }
+
+    /// Times `n` requests made one at a time, `one(i, out)` making the
+    /// `i`th: from the release of `barrier` until `one` has made all `n` or
+    /// returned `false` (a failure it noted that ends the run).
+    pub fn serial(
+        n: usize,
+        barrier: &Barrier,
+        mut one: impl FnMut(usize, &mut RunOut) -> bool,
+    ) -> RunOut {
+        let mut out = RunOut::default();
+        barrier.wait();
+        out.start = Some(Instant::now());
+        for i in 0..n {
+            if !one(i, &mut out) {
+                break;
+            }
+        }
+        out.end = Some(Instant::now());
+        out
     }
 
     fn error(&mut self, what: String) {
@@ -176,9 +196,7 @@ impl Conn {
         match self.era {
             Era::Legacy => {
                 let id = self.take_id();
-                let init = json!({"jsonrpc":"2.0","id":id,"method":"initialize","params":{
-                    "protocolVersion":"2025-11-25","capabilities":{},
-                    "clientInfo":{"name":"regent-load","version":"0"}}});
+                let init = initialize(id);
                 let resp = self.request(format!("{init}\n").as_bytes())?;
                 if resp.get("result").is_none() {
                     return Err(format!("initialize failed: {resp}"));
@@ -205,12 +223,9 @@ impl Conn {
 
     /// `n` requests, one at a time: send, wait for the answer, repeat.
     pub fn run_serial(&mut self, workload: Workload, n: usize, barrier: &Barrier) -> RunOut {
-        let mut out = RunOut::default();
         let mut line = Vec::with_capacity(1024);
         let mut resp = Vec::with_capacity(4096);
-        barrier.wait();
-        out.start = Some(Instant::now());
-        for i in 0..n {
+        RunOut::serial(n, barrier, |i, out| {
             let id = self.take_id();
             line.clear();
             workload.write_line(self.era, id, &mut line);
@@ -218,7 +233,7 @@ impl Conn {
             let w = self.w.as_mut().expect("open connection");
             if let Err(e) = w.write_all(&line).and_then(|_| w.flush()) {
                 out.error(self.died(e));
-                break;
+                return false;
             }
             let got = loop {
                 resp.clear();
@@ -236,19 +251,18 @@ impl Conn {
             match got {
                 Err(e) => {
                     out.error(e);
-                    break;
+                    return false;
                 }
                 Ok(got) if got != id => {
                     out.error(format!("expected the answer to {id}, got one to {got}"));
-                    break;
+                    return false;
                 }
                 Ok(_) => {}
             }
             out.samples.record(elapsed);
-            check_line(workload, id, &resp, i, &mut out);
-        }
-        out.end = Some(Instant::now());
-        out
+            check_line(workload, id, &resp, i, out);
+            true
+        })
     }
 
     /// `n` requests with up to `window` in flight: a writer thread sends

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// The protocol era a connection speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -246,6 +246,13 @@ pub fn response_id(line: &[u8]) -> Option<u64> {
         any = true;
     }
     any.then_some(id)
+}
+
+/// The legacy era's `initialize` request with id `id`.
+pub fn initialize(id: u64) -> Value {
+    json!({"jsonrpc":"2.0","id":id,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},
+        "clientInfo":{"name":"regent-load","version":"0"}}})
 }
 
 /// Whether a response line is a JSON-RPC error.
