@@ -561,12 +561,7 @@ impl McpHttp {
     /// The names `tools/list` gives, in its order.
     pub fn tool_names(&mut self) -> Vec<String> {
         let r = self.request("tools/list", json!({}));
-        r["result"]["tools"]
-            .as_array()
-            .unwrap_or_else(|| panic!("tools/list failed: {r}"))
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_string())
-            .collect()
+        crate::listed_names(&r)
     }
 
     pub fn resolve(&mut self, tool: &str, args: Value) -> Value {

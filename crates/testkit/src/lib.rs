@@ -410,12 +410,7 @@ impl Server {
     /// The names `tools/list` lists, in order.
     pub fn tool_names(&mut self) -> Vec<String> {
         let r = self.request("tools/list", json!({}));
-        r["result"]["tools"]
-            .as_array()
-            .unwrap_or_else(|| panic!("tools/list failed: {r}"))
-            .iter()
-            .map(|t| t["name"].as_str().unwrap().to_string())
-            .collect()
+        crate::listed_names(&r)
     }
 
     /// `regent/status`: the reload status document.
@@ -501,6 +496,17 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The tool names a `tools/list` response lists, in its order (either
+/// client's).
+pub fn listed_names(response: &Value) -> Vec<String> {
+    response["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("tools/list failed: {response}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
 }
 
 /// Fails with both values printed when `actual` does not contain every key
