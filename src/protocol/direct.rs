@@ -42,16 +42,18 @@ impl Direct {
         Direct { regent, session }
     }
 
-    /// Whether [`Direct::answer`] may answer `request`, or rmcp must.
-    pub(super) fn takes(&self, request: &Custom) -> bool {
-        self.session.get().is_some() && request.meta.is_none()
+    /// What the session negotiated, when [`Direct::answer`] may answer
+    /// `request`; `None` when rmcp must (the handshake is not over, or the
+    /// request brings `_meta`).
+    pub(super) fn takes(&self, request: &Custom) -> Option<Negotiated> {
+        let negotiated = *self.session.get()?;
+        request.meta.is_none().then_some(negotiated)
     }
 
     /// The whole answer line to `request`, newline included (empty in the
-    /// unreachable case that it cannot be encoded). Only for a request it
-    /// [`takes`](Direct::takes).
-    pub(super) fn answer(&self, request: Custom) -> Vec<u8> {
-        let negotiated = self.session.get().copied().unwrap_or_default();
+    /// unreachable case that it cannot be encoded), with what
+    /// [`takes`](Direct::takes) returned for it.
+    pub(super) fn answer(&self, request: Custom, negotiated: Negotiated) -> Vec<u8> {
         let Custom {
             id, method, params, ..
         } = request;

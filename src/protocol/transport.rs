@@ -320,8 +320,10 @@ where
                 continue;
             }
             if let Some(request) = custom_request(text) {
-                if let Some(direct) = self.direct.as_ref().filter(|d| d.takes(&request)) {
-                    let bytes = direct.answer(request);
+                if let Some(direct) = &self.direct
+                    && let Some(negotiated) = direct.takes(&request)
+                {
+                    let bytes = direct.answer(request, negotiated);
                     if !bytes.is_empty() {
                         self.unsent.push(bytes);
                     }
