@@ -453,16 +453,23 @@ static PLACEHOLDER: LazyLock<(Span, Vec<Ref<Expr>>)> = LazyLock::new(|| {
 /// regorus' own builtin `fcn`, as an evaluation calls it: when `name` is
 /// size-driving (its `estimate`, from [`estimate_of`]), its output is charged
 /// to the evaluation's budget first, exactly as the installed guard does.
-/// One path for the guards regorus calls and the calls of `super::native`.
+/// One path for the guards regorus calls and the calls of `super::native`,
+/// which may pass a `fast` answer (`super::builtins`): it runs after the
+/// charge, so both paths spend the same budget, and regorus' builtin runs
+/// whenever it declines.
 pub(super) fn call(
     name: &str,
     fcn: regorus::unstable::BuiltinFcn,
     estimate: Option<Estimate>,
     args: &[Value],
     limits: &Limits,
+    fast: impl FnOnce(&[Value]) -> Option<Value>,
 ) -> anyhow::Result<Value> {
     if let Some(estimate) = estimate {
         charge(name, estimate(args, limits).unwrap_or(0), limits)?;
+    }
+    if let Some(v) = fast(args) {
+        return Ok(v);
     }
     let (span, params) = &*PLACEHOLDER;
     (fcn.0)(span, &params[..args.len()], args, true)
@@ -485,7 +492,14 @@ pub fn install(engine: &mut regorus::Engine, limits: Limits) -> anyhow::Result<(
         // Arguments of the wrong types are charged nothing, but the time
         // limit is still checked.
         let guard = move |args: Vec<Value>| -> anyhow::Result<Value> {
-            call(name, (builtin, nargs), Some(estimate), &args, &limits)
+            call(
+                name,
+                (builtin, nargs),
+                Some(estimate),
+                &args,
+                &limits,
+                |_| None,
+            )
         };
         engine.add_extension(name.to_string(), nargs, Box::new(guard))?;
     }

@@ -9,6 +9,7 @@
 
 pub mod budget;
 mod build;
+mod builtins;
 pub mod exercise;
 pub mod explain;
 pub mod generate;

@@ -10,12 +10,13 @@
 //! [`Stmt`]s lowered once at load (`rego/lower`), on regorus' own values
 //! (so equality and ordering are regorus'), calling regorus' own builtins
 //! (through `budget::call`, so size-driving ones are charged exactly as the
-//! installed guards charge them).
+//! installed guards charge them; `split` and constant-format `sprintf` are
+//! answered by `builtins` where their answer is plainly regorus').
 //!
 //! What it runs: complete rules (`x := v if …`, `else` chains, `default`),
 //! partial sets (`x contains v if …`), rules of the same package referenced
 //! by name, `input` references, locals (`:=`, `some … in`), literals,
-//! comparisons, membership, `not`, calls of deterministic builtins,
+//! comparisons, membership (`k in object.keys(x)` as a key lookup), `not`, calls of deterministic builtins,
 //! comprehensions, and constant references into the data documents.
 //! Everything else (functions, `every`, `with`, references to other
 //! packages' rules, unification, arithmetic) makes the lowering refuse the
@@ -40,6 +41,7 @@ use regorus::Value;
 use regorus::unstable::BuiltinFcn;
 
 use super::budget::{self, Estimate, Limits, Scope};
+use super::builtins::Fast;
 
 /// The lowered rules of one tool's engine, and which plan steps they answer.
 pub struct Program {
@@ -121,6 +123,8 @@ pub(super) enum Term {
     Compare(Cmp, Box<Term>, Box<Term>),
     /// `v in coll`.
     In(Box<Term>, Box<Term>),
+    /// `k in object.keys(x)`: whether object `x` has key `k`.
+    KeyIn(Box<Term>, Box<Term>),
     /// `[v | …]`, `{v | …}`, `{k: v | …}` (whose value is `[k, v]`).
     Compr {
         kind: Collect,
@@ -151,6 +155,8 @@ pub(super) struct Builtin {
     pub name: &'static str,
     pub fcn: BuiltinFcn,
     pub estimate: Option<Estimate>,
+    /// Its native answer for the common cases, when it has one.
+    pub fast: Option<Fast>,
 }
 
 /// What evaluating a plan natively gave.
@@ -251,7 +257,7 @@ pub(super) fn is_static(term: &Term, bound: usize) -> bool {
         Term::Const(_) => true,
         Term::Input | Term::Rule(_) | Term::Path(_) => false,
         Term::Local(i) => *i >= bound,
-        Term::Index(a, b) | Term::Compare(_, a, b) | Term::In(a, b) => {
+        Term::Index(a, b) | Term::Compare(_, a, b) | Term::In(a, b) | Term::KeyIn(a, b) => {
             is_static(a, bound) && is_static(b, bound)
         }
         Term::Call(_, args) => all(args),
@@ -509,7 +515,8 @@ impl Eval<'_> {
                 if values.iter().any(undefined) {
                     return Ok(Value::Undefined);
                 }
-                match budget::call(b.name, b.fcn, b.estimate, &values, self.limits) {
+                let fast = |args: &[Value]| b.fast.as_ref().and_then(|f| f.answer(args));
+                match budget::call(b.name, b.fcn, b.estimate, &values, self.limits, fast) {
                     Ok(v) => v,
                     // regorus raises it again, with the call's location.
                     Err(_) => return Err(Stop::Fallback),
@@ -609,6 +616,20 @@ impl Eval<'_> {
                     Value::Object(fields) => fields.values().any(|x| x == v),
                     _ => false,
                 })
+            }
+            Term::KeyIn(k, obj) => {
+                // As `k in object.keys(obj)`: false when `obj` is undefined
+                // (the call is, and membership in undefined is false), and
+                // regorus' type error when it is not an object.
+                let k = self.operand(k, locals)?;
+                let obj = self.operand(obj, locals)?;
+                match obj.as_ref() {
+                    Value::Undefined => Value::Bool(false),
+                    Value::Object(fields) => {
+                        Value::Bool(!undefined(k.as_ref()) && fields.contains_key(k.as_ref()))
+                    }
+                    _ => return Err(Stop::Fallback),
+                }
             }
         })
     }
@@ -740,6 +761,42 @@ same if input.arguments.nested == args["nested"]
             Some(json!(["bad segment \"..\"", "bad segment \"~\""]))
         );
         assert_eq!(out[2], Some(json!("delete ../~?")));
+    }
+
+    /// `k in object.keys(x)` is answered without the set of keys; on an
+    /// undefined `x`, a missing or undefined key and a non-object it must
+    /// still be regorus' answer (the pool compares in debug builds).
+    #[test]
+    fn key_membership_equals_regorus() {
+        let rego = r#"
+has if "content" in object.keys(input.arguments)
+lacks if not "content" in object.keys(input.arguments)
+named := true if input.arguments.path in object.keys(input.arguments.nested) else := false
+missing if not input.arguments.nope in object.keys(input.arguments)
+"#;
+        let rules = ["has", "lacks", "named", "missing"];
+        let (pool, steps) = pool(rego, &rules);
+        assert!(pool.is_native(&steps));
+        let cases = [
+            (json!({"content": 1}), Ok(json!([true, null, false, true]))),
+            (json!({"path": "a"}), Ok(json!([null, true, false, true]))),
+            (
+                json!({"path": "a", "nested": {"a": 1}}),
+                Ok(json!([null, true, true, true])),
+            ),
+            (
+                json!({"path": "b", "nested": {"a": 1}}),
+                Ok(json!([null, true, false, true])),
+            ),
+            (json!({"path": "a", "nested": "a"}), Err(())),
+            (json!({"path": "a", "nested": ["a"]}), Err(())),
+        ];
+        for (args, want) in cases {
+            let got = eval(&pool, &steps, args.clone())
+                .map(|v| Json::Array(v.into_iter().map(|x| x.unwrap_or(Json::Null)).collect()))
+                .map_err(|_| ());
+            assert_eq!(got, want, "{args}");
+        }
     }
 
     #[test]

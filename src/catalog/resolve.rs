@@ -9,6 +9,7 @@
 
 use serde_json::{Map, Value};
 
+use super::generate::CONTRACT_RULES;
 use super::hints::{Hint, Hints};
 use super::policy;
 use super::schema::{self, ArgError};
@@ -272,18 +273,13 @@ fn layers<'a>(
             .eval(rules, policy::input_as(name, args, caller))
             .map_err(|e| policy_error(tool, e.message, e.location.map(|l| l.to_string())))?;
         let mut mapping = None;
-        let mut result = Map::new();
+        let mut result = Contract::default();
         for ((field, _), value) in plan.iter().zip(values) {
             match field {
                 Field::Mapping => mapping = value.as_ref().and_then(Value::as_u64),
-                Field::Contract(name) => {
-                    if let Some(v) = value {
-                        result.insert((*name).to_string(), v);
-                    }
-                }
+                Field::Contract(name) => result.set(name, value),
             }
         }
-        let result = Value::Object(result);
 
         if let Some(i) = mapping {
             let i = i as usize;
@@ -304,7 +300,7 @@ fn layers<'a>(
             r.deny.extend(rule.deny.iter().cloned());
             r.confirm.clone_from(&rule.confirm);
         }
-        apply_policy(tool, pkg, &result, &mut r)?;
+        apply_policy(tool, pkg, result, &mut r)?;
         Ok(r)
     }
 }
@@ -326,19 +322,39 @@ fn policy_error(tool: &Tool, message: String, location: Option<String>) -> Resol
     }
 }
 
+/// The values of a policy's contract rules (`generate::CONTRACT_RULES`), by
+/// name. An array, not a map: it is filled and read once per resolution,
+/// and building a map of it cost a tenth of the policy's share (issue 17).
+#[derive(Default)]
+struct Contract([Option<Value>; CONTRACT_RULES.len()]);
+
+impl Contract {
+    fn set(&mut self, name: &str, value: Option<Value>) {
+        if let Some(i) = CONTRACT_RULES.iter().position(|r| *r == name) {
+            self.0[i] = value;
+        }
+    }
+
+    /// Rule `name`'s value, moved out.
+    fn take(&mut self, name: &str) -> Option<Value> {
+        let i = CONTRACT_RULES.iter().position(|r| *r == name)?;
+        self.0[i].take()
+    }
+}
+
 /// Applies the policy's `annotations`, `meta` and `security_schemes`, checking
 /// that each has the type the contract promises.
 fn apply_policy(
     tool: &Tool,
     pkg: &str,
-    result: &Value,
+    mut result: Contract,
     r: &mut Resolution<'_>,
 ) -> Result<(), ResolveError> {
-    match result.get("annotations") {
+    match result.take("annotations") {
         None | Some(Value::Null) => {}
         Some(Value::Object(obj)) => {
             for (key, value) in obj {
-                if let Some(h) = Hint::from_key(key) {
+                if let Some(h) = Hint::from_key(&key) {
                     let Value::Bool(b) = value else {
                         return Err(policy_error(
                             tool,
@@ -348,7 +364,7 @@ fn apply_policy(
                             None,
                         ));
                     };
-                    r.hints.set(h, *b);
+                    r.hints.set(h, b);
                     r.hint_origins[Hint::ALL.iter().position(|x| *x == h).unwrap_or(0)] =
                         Origin::Policy;
                 } else if key == "title" {
@@ -360,7 +376,7 @@ fn apply_policy(
                         None,
                     ));
                 } else {
-                    r.extra_annotations.insert(key.clone(), value.clone());
+                    r.extra_annotations.insert(key, value);
                 }
             }
         }
@@ -369,27 +385,27 @@ fn apply_policy(
                 tool,
                 format!(
                     "rule {pkg}.annotations must be an object of hints, got {}",
-                    crate::diag::json_kind(other)
+                    crate::diag::json_kind(&other)
                 ),
                 None,
             ));
         }
     }
-    match result.get("meta") {
+    match result.take("meta") {
         None | Some(Value::Null) => {}
-        Some(Value::Object(m)) => merge(&mut r.meta, m),
+        Some(Value::Object(m)) => r.meta.extend(m),
         Some(other) => {
             return Err(policy_error(
                 tool,
                 format!(
                     "rule {pkg}.meta must be an object, got {}",
-                    crate::diag::json_kind(other)
+                    crate::diag::json_kind(&other)
                 ),
                 None,
             ));
         }
     }
-    match result.get("deny") {
+    match result.take("deny") {
         None | Some(Value::Null) => {}
         Some(Value::Array(reasons)) => {
             for reason in reasons {
@@ -402,7 +418,7 @@ fn apply_policy(
                         None,
                     ));
                 };
-                r.deny.push(text.clone());
+                r.deny.push(text);
             }
         }
         Some(other) => {
@@ -410,7 +426,7 @@ fn apply_policy(
                 tool,
                 format!(
                     "rule {pkg}.deny must be a set of reason strings (`deny contains msg if {{ ... }}`), got {}",
-                    crate::diag::json_kind(other)
+                    crate::diag::json_kind(&other)
                 ),
                 None,
             ));
@@ -418,10 +434,10 @@ fn apply_policy(
     }
     r.deny.sort();
     r.deny.dedup();
-    match result.get("confirm") {
+    match result.take("confirm") {
         None | Some(Value::Null) => {}
         Some(Value::String(message)) if !message.trim().is_empty() => {
-            r.confirm = Some(message.clone());
+            r.confirm = Some(message);
         }
         Some(other) => {
             // Fail closed: a malformed confirmation is an error, never a
@@ -432,22 +448,22 @@ fn apply_policy(
                     "rule {pkg}.confirm must be a non-empty message string, got {}",
                     match other {
                         Value::String(_) => "an empty string",
-                        v => crate::diag::json_kind(v),
+                        v => crate::diag::json_kind(&v),
                     }
                 ),
                 None,
             ));
         }
     }
-    match result.get("security_schemes") {
+    match result.take("security_schemes") {
         None | Some(Value::Null) => {}
-        Some(Value::Array(a)) => r.security_schemes = Some(a.clone()),
+        Some(Value::Array(a)) => r.security_schemes = Some(a),
         Some(other) => {
             return Err(policy_error(
                 tool,
                 format!(
                     "rule {pkg}.security_schemes must be an array, got {}",
-                    crate::diag::json_kind(other)
+                    crate::diag::json_kind(&other)
                 ),
                 None,
             ));

@@ -28,6 +28,7 @@ use regorus::unstable::{
 use super::{head, path_of};
 use crate::catalog::budget;
 use crate::catalog::budget::Limits;
+use crate::catalog::builtins::Fast;
 use crate::catalog::native::{
     self, Body, Builtin, Cmp, Collect, Def, Kind, Program, Rule as NRule, Stmt, Term,
 };
@@ -481,11 +482,16 @@ impl Lower {
                     return None;
                 }
                 let args = self.exprs(params, pkg, scope)?;
+                let format = match args.first() {
+                    Some(Term::Const(v)) => Some(v),
+                    _ => None,
+                };
                 Term::Call(
                     Builtin {
                         name: key,
                         fcn,
                         estimate: budget::estimate_of(key),
+                        fast: Fast::of(key, format),
                     },
                     args,
                 )
@@ -507,10 +513,17 @@ impl Lower {
                 value,
                 collection,
                 ..
-            } => Term::In(
-                Box::new(self.expr(value, pkg, scope)?),
-                Box::new(self.expr(collection, pkg, scope)?),
-            ),
+            } => {
+                let value = Box::new(self.expr(value, pkg, scope)?);
+                match self.expr(collection, pkg, scope)? {
+                    // `k in object.keys(x)` asks whether `x` has the key,
+                    // without building the set of its keys (issue 17).
+                    Term::Call(b, mut args) if b.name == "object.keys" && args.len() == 1 => {
+                        Term::KeyIn(value, Box::new(args.remove(0)))
+                    }
+                    collection => Term::In(value, Box::new(collection)),
+                }
+            }
             Expr::ArrayCompr { term, query, .. } => {
                 self.comprehension(Collect::Array, term, None, query, pkg, scope)?
             }

@@ -1,0 +1,298 @@
+//! Native answers for the regorus builtins that policies call on every
+//! request: `split` by a non-empty separator, and `sprintf` with a constant
+//! format of plain verbs.
+//!
+//! Why (issue 17): regorus' own versions are general, so they pay for what a
+//! typical call never needs. Its `sprintf` walks the format char by char and
+//! checks a memory limit after every char it quotes; its `split` sets up a
+//! substring searcher even for `"/"`. On the shipped `manage_files` policy
+//! those two were 6.2k of the 13.8k instructions the policy added to a
+//! resolve.
+//!
+//! Each answer here covers only argument shapes whose answer is plainly
+//! regorus' and returns `None` for everything else, so the caller
+//! (`budget::call`) runs regorus' builtin, which then also raises regorus'
+//! errors. The memory guard charges before either runs, so the budget is the
+//! same on both paths. In debug builds every native evaluation is compared
+//! with regorus' (`policy::EnginePool::eval`), which makes the test suite a
+//! differential test of this module; `tests` below adds the edge cases.
+//!
+//! This module knows regorus' values; it knows nothing of the syntax tree
+//! (the lowering picks a [`Fast`] when it builds a call) or of budgets.
+
+use std::fmt::Write;
+
+use regorus::Value;
+
+/// A builtin call answered here when its arguments allow.
+#[derive(Debug)]
+pub enum Fast {
+    /// `split(s, sep)`.
+    Split,
+    /// `sprintf(format, args)` with this constant `format`.
+    Sprintf(Format),
+}
+
+/// A `sprintf` format split at its verbs, once, at load.
+#[derive(Debug)]
+pub struct Format {
+    pieces: Vec<Piece>,
+    verbs: usize,
+    /// The longest output the literal pieces make, to size the buffer.
+    literal: usize,
+}
+
+#[derive(Debug)]
+enum Piece {
+    Text(String),
+    /// One of `s`, `v`, `q`, `d`, without width or precision.
+    Verb(char),
+}
+
+impl Fast {
+    /// The fast version of builtin `name` called with these argument terms;
+    /// `format` is the first argument when it is a constant.
+    pub fn of(name: &str, format: Option<&Value>) -> Option<Fast> {
+        match name {
+            "split" => Some(Fast::Split),
+            "sprintf" => match format? {
+                Value::String(f) => Format::parse(f).map(Fast::Sprintf),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The builtin's value for `args`, when this module can give exactly
+    /// regorus' answer; `None` to leave the call to regorus.
+    pub fn answer(&self, args: &[Value]) -> Option<Value> {
+        match self {
+            Fast::Split => split(args),
+            Fast::Sprintf(format) => format.apply(args),
+        }
+    }
+}
+
+/// regorus splits with `str::split` unless the separator is empty (then by
+/// chars, Go's way); with a separator of one byte `str::split` by char finds
+/// it with memchr instead of a two-way searcher.
+fn split(args: &[Value]) -> Option<Value> {
+    let [Value::String(s), Value::String(sep)] = args else {
+        return None;
+    };
+    let part = |p: &str| Value::String(p.into());
+    let parts: Vec<Value> = match sep.as_bytes() {
+        [] => return None,
+        &[b] if b.is_ascii() => {
+            let mut out = Vec::with_capacity(memchr_count(s.as_bytes(), b) + 1);
+            out.extend(s.split(char::from(b)).map(part));
+            out
+        }
+        _ => s.split(sep.as_ref()).map(part).collect(),
+    };
+    Some(Value::from(parts))
+}
+
+fn memchr_count(s: &[u8], b: u8) -> usize {
+    s.iter().filter(|&&c| c == b).count()
+}
+
+impl Format {
+    /// The format's pieces when every verb is one this module answers
+    /// (`%s`, `%v`, `%q`, `%d`, `%%`) with no width, precision or flag;
+    /// `None` otherwise, leaving every call of it to regorus.
+    fn parse(format: &str) -> Option<Format> {
+        let mut pieces = Vec::new();
+        let mut text = String::new();
+        let mut verbs = 0;
+        let mut chars = format.chars();
+        while let Some(c) = chars.next() {
+            if c != '%' {
+                text.push(c);
+                continue;
+            }
+            match chars.next()? {
+                '%' => text.push('%'),
+                v @ ('s' | 'v' | 'q' | 'd') => {
+                    if !text.is_empty() {
+                        pieces.push(Piece::Text(std::mem::take(&mut text)));
+                    }
+                    pieces.push(Piece::Verb(v));
+                    verbs += 1;
+                }
+                _ => return None,
+            }
+        }
+        if !text.is_empty() {
+            pieces.push(Piece::Text(text));
+        }
+        let literal = pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Text(t) => t.len(),
+                Piece::Verb(_) => 0,
+            })
+            .sum();
+        Some(Format {
+            pieces,
+            verbs,
+            literal,
+        })
+    }
+
+    /// `sprintf(format, args)` when `args` is an array of one value per
+    /// verb, each of a kind whose text regorus writes the way it is written
+    /// here.
+    fn apply(&self, args: &[Value]) -> Option<Value> {
+        let [_, Value::Array(values)] = args else {
+            return None;
+        };
+        if values.len() != self.verbs {
+            // Too few or too many: regorus' error.
+            return None;
+        }
+        let mut out = String::with_capacity(
+            self.literal + values.iter().map(text_len).sum::<usize>() + 2 * self.verbs,
+        );
+        let mut values = values.iter();
+        for piece in &self.pieces {
+            match piece {
+                Piece::Text(t) => out.push_str(t),
+                Piece::Verb(verb) => verb_of(&mut out, *verb, values.next()?)?,
+            }
+        }
+        Some(Value::String(out.into()))
+    }
+}
+
+/// A string argument's length, for the buffer's size.
+fn text_len(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.len(),
+        _ => 0,
+    }
+}
+
+/// Writes `value` as regorus' `sprintf` writes it for `verb`; `None` for a
+/// pairing left to regorus.
+fn verb_of(out: &mut String, verb: char, value: &Value) -> Option<()> {
+    match (verb, value) {
+        // `%s` and `%v` write a string as it is, and a scalar as regorus'
+        // `to_string` does: Rust's `Display` for booleans, `null`, and
+        // `format_decimal` for numbers.
+        ('s' | 'v', Value::String(s)) => out.push_str(s),
+        ('s' | 'v', Value::Bool(b)) => out.push_str(if *b { "true" } else { "false" }),
+        ('s' | 'v', Value::Null) => out.push_str("null"),
+        ('s' | 'v', Value::Number(n)) => out.push_str(&n.format_decimal()),
+        // `%d` of a non-negative integer: regorus writes no sign and the
+        // number's decimal form, which for any integer that fits in a u64 is
+        // that u64's.
+        ('d', Value::Number(n)) => write!(out, "{}", n.as_u64()?).ok()?,
+        // `%q` of printable ASCII: Go's quoting escapes only `"` and `\`
+        // there. Control and non-ASCII chars take Go's escape rules, which
+        // stay regorus'.
+        ('q', Value::String(s)) => {
+            if !s.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+                return None;
+            }
+            out.push('"');
+            for c in s.chars() {
+                if matches!(c, '"' | '\\') {
+                    out.push('\\');
+                }
+                out.push(c);
+            }
+            out.push('"');
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::catalog::budget::{self, Limits};
+
+    fn v(j: serde_json::Value) -> Value {
+        Value::from_json_str(&j.to_string()).unwrap()
+    }
+
+    /// Regorus' own answer, through the same call path as a policy's.
+    fn regorus(name: &str, args: &[Value]) -> Option<Value> {
+        let (&key, &fcn) = regorus::unstable::BUILTINS.get_key_value(name).unwrap();
+        budget::call(key, fcn, None, args, &Limits::default(), |_| None).ok()
+    }
+
+    /// Each case where `fast` answers must equal regorus' answer; the cases
+    /// where it declines are listed so a change to them is seen.
+    #[track_caller]
+    fn check(name: &str, args: &[Value], answers: bool) {
+        let format = args.first().filter(|_| name == "sprintf");
+        let fast = Fast::of(name, format).and_then(|f| f.answer(args));
+        assert_eq!(fast.is_some(), answers, "{name}{args:?}: answered {fast:?}");
+        if let Some(fast) = fast {
+            assert_eq!(Some(fast), regorus(name, args), "{name}{args:?}");
+        }
+    }
+
+    #[test]
+    fn split_equals_regorus() {
+        for (s, sep) in [
+            ("notes/1/a.txt", "/"),
+            ("/abs/", "/"),
+            ("", "/"),
+            ("///", "/"),
+            ("a::b::", "::"),
+            ("é/ü/", "/"),
+            ("aéb", "é"),
+            ("no separator", ","),
+        ] {
+            check("split", &[v(json!(s)), v(json!(sep))], true);
+        }
+        check("split", &[v(json!("abc")), v(json!(""))], false);
+        check("split", &[v(json!(1)), v(json!("/"))], false);
+    }
+
+    #[test]
+    fn sprintf_equals_regorus() {
+        let answered = [
+            ("%s %q under the root?", json!(["delete", "a/b.txt"])),
+            ("%q", json!(["say \"hi\" \\ there"])),
+            ("%q", json!([""])),
+            ("100%% %s", json!(["done"])),
+            ("%v|%s|%v|%s", json!([true, null, 3.5, -2])),
+            ("%d and %d", json!([0, 18446744073709551615u64])),
+            ("%d", json!([4.0])),
+            ("no verbs", json!([])),
+            ("ünïcode %s", json!(["ß"])),
+        ];
+        for (f, args) in answered {
+            check("sprintf", &[v(json!(f)), v(args)], true);
+        }
+        let declined = [
+            // Not the fast path's to answer: regorus' escapes or errors.
+            ("%q", json!(["tab\there"])),
+            ("%q", json!(["é"])),
+            ("%d", json!([-1])),
+            ("%d", json!([1.5])),
+            ("%s", json!([["a"]])),
+            ("%s", json!([{"a": 1}])),
+            ("%s %s", json!(["one"])),
+            ("%s", json!(["one", "two"])),
+            ("%5s", json!(["w"])),
+            ("%x", json!([255])),
+            ("%", json!([])),
+        ];
+        for (f, args) in declined {
+            check("sprintf", &[v(json!(f)), v(args)], false);
+        }
+        check(
+            "sprintf",
+            &[v(json!("%s")), v(json!("not an array"))],
+            false,
+        );
+    }
+}
