@@ -16,8 +16,9 @@
 //! What it runs: complete rules (`x := v if …`, `else` chains, `default`),
 //! partial sets (`x contains v if …`), rules of the same package referenced
 //! by name, `input` references, locals (`:=`, `some … in`), literals,
-//! comparisons, membership (`k in object.keys(x)` as a key lookup), `not`, calls of deterministic builtins,
-//! comprehensions, and constant references into the data documents.
+//! comparisons, membership (`k in object.keys(x)` as a key lookup), `not`,
+//! calls of deterministic builtins, comprehensions, and constant references
+//! into the data documents.
 //! Everything else (functions, `every`, `with`, references to other
 //! packages' rules, unification, arithmetic) makes the lowering refuse the
 //! plan, which then always runs on regorus.
