@@ -295,4 +295,60 @@ mod tests {
             false,
         );
     }
+
+    /// Strings of hostile pieces, formats of every verb regorus knows and
+    /// the ones answered here: whatever `fast` answers must be regorus'
+    /// answer. A fixed seed keeps a failure reproducible.
+    #[test]
+    fn generated_calls_equal_regorus() {
+        const PIECES: &[&str] = &[
+            "/", "//", "..", ".", "~", "\\", "\"", "%", "%s", "%q", "%v", "%d", "%%", "%5s", "%x",
+            "é", "ß", "😀", "\u{7f}", "\t", "\n", "\u{0}", "\u{7}", " ", "a", "::", "",
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |n: usize| {
+            // splitmix64
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            ((z ^ (z >> 31)) % n as u64) as usize
+        };
+        let (mut answered, mut declined) = (0, 0);
+        for _ in 0..4000 {
+            let mut text = |max: usize| -> String {
+                (0..next(max + 1))
+                    .map(|_| PIECES[next(PIECES.len())])
+                    .collect()
+            };
+            let (s, sep, format) = (text(6), text(2), text(5));
+            let count = text(2).len() % 4;
+            let values: Vec<serde_json::Value> = (0..3)
+                .map(|i| match i {
+                    0 => json!(text(4)),
+                    1 => json!(text(1).len() as i64 - 1),
+                    _ => json!(text(1).is_empty()),
+                })
+                .take(count)
+                .collect();
+            for (name, args) in [
+                ("split", vec![v(json!(s)), v(json!(sep))]),
+                ("sprintf", vec![v(json!(format)), v(json!(values))]),
+            ] {
+                let format = args.first().filter(|_| name == "sprintf");
+                match Fast::of(name, format).and_then(|f| f.answer(&args)) {
+                    Some(fast) => {
+                        answered += 1;
+                        assert_eq!(Some(fast), regorus(name, &args), "{name}{args:?}");
+                    }
+                    None => declined += 1,
+                }
+            }
+        }
+        // Both paths must have been taken often, or the test shows nothing.
+        assert!(
+            answered > 2000 && declined > 1000,
+            "{answered} answered, {declined} declined"
+        );
+    }
 }
