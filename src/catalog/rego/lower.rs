@@ -482,7 +482,7 @@ impl Lower {
                     return None;
                 }
                 let args = self.exprs(params, pkg, scope)?;
-                let format = match args.first() {
+                let first = match args.first() {
                     Some(Term::Const(v)) => Some(v),
                     _ => None,
                 };
@@ -491,7 +491,7 @@ impl Lower {
                         name: key,
                         fcn,
                         estimate: budget::estimate_of(key),
-                        fast: Fast::of(key, format),
+                        fast: Fast::of(key, first),
                     },
                     args,
                 )
