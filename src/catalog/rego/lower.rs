@@ -482,16 +482,19 @@ impl Lower {
                     return None;
                 }
                 let args = self.exprs(params, pkg, scope)?;
-                let first = match args.first() {
-                    Some(Term::Const(v)) => Some(v),
-                    _ => None,
-                };
+                let consts: Vec<Option<&Value>> = args
+                    .iter()
+                    .map(|a| match a {
+                        Term::Const(v) => Some(v),
+                        _ => None,
+                    })
+                    .collect();
                 Term::Call(
                     Builtin {
                         name: key,
                         fcn,
                         estimate: budget::estimate_of(key),
-                        fast: Fast::of(key, first),
+                        fast: Fast::of(key, &consts),
                     },
                     args,
                 )
