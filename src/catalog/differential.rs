@@ -30,6 +30,9 @@ use crate::source::Source;
 /// Generated arguments per native tool.
 const PER_TOOL: usize = 2_000;
 
+/// Generated callers per tool with a `visible` rule.
+const VISIBLE_CALLERS: usize = 500;
+
 /// The pieces hostile strings are made of.
 const PIECES: &[&str] = &[
     "/", "..", ".", "~", "\\", "\"", "%", "%s", "%q", "é", "ß", "😀", "\u{7f}", "\t", "\n",
@@ -350,7 +353,7 @@ fn native_answers_equal_regorus_on_hostile_arguments() {
     let started = Instant::now();
     let mut rng = Rng(0x5eed_0f7e_57ab_u64);
     let (mut catalogs, mut skipped, mut tools) = (0, 0, 0);
-    let (mut inputs, mut reached, mut answered) = (0, 0, 0);
+    let (mut inputs, mut reached, mut answered, mut visible) = (0, 0, 0, 0);
     let mut native_tools = Vec::new();
     for dir in shipped_catalogs() {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
@@ -364,6 +367,26 @@ fn native_answers_equal_regorus_on_hostile_arguments() {
             if t.is_resolvable() && !t.is_native() {
                 eprintln!("{name}/{}: not native, not compared", t.name);
             }
+        }
+        // A `visible` rule is evaluated per caller, for listing, through the
+        // same pool: compare it on hostile callers too.
+        for tool in catalog.tools().iter().filter(|t| t.has_visible_rule()) {
+            let before = compared();
+            let seeds = Seeds {
+                literals: BTreeMap::new(),
+                all: Vec::new(),
+                patterns: RefCell::default(),
+            };
+            for _ in 0..VISIBLE_CALLERS {
+                let who = caller(&mut rng, &seeds);
+                let _ = tool.visibility(who.as_ref());
+            }
+            let native = compared() - before;
+            eprintln!(
+                "{name}/{} visible: {native} of {VISIBLE_CALLERS} callers answered natively",
+                tool.name
+            );
+            visible += native;
         }
         for tool in catalog.tools().iter().filter(|t| t.is_native()) {
             tools += 1;
@@ -424,7 +447,8 @@ fn native_answers_equal_regorus_on_hostile_arguments() {
     }
     eprintln!(
         "{catalogs} catalogs ({skipped} skipped), {tools} native tools, {inputs} arguments, \
-         {reached} passed validation, {answered} answered natively and compared, in {:?}",
+         {reached} passed validation, {answered} answered natively and compared, \
+         {visible} visible verdicts compared, in {:?}",
         started.elapsed()
     );
     for t in ["manage_files/manage_files", "github_api/github_api"] {
