@@ -462,3 +462,34 @@ fn native_answers_equal_regorus_on_hostile_arguments() {
         "most arguments should be answered natively: {answered} of {inputs}"
     );
 }
+
+/// A disagreement found by running this file's generator over a policy
+/// written for it (the shipped catalogs validate their arguments' types, so
+/// a number never reaches their `sprintf`): `sprintf("%d", [x])` for `x`
+/// negative zero, which a client sends as the JSON number `-0` or `-0.0`
+/// (serde_json reads both as the float -0.0, and an `integer` schema accepts
+/// it). `builtins::verb_of` writes `n.as_u64()`, which is `Some(0)` for
+/// negative zero, so native answers `"0"`; regorus answers `"-0"`. Ignored
+/// until `verb_of` leaves negative zero to regorus.
+#[test]
+#[ignore = "native sprintf %d of -0 answers \"0\", regorus \"-0\""]
+fn sprintf_d_of_negative_zero_agrees() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("tools.yaml"),
+        "tools:\n  - name: t\n    inputSchema: {type: object, properties: {d: {type: integer}}}\n    \
+         policy: tools.t\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("t.rego"),
+        "package tools.t\n\nimport rego.v1\n\nconfirm := sprintf(\"%d\", [input.arguments.d])\n",
+    )
+    .unwrap();
+    let catalog = load(dir.path()).expect("the catalog builds");
+    assert!(catalog.tool("t").unwrap().is_native());
+    let args: Value = serde_json::from_str(r#"{"d": -0}"#).unwrap();
+    // Panics in a debug build: native "0", regorus "-0".
+    let r = catalog.resolve("t", &args).unwrap();
+    assert_eq!(r.confirm.as_deref(), Some("-0"));
+}
