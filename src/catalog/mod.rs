@@ -10,6 +10,8 @@
 pub mod budget;
 mod build;
 mod builtins;
+#[cfg(test)]
+mod differential;
 pub mod exercise;
 pub mod explain;
 pub mod generate;

@@ -19,6 +19,14 @@ use super::native::{Outcome, Program};
 use crate::caller::Caller;
 use crate::diag::{Diagnostic, Location};
 
+#[cfg(all(test, debug_assertions))]
+thread_local! {
+    /// How many native answers this thread has compared with regorus, so
+    /// that a differential test can tell that it compared something rather
+    /// than fell back to regorus on every input.
+    pub(super) static COMPARED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// A policy failure at evaluation: the engine's message, cleaned up.
 #[derive(Debug, Clone)]
 pub struct EvalError {
@@ -159,6 +167,8 @@ impl EnginePool {
         native: &[Option<Value>],
     ) {
         let steps: Vec<&Step> = steps.into_iter().collect();
+        #[cfg(test)]
+        COMPARED.with(|c| c.set(c.get() + 1));
         match self.eval_regorus(steps.iter().copied(), input.clone()) {
             Ok(reference) => assert_eq!(
                 native,
