@@ -24,8 +24,6 @@
 //! This module knows regorus' values; it knows nothing of the syntax tree
 //! (the lowering picks a [`Fast`] when it builds a call) or of budgets.
 
-use std::fmt::Write;
-
 use globset::{GlobBuilder, GlobMatcher};
 use regex::{Regex, RegexBuilder};
 use regorus::Value;
@@ -296,9 +294,17 @@ fn verb_of(out: &mut String, verb: char, value: &Value) -> Option<()> {
         ('s' | 'v', Value::Null) => out.push_str("null"),
         ('s' | 'v', Value::Number(n)) => out.push_str(&n.format_decimal()),
         // `%d` of a non-negative integer: regorus writes no sign and the
-        // number's decimal form, which for any integer that fits in a u64 is
-        // that u64's.
-        ('d', Value::Number(n)) => write!(out, "{}", n.as_u64()?).ok()?,
+        // number's `format_decimal`. Answered only where that is plainly the
+        // integer's digits: a float can be integral for `as_u64` and still
+        // print otherwise (`-0.0` as "-0", 2^64 as "18446744073709552000",
+        // found by `differential`).
+        ('d', Value::Number(n)) => {
+            let digits = n.format_decimal();
+            if digits != n.as_u64()?.to_string() {
+                return None;
+            }
+            out.push_str(&digits);
+        }
         // `%q` of printable ASCII: Go's quoting escapes only `"` and `\`
         // there. Control and non-ASCII chars take Go's escape rules, which
         // stay regorus'.
@@ -388,6 +394,8 @@ mod tests {
             ("%q", json!(["tab\there"])),
             ("%q", json!(["é"])),
             ("%d", json!([-1])),
+            ("%d", json!([-0.0])),
+            ("%d", json!([18446744073709551616.0f64])),
             ("%d", json!([1.5])),
             ("%s", json!([["a"]])),
             ("%s", json!([{"a": 1}])),
