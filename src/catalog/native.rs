@@ -17,15 +17,24 @@
 //! partial sets (`x contains v if …`), rules of the same package referenced
 //! by name, `input` references, locals (`:=`, `some … in`), literals,
 //! comparisons, membership (`k in object.keys(x)` as a key lookup), `not`,
-//! calls of deterministic builtins, comprehensions, and constant references
-//! into the data documents.
-//! Everything else (functions, `every`, `with`, references to other
-//! packages' rules, unification, arithmetic) makes the lowering refuse the
-//! plan, which then always runs on regorus.
+//! calls of deterministic builtins, comprehensions, constant references
+//! into the data documents, user-defined functions (`f(x, _) := v if …`,
+//! several definitions, `else` chains; parameters plain variables) of the
+//! same package or of one brought in by `import data.x [as y]` (`y.f(a)`),
+//! and rules of such a package (`y.r`, which evaluates every rule of it,
+//! as regorus evaluates `data.x` whole). A function call is evaluated as
+//! regorus' `eval_call_impl`: arguments first, undefined when one is, no
+//! cache (the bodies are pure).
+//! Everything else (`default` functions, patterns as parameters, `every`,
+//! `with`, `data.x.r` references to other packages' rules, unification,
+//! arithmetic, recursion) makes the lowering refuse the plan, which then
+//! always runs on regorus.
 //!
 //! Failing closed: whenever evaluation meets a case whose outcome is not
 //! plainly regorus' (a builtin error, including a memory guard's refusal; a
-//! complete rule with two values; an index into something that is not a
+//! complete rule with two values; a function giving two values, from two
+//! definitions or from one body, or a body of it holding with an undefined
+//! value; an index into something that is not a
 //! collection), it returns [`Outcome::Fallback`] and the caller evaluates
 //! the plan on regorus from scratch, which gives the error with its location.
 //! A runaway loop is stopped by the time limit, as on regorus. In debug

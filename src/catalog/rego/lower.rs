@@ -1,19 +1,30 @@
 //! Lowering a tool's planned rules into `native`'s terms, once, at load.
 //!
 //! A rule is lowered when everything it is made of is in `native`'s subset
-//! (its module doc lists it); anything else (functions, comprehensions,
-//! `every`, `with`, references to rules of other packages, unification,
-//! arithmetic, a builtin
-//! that is not deterministic, an import other than `rego.v1` and
-//! `future.keywords`) leaves its plan step without an entry, so requests
-//! evaluate that plan on regorus. Refusing is always safe; accepting
-//! something whose meaning differs from regorus' is not, so when in doubt
-//! this module refuses.
+//! (its module doc lists it); anything else (`every`, `with`, `data.x.r`
+//! references to rules of other packages, unification, arithmetic, a
+//! builtin that is not deterministic, recursion, a `default` function, a
+//! function parameter that is not a plain variable or `_`, a function whose
+//! definitions span several modules, an import other than `rego.v1`,
+//! `future.keywords` and `import data.x [as y]` of exactly a package)
+//! leaves its plan step without an entry, so requests evaluate that plan on
+//! regorus. Refusing is always safe; accepting something whose meaning
+//! differs from regorus' is not, so when in doubt this module refuses.
 //!
 //! Variables are resolved as regorus resolves them: locals of the body
-//! first, then `input`, then rules of the same package. A body must bind a
+//! (and a function's parameters) first, then `input`, then rules of the
+//! same package; `y.r` and `y.f(…)` through an import alias `y` are the
+//! rule `r` and function `f` of the imported package. A body must bind a
 //! local before it uses it (regorus would reorder such a body; this module
-//! refuses it instead).
+//! refuses it instead), and a local may not share its name with a rule,
+//! function or import alias of the package (regorus then fails or reads
+//! the rule). Calls resolve as in regorus: an import alias first, then a
+//! function of the package, then a builtin; a builtin's name that a rule or
+//! a package under this one could also mean is refused. An import alias
+//! is refused when a rule of the package or a package under it shares its
+//! name (regorus would read those instead), and `data.x` when a package
+//! under it or a data document at it exists (regorus merges them into
+//! `data.x`).
 //!
 //! This module reads syntax and knows the builtin table; it does not
 //! evaluate anything.
