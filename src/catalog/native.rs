@@ -880,10 +880,13 @@ f := first(input.arguments.paths)
             Some(json!("x")),
         ];
         assert_eq!(out, want);
-        // An undefined argument: the call is undefined, whatever the body.
-        let out = eval(&pool, &steps, json!({"path": "a"})).unwrap();
+        // An undefined argument: the call is undefined, whatever the body
+        // (`mode(_)` does not read it).
+        let out = eval(&pool, &steps, json!({"mode": "w"})).unwrap();
         assert_eq!(out[0], None);
         assert_eq!(out[5], None);
+        let out = eval(&pool, &steps, json!({"mode": "w", "path": "a"})).unwrap();
+        assert_eq!(out[5], Some(json!("w")));
     }
 
     /// Functions and rules of another package, through `import data.x`
