@@ -994,7 +994,7 @@ who := team.tenant
     /// Imports outside the subset keep the plan on regorus.
     #[test]
     fn imports_outside_the_subset_stay_on_regorus() {
-        let lib = "package lib\nimport rego.v1\nf(x) := x\nr := 1";
+        let lib = "package lib\nimport rego.v1\nf(x) := x\nr := 1\nreverse(a, b) := [b, a]";
         let sub = "package lib.sub\nimport rego.v1\ng(x) := x";
         for (modules, rego) in [
             // A rule, not a package.
@@ -1011,6 +1011,13 @@ who := team.tenant
             (vec![lib], "import data.lib\nx := lib"),
             // A function of the alias that does not exist.
             (vec![lib], "import data.lib\nx := lib.g(1)"),
+            // An alias call spelled as a builtin (`strings.reverse`, one
+            // parameter), which regorus reads as a call with a result
+            // argument.
+            (
+                vec![lib],
+                "import data.lib as strings\nx := strings.reverse(1, 2)",
+            ),
         ] {
             let mut all: Vec<(String, String)> = modules
                 .iter()

@@ -189,8 +189,10 @@ impl Lower {
     fn rule(&mut self, pkg: &[String], name: &str) -> Option<usize> {
         let key = (pkg.to_vec(), name.to_string());
         if let Some(&i) = self.index.get(&key) {
-            // Still `None`: the rule refers to itself.
-            return self.rules[i].is_some().then_some(i);
+            // Still `None`: the rule refers to itself. A function is not
+            // a rule.
+            let rule = self.rules[i].as_ref()?;
+            return (!matches!(rule.kind, Kind::Function(_))).then_some(i);
         }
         let modules = self.modules_of(pkg);
         if modules.is_empty() {
@@ -702,6 +704,10 @@ impl Lower {
                 // A function: through an import alias (regorus resolves
                 // those first), or of this package.
                 let target = match self.aliases(pkg)?.get(&path[0]) {
+                    // regorus takes the last argument of a call spelled as a
+                    // builtin of one parameter fewer for its result, even
+                    // through an alias: refused.
+                    Some(_) if BUILTINS.contains_key(path.join(".").as_str()) => return None,
                     Some(t) if path.len() == 2 => Some((t.clone(), path[1].clone())),
                     Some(_) => return None,
                     None if path.len() == 1 && self.defines(pkg, &path[0]) => {
