@@ -792,6 +792,11 @@ mod tests {
         (EnginePool::new(e, limits).with_native(&steps), steps)
     }
 
+    /// How many native answers this thread has compared with regorus.
+    fn compared() -> usize {
+        policy::COMPARED.with(std::cell::Cell::get)
+    }
+
     /// Evaluates on the pool; in a debug build (tests) the pool checks the
     /// native answer against regorus' and panics when they differ.
     fn eval(pool: &EnginePool, steps: &[Step], args: Json) -> Result<Vec<Option<Json>>, String> {
@@ -863,12 +868,14 @@ f := first(input.arguments.paths)
             // Each call compares with regorus itself (debug builds).
             let _ = eval(&pool, &steps, args);
         }
+        let before = compared();
         let out = eval(
             &pool,
             &steps,
             json!({"v": 7, "n": 7, "path": "a/../b", "mode": "w", "paths": ["x", "/y", "z/.."]}),
         )
         .unwrap();
+        assert_eq!(compared(), before + 1, "answered natively");
         let want = [
             Some(json!("num")),
             Some(json!("b")),
@@ -887,6 +894,64 @@ f := first(input.arguments.paths)
         assert_eq!(out[5], None);
         let out = eval(&pool, &steps, json!({"mode": "w", "path": "a"})).unwrap();
         assert_eq!(out[5], Some(json!("w")));
+    }
+
+    /// More shapes of functions: an implicit `true` head with a valued
+    /// `else`, `false` as a value, calls in comprehensions and in `else`
+    /// bodies, a body holding twice with one value.
+    #[test]
+    fn function_shapes_answer_as_regorus() {
+        let rego = r#"
+size(x) if count(x) > 2 else := "small"
+no(x) := false if x == 1
+dup(l) := true if { some v in l; v == "a" }
+pick(x) := 1 if x == "one" else := 2 if x == "two" else := x
+sizes := [size(x) | some x in input.arguments.l]
+nos if not no(input.arguments.n)
+d := dup(input.arguments.l)
+p := {k: pick(v) | some k, v in input.arguments.o}
+"#;
+        let rules = ["sizes", "nos", "d", "p"];
+        let (pool, steps) = pool(rego, &rules);
+        assert!(pool.is_native(&steps));
+        for args in [
+            json!({}),
+            json!({"l": ["abc", "a", "a", [1, 2, 3]], "n": 1, "o": {"x": "one", "y": "two", "z": 3}}),
+            json!({"l": "abc", "n": 2, "o": [1, "two"]}),
+            json!({"l": [1, {"a": 1, "b": 2, "c": 3}], "n": "1", "o": {"a": null}}),
+        ] {
+            let _ = eval(&pool, &steps, args);
+        }
+        let args = json!({"l": ["abc", "a", "a"], "n": 1, "o": {"x": "one", "y": "two", "z": 3}});
+        let before = compared();
+        let out = eval(&pool, &steps, args).unwrap();
+        assert_eq!(compared(), before + 1, "answered natively");
+        assert_eq!(
+            out,
+            [
+                Some(json!([true, "small", "small"])),
+                Some(json!(true)),
+                Some(json!(true)),
+                Some(json!({"x": 1, "y": 2, "z": 3})),
+            ]
+        );
+    }
+
+    /// A function defined in two modules of one package is left to regorus
+    /// (which runs all of its definitions with one module's loop plans).
+    #[test]
+    fn a_function_across_modules_stays_on_regorus() {
+        let (pool, steps) = pool_of(
+            &[
+                ("a.rego", "package p\nimport rego.v1\nf(x) := 1 if x > 1"),
+                (
+                    "b.rego",
+                    "package p\nimport rego.v1\nf(x) := 1 if x < 0\ny := f(input.arguments.n)",
+                ),
+            ],
+            &["data.p.y"],
+        );
+        assert!(!pool.is_native(&steps));
     }
 
     /// Functions and rules of another package, through `import data.x`
@@ -937,12 +1002,14 @@ who := team.tenant
         ] {
             let _ = eval(&pool, &steps, args);
         }
+        let before = compared();
         let out = eval(
             &pool,
             &steps,
             json!({"path": "/srv/a", "paths": ["/srv/b", "/etc"]}),
         )
         .unwrap();
+        assert_eq!(compared(), before + 1, "answered natively");
         assert_eq!(
             out[0],
             Some(json!(["\"/etc\" is outside /srv", "not on call"]))
