@@ -451,7 +451,37 @@ fn native_answers_equal_regorus_on_hostile_arguments() {
          {visible} visible verdicts compared, in {:?}",
         started.elapsed()
     );
-    for t in ["manage_files/manage_files", "github_api/github_api"] {
+    // The last three import a library package and call its functions
+    // (`import data.root`, `root.inside(p)`) or read its rules.
+    for t in [
+        "manage_files/manage_files",
+        "github_api/github_api",
+        "filesystem/read_text_file",
+        "filesystem/read_media_file",
+        "filesystem/read_multiple_files",
+        "filesystem/list_directory",
+        "filesystem/directory_tree",
+        "filesystem/search_files",
+        "filesystem/get_file_info",
+        "filesystem/write_file",
+        "filesystem/create_directory",
+        "filesystem/edit_file",
+        "filesystem/move_file",
+        "git_server/git_status",
+        "git_server/git_diff_unstaged",
+        "git_server/git_diff_staged",
+        "git_server/git_diff",
+        "git_server/git_log",
+        "git_server/git_show",
+        "git_server/git_branch",
+        "git_server/git_add",
+        "git_server/git_commit",
+        "git_server/git_reset",
+        "git_server/git_create_branch",
+        "git_server/git_checkout",
+        "team_ops/deploy",
+        "team_ops/rollback",
+    ] {
         assert!(
             native_tools.iter().any(|n| n == t),
             "{t} was not exercised natively: {native_tools:?}"

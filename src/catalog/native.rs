@@ -17,15 +17,24 @@
 //! partial sets (`x contains v if …`), rules of the same package referenced
 //! by name, `input` references, locals (`:=`, `some … in`), literals,
 //! comparisons, membership (`k in object.keys(x)` as a key lookup), `not`,
-//! calls of deterministic builtins, comprehensions, and constant references
-//! into the data documents.
-//! Everything else (functions, `every`, `with`, references to other
-//! packages' rules, unification, arithmetic) makes the lowering refuse the
-//! plan, which then always runs on regorus.
+//! calls of deterministic builtins, comprehensions, constant references
+//! into the data documents, user-defined functions (`f(x, _) := v if …`,
+//! several definitions, `else` chains; parameters plain variables) of the
+//! same package or of one brought in by `import data.x [as y]` (`y.f(a)`),
+//! and rules of such a package (`y.r`, which evaluates every rule of it,
+//! as regorus evaluates `data.x` whole). A function call is evaluated as
+//! regorus' `eval_call_impl`: arguments first, undefined when one is, no
+//! cache (the bodies are pure).
+//! Everything else (`default` functions, patterns as parameters, `every`,
+//! `with`, `data.x.r` references to other packages' rules, unification,
+//! arithmetic, recursion) makes the lowering refuse the plan, which then
+//! always runs on regorus.
 //!
 //! Failing closed: whenever evaluation meets a case whose outcome is not
 //! plainly regorus' (a builtin error, including a memory guard's refusal; a
-//! complete rule with two values; an index into something that is not a
+//! complete rule with two values; a function giving two values, from two
+//! definitions or from one body, or a body of it holding with an undefined
+//! value; an index into something that is not a
 //! collection), it returns [`Outcome::Fallback`] and the caller evaluates
 //! the plan on regorus from scratch, which gives the error with its location.
 //! A runaway loop is stopped by the time limit, as on regorus. In debug
@@ -77,6 +86,9 @@ pub(super) struct Rule {
 pub(super) enum Kind {
     Complete,
     PartialSet,
+    /// A function of this many parameters (`f(x, y) := v if …`): its
+    /// parameters are the first locals of each body; never memoized.
+    Function(usize),
 }
 
 /// One definition: a body and the `else` bodies after it, the first to hold
@@ -113,6 +125,14 @@ pub(super) enum Term {
     Input,
     Local(usize),
     Rule(usize),
+    /// `x.r` through `import data.x`: regorus evaluates the whole package
+    /// `x` (every rule of it, listed here) and then reads its rule `r`.
+    Imported {
+        package: Vec<usize>,
+        rule: usize,
+    },
+    /// A call of a user-defined function (`Kind::Function`).
+    Func(usize, Vec<Term>),
     /// `Program::paths[i]`, memoized per evaluation.
     Path(usize),
     /// `a.b`, `a[i]`: regorus' indexing (undefined when absent).
@@ -256,7 +276,9 @@ pub(super) fn is_static(term: &Term, bound: usize) -> bool {
     let all = |ts: &[Term]| ts.iter().all(|t| is_static(t, bound));
     match term {
         Term::Const(_) => true,
-        Term::Input | Term::Rule(_) | Term::Path(_) => false,
+        Term::Input | Term::Rule(_) | Term::Path(_) | Term::Imported { .. } | Term::Func(..) => {
+            false
+        }
         Term::Local(i) => *i >= bound,
         Term::Index(a, b) | Term::Compare(_, a, b) | Term::In(a, b) | Term::KeyIn(a, b) => {
             is_static(a, bound) && is_static(b, bound)
@@ -307,20 +329,27 @@ impl Eval<'_> {
                 let mut set = Value::new_set();
                 for def in &rule.defs {
                     for body in &def.bodies {
-                        self.body(body, &mut |v| {
-                            set.as_set_mut().map_err(|_| Stop::Fallback)?.insert(v);
+                        self.body(body, &[], &mut |v| {
+                            if !undefined(&v) {
+                                set.as_set_mut().map_err(|_| Stop::Fallback)?.insert(v);
+                            }
                             Ok(())
                         })?;
                     }
                 }
                 set
             }
+            // Only called through `Eval::call`.
+            Kind::Function(_) => return Err(Stop::Fallback),
             Kind::Complete => {
                 let mut value = Value::Undefined;
                 for def in &rule.defs {
                     for body in &def.bodies {
                         let mut held = false;
-                        self.body(body, &mut |v| {
+                        self.body(body, &[], &mut |v| {
+                            if undefined(&v) {
+                                return Ok(());
+                            }
                             if held {
                                 // One body holding twice (`some`): regorus
                                 // decides whether that is a conflict.
@@ -354,10 +383,13 @@ impl Eval<'_> {
         Ok(v)
     }
 
-    /// Runs `body`, calling `emit` with its value for every way it holds.
+    /// Runs `body` with its first locals bound to `args` (a function's
+    /// parameters), calling `emit` with its value (possibly undefined) for
+    /// every way it holds.
     fn body(
         &mut self,
         body: &Body,
+        args: &[Value],
         emit: &mut dyn FnMut(Value) -> Result<(), Stop>,
     ) -> Result<(), Stop> {
         // Locals on the stack unless there are many; most bodies have none.
@@ -365,8 +397,70 @@ impl Eval<'_> {
             self.stmts(&body.stmts, &body.value, &mut [], emit)
         } else {
             let mut locals = SmallVec::<[Value; SMALL]>::from_elem(Value::Undefined, body.locals);
+            locals[..args.len()].clone_from_slice(args);
             self.stmts(&body.stmts, &body.value, &mut locals, emit)
         }
+    }
+
+    /// A call of the function `i`, as regorus' `eval_call_impl`: every
+    /// argument evaluated first (an error in any is an error), undefined
+    /// when one is (the bodies are not run); each definition's value is
+    /// that of the first of its `else` chain to hold; the definitions that
+    /// give a value must all give the same one. Whatever is not plainly
+    /// regorus' falls back: a body holding with an undefined value, one body
+    /// giving two values, two definitions giving two values.
+    fn call(&mut self, i: usize, args: &[Term], locals: &mut [Value]) -> Result<Value, Stop> {
+        self.tick()?;
+        let mut values = SmallVec::<[Value; 4]>::new();
+        for a in args {
+            values.push(self.term(a, locals)?);
+        }
+        if values.iter().any(undefined) {
+            return Ok(Value::Undefined);
+        }
+        let program = self.program;
+        let rule = &program.rules[i];
+        if rule.kind != Kind::Function(values.len()) {
+            return Err(Stop::Fallback);
+        }
+        let mut result = Value::Undefined;
+        for def in &rule.defs {
+            let mut out = Value::Undefined;
+            for body in &def.bodies {
+                let mut held = false;
+                self.body(body, &values, &mut |v| {
+                    if undefined(&v) {
+                        // regorus: the body holds, the definition is
+                        // undefined and its `else` is not tried.
+                        return Err(Stop::Fallback);
+                    }
+                    held = true;
+                    if undefined(&out) {
+                        out = v;
+                        Ok(())
+                    } else if out == v {
+                        Ok(())
+                    } else {
+                        // "function produced multiple outputs".
+                        Err(Stop::Fallback)
+                    }
+                })?;
+                if held {
+                    break;
+                }
+            }
+            if undefined(&out) {
+                continue;
+            }
+            if undefined(&result) {
+                result = out;
+            } else if result != out {
+                // "functions must not produce multiple outputs for same
+                // inputs".
+                return Err(Stop::Fallback);
+            }
+        }
+        Ok(result)
     }
 
     fn stmts(
@@ -381,9 +475,7 @@ impl Eval<'_> {
         let (key, slot, collection, rest) = loop {
             let Some((first, rest)) = stmts.split_first() else {
                 let v = self.term(value, locals)?;
-                if !undefined(&v) {
-                    emit(v)?;
-                }
+                emit(v)?;
                 return Ok(());
             };
             match first {
@@ -489,6 +581,13 @@ impl Eval<'_> {
             Term::Input => self.input.clone(),
             Term::Local(i) => locals[*i].clone(),
             Term::Rule(i) => self.rule(*i)?,
+            Term::Imported { package, rule } => {
+                for &r in package {
+                    self.rule(r)?;
+                }
+                self.rule(*rule)?
+            }
+            Term::Func(i, args) => self.call(*i, args, locals)?,
             Term::Path(i) => {
                 let program = self.program;
                 let path = &program.paths[*i];
@@ -582,6 +681,9 @@ impl Eval<'_> {
                     Collect::Object => Value::new_object(),
                 };
                 self.stmts(stmts, value, locals, &mut |v| {
+                    if undefined(&v) {
+                        return Ok(());
+                    }
                     match kind {
                         Collect::Array => out.as_array_mut().map_err(|_| Stop::Fallback)?.push(v),
                         Collect::Set => {
@@ -690,11 +792,314 @@ mod tests {
         (EnginePool::new(e, limits).with_native(&steps), steps)
     }
 
+    /// How many native answers this thread has compared with regorus.
+    fn compared() -> usize {
+        policy::COMPARED.with(std::cell::Cell::get)
+    }
+
     /// Evaluates on the pool; in a debug build (tests) the pool checks the
     /// native answer against regorus' and panics when they differ.
     fn eval(pool: &EnginePool, steps: &[Step], args: Json) -> Result<Vec<Option<Json>>, String> {
         pool.eval(steps, policy::input("t", &args))
             .map_err(|e| e.message)
+    }
+
+    /// A pool holding `modules` (file name, text), planning `paths`.
+    fn pool_of(modules: &[(&str, &str)], paths: &[&str]) -> (EnginePool, Vec<Step>) {
+        let limits = Limits::default();
+        let mut e = policy::new_engine(limits);
+        for (name, text) in modules {
+            policy::add_policy(&mut e, name, text).unwrap();
+        }
+        let steps: Vec<Step> = paths
+            .iter()
+            .map(|p| Step {
+                path: p.to_string(),
+                by_query: false,
+            })
+            .collect();
+        (EnginePool::new(e, limits).with_native(&steps), steps)
+    }
+
+    /// User-defined functions: several definitions, `else`, undefined
+    /// arguments, calls from a `some` loop, a body reading `input`; each
+    /// answer is compared with regorus' (debug builds).
+    #[test]
+    fn functions_answer_as_regorus() {
+        let rego = r#"
+kind(x) := "num" if is_number(x)
+kind(x) := "str" if is_string(x)
+kind(x) := "big" if { is_number(x); x > 100 }
+grade(x) := "a" if x > 10
+else := "b" if x > 5
+else := "c"
+safe(p) if { not startswith(p, "/"); not climbs(p) }
+climbs(p) if {
+    some s in split(p, "/")
+    s == ".."
+}
+mode(_) := input.arguments.mode
+both(a, b) := [a, b] if a != b
+first(l) := v if { some v in l; v == l[0] }
+k := kind(input.arguments.v)
+g := grade(input.arguments.n)
+sa := safe(input.arguments.path)
+unsafe if not safe(input.arguments.path)
+bad contains p if {
+    some p in input.arguments.paths
+    not safe(p)
+}
+m := mode(input.arguments.path)
+bo := both(input.arguments.path, input.arguments.mode)
+f := first(input.arguments.paths)
+"#;
+        let rules = ["k", "g", "sa", "unsafe", "bad", "m", "bo", "f"];
+        let (pool, steps) = pool(rego, &rules);
+        assert!(pool.is_native(&steps));
+        for args in [
+            json!({}),
+            json!({"v": 5, "n": 11, "path": "a/b", "mode": "r"}),
+            json!({"v": "x", "n": 6, "path": "/a", "paths": ["a", "/b", "c/../d"]}),
+            json!({"v": 500, "n": 1, "path": "../x", "paths": ["a", "a"], "mode": "../x"}),
+            json!({"v": true, "n": "z", "path": 3, "paths": "a"}),
+            json!({"v": null, "path": "a/..", "paths": [1, "x/.."], "mode": 2}),
+            json!({"n": [1], "paths": {"a": "..", "b": "ok"}}),
+        ] {
+            // Each call compares with regorus itself (debug builds).
+            let _ = eval(&pool, &steps, args);
+        }
+        let before = compared();
+        let out = eval(
+            &pool,
+            &steps,
+            json!({"v": 7, "n": 7, "path": "a/../b", "mode": "w", "paths": ["x", "/y", "z/.."]}),
+        )
+        .unwrap();
+        assert_eq!(compared(), before + 1, "answered natively");
+        let want = [
+            Some(json!("num")),
+            Some(json!("b")),
+            None,
+            Some(json!(true)),
+            Some(json!(["/y", "z/.."])),
+            Some(json!("w")),
+            Some(json!(["a/../b", "w"])),
+            Some(json!("x")),
+        ];
+        assert_eq!(out, want);
+        // An undefined argument: the call is undefined, whatever the body
+        // (`mode(_)` does not read it).
+        let out = eval(&pool, &steps, json!({"mode": "w"})).unwrap();
+        assert_eq!(out[0], None);
+        assert_eq!(out[5], None);
+        let out = eval(&pool, &steps, json!({"mode": "w", "path": "a"})).unwrap();
+        assert_eq!(out[5], Some(json!("w")));
+    }
+
+    /// More shapes of functions: an implicit `true` head with a valued
+    /// `else`, `false` as a value, calls in comprehensions and in `else`
+    /// bodies, a body holding twice with one value.
+    #[test]
+    fn function_shapes_answer_as_regorus() {
+        let rego = r#"
+size(x) if count(x) > 2 else := "small"
+no(x) := false if x == 1
+dup(l) := true if { some v in l; v == "a" }
+pick(x) := 1 if x == "one" else := 2 if x == "two" else := x
+sizes := [size(x) | some x in input.arguments.l]
+nos if not no(input.arguments.n)
+d := dup(input.arguments.l)
+p := {k: pick(v) | some k, v in input.arguments.o}
+"#;
+        let rules = ["sizes", "nos", "d", "p"];
+        let (pool, steps) = pool(rego, &rules);
+        assert!(pool.is_native(&steps));
+        for args in [
+            json!({}),
+            json!({"l": ["abc", "a", "a", [1, 2, 3]], "n": 1, "o": {"x": "one", "y": "two", "z": 3}}),
+            json!({"l": "abc", "n": 2, "o": [1, "two"]}),
+            json!({"l": [1, {"a": 1, "b": 2, "c": 3}], "n": "1", "o": {"a": null}}),
+        ] {
+            let _ = eval(&pool, &steps, args);
+        }
+        let args = json!({"l": ["abc", "a", "a"], "n": 1, "o": {"x": "one", "y": "two", "z": 3}});
+        let before = compared();
+        let out = eval(&pool, &steps, args).unwrap();
+        assert_eq!(compared(), before + 1, "answered natively");
+        assert_eq!(
+            out,
+            [
+                Some(json!([true, "small", "small"])),
+                Some(json!(true)),
+                Some(json!(true)),
+                Some(json!({"x": 1, "y": 2, "z": 3})),
+            ]
+        );
+    }
+
+    /// A function defined in two modules of one package is left to regorus
+    /// (which runs all of its definitions with one module's loop plans).
+    #[test]
+    fn a_function_across_modules_stays_on_regorus() {
+        let (pool, steps) = pool_of(
+            &[
+                ("a.rego", "package p\nimport rego.v1\nf(x) := 1 if x > 1"),
+                (
+                    "b.rego",
+                    "package p\nimport rego.v1\nf(x) := 1 if x < 0\ny := f(input.arguments.n)",
+                ),
+            ],
+            &["data.p.y"],
+        );
+        assert!(!pool.is_native(&steps));
+    }
+
+    /// Functions and rules of another package, through `import data.x`
+    /// and `import data.x.y as z`.
+    #[test]
+    fn imported_packages_answer_as_regorus() {
+        let lib = r#"package lib.paths
+import rego.v1
+dir := "/srv"
+inside(p) if p == dir
+inside(p) if {
+    startswith(p, concat("", [dir, "/"]))
+    not climbs(p)
+}
+climbs(p) if {
+    some s in split(p, "/")
+    s == ".."
+}
+outside(p) := sprintf("%q is outside %s", [p, dir])
+"#;
+        let team = r#"package team
+import rego.v1
+oncall if "oncall" in input.caller.claims.groups
+tenant := input.caller.claims.tenant
+"#;
+        let tool = r#"package tools.t
+import rego.v1
+import data.lib.paths as root
+import data.team
+deny contains root.outside(input.arguments.path) if not root.inside(input.arguments.path)
+deny contains root.outside(p) if {
+    some p in input.arguments.paths
+    not root.inside(p)
+}
+deny contains "not on call" if not team.oncall
+who := team.tenant
+"#;
+        let (pool, steps) = pool_of(
+            &[("lib.rego", lib), ("team.rego", team), ("t.rego", tool)],
+            &["data.tools.t.deny", "data.tools.t.who"],
+        );
+        assert!(pool.is_native(&steps));
+        for args in [
+            json!({}),
+            json!({"path": "/srv/a"}),
+            json!({"path": "/srv/../etc", "paths": ["/srv", "/srvx", 3]}),
+            json!({"path": 7, "paths": "x"}),
+        ] {
+            let _ = eval(&pool, &steps, args);
+        }
+        let before = compared();
+        let out = eval(
+            &pool,
+            &steps,
+            json!({"path": "/srv/a", "paths": ["/srv/b", "/etc"]}),
+        )
+        .unwrap();
+        assert_eq!(compared(), before + 1, "answered natively");
+        assert_eq!(
+            out[0],
+            Some(json!(["\"/etc\" is outside /srv", "not on call"]))
+        );
+        assert_eq!(out[1], None);
+    }
+
+    /// Conflicting outputs of a function: native falls back and regorus
+    /// gives its error, never an answer.
+    #[test]
+    fn conflicting_function_outputs_are_regorus_errors() {
+        for (rego, args) in [
+            // Two definitions, two values.
+            (
+                "f(x) := 1 if x > 0\nf(x) := 2 if x > 1\ny := f(input.arguments.n)",
+                json!({"n": 2}),
+            ),
+            // One body, two values.
+            (
+                "f(l) := v if { some v in l }\ny := f(input.arguments.l)",
+                json!({"l": [1, 2]}),
+            ),
+            // The `else` of the second definition disagrees.
+            (
+                "f(x) := 1 if x > 0\nf(x) := 3 if x < 0 else := 2\ny := f(input.arguments.n)",
+                json!({"n": 5}),
+            ),
+            // A builtin error in a function's body.
+            (
+                "f(x) := startswith(x, \"/\")\ny := f(input.arguments.n)",
+                json!({"n": 5}),
+            ),
+        ] {
+            let (pool, steps) = pool(rego, &["y"]);
+            assert!(pool.is_native(&steps), "{rego}");
+            assert!(eval(&pool, &steps, args).is_err(), "{rego}");
+        }
+        // The same definitions agree elsewhere.
+        let (pool, steps) = pool(
+            "f(x) := 1 if x > 0\nf(x) := 2 if x > 1\ny := f(input.arguments.n)",
+            &["y"],
+        );
+        assert_eq!(
+            eval(&pool, &steps, json!({"n": 1})).unwrap(),
+            [Some(json!(1))]
+        );
+    }
+
+    /// Imports outside the subset keep the plan on regorus.
+    #[test]
+    fn imports_outside_the_subset_stay_on_regorus() {
+        let lib = "package lib\nimport rego.v1\nf(x) := x\nr := 1\nreverse(a, b) := [b, a]";
+        let sub = "package lib.sub\nimport rego.v1\ng(x) := x";
+        for (modules, rego) in [
+            // A rule, not a package.
+            (vec![lib], "import data.lib.r\nx := r"),
+            // A package with one under it.
+            (vec![lib, sub], "import data.lib\nx := lib.f(1)"),
+            // Nothing there.
+            (vec![lib], "import data.nope\nx := nope.f(1)"),
+            // `input`.
+            (vec![lib], "import input.arguments as a\nx := a.n"),
+            // The alias is also a rule of the package.
+            (vec![lib], "import data.lib\nlib := 2\nx := lib.f(1)"),
+            // The whole package.
+            (vec![lib], "import data.lib\nx := lib"),
+            // A function of the alias that does not exist.
+            (vec![lib], "import data.lib\nx := lib.g(1)"),
+            // An alias call spelled as a builtin (`strings.reverse`, one
+            // parameter), which regorus reads as a call with a result
+            // argument.
+            (
+                vec![lib],
+                "import data.lib as strings\nx := strings.reverse(1, 2)",
+            ),
+        ] {
+            let mut all: Vec<(String, String)> = modules
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (format!("m{i}.rego"), m.to_string()))
+                .collect();
+            all.push((
+                "t.rego".into(),
+                format!("package t\nimport rego.v1\n{rego}"),
+            ));
+            let all: Vec<(&str, &str)> =
+                all.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+            let (pool, steps) = pool_of(&all, &["data.t.x"]);
+            assert!(!pool.is_native(&steps), "{rego}");
+        }
     }
 
     #[test]
@@ -703,8 +1108,13 @@ mod tests {
         for (example, tool) in [
             ("manage_files", "manage_files"),
             ("github_api", "github_api"),
+            ("filesystem", "read_multiple_files"),
+            ("filesystem", "move_file"),
+            ("git_server", "git_add"),
+            ("team_ops", "deploy"),
         ] {
-            let source = Source::load(&[root.join(example)]).unwrap();
+            let mut source = Source::load(&[root.join(example)]).unwrap();
+            assert!(!source.import_pinned().has_errors());
             let catalog = build(&source, &BuildOptions::default()).unwrap();
             let Some(t) = catalog.tool(tool) else {
                 let names: Vec<_> = catalog.tools().iter().map(|t| t.name.clone()).collect();
@@ -926,7 +1336,22 @@ known if lower(input.arguments.who) in names
     #[test]
     fn rules_outside_the_subset_stay_on_regorus() {
         for rego in [
-            "f(a) := a\nx := f(1)",
+            // Functions: a pattern, a constant or a repeated name as a
+            // parameter, a default, recursion, a legacy `=` head, an
+            // `else` without a value after a head with one, no parameter.
+            "f([a]) := a\nx := f(input.arguments.l)",
+            "f(1) := 2\nx := f(input.arguments.n)",
+            "f(a, a) := a\nx := f(input.arguments.n, 1)",
+            "default f(_) := 0\nf(a) := a if a > 1\nx := f(input.arguments.n)",
+            "f(a) := f(a)\nx := f(input.arguments.n)",
+            "f(a) := g(a)\ng(a) := f(a)\nx := f(input.arguments.n)",
+            "f(a) = a\nx := f(input.arguments.n)",
+            "f(a) := 1 if a == 1 else if a\nx := f(input.arguments.n)",
+            // A local named as a rule of the package: regorus fails ("var
+            // used before definition").
+            "f(p) if { some s in p; s }\ns := 1\nx := f(input.arguments.l)",
+            // A call with the result as an extra argument.
+            "f(a) := a\nx if f(input.arguments.n, 1)",
             "x := data.p.y",
             "x := input.arguments.n + 1",
             "x := time.now_ns()",

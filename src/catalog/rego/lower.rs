@@ -1,19 +1,30 @@
 //! Lowering a tool's planned rules into `native`'s terms, once, at load.
 //!
 //! A rule is lowered when everything it is made of is in `native`'s subset
-//! (its module doc lists it); anything else (functions, comprehensions,
-//! `every`, `with`, references to rules of other packages, unification,
-//! arithmetic, a builtin
-//! that is not deterministic, an import other than `rego.v1` and
-//! `future.keywords`) leaves its plan step without an entry, so requests
-//! evaluate that plan on regorus. Refusing is always safe; accepting
-//! something whose meaning differs from regorus' is not, so when in doubt
-//! this module refuses.
+//! (its module doc lists it); anything else (`every`, `with`, `data.x.r`
+//! references to rules of other packages, unification, arithmetic, a
+//! builtin that is not deterministic, recursion, a `default` function, a
+//! function parameter that is not a plain variable or `_`, a function whose
+//! definitions span several modules, an import other than `rego.v1`,
+//! `future.keywords` and `import data.x [as y]` of exactly a package)
+//! leaves its plan step without an entry, so requests evaluate that plan on
+//! regorus. Refusing is always safe; accepting something whose meaning
+//! differs from regorus' is not, so when in doubt this module refuses.
 //!
 //! Variables are resolved as regorus resolves them: locals of the body
-//! first, then `input`, then rules of the same package. A body must bind a
+//! (and a function's parameters) first, then `input`, then rules of the
+//! same package; `y.r` and `y.f(…)` through an import alias `y` are the
+//! rule `r` and function `f` of the imported package. A body must bind a
 //! local before it uses it (regorus would reorder such a body; this module
-//! refuses it instead).
+//! refuses it instead), and a local may not share its name with a rule,
+//! function or import alias of the package (regorus then fails or reads
+//! the rule). Calls resolve as in regorus: an import alias first, then a
+//! function of the package, then a builtin; a builtin's name that a rule or
+//! a package under this one could also mean is refused. An import alias
+//! is refused when a rule of the package or a package under it shares its
+//! name (regorus would read those instead), and `data.x` when a package
+//! under it or a data document at it exists (regorus merges them into
+//! `data.x`).
 //!
 //! This module reads syntax and knows the builtin table; it does not
 //! evaluate anything.
@@ -56,6 +67,7 @@ pub fn program<'p>(
         rules: Vec::new(),
         index: HashMap::new(),
         paths: Vec::new(),
+        aliases: HashMap::new(),
     };
     let mut entries: Vec<(String, usize)> = Vec::new();
     for path in paths {
@@ -128,7 +140,12 @@ struct Lower {
     index: HashMap<(Vec<String>, String), usize>,
     /// The memoized paths (`native::Program::paths`).
     paths: Vec<native::Path>,
+    /// Each package's import aliases (`Lower::aliases`).
+    aliases: HashMap<Vec<String>, Option<HashMap<String, Vec<String>>>>,
 }
+
+/// An alias to a package (`import data.root`: `root` to `["root"]`).
+type Aliases = HashMap<String, Vec<String>>;
 
 /// A body's locals: name to slot.
 #[derive(Default)]
@@ -172,13 +189,16 @@ impl Lower {
     fn rule(&mut self, pkg: &[String], name: &str) -> Option<usize> {
         let key = (pkg.to_vec(), name.to_string());
         if let Some(&i) = self.index.get(&key) {
-            // Still `None`: the rule refers to itself.
-            return self.rules[i].is_some().then_some(i);
+            // Still `None`: the rule refers to itself. A function is not
+            // a rule.
+            let rule = self.rules[i].as_ref()?;
+            return (!matches!(rule.kind, Kind::Function(_))).then_some(i);
         }
         let modules = self.modules_of(pkg);
-        if modules.is_empty() || !modules.iter().all(|m| plain_imports(m)) {
+        if modules.is_empty() {
             return None;
         }
+        self.aliases(pkg)?;
         let i = self.rules.len();
         self.rules.push(None);
         self.index.insert(key, i);
@@ -279,7 +299,18 @@ impl Lower {
         value: Option<&Ref<Expr>>,
         pkg: &[String],
     ) -> Option<Body> {
-        let mut scope = Scope::default();
+        self.body_in(Scope::default(), query, value, pkg)
+    }
+
+    /// A body whose first locals are already bound (a function's
+    /// parameters).
+    fn body_in(
+        &mut self,
+        mut scope: Scope,
+        query: Option<&Ref<Query>>,
+        value: Option<&Ref<Expr>>,
+        pkg: &[String],
+    ) -> Option<Body> {
         let stmts = match query {
             Some(q) => self.stmts(q, pkg, &mut scope)?,
             None => Vec::new(),
@@ -293,6 +324,199 @@ impl Lower {
             value,
             locals: scope.next,
         })
+    }
+
+    /// The function `name` of `pkg` taking `arity` arguments: every
+    /// definition of it, all in one module (regorus evaluates all of them
+    /// with the loop plans of one module), none `default`.
+    fn function(&mut self, pkg: &[String], name: &str, arity: usize) -> Option<usize> {
+        let key = (pkg.to_vec(), name.to_string());
+        if let Some(&i) = self.index.get(&key) {
+            // Still `None`: the function calls itself.
+            let rule = self.rules[i].as_ref()?;
+            return (rule.kind == Kind::Function(arity)).then_some(i);
+        }
+        let modules = self.modules_of(pkg);
+        if modules.is_empty() || arity == 0 {
+            return None;
+        }
+        self.aliases(pkg)?;
+        let i = self.rules.len();
+        self.rules.push(None);
+        self.index.insert(key, i);
+        let mut defs = Vec::new();
+        let mut in_modules = 0;
+        for m in &modules {
+            let mut here = false;
+            for rule in &m.policy {
+                let path = path_of(head(rule));
+                if path.first().map(String::as_str) != Some(name) {
+                    continue;
+                }
+                let Rule::Spec {
+                    head: RuleHead::Func { args, assign, .. },
+                    bodies,
+                    ..
+                } = rule.as_ref()
+                else {
+                    // `default f(x) := v`, or a rule of that name.
+                    return None;
+                };
+                if path.len() != 1 || args.len() != arity {
+                    return None;
+                }
+                let aliases = self.aliases(pkg)?;
+                for a in args {
+                    let n = var_name(a)?;
+                    if n != "_" && (self.defines(pkg, &n) || aliases.contains_key(&n)) {
+                        return None;
+                    }
+                }
+                if assign.as_ref().is_some_and(|a| a.op != AssignOp::ColEq) {
+                    return None;
+                }
+                let value = assign.as_ref().map(|a| a.value.clone());
+                let mut out = Vec::new();
+                if bodies.is_empty() {
+                    out.push(self.body_in(params(args)?, None, value.as_ref(), pkg)?);
+                }
+                for (j, b) in bodies.iter().enumerate() {
+                    let v = if j == 0 {
+                        value.clone()
+                    } else {
+                        if !b.is_else {
+                            return None;
+                        }
+                        match &b.assign {
+                            Some(a) if a.op == AssignOp::ColEq => Some(a.value.clone()),
+                            // An `else` without a value after a head with
+                            // one: regorus gives undefined, not `true`.
+                            None if value.is_none() => None,
+                            _ => return None,
+                        }
+                    };
+                    out.push(self.body_in(params(args)?, Some(&b.query), v.as_ref(), pkg)?);
+                }
+                defs.push(Def { bodies: out });
+                here = true;
+            }
+            in_modules += usize::from(here);
+        }
+        if in_modules != 1 {
+            return None;
+        }
+        self.rules[i] = Some(NRule {
+            kind: Kind::Function(arity),
+            defs,
+            default: None,
+        });
+        Some(i)
+    }
+
+    /// `x.r` where `x` is `import data.x`: regorus evaluates the package
+    /// `data.x` whole (any rule of it failing fails the reference), then
+    /// reads `r`; so every rule of it must lower.
+    fn imported(&mut self, target: &[String], name: &str) -> Option<Term> {
+        let mut names: Vec<String> = Vec::new();
+        for m in self.modules_of(target) {
+            for rule in &m.policy {
+                let function = match rule.as_ref() {
+                    Rule::Spec { head, .. } => matches!(head, RuleHead::Func { .. }),
+                    Rule::Default { args, .. } => !args.is_empty(),
+                };
+                let n = path_of(head(rule)).first()?.clone();
+                if !function && !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+        }
+        if !names.iter().any(|n| n == name) {
+            return None;
+        }
+        let mut package = Vec::with_capacity(names.len());
+        for n in &names {
+            package.push(self.rule(target, n)?);
+        }
+        let rule = self.rule(target, name)?;
+        Some(Term::Imported { package, rule })
+    }
+
+    /// The import aliases of `pkg` (all its modules': regorus keys imports
+    /// by package), `None` when one of its imports is not `rego.v1`,
+    /// `future.keywords…` or `import data.x.y [as z]` of exactly a package
+    /// (nothing under it, no data document there) whose alias names nothing
+    /// else in `pkg`.
+    fn aliases(&mut self, pkg: &[String]) -> Option<Aliases> {
+        if let Some(a) = self.aliases.get(pkg) {
+            return a.clone();
+        }
+        let a = self.compute_aliases(pkg);
+        self.aliases.insert(pkg.to_vec(), a.clone());
+        a
+    }
+
+    fn compute_aliases(&self, pkg: &[String]) -> Option<Aliases> {
+        let mut out: Aliases = HashMap::new();
+        let mut plain: Vec<String> = Vec::new();
+        for m in self.modules_of(pkg) {
+            for i in &m.imports {
+                let p = path_of(&i.refr);
+                if p == ["rego", "v1"] || p.get(..2) == Some(&["future".into(), "keywords".into()])
+                {
+                    if i.r#as.is_some() {
+                        return None;
+                    }
+                    plain.push(p.last()?.clone());
+                    continue;
+                }
+                if p.len() < 2 || p[0] != "data" || !dotted(&i.refr) {
+                    return None;
+                }
+                let target = p[1..].to_vec();
+                let alias = match &i.r#as {
+                    Some(s) => s.text().to_string(),
+                    None => target.last()?.clone(),
+                };
+                let mut under = pkg.to_vec();
+                under.push(alias.clone());
+                let mut doc = &self.data;
+                for seg in &target {
+                    doc = &doc[seg.as_str()];
+                }
+                if matches!(alias.as_str(), "_" | "input" | "data")
+                    || !self.modules.iter().any(|(q, _)| *q == target)
+                    || self
+                        .modules
+                        .iter()
+                        .any(|(q, _)| q.len() > target.len() && q.starts_with(&target))
+                    || self.modules.iter().any(|(q, _)| q.starts_with(&under))
+                    || !matches!(doc, Value::Undefined)
+                    || self.defines(pkg, &alias)
+                {
+                    return None;
+                }
+                if out
+                    .insert(alias, target.clone())
+                    .is_some_and(|t| t != target)
+                {
+                    return None;
+                }
+            }
+        }
+        if plain.iter().any(|p| out.contains_key(p)) {
+            return None;
+        }
+        Some(out)
+    }
+
+    /// A new local `name`, refused when it is also the name of a rule,
+    /// function or import alias of `pkg` (regorus may then fail with "var
+    /// used before definition", or read the rule).
+    fn local(&mut self, scope: &mut Scope, name: &str, pkg: &[String]) -> Option<usize> {
+        if name != "_" && (self.defines(pkg, name) || self.aliases(pkg)?.contains_key(name)) {
+            return None;
+        }
+        scope.bind(name)
     }
 
     fn stmts(&mut self, query: &Query, pkg: &[String], scope: &mut Scope) -> Option<Vec<Stmt>> {
@@ -315,7 +539,7 @@ impl Lower {
                         if name.as_ref() == "_" {
                             return None;
                         }
-                        Stmt::Assign(scope.bind(name)?, t)
+                        Stmt::Assign(self.local(scope, name, pkg)?, t)
                     }
                     _ => Stmt::Expr(self.expr(expr, pkg, scope)?),
                 },
@@ -328,10 +552,10 @@ impl Lower {
                 } => {
                     let collection = self.expr(collection, pkg, scope)?;
                     let key = match key {
-                        Some(k) => Some(scope.bind(&var_name(k)?)?),
+                        Some(k) => Some(self.local(scope, &var_name(k)?, pkg)?),
                         None => None,
                     };
-                    let value = scope.bind(&var_name(value)?)?;
+                    let value = self.local(scope, &var_name(value)?, pkg)?;
                     Stmt::SomeIn {
                         key,
                         value,
@@ -425,6 +649,14 @@ impl Lower {
                 }
             }
             Expr::RefDot { refr, field, .. } => {
+                if let Expr::Var { value, .. } = refr.as_ref() {
+                    let name = value.as_string().ok()?;
+                    let target = self.aliases(pkg)?.get(name.as_ref()).cloned();
+                    if let (Some(target), false) = (target, scope.names.contains_key(name.as_ref()))
+                    {
+                        return self.imported(&target, field.1.as_string().ok()?.as_ref());
+                    }
+                }
                 let base = self.expr(refr, pkg, scope)?;
                 self.index(base, Term::Const(field.1.clone()))
             }
@@ -463,9 +695,36 @@ impl Lower {
             Expr::Call { fcn, params, .. } => {
                 let path = path_of(fcn);
                 if path.iter().any(|s| s == "[_]")
+                    || !dotted(fcn)
                     || matches!(path[0].as_str(), "data" | "input")
                     || scope.names.contains_key(&path[0])
-                    || self.defines(pkg, &path[0])
+                {
+                    return None;
+                }
+                // A function: through an import alias (regorus resolves
+                // those first), or of this package.
+                let target = match self.aliases(pkg)?.get(&path[0]) {
+                    // regorus takes the last argument of a call spelled as a
+                    // builtin of one parameter fewer for its result, even
+                    // through an alias: refused.
+                    Some(_) if BUILTINS.contains_key(path.join(".").as_str()) => return None,
+                    Some(t) if path.len() == 2 => Some((t.clone(), path[1].clone())),
+                    Some(_) => return None,
+                    None if path.len() == 1 && self.defines(pkg, &path[0]) => {
+                        Some((pkg.to_vec(), path[0].clone()))
+                    }
+                    None => None,
+                };
+                if let Some((target, name)) = target {
+                    let f = self.function(&target, &name, params.len())?;
+                    return Some(Term::Func(f, self.exprs(params, pkg, scope)?));
+                }
+                // A builtin, unless a rule of this package or a function
+                // of a package under it has its name.
+                let (last, prefix) = path.split_last()?;
+                let mut under = pkg.to_vec();
+                under.extend(prefix.iter().cloned());
+                if self.defines(pkg, &path[0]) || (!prefix.is_empty() && self.defines(&under, last))
                 {
                     return None;
                 }
@@ -598,13 +857,27 @@ fn consts(terms: &[Term]) -> Option<Vec<Value>> {
         .collect()
 }
 
-/// Only imports that change no name: `rego.v1` and `future.keywords`.
-fn plain_imports(m: &Module) -> bool {
-    m.imports.iter().all(|i| {
-        let p = path_of(&i.refr);
-        i.r#as.is_none()
-            && (p == ["rego", "v1"] || p.get(..2) == Some(&["future".into(), "keywords".into()]))
-    })
+/// A function's parameters as the first locals of a body: plain, distinct
+/// variables or `_` (anything else is a pattern, refused).
+fn params(args: &[Ref<Expr>]) -> Option<Scope> {
+    let mut scope = Scope::default();
+    for a in args {
+        let name = var_name(a)?;
+        if matches!(name.as_str(), "input" | "data") {
+            return None;
+        }
+        scope.bind(&name)?;
+    }
+    Some(scope)
+}
+
+/// Whether a reference is a variable followed by `.field`s only.
+fn dotted(e: &Expr) -> bool {
+    match e {
+        Expr::RefDot { refr, .. } => dotted(refr),
+        Expr::Var { .. } => true,
+        _ => false,
+    }
 }
 
 #[cfg(test)]
