@@ -1174,6 +1174,43 @@ same if input.arguments.nested == args["nested"]
         assert_eq!(out[2], Some(json!("delete ../~?")));
     }
 
+    /// A rule that is one constant is inlined where it is read, so a
+    /// pattern, format or prefix held in a rule takes the same paths as a
+    /// literal one; conditional and defaulted rules stay rules.
+    #[test]
+    fn constant_rules_answer_as_regorus() {
+        let rego = r#"
+pattern := `^[a-z/]+$`
+format := "%s at %q"
+root := "/srv"
+maybe := "m" if input.arguments.flag
+default fallback := "d"
+fallback := "f" if input.arguments.flag
+ok if regex.match(pattern, input.arguments.path)
+msg := sprintf(format, [maybe, input.arguments.path])
+under if startswith(input.arguments.path, concat("", [root, "/"]))
+pair := [maybe, fallback]
+"#;
+        let rules = ["ok", "msg", "under", "pair"];
+        let (pool, steps) = pool(rego, &rules);
+        assert!(pool.is_native(&steps));
+        let cases = [
+            (
+                json!({"path": "/srv/a", "flag": true}),
+                json!([true, "m at \"/srv/a\"", true, ["m", "f"]]),
+            ),
+            (json!({"path": "/etc/A"}), json!([null, null, null, null])),
+        ];
+        for (args, want) in cases {
+            let got = eval(&pool, &steps, args.clone())
+                .map(|v| Json::Array(v.into_iter().map(|x| x.unwrap_or(Json::Null)).collect()));
+            assert_eq!(got, Ok(want), "{args}");
+        }
+        // A number where the pattern wants a string: regorus' error.
+        let err = eval(&pool, &steps, json!({"path": 3})).unwrap_err();
+        assert!(err.contains("regex.match"), "{err}");
+    }
+
     /// `k in object.keys(x)` is answered without the set of keys; on an
     /// undefined `x`, a missing or undefined key and a non-object it must
     /// still be regorus' answer (the pool compares in debug builds).

@@ -13,7 +13,8 @@
 //!
 //! Variables are resolved as regorus resolves them: locals of the body
 //! (and a function's parameters) first, then `input`, then rules of the
-//! same package; `y.r` and `y.f(…)` through an import alias `y` are the
+//! same package (a rule that is one unconditional constant is read as that
+//! constant); `y.r` and `y.f(…)` through an import alias `y` are the
 //! rule `r` and function `f` of the imported package. A body must bind a
 //! local before it uses it (regorus would reorder such a body; this module
 //! refuses it instead), and a local may not share its name with a rule,
@@ -594,6 +595,29 @@ impl Lower {
         })
     }
 
+    /// The value of rule `i` when it is one unconditional constant
+    /// (`pattern := "^[a-z]+$"`, `dir := data.root`): a reference to it is
+    /// then that constant, so it folds into what uses it, and a pattern or
+    /// format held in a rule is compiled once like a literal one
+    /// (`catalog/builtins`). regorus evaluates such a rule to that value
+    /// every time.
+    fn constant_rule(&self, i: usize) -> Option<Term> {
+        let rule = self.rules.get(i)?.as_ref()?;
+        if rule.kind != Kind::Complete || rule.default.is_some() {
+            return None;
+        }
+        let [def] = &rule.defs[..] else {
+            return None;
+        };
+        let [body] = &def.bodies[..] else {
+            return None;
+        };
+        match (&body.stmts[..], &body.value) {
+            ([], Term::Const(v)) => Some(Term::Const(v.clone())),
+            _ => None,
+        }
+    }
+
     /// A constant reference into the data documents (`data.github.repos`),
     /// as its value. Refused when any part of it could be a rule's.
     fn data(&self, e: &Expr) -> Option<Term> {
@@ -645,7 +669,10 @@ impl Lower {
                     "_" | "data" => return None,
                     n if scope.names.contains_key(n) => Term::Local(scope.names[n]),
                     "input" => Term::Input,
-                    n => Term::Rule(self.rule(pkg, n)?),
+                    n => {
+                        let i = self.rule(pkg, n)?;
+                        self.constant_rule(i).unwrap_or(Term::Rule(i))
+                    }
                 }
             }
             Expr::RefDot { refr, field, .. } => {
