@@ -780,7 +780,7 @@ impl Lower {
                         name: key,
                         fcn,
                         estimate: budget::estimate_of(key),
-                        fast: Fast::of(key, &consts),
+                        fast: Fast::of(key, &consts).map(Box::new),
                     },
                     args,
                 )
