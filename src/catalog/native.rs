@@ -359,16 +359,9 @@ impl Eval<'_> {
                                 return Err(Stop::Fallback);
                             }
                             held = true;
-                            if undefined(&value) {
-                                value = v;
-                                Ok(())
-                            } else if value == v {
-                                Ok(())
-                            } else {
-                                // Two definitions, two values: regorus'
-                                // conflict error.
-                                Err(Stop::Fallback)
-                            }
+                            // Two definitions, two values: regorus'
+                            // conflict error.
+                            settle(&mut value, v)
                         })?;
                         // An `else` body counts only when the ones before failed.
                         if held {
@@ -438,15 +431,8 @@ impl Eval<'_> {
                         return Err(Stop::Fallback);
                     }
                     held = true;
-                    if undefined(&out) {
-                        out = v;
-                        Ok(())
-                    } else if out == v {
-                        Ok(())
-                    } else {
-                        // "function produced multiple outputs".
-                        Err(Stop::Fallback)
-                    }
+                    // Two values: "function produced multiple outputs".
+                    settle(&mut out, v)
                 })?;
                 if held {
                     break;
@@ -455,13 +441,9 @@ impl Eval<'_> {
             if undefined(&out) {
                 continue;
             }
-            if undefined(&result) {
-                result = out;
-            } else if result != out {
-                // "functions must not produce multiple outputs for same
-                // inputs".
-                return Err(Stop::Fallback);
-            }
+            // Two definitions, two values: "functions must not produce
+            // multiple outputs for same inputs".
+            settle(&mut result, out)?;
         }
         Ok(result)
     }
@@ -749,6 +731,19 @@ fn index(base: &Value, key: &Value) -> Result<Value, Stop> {
         (Value::Object(_) | Value::Array(_) | Value::Set(_), _) => Ok(base[key].clone()),
         // Indexing a scalar: whatever regorus says.
         _ => Err(Stop::Fallback),
+    }
+}
+
+/// Gives the undefined `slot` the value `v`, or checks that it already has
+/// it: a rule or function that gives two values is regorus' error to raise.
+fn settle(slot: &mut Value, v: Value) -> Result<(), Stop> {
+    if undefined(slot) {
+        *slot = v;
+        Ok(())
+    } else if *slot == v {
+        Ok(())
+    } else {
+        Err(Stop::Fallback)
     }
 }
 
