@@ -123,18 +123,10 @@ fn split(args: &[Value]) -> Option<Value> {
     let part = |p: &str| Value::String(p.into());
     let parts: Vec<Value> = match sep.as_bytes() {
         [] => return None,
-        &[b] if b.is_ascii() => {
-            let mut out = Vec::with_capacity(memchr_count(s.as_bytes(), b) + 1);
-            out.extend(s.split(char::from(b)).map(part));
-            out
-        }
+        &[b] if b.is_ascii() => s.split(char::from(b)).map(part).collect(),
         _ => s.split(sep.as_ref()).map(part).collect(),
     };
     Some(Value::from(parts))
-}
-
-fn memchr_count(s: &[u8], b: u8) -> usize {
-    s.iter().filter(|&&c| c == b).count()
 }
 
 /// regorus' stand-in for a delimiter it hides from globset.
@@ -332,6 +324,7 @@ mod tests {
 
     use super::*;
     use crate::catalog::budget::{self, Limits};
+    use crate::catalog::differential::Rng;
 
     fn v(j: serde_json::Value) -> Value {
         Value::from_json_str(&j.to_string()).unwrap()
@@ -343,12 +336,17 @@ mod tests {
         budget::call(key, fcn, None, args, &Limits::default(), |_| None).ok()
     }
 
+    /// This module's answer, every argument a constant as a literal is.
+    fn fast(name: &str, args: &[Value]) -> Option<Value> {
+        let consts: Vec<Option<&Value>> = args.iter().map(Some).collect();
+        Fast::of(name, &consts).and_then(|f| f.answer(args))
+    }
+
     /// Each case where `fast` answers must equal regorus' answer; the cases
     /// where it declines are listed so a change to them is seen.
     #[track_caller]
     fn check(name: &str, args: &[Value], answers: bool) {
-        let consts: Vec<Option<&Value>> = args.iter().map(Some).collect();
-        let fast = Fast::of(name, &consts).and_then(|f| f.answer(args));
+        let fast = fast(name, args);
         assert_eq!(fast.is_some(), answers, "{name}{args:?}: answered {fast:?}");
         if let Some(fast) = fast {
             assert_eq!(Some(fast), regorus(name, args), "{name}{args:?}");
@@ -482,21 +480,11 @@ mod tests {
             "/", "//", "..", ".", "~", "\\", "\"", "%", "%s", "%q", "%v", "%d", "%%", "%5s", "%x",
             "é", "ß", "😀", "\u{7f}", "\t", "\n", "\u{0}", "\u{7}", " ", "a", "::", ":", "*", "",
         ];
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move |n: usize| {
-            // splitmix64
-            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            ((z ^ (z >> 31)) % n as u64) as usize
-        };
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         let (mut answered, mut declined) = (0, 0);
         for _ in 0..2000 {
             let mut text = |max: usize| -> String {
-                (0..next(max + 1))
-                    .map(|_| PIECES[next(PIECES.len())])
-                    .collect()
+                (0..rng.below(max + 1)).map(|_| *rng.pick(PIECES)).collect()
             };
             let (s, sep, format) = (text(6), text(2), text(5));
             let count = text(2).len() % 4;
@@ -521,8 +509,7 @@ mod tests {
                     vec![v(json!(sep)), v(json!(null)), v(json!(s))],
                 ),
             ] {
-                let consts: Vec<Option<&Value>> = args.iter().map(Some).collect();
-                match Fast::of(name, &consts).and_then(|f| f.answer(&args)) {
+                match fast(name, &args) {
                     Some(fast) => {
                         answered += 1;
                         assert_eq!(Some(fast), regorus(name, &args), "{name}{args:?}");

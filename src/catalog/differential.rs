@@ -23,6 +23,7 @@ use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
+use super::policy::compared;
 use super::{BuildOptions, Catalog, ResolveError, Tool, build, exercise, proof, schema};
 use crate::caller::Caller;
 use crate::source::Source;
@@ -39,8 +40,9 @@ const PIECES: &[&str] = &[
     "\u{0}", " ", "a", "-", "*", "content", "",
 ];
 
-/// splitmix64: small, deterministic, and good enough to pick from lists.
-struct Rng(u64);
+/// splitmix64: small, deterministic, and good enough to pick from lists
+/// (also `builtins`' generated test).
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -52,7 +54,7 @@ impl Rng {
     }
 
     /// Uniform in `0..n` (`n > 0`).
-    fn below(&mut self, n: usize) -> usize {
+    pub(super) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 
@@ -61,7 +63,7 @@ impl Rng {
         self.below(n) == 0
     }
 
-    fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+    pub(super) fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
         &xs[self.below(xs.len())]
     }
 }
@@ -333,14 +335,9 @@ fn shipped_catalogs() -> Vec<PathBuf> {
     dirs
 }
 
-/// How many native answers this thread has compared with regorus.
-fn compared() -> usize {
-    super::policy::COMPARED.with(std::cell::Cell::get)
-}
-
 /// The catalog in `dir`, with its upstreams' pinned tool lists imported as
 /// `check` and `test` do; `None` when it does not load or build.
-fn load(dir: &Path) -> Option<Catalog> {
+pub(super) fn load(dir: &Path) -> Option<Catalog> {
     let mut source = Source::load(&[dir.to_path_buf()]).ok()?;
     if source.import_pinned().has_errors() {
         return None;

@@ -766,33 +766,17 @@ mod tests {
     use serde_json::{Value as Json, json};
 
     use crate::catalog::budget::Limits;
-    use crate::catalog::policy::{self, EnginePool, Step};
-    use crate::catalog::{BuildOptions, build};
-    use crate::source::Source;
+    use crate::catalog::differential;
+    use crate::catalog::policy::{self, EnginePool, Step, compared};
 
     /// A pool for package `p` holding `rego`, planning `rules`.
     fn pool(rego: &str, rules: &[&str]) -> (EnginePool, Vec<Step>) {
-        let limits = Limits::default();
-        let mut e = policy::new_engine(limits);
-        policy::add_policy(
-            &mut e,
-            "p.rego",
-            &format!("package p\nimport rego.v1\n{rego}"),
+        let paths: Vec<String> = rules.iter().map(|r| format!("data.p.{r}")).collect();
+        let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+        pool_of(
+            &[("p.rego", &format!("package p\nimport rego.v1\n{rego}"))],
+            &paths,
         )
-        .unwrap();
-        let steps: Vec<Step> = rules
-            .iter()
-            .map(|r| Step {
-                path: format!("data.p.{r}"),
-                by_query: false,
-            })
-            .collect();
-        (EnginePool::new(e, limits).with_native(&steps), steps)
-    }
-
-    /// How many native answers this thread has compared with regorus.
-    fn compared() -> usize {
-        policy::COMPARED.with(std::cell::Cell::get)
     }
 
     /// Evaluates on the pool; in a debug build (tests) the pool checks the
@@ -1111,9 +1095,7 @@ who := team.tenant
             ("git_server", "git_add"),
             ("team_ops", "deploy"),
         ] {
-            let mut source = Source::load(&[root.join(example)]).unwrap();
-            assert!(!source.import_pinned().has_errors());
-            let catalog = build(&source, &BuildOptions::default()).unwrap();
+            let catalog = differential::load(&root.join(example)).expect("the example builds");
             let Some(t) = catalog.tool(tool) else {
                 let names: Vec<_> = catalog.tools().iter().map(|t| t.name.clone()).collect();
                 panic!("no tool {tool} in {example}: {names:?}");

@@ -27,6 +27,12 @@ thread_local! {
     pub(super) static COMPARED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
+/// How many native answers this thread has compared with regorus.
+#[cfg(all(test, debug_assertions))]
+pub(super) fn compared() -> usize {
+    COMPARED.with(std::cell::Cell::get)
+}
+
 /// A policy failure at evaluation: the engine's message, cleaned up.
 #[derive(Debug, Clone)]
 pub struct EvalError {

@@ -329,16 +329,20 @@ fn policy_error(tool: &Tool, message: String, location: Option<String>) -> Resol
 struct Contract([Option<Value>; CONTRACT_RULES.len()]);
 
 impl Contract {
+    fn slot(&mut self, name: &str) -> Option<&mut Option<Value>> {
+        let i = CONTRACT_RULES.iter().position(|r| *r == name)?;
+        Some(&mut self.0[i])
+    }
+
     fn set(&mut self, name: &str, value: Option<Value>) {
-        if let Some(i) = CONTRACT_RULES.iter().position(|r| *r == name) {
-            self.0[i] = value;
+        if let Some(slot) = self.slot(name) {
+            *slot = value;
         }
     }
 
     /// Rule `name`'s value, moved out.
     fn take(&mut self, name: &str) -> Option<Value> {
-        let i = CONTRACT_RULES.iter().position(|r| *r == name)?;
-        self.0[i].take()
+        self.slot(name)?.take()
     }
 }
 
