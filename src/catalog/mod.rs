@@ -17,6 +17,8 @@ pub mod explain;
 pub mod generate;
 pub mod hints;
 pub mod native;
+#[cfg(test)]
+pub(crate) mod opa;
 pub mod policy;
 pub mod proof;
 pub mod rego;

@@ -1,0 +1,157 @@
+//! OPA's own engine as the oracle of regent's Rego, for tests.
+//!
+//! regent promises that a policy means what it means in OPA. The only
+//! authority on that is OPA itself, so the differential tests put each
+//! question to OPA's Go engine too: `tests/opa/oracle.py`, run by the
+//! interpreter named in `OPA_PYTHON` (a virtual environment with
+//! `tests/opa/requirements.txt`; `.ci/run` makes one), answers JSON lines.
+//! Without `OPA_PYTHON` the tests that need the oracle say `skipped` and
+//! pass, as the upstream-server tests do; CI sets it and fails on a skip.
+//!
+//! This module only carries questions and answers. What counts as the same
+//! answer, and what a difference means, is the tests' business.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{Value, json};
+
+/// What OPA answered for one query.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    Value(Value),
+    Undefined,
+    /// OPA's error (`eval_error: …`, `prepare_error: …`).
+    Error(String),
+}
+
+/// A running oracle process.
+pub struct Oracle {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+/// The message a test prints when it cannot ask OPA.
+pub const SKIPPED: &str = "skipped: OPA_PYTHON is not set (an interpreter with \
+     tests/opa/requirements.txt installed, `pip install --ignore-requires-python`)";
+
+impl Oracle {
+    /// Starts the oracle with `$OPA_PYTHON`; `None` when it is unset.
+    /// Panics when it is set but the oracle does not answer: a CI run that
+    /// asked for OPA must not pass without it.
+    pub fn start() -> Option<Oracle> {
+        let python = std::env::var_os("OPA_PYTHON")?;
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/opa/oracle.py");
+        let mut child = Command::new(&python)
+            .arg(&script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {python:?} {}: {e}", script.display()));
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+        let mut oracle = Oracle {
+            child,
+            stdin,
+            stdout,
+        };
+        let v = oracle.ask(&json!({"version": true}));
+        assert!(
+            v.get("version").is_some(),
+            "the OPA oracle did not start: {v}"
+        );
+        Some(oracle)
+    }
+
+    fn ask(&mut self, request: &Value) -> Value {
+        let mut line = serde_json::to_string(request).expect("json");
+        line.push('\n');
+        self.stdin
+            .write_all(line.as_bytes())
+            .and_then(|()| self.stdin.flush())
+            .expect("the OPA oracle stopped reading");
+        let mut answer = String::new();
+        let n = self
+            .stdout
+            .read_line(&mut answer)
+            .expect("the OPA oracle's answer");
+        assert!(n > 0, "the OPA oracle exited (its stderr says why)");
+        serde_json::from_str(&answer).expect("the OPA oracle answers JSON")
+    }
+
+    /// A fresh OPA engine holding `modules` (`(path, text)`) and `data`.
+    /// OPA compiles them at the first query; a module it refuses makes every
+    /// answer an error.
+    pub fn load(&mut self, modules: &[(String, String)], data: &Value) -> Result<(), String> {
+        let v = self.ask(&json!({"load": {"modules": modules, "data": data}}));
+        match v.get("error") {
+            Some(e) => Err(e.as_str().unwrap_or_default().to_string()),
+            None => Ok(()),
+        }
+    }
+
+    /// OPA's answer to each of `queries` (references such as
+    /// `data.tools.x.annotations`) on `input`.
+    pub fn eval(&mut self, queries: &[&str], input: &Value) -> Vec<Answer> {
+        let v = self.ask(&json!({"eval": queries, "input": input}));
+        let Some(results) = v.get("results").and_then(Value::as_array) else {
+            panic!("the OPA oracle refused an evaluation: {v}");
+        };
+        results
+            .iter()
+            .map(|r| {
+                if let Some(v) = r.get("value") {
+                    Answer::Value(v.clone())
+                } else if let Some(e) = r.get("error") {
+                    Answer::Error(e.as_str().unwrap_or_default().to_string())
+                } else {
+                    Answer::Undefined
+                }
+            })
+            .collect()
+    }
+
+    /// The modules and data of a regorus engine, as the oracle loads them.
+    pub fn load_engine(&mut self, engine: &regorus::Engine) -> Result<(), String> {
+        let modules: Vec<(String, String)> = engine
+            .get_policies()
+            .expect("an engine's policies")
+            .iter()
+            .map(|s| (s.get_path().to_string(), s.get_contents().to_string()))
+            .collect();
+        let data = serde_json::to_value(engine.get_data()).expect("data is json");
+        self.load(&modules, &data)
+    }
+}
+
+impl Drop for Oracle {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_oracle_answers_as_opa() {
+    let Some(mut opa) = Oracle::start() else {
+        eprintln!("{SKIPPED}");
+        return;
+    };
+    let rego = "package p\nc := count(input.s)\nd := sprintf(\"%d\", [-1])\n\
+                e if indexof(input.s, \"\") > 0";
+    opa.load(&[("p.rego".into(), rego.into())], &json!({}))
+        .unwrap();
+    let answers = opa.eval(
+        &["data.p.c", "data.p.d", "data.p.e", "data.p.missing"],
+        &json!({"s": "😀"}),
+    );
+    assert_eq!(answers[0], Answer::Value(json!(1)));
+    assert_eq!(answers[1], Answer::Value(json!("-1")));
+    assert!(
+        matches!(&answers[2], Answer::Error(e) if e.contains("indexof")),
+        "{answers:?}"
+    );
+    assert_eq!(answers[3], Answer::Undefined);
+}
