@@ -59,7 +59,7 @@ impl Rng {
     }
 
     /// True once in `n` times.
-    fn one_in(&mut self, n: usize) -> bool {
+    pub(super) fn one_in(&mut self, n: usize) -> bool {
         self.below(n) == 0
     }
 
@@ -69,7 +69,7 @@ impl Rng {
 }
 
 /// What the generator knows of one tool beside its schema.
-struct Seeds {
+pub(super) struct Seeds {
     /// String constants the rules compare each argument with.
     literals: BTreeMap<String, Vec<String>>,
     /// Every such constant, for any string.
@@ -81,6 +81,37 @@ struct Seeds {
 }
 
 impl Seeds {
+    /// Nothing beyond the schema: for callers, which no rule literal seeds.
+    pub(super) fn empty() -> Seeds {
+        Seeds {
+            literals: BTreeMap::new(),
+            all: Vec::new(),
+            patterns: RefCell::default(),
+        }
+    }
+
+    /// The string constants `tool`'s rules compare its arguments with.
+    pub(super) fn of(tool: &Tool) -> Seeds {
+        let literals: BTreeMap<String, Vec<String>> = proof::literals(tool)
+            .into_iter()
+            .map(|(k, vs)| {
+                let strings = vs
+                    .iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect();
+                (k, strings)
+            })
+            .collect();
+        let mut all: Vec<String> = literals.values().flatten().cloned().collect();
+        all.sort();
+        all.dedup();
+        Seeds {
+            literals,
+            all,
+            patterns: RefCell::default(),
+        }
+    }
+
     fn matching(&self, rng: &mut Rng, pattern: &str) -> Option<String> {
         let mut cache = self.patterns.borrow_mut();
         let pool = cache
@@ -277,8 +308,31 @@ fn mutated(rng: &mut Rng, seeds: &Seeds, tool: &Tool, base: &Value) -> Value {
     Value::Object(m)
 }
 
+/// The `i`th generated arguments for `tool`: every other one a mutated
+/// sample of its checker (`samples`), the rest built from its schema, and
+/// now and then not an object at all.
+pub(super) fn arguments(
+    rng: &mut Rng,
+    seeds: &Seeds,
+    tool: &Tool,
+    samples: &[Value],
+    i: usize,
+) -> Value {
+    let args = if i.is_multiple_of(2) && !samples.is_empty() {
+        let base = rng.pick(samples).clone();
+        mutated(rng, seeds, tool, &base)
+    } else {
+        object_for(rng, seeds, &tool.input_schema, 0)
+    };
+    if rng.one_in(64) {
+        any_value(rng, seeds, 0)
+    } else {
+        args
+    }
+}
+
 /// A caller: none, or one with hostile names and maybe groups.
-fn caller(rng: &mut Rng, seeds: &Seeds) -> Option<Caller> {
+pub(super) fn caller(rng: &mut Rng, seeds: &Seeds) -> Option<Caller> {
     if rng.one_in(2) {
         return None;
     }
@@ -318,7 +372,7 @@ fn caller(rng: &mut Rng, seeds: &Seeds) -> Option<Caller> {
 }
 
 /// Every directory under `examples/` and `tests/cases/`.
-fn shipped_catalogs() -> Vec<PathBuf> {
+pub(super) fn shipped_catalogs() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut dirs = Vec::new();
     for parent in ["examples", "tests/cases"] {
@@ -369,11 +423,7 @@ fn native_answers_equal_regorus_on_hostile_arguments() {
         // same pool: compare it on hostile callers too.
         for tool in catalog.tools().iter().filter(|t| t.has_visible_rule()) {
             let before = compared();
-            let seeds = Seeds {
-                literals: BTreeMap::new(),
-                all: Vec::new(),
-                patterns: RefCell::default(),
-            };
+            let seeds = Seeds::empty();
             for _ in 0..VISIBLE_CALLERS {
                 let who = caller(&mut rng, &seeds);
                 let _ = tool.visibility(who.as_ref());
@@ -388,40 +438,12 @@ fn native_answers_equal_regorus_on_hostile_arguments() {
         for tool in catalog.tools().iter().filter(|t| t.is_native()) {
             tools += 1;
             native_tools.push(format!("{name}/{}", tool.name));
-            let literals: BTreeMap<String, Vec<String>> = proof::literals(tool)
-                .into_iter()
-                .map(|(k, vs)| {
-                    let strings = vs
-                        .iter()
-                        .filter_map(|v| v.as_str().map(str::to_string))
-                        .collect();
-                    (k, strings)
-                })
-                .collect();
-            let mut all: Vec<String> = literals.values().flatten().cloned().collect();
-            all.sort();
-            all.dedup();
-            let seeds = Seeds {
-                literals,
-                all,
-                patterns: RefCell::default(),
-            };
+            let seeds = Seeds::of(tool);
             let samples = exercise::samples(tool);
             let mut valid = 0;
             let compared_before = compared();
             for i in 0..PER_TOOL {
-                let args = if i % 2 == 0 && !samples.is_empty() {
-                    let base = rng.pick(&samples).clone();
-                    mutated(&mut rng, &seeds, tool, &base)
-                } else {
-                    object_for(&mut rng, &seeds, &tool.input_schema, 0)
-                };
-                // Now and then, not an object at all.
-                let args = if rng.one_in(64) {
-                    any_value(&mut rng, &seeds, 0)
-                } else {
-                    args
-                };
+                let args = arguments(&mut rng, &seeds, tool, &samples, i);
                 let who = caller(&mut rng, &seeds);
                 inputs += 1;
                 // Any answer will do, errors included: the comparison with

@@ -19,6 +19,8 @@ pub mod hints;
 pub mod native;
 #[cfg(test)]
 pub(crate) mod opa;
+#[cfg(test)]
+mod opa_differential;
 pub mod policy;
 pub mod proof;
 pub mod rego;
@@ -235,6 +237,34 @@ impl Tool {
             }
         }
         Ok(out)
+    }
+
+    /// Each rule set a request evaluates, as `(what, steps, input)`: the
+    /// plan and the shadow plan on `args`, `visible` on the listing input.
+    /// For the differential test against OPA, which evaluates them through
+    /// [`Tool::eval_steps`], the request's own path.
+    #[cfg(test)]
+    pub(crate) fn plans(&self) -> Vec<(&'static str, Vec<&policy::Step>)> {
+        let mut out = vec![("plan", self.plan.iter().map(|(_, s)| s).collect())];
+        if !self.shadow_plan.is_empty() {
+            out.push(("shadow", self.shadow_plan.iter().map(|(_, s)| s).collect()));
+        }
+        if let Some(v) = &self.visible {
+            out.push(("visible", vec![v]));
+        }
+        out
+    }
+
+    /// Evaluates `steps` on `input` exactly as a request does (native when
+    /// every step was lowered, regorus otherwise); `None` without engines.
+    #[cfg(test)]
+    pub(crate) fn eval_steps(
+        &self,
+        steps: &[&policy::Step],
+        input: regorus::Value,
+    ) -> Option<Result<Vec<Option<Value>>, policy::EvalError>> {
+        let engines = self.engines.as_ref()?;
+        Some(engines.eval(steps.iter().copied(), input))
     }
 
     /// What one evaluation of this tool's policy may spend.
