@@ -172,6 +172,16 @@ fn base_path(base: &Url) -> &str {
     base.path().trim_end_matches('/')
 }
 
+/// Whether `path` is `base_path` (without its trailing `/`) or below it at a
+/// segment boundary: under `/api/v1`, `/api/v1/x` is, `/api/v10/secret` is
+/// not. The url crate has already resolved `..` and `%2e%2e` segments.
+fn under(base_path: &str, path: &str) -> bool {
+    match path.strip_prefix(base_path) {
+        Some(rest) => rest.is_empty() || rest.starts_with('/'),
+        None => false,
+    }
+}
+
 fn refusal(e: RenderError, what: &str) -> Refusal {
     match e {
         RenderError::Absent(name) => {
@@ -303,8 +313,7 @@ fn build_client(base: &Url, base_path: &str, redirects: u32) -> Result<reqwest::
         let prefix = base_path.to_string();
         let max = redirects as usize;
         reqwest::redirect::Policy::custom(move |attempt| {
-            let inside =
-                attempt.url().origin() == origin && attempt.url().path().starts_with(&prefix);
+            let inside = attempt.url().origin() == origin && under(&prefix, attempt.url().path());
             if attempt.previous().len() > max || !inside {
                 attempt.stop()
             } else {
@@ -449,6 +458,20 @@ mod tests {
     use super::*;
     use crate::run_plan::http::{Base, DEFAULT_MAX_RESPONSE, DEFAULT_TIMEOUT};
     use serde_json::json;
+
+    #[test]
+    fn redirects_stay_under_the_base_at_a_segment_boundary() {
+        assert!(under("/api/v1", "/api/v1"));
+        assert!(under("/api/v1", "/api/v1/"));
+        assert!(under("/api/v1", "/api/v1/repos/x"));
+        assert!(!under("/api/v1", "/api/v10/secret"));
+        assert!(!under("/api/v1", "/api/v1x"));
+        assert!(!under("/api/v1", "/api"));
+        assert!(!under("/api/v1", "/other"));
+        // A base at the root (`http://host/`) has the empty base path.
+        assert!(under("", "/anything"));
+        assert!(under("", ""));
+    }
 
     fn spec(path: &str) -> HttpSpec {
         let segs = path

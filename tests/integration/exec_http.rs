@@ -111,6 +111,20 @@ fn handle(stream: TcpStream, log: &Mutex<Vec<Seen>>) {
             "text/plain",
             b"moved".to_vec(),
         ),
+        // A sibling of the base path `/api`: a string-prefix test would
+        // take it for a path under the base.
+        "/api/sibling" => (
+            "302 Found",
+            "Location: /api2/secret\r\n".into(),
+            "text/plain",
+            b"moved next door".to_vec(),
+        ),
+        "/api2/secret" => (
+            "200 OK",
+            String::new(),
+            "text/plain",
+            b"the sibling's secret".to_vec(),
+        ),
         "/api/offsite" => (
             "302 Found",
             "Location: http://127.0.0.2:9/elsewhere\r\n".into(),
@@ -234,6 +248,9 @@ tools:
   - name: redirect_allowed
     inputSchema: {{type: object}}
     run: {{http: {{method: GET, base: "{base}/api", path: /redirect, redirects: 2}}}}
+  - name: sibling
+    inputSchema: {{type: object}}
+    run: {{http: {{method: GET, base: "{base}/api", path: /sibling, redirects: 2}}}}
   - name: offsite
     inputSchema: {{type: object}}
     run: {{http: {{method: GET, base: "{base}/api", path: /offsite, redirects: 2}}}}
@@ -454,6 +471,20 @@ async fn status_codes_size_caps_redirects_and_timeouts() {
         let res = r.call("redirect_allowed", json!({})).await;
         assert!(!is_error(&res), "{res}");
         assert_eq!(text(&res), "the secret");
+        // A path beside the base is not under it, though its name starts
+        // with the base's: not followed, so nothing (no credential) is
+        // sent there.
+        server.take();
+        let res = r.call("sibling", json!({})).await;
+        assert!(is_error(&res), "{res}");
+        assert!(
+            text(&res).contains("redirect to /api2/secret"),
+            "{}",
+            text(&res)
+        );
+        let seen = server.take();
+        assert_eq!(seen.len(), 1, "the redirect was followed: {seen:?}");
+        assert_eq!(seen[0].target, "/api/sibling");
         let res = r.call("offsite", json!({})).await;
         assert!(is_error(&res), "{res}");
         assert!(text(&res).contains("127.0.0.2"), "{}", text(&res));
