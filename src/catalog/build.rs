@@ -80,6 +80,13 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         }
         diags.push(r.diagnostic);
     }
+    // `meta` keys that would forge regent's or MCP's own `_meta`, written
+    // literally in a tool's package: refused at load, as in YAML.
+    for package in &claimed {
+        for d in rego::reserved_meta(&modules, package) {
+            diags.push(d);
+        }
+    }
     let owners: Vec<Option<&str>> = modules.iter().map(|m| owner_of(&m.package)).collect();
     references(source, &policies, &modules, &owners, &mut diags);
     let mut owned: HashMap<&str, Vec<&PolicyFile>> = HashMap::new();
@@ -349,6 +356,13 @@ fn compile_tool(
         .map(|a| a.hints())
         .unwrap_or_default();
     let listed = Hints::WORST.overlay(&declared);
+    reserved_meta(
+        decl.meta.as_ref(),
+        file,
+        &at.key("meta"),
+        &decl.name,
+        &mut diags,
+    );
     let rules = compile_rules(file, at, decl, &listed, &mut diags);
     let mut warnings = Vec::new();
     let mut probes = Vec::new();
@@ -594,6 +608,13 @@ fn compile_rules(
                 )),
             );
         }
+        reserved_meta(
+            rule.meta.as_ref(),
+            file,
+            &rule_at.key("meta"),
+            &decl.name,
+            diags,
+        );
         rules.push(Rule {
             when: rule.when.clone(),
             annotations: hints,
@@ -605,6 +626,30 @@ fn compile_rules(
         });
     }
     rules
+}
+
+/// Refuses the keys of a YAML `meta` that regent or MCP write themselves
+/// (see `meta_keys`): merged into an answer, they would stand beside
+/// regent's real decision.
+fn reserved_meta(
+    meta: Option<&serde_json::Map<String, Value>>,
+    file: &ToolSource,
+    at: &YamlPath,
+    tool: &str,
+    diags: &mut Vec<Diagnostic>,
+) {
+    for key in meta.into_iter().flat_map(|m| m.keys()) {
+        if let Some(whose) = super::meta_keys::reserved(key) {
+            diags.push(
+                Diagnostic::error(
+                    "reserved-meta-key",
+                    file.locate(&at.key(key)),
+                    format!("meta of `{tool}` sets `{key}`, a key of {whose} `_meta`"),
+                )
+                .with_help(super::meta_keys::HELP),
+            );
+        }
+    }
 }
 
 fn missing_package(

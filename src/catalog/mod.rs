@@ -16,6 +16,7 @@ pub mod exercise;
 pub mod explain;
 pub mod generate;
 pub mod hints;
+pub mod meta_keys;
 pub mod native;
 #[cfg(test)]
 pub(crate) mod opa;

@@ -397,7 +397,21 @@ fn apply_policy(
     }
     match result.take("meta") {
         None | Some(Value::Null) => {}
-        Some(Value::Object(m)) => r.meta.extend(m),
+        Some(Value::Object(m)) => {
+            if let Some((key, whose)) = m
+                .keys()
+                .find_map(|k| super::meta_keys::reserved(k).map(|w| (k, w)))
+            {
+                return Err(policy_error(
+                    tool,
+                    format!(
+                        "rule {pkg}.meta sets `{key}`, a key of {whose} `_meta`, which a policy may not set"
+                    ),
+                    None,
+                ));
+            }
+            r.meta.extend(m)
+        }
         Some(other) => {
             return Err(policy_error(
                 tool,

@@ -1,6 +1,7 @@
 //! Rules that would change what resolution never changes: a rule in a
 //! tool's package named like the tool's name, title, description or
-//! schemas, and an `annotations.title` set by the policy.
+//! schemas, an `annotations.title` set by the policy, and `meta` keys that
+//! are regent's or MCP's own (`reserved_meta`).
 //!
 //! Only names and literal `title` keys are read; what the other rules
 //! resolve is left to the proof and to evaluation.
@@ -42,10 +43,51 @@ pub fn identity_rules(modules: &[PolicyModule], package: &str) -> Vec<Diagnostic
         }
     }
     // `annotations := {"title": ...}`: a literal title key in an annotations value.
+    for (at, key) in literal_keys(modules, package, "annotations") {
+        if key == "title" {
+            out.push(title_diagnostic(at, package));
+        }
+    }
+    out
+}
+
+/// `meta` keys of `package` that regent or MCP write themselves
+/// (`regent/decision`, `io.modelcontextprotocol/…`; see `meta_keys`),
+/// written literally: `meta := {"regent/decision": …}` or
+/// `meta["regent/decision"] := …`. Merged into an answer they would stand
+/// beside regent's real decision. A key the policy computes is refused when
+/// it resolves.
+pub fn reserved_meta(modules: &[PolicyModule], package: &str) -> Vec<Diagnostic> {
+    let mut found: Vec<(Location, String)> = rule_defs(modules)
+        .into_iter()
+        .filter(|d| d.package == package && d.name() == "meta")
+        .filter_map(|d| Some((d.location.clone(), d.path.get(1)?.clone())))
+        .collect();
+    found.extend(literal_keys(modules, package, "meta"));
+    found
+        .into_iter()
+        .filter_map(|(at, key)| {
+            let whose = crate::catalog::meta_keys::reserved(&key)?;
+            Some(
+                Diagnostic::error(
+                    "reserved-meta-key",
+                    at,
+                    format!("package {package} sets meta key `{key}`, a key of {whose} `_meta`"),
+                )
+                .with_help(crate::catalog::meta_keys::HELP),
+            )
+        })
+        .collect()
+}
+
+/// The constant keys of object literals that rule `name` of `package` takes
+/// as its value (`name := {"k": …} if …`, `default name := {…}`), each
+/// with where it is written.
+fn literal_keys(modules: &[PolicyModule], package: &str, name: &str) -> Vec<(Location, String)> {
+    let mut out = Vec::new();
     for m in modules.iter().filter(|m| m.package == package) {
         for rule in &m.module.policy {
-            let head = head(rule);
-            if path_of(head) != ["annotations"] {
+            if path_of(head(rule)) != [name] {
                 continue;
             }
             let mut values: Vec<&Ref<Expr>> = Vec::new();
@@ -68,8 +110,8 @@ pub fn identity_rules(modules: &[PolicyModule], package: &str) -> Vec<Diagnostic
             for v in values {
                 if let Expr::Object { fields, .. } = v.as_ref() {
                     for (span, k, _) in fields {
-                        if const_string(k).as_deref() == Some("title") {
-                            out.push(title_diagnostic(span_location(span), package));
+                        if let Some(key) = const_string(k) {
+                            out.push((span_location(span), key));
                         }
                     }
                 }

@@ -41,7 +41,7 @@ pub(super) mod safety;
 pub mod visit;
 
 pub use coverage::coverable_lines;
-pub use identity::identity_rules;
+pub use identity::{identity_rules, reserved_meta};
 pub use lint::lint;
 pub use reads::{ArgumentReads, argument_literals, argument_reads, hint_argument_reads};
 pub use recursion::{Recursion, recursion};
