@@ -8,13 +8,20 @@
 //!    [`confirm`](super::confirm)); decline or cancel refuses the call with
 //!    `isError: true`, and a 2026-07-28 request may end here with
 //!    `input_required`, to be retried with the answer.
-//! 4. Pick the tool's run case, render it (arguments that cannot be used as
+//! 4. A call that waited (a question, a confirmation) is decided again if
+//!    the catalog was reloaded meanwhile: it runs only if the decision on
+//!    the current catalog stands as it was put to the user (still allowed,
+//!    the same confirmation), and then as the current catalog says. On
+//!    2026-07-28 the retry is decided on the current catalog anyway, and a
+//!    confirmation answered counts only for the message the sealed state
+//!    asked.
+//! 5. Pick the tool's run case, render it (arguments that cannot be used as
 //!    given are refused with `isError: true`), and execute it. A tool
 //!    imported from an upstream MCP server has no run case: the call goes to
 //!    the upstream (`crate::upstream`), whose result comes back as it gave
 //!    it, with regent's `_meta` keys added; an upstream that is down
 //!    refuses the call before anything is sent.
-//! 5. Turn the outcome into a result: output as text, JSON output validated
+//! 6. Turn the outcome into a result: output as text, JSON output validated
 //!    against `outputSchema` as `structuredContent`, failures as
 //!    `isError: true` with the status and the tail of stderr or the body.
 //!
@@ -137,6 +144,39 @@ pub struct CallContext<'a> {
     pub caller: Option<std::sync::Arc<crate::caller::Caller>>,
     /// The connected upstream MCP servers imported tools forward to.
     pub upstreams: &'a crate::upstream::Upstreams,
+    /// The live catalog, to decide again on the one current when a call
+    /// that waited is about to run.
+    pub state: &'a crate::state::CatalogState,
+}
+
+/// Decides `name` again on `now`, the catalog that replaced the one a call
+/// was decided on while it waited; the call may run only if the decision
+/// stands as it was made (`before`): still allowed, and asking the same
+/// confirmation the user answered.
+fn redecide(
+    now: &Catalog,
+    name: &str,
+    args: &Value,
+    caller: Option<&crate::caller::Caller>,
+    before: &crate::catalog::Resolution<'_>,
+) -> Result<(), String> {
+    let changed = "the policy changed while the user was asked";
+    let r = now
+        .resolve_as(name, args, caller)
+        .map_err(|e| format!("{changed}, and the call now fails: {e}"))?;
+    if !r.allowed() {
+        return Err(format!(
+            "{changed}: this call is now denied ({})",
+            r.deny.join("; ")
+        ));
+    }
+    if r.confirm != before.confirm {
+        return Err(match &r.confirm {
+            Some(m) => format!("{changed}: it now asks \"{m}\"; call again to be asked"),
+            None => format!("{changed}; call again"),
+        });
+    }
+    Ok(())
 }
 
 /// Queues a call's decision-log line. The call checked that the log takes
@@ -198,14 +238,15 @@ pub async fn call(
     let digest_cell = std::sync::OnceLock::new();
     let digest =
         || -> &str { digest_cell.get_or_init(|| crate::decisions::arguments_digest(&args)) };
-    let mut replies = if cc.mrtr && (cc.retry.state.is_some() || cc.retry.responses.is_some()) {
-        input::open(cc.states, &cc.retry, name, digest()).inspect_err(|e| {
-            entry.refused = Some(e.message.to_string());
-            record(log, &entry);
-        })?
-    } else {
-        Replies::new()
-    };
+    let (mut replies, asked_confirm) =
+        if cc.mrtr && (cc.retry.state.is_some() || cc.retry.responses.is_some()) {
+            input::open(cc.states, &cc.retry, name, digest()).inspect_err(|e| {
+                entry.refused = Some(e.message.to_string());
+                record(log, &entry);
+            })?
+        } else {
+            (Replies::new(), None)
+        };
 
     // 1. Check what the model sent, then fill the parameters the server
     //    provides, asking the client where a resolver needs it.
@@ -286,6 +327,22 @@ pub async fn call(
     // 3. Ask for the confirmation the decision requires, once.
     if let Some(message) = &r.confirm {
         let reply = match replies.get(input::CONFIRM_KEY) {
+            // An answer counts for the question the user saw: a retry
+            // decided on a catalog that asks otherwise runs nothing.
+            Some(_) if asked_confirm.as_deref() != Some(message.as_str()) => {
+                let why = match &asked_confirm {
+                    Some(asked) => format!(
+                        "the policy changed while the user was asked: they answered \"{asked}\", \
+                         and it now asks \"{message}\"; call again to be asked"
+                    ),
+                    None => "the confirmation answered was not one this call asked".to_string(),
+                };
+                meta.insert(EXECUTION_META.into(), json!({"refused": why}));
+                entry.refused = Some(why.clone());
+                record(log, &entry);
+                let text = format!("regent did not run {name}: {why}");
+                return Ok(result(vec![text], None, true, meta).into());
+            }
             Some(reply) => reply.clone(),
             None => {
                 let question = [input::confirmation(message)];
@@ -340,6 +397,27 @@ pub async fn call(
             true,
             meta,
         )
+    };
+    // 4. Decide at execution. A call that waited (a question, a
+    //    confirmation) was decided on the catalog current when it arrived;
+    //    should a reload have come meanwhile, the decision is made again on
+    //    the catalog current now, and the call runs only if it stands as it
+    //    was put to the user. It then runs what the current catalog says.
+    let now = cc.state.current();
+    let tool = if Arc::ptr_eq(&now, &catalog) {
+        tool
+    } else {
+        entry.revision.clone_from(&now.revision);
+        if let Err(why) = redecide(&now, name, &args, caller.as_deref(), &r) {
+            return Ok(refuse(entry, meta, why).into());
+        }
+        match now.tool_as(name, caller.as_deref()) {
+            Some(t) => t,
+            None => {
+                let why = "the tool was removed while the user was asked".to_string();
+                return Ok(refuse(entry, meta, why).into());
+            }
+        }
     };
     // Past the limit nothing starts: the refusal is logged, the client gets
     // a JSON-RPC error.

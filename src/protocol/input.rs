@@ -176,12 +176,16 @@ fn bad_state(tool: &str) -> ErrorData {
 /// in its state, and its `inputResponses` to the questions that state asked.
 /// Answers to questions that were not asked are ignored; answers to
 /// regent's questions without a state prove nothing and are refused.
+///
+/// Beside the replies: the confirmation message the state asked, if it
+/// asked one, so that an answer counts only for the question the user saw
+/// (the policy may have changed between the rounds).
 pub fn open(
     states: &RequestStates,
     retry: &Retry,
     tool: &str,
     args_digest: &str,
-) -> Result<Replies, ErrorData> {
+) -> Result<(Replies, Option<String>), ErrorData> {
     let Some(state) = &retry.state else {
         // An answer to one of regent's questions without the state that
         // asked it proves nothing: refuse it. Answers under other keys are
@@ -194,7 +198,7 @@ pub fn open(
         {
             return Err(bad_state(tool));
         }
-        return Ok(Replies::new());
+        return Ok((Replies::new(), None));
     };
     let payload = states
         .open(state, &binding(tool, args_digest))
@@ -220,7 +224,11 @@ pub fn open(
         };
         replies.insert(key.clone(), reply);
     }
-    Ok(replies)
+    let confirm = payload
+        .get("confirm")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    Ok((replies, confirm))
 }
 
 fn elicit_reply(tool: &str, key: &str, answer: &Value) -> Result<Reply, ErrorData> {
@@ -334,7 +342,13 @@ pub fn input_required(
 ) -> Result<InputRequiredResult, ErrorData> {
     let mut requests = InputRequests::new();
     let mut asked = Map::new();
+    let mut confirm = None;
     for q in questions {
+        if let Question::Elicit { key, message, .. } = q
+            && key == CONFIRM_KEY
+        {
+            confirm = Some(message.clone());
+        }
         check_capability(ctx, tool, q)?;
         let (request, kind) = match q {
             Question::Elicit {
@@ -354,11 +368,14 @@ pub fn input_required(
         requests.insert(q.key().to_string(), request);
         asked.insert(q.key().to_string(), json!(kind));
     }
-    let payload = json!({
+    let mut payload = json!({
         "asked": asked,
         "replies": serde_json::to_value(replies).unwrap_or_default(),
         "nonce": nonce(),
     });
+    if let Some(message) = confirm {
+        payload["confirm"] = json!(message);
+    }
     let state = states.seal(&payload, &binding(tool, args_digest));
     Ok(InputRequiredResult::new(Some(requests), Some(state)))
 }

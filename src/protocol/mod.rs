@@ -594,6 +594,7 @@ impl ServerHandler for Regent {
             limit: &self.calls,
             caller: self.caller(&ctx),
             upstreams: &self.upstreams,
+            state: &self.state,
         };
         // Boxed: rmcp runs every request in one future type whose size is
         // that of its largest branch, and a call's state (execution,

@@ -305,3 +305,102 @@ fn expired_state_and_configured_key() {
     assert!(!out.status.success());
     assert!(stderr.contains("short.key"), "{stderr}");
 }
+
+/// Rewrites the catalog's policy to `rego` and waits until `server`
+/// resolves `args` as `done` says the new policy does (hot reload).
+fn reload_policy(
+    dir: &std::path::Path,
+    server: &mut Server,
+    rego: &str,
+    args: &Value,
+    done: impl Fn(&Value) -> bool,
+) {
+    std::fs::write(dir.join("mark.rego"), rego).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let r = server.resolve("mark_policy", args.clone());
+        if done(&r) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the new policy was not loaded: {r}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// The policy with a `deny` for `mode: danger` added.
+fn denying() -> String {
+    format!("{POLICY}\ndeny contains \"no more markers\" if input.arguments.mode == \"danger\"\n")
+}
+
+#[test]
+fn a_confirmation_answered_after_a_reload_that_denies_runs_nothing_on_2025() {
+    let dir = tools();
+    let caps = json!({"elicitation": {"form": {}}});
+    let mut server = Server::start_with(Era::Legacy, &[dir.path().to_str().unwrap()], caps);
+    let args = json!({"marker": "stale.marker", "mode": "danger"});
+    let id = server.send_request(
+        "tools/call",
+        json!({"name": "mark_policy", "arguments": args}),
+    );
+    // regent asks the user; while the question is open, the policy gains
+    // a deny for these arguments and is reloaded.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let asked = loop {
+        let m = server.next_message(deadline);
+        if m["method"] == json!("elicitation/create") {
+            break m;
+        }
+    };
+    assert_eq!(asked["params"]["message"], json!("Create stale.marker?"));
+    reload_policy(dir.path(), &mut server, &denying(), &args, |r| {
+        r["result"]["_meta"]["regent/decision"]["allowed"] == json!(false)
+            || r.to_string().contains("no more markers")
+    });
+    // The user accepts the question the old policy asked.
+    server.send_line(
+        &json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {}}})
+            .to_string(),
+    );
+    let r = server.wait_for_id(&json!(id));
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    let t = text(&r["result"]);
+    assert!(
+        t.contains("the policy changed while the user was asked") && t.contains("no more markers"),
+        "{t}"
+    );
+    assert!(
+        !dir.path().join("stale.marker").exists(),
+        "the stale decision ran the tool"
+    );
+}
+
+#[test]
+fn a_retry_answering_a_confirmation_the_policy_no_longer_asks_runs_nothing_on_2026() {
+    let dir = tools();
+    let mut raw = raw(dir.path(), &[]);
+    let args = json!({"marker": "retry.marker", "mode": "danger"});
+    let first = raw.call(args.clone(), None, None);
+    let state = state_of(&first);
+    // The confirmation's text changes before the user's answer comes back.
+    let reworded = POLICY.replace("Create %s?", "Create %s, overwriting it?");
+    reload_policy(dir.path(), &mut raw.server, &reworded, &args, |r| {
+        r.to_string().contains("overwriting it")
+    });
+    let r = raw.call(args.clone(), Some(accept()), Some(&state));
+    assert_eq!(r["result"]["isError"], json!(true), "{r}");
+    let t = text(&r["result"]);
+    assert!(
+        t.contains("they answered \"Create retry.marker?\"")
+            && t.contains("it now asks \"Create retry.marker, overwriting it?\""),
+        "{t}"
+    );
+    assert!(!dir.path().join("retry.marker").exists());
+    // A fresh round asks the new question, and its answer runs the tool.
+    let again = raw.call(args.clone(), None, None);
+    let r = raw.call(args.clone(), Some(accept()), Some(&state_of(&again)));
+    assert_eq!(r["result"]["isError"], json!(false), "{r}");
+    assert!(dir.path().join("retry.marker").exists());
+}
