@@ -206,6 +206,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     pub decision_log: Option<PathBuf>,
 
+    /// Sync each call's intent line to disk (fdatasync of the --decision-log file) before the
+    /// call runs anything, so a side effect has its line even after a machine crash
+    #[arg(long)]
+    pub decision_log_sync: bool,
+
     /// Include the call arguments in decision-log lines (otherwise only their digest)
     #[arg(long)]
     pub log_arguments: bool,

@@ -61,6 +61,9 @@ pub struct Options {
     pub shipper: Option<Arc<Shipper>>,
     /// `--decision-log-mask PATH`: erased from every line's input.
     pub mask: Vec<Mask>,
+    /// `--decision-log-sync`: a call's intent line is synced to disk before
+    /// the call runs anything.
+    pub sync: bool,
 }
 
 impl DecisionLog {
@@ -92,6 +95,7 @@ impl DecisionLog {
                 options.shipper.clone(),
                 CAPACITY,
                 STALL_AFTER,
+                options.sync,
             ),
             shipper: options.shipper,
         }
@@ -104,6 +108,20 @@ impl DecisionLog {
     /// already made.
     pub fn record(&self, entry: Entry) -> Result<(), Stalled> {
         self.writer.push(entry)
+    }
+
+    /// Records a call's intent line and returns once it is written to the
+    /// log's destination (and synced, with `--decision-log-sync`), so that
+    /// no side effect lacks its line, even after `kill -9`. Fails when the
+    /// log has stalled, or the line was not written within [`STALL_AFTER`]
+    /// or its write failed: the caller must then not act on the decision.
+    pub async fn record_before_effect(&self, entry: Entry) -> Result<(), Stalled> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.writer.push_acked(entry, tx)?;
+        match tokio::time::timeout(STALL_AFTER, rx).await {
+            Ok(Ok(())) => Ok(()),
+            _ => Err(Stalled::default()),
+        }
     }
 
     /// Whether entries are refused because the log has stalled; a call
@@ -315,6 +333,16 @@ pub enum Kind {
     Call,
 }
 
+/// Where a call's line stands relative to what the call does. A call that
+/// runs something writes an `intent` line (the decision, before anything
+/// runs) and an `outcome` line (the same decision with how it ended), with
+/// one id; every other decision is one line without a phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Intent,
+    Outcome,
+}
+
 /// The decision itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -336,6 +364,8 @@ pub struct Entry {
     /// when the line is written.
     pub id: Option<String>,
     pub kind: Kind,
+    /// `intent` or `outcome` for a call that runs something (see [`Phase`]).
+    pub phase: Option<Phase>,
     /// The JSON-RPC method: `tools/resolve`, `tools/annotations`, `tools/call`.
     pub method: &'static str,
     pub tool: String,
@@ -403,6 +433,7 @@ impl Entry {
         Entry {
             id: (kind == Kind::Call).then(new_id),
             kind,
+            phase: None,
             method,
             tool: tool.to_string(),
             caller: None,
@@ -459,6 +490,13 @@ impl Entry {
             Kind::Call => "call",
         };
         member(out, "kind", kind);
+        if let Some(phase) = self.phase {
+            let phase = match phase {
+                Phase::Intent => "intent",
+                Phase::Outcome => "outcome",
+            };
+            member(out, "phase", phase);
+        }
         member(out, "method", self.method);
         member(out, "tool", &self.tool);
         if let Some(c) = self.caller.as_deref().and_then(|c| masked.caller(c)) {

@@ -125,6 +125,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         labels: args.decision_log_label.clone(),
         mask: args.decision_log_mask.clone(),
         shipper,
+        sync: args.decision_log_sync,
     };
     let decisions = Arc::new(match &args.decision_log {
         None => DecisionLog::to_stderr(options),

@@ -91,6 +91,10 @@ impl Sink {
 struct Pending {
     entry: Entry,
     time: SystemTime,
+    /// Told once the line is written to the destination (and synced, with
+    /// `--decision-log-sync`): a call's intent line, which must be on
+    /// record before its effect (see [`Writer::push_acked`]).
+    ack: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 /// The decision could not be logged: the writer has not made room for
@@ -134,6 +138,9 @@ struct Shared {
     format: Format,
     capacity: usize,
     stall_after: Duration,
+    /// `--decision-log-sync`: an acknowledged line is also synced to disk
+    /// (`fdatasync`) before it is acknowledged.
+    sync: bool,
 }
 
 impl Shared {
@@ -207,14 +214,37 @@ impl Output {
 
     /// Writes the buffer out. A failed write is reported in regent's log and
     /// the lines are dropped: the decisions were already made and answered.
-    fn flush(&mut self) {
+    /// Returns whether everything was written.
+    fn flush(&mut self) -> bool {
         if self.buf.is_empty() {
-            return;
+            return true;
         }
-        if let Err(e) = self.sink.write_all(&self.buf) {
+        let written = self.sink.write_all(&self.buf);
+        if let Err(e) = &written {
             tracing::error!("cannot write the decision log: {e}");
         }
         self.buf.clear();
+        written.is_ok()
+    }
+
+    /// Writes the buffer out for lines that wait for it (intent lines),
+    /// syncing a file to disk when `sync`, and tells them. A line whose
+    /// write failed is not acknowledged: its call does not run.
+    fn flush_acked(&mut self, sync: bool, acks: &mut Vec<tokio::sync::oneshot::Sender<()>>) {
+        let mut ok = self.flush();
+        if ok
+            && sync
+            && let Sink::File(f) = &self.sink
+            && let Err(e) = f.sync_data()
+        {
+            tracing::error!("cannot sync the decision log to disk: {e}");
+            ok = false;
+        }
+        for ack in acks.drain(..) {
+            if ok {
+                let _ = ack.send(());
+            }
+        }
     }
 }
 
@@ -266,6 +296,7 @@ impl Writer {
             None,
             capacity,
             stall_after,
+            false,
         )
     }
 
@@ -277,6 +308,7 @@ impl Writer {
         ship: Option<Arc<Shipper>>,
         capacity: usize,
         stall_after: Duration,
+        sync: bool,
     ) -> Writer {
         let capacity = capacity.max(1);
         let (tx, rx) = crossbeam_channel::bounded(capacity);
@@ -292,6 +324,7 @@ impl Writer {
                 format,
                 capacity,
                 stall_after,
+                sync,
             }),
             queue: ArcSwapOption::from_pointee(tx),
             started: AtomicBool::new(false),
@@ -302,10 +335,29 @@ impl Writer {
     /// Queues `entry`, waiting for room when the queue is full (see the
     /// module docs for how long, and what happens then).
     pub fn push(&self, entry: Entry) -> Result<(), Stalled> {
-        let pending = Pending {
+        self.push_pending(Pending {
             entry,
             time: SystemTime::now(),
-        };
+            ack: None,
+        })
+    }
+
+    /// Queues `entry` as [`Writer::push`] does, and has `ack` told once its
+    /// line is written (and synced, with `sync`); never told when the write
+    /// fails. The caller waits for it before acting on the decision.
+    pub fn push_acked(
+        &self,
+        entry: Entry,
+        ack: tokio::sync::oneshot::Sender<()>,
+    ) -> Result<(), Stalled> {
+        self.push_pending(Pending {
+            entry,
+            time: SystemTime::now(),
+            ack: Some(ack),
+        })
+    }
+
+    fn push_pending(&self, pending: Pending) -> Result<(), Stalled> {
         self.start();
         let pending = match &*self.queue.load() {
             None => return self.direct(pending),
@@ -338,7 +390,8 @@ impl Writer {
     fn direct(&self, p: Pending) -> Result<(), Stalled> {
         let mut out = lock(&self.shared.out);
         out.line(&p.entry, p.time, &self.shared.format);
-        out.flush();
+        let mut acks: Vec<_> = p.ack.into_iter().collect();
+        out.flush_acked(self.shared.sync, &mut acks);
         Ok(())
     }
 
@@ -430,6 +483,7 @@ impl Drop for Writer {
 /// the queue is closed and empty.
 fn run(shared: &Shared, queue: &Receiver<Pending>) {
     let mut batch: Vec<Pending> = Vec::new();
+    let mut acks = Vec::new();
     let mut written_since_flush = false;
     loop {
         let first = if written_since_flush {
@@ -460,9 +514,15 @@ fn run(shared: &Shared, queue: &Receiver<Pending>) {
         }
         for p in batch.drain(..) {
             out.line(&p.entry, p.time, &shared.format);
+            acks.extend(p.ack);
             if out.buf.len() >= BUFFER {
-                out.flush();
+                out.flush_acked(shared.sync, &mut acks);
             }
+        }
+        // A line someone waits for (an intent line) is written at once,
+        // not when the queue runs dry.
+        if !acks.is_empty() {
+            out.flush_acked(shared.sync, &mut acks);
         }
         written_since_flush = true;
     }

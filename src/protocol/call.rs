@@ -26,7 +26,11 @@
 //!    `isError: true` with the status and the tail of stderr or the body.
 //!
 //! Every call writes one decision-log line, whatever the path, and the
-//! result's `_meta` carries the decision id under [`DECISION_META`]. A tool
+//! result's `_meta` carries the decision id under [`DECISION_META`]. A call
+//! that runs something writes two, with that id: its intent, written to the
+//! log's destination before the process starts, the request is sent or the
+//! upstream is called ([`intend`]; nothing runs when it cannot be), and its
+//! outcome after. A tool
 //! with a `shadow_policy` has it evaluated right after the enforced
 //! decision, on the same arguments; its decision goes into the line only
 //! ([`shadow`]), never into the sequence above.
@@ -49,7 +53,7 @@ use serde_json::{Map, Value, json};
 use super::input::{self, RequestStates, Retry};
 use super::{errors, wire};
 use crate::catalog::{Catalog, ResolveError};
-use crate::decisions::{DecisionLog, Entry, Kind, ShadowEntry, Verdict};
+use crate::decisions::{DecisionLog, Entry, Kind, Phase, ShadowEntry, Verdict};
 use crate::exec::{self, Outcome};
 use crate::fill::{self, Fill, Replies, Reply};
 use crate::metrics::Metrics;
@@ -147,6 +151,24 @@ pub struct CallContext<'a> {
     /// The live catalog, to decide again on the one current when a call
     /// that waited is about to run.
     pub state: &'a crate::state::CatalogState,
+}
+
+/// Writes the call's intent line (its decision, before anything runs) and
+/// waits until it is on record, so that no side effect lacks its line; the
+/// outcome line that follows carries the same id. When the line cannot be
+/// written the call runs nothing (fail closed).
+async fn intend(log: &DecisionLog, entry: &mut Entry) -> Result<(), ErrorData> {
+    entry.phase = Some(Phase::Intent);
+    let written = log.record_before_effect(entry.clone()).await;
+    entry.phase = Some(Phase::Outcome);
+    written.map_err(|stalled| {
+        ErrorData::internal_error(
+            format!(
+                "{stalled}\n  = note: the call's decision could not be recorded, so nothing was run"
+            ),
+            None,
+        )
+    })
 }
 
 /// Decides `name` again on `now`, the catalog that replaced the one a call
@@ -440,6 +462,7 @@ pub async fn call(
             _ => Map::new(),
         };
         let _permit = cc.limit.try_enter().map_err(|e| busy(entry.clone(), e))?;
+        intend(log, &mut entry).await?;
         let started = std::time::Instant::now();
         let answer = connected.call(target, arguments, ctx.ct.cancelled()).await;
         let took = started.elapsed();
@@ -499,6 +522,7 @@ pub async fn call(
         RunSpec::Cli(c) => match c.prepare(&args) {
             Ok(p) => {
                 let _permit = cc.limit.try_enter().map_err(|e| busy(entry.clone(), e))?;
+                intend(log, &mut entry).await?;
                 exec::cli::run(&p, c.timeout, c.max_output, ctx.ct.cancelled()).await
             }
             Err(refusal) => return Ok(refuse(entry, meta, refusal.0).into()),
@@ -506,6 +530,7 @@ pub async fn call(
         RunSpec::Http(h) => match h.prepare(&args) {
             Ok(p) => {
                 let _permit = cc.limit.try_enter().map_err(|e| busy(entry.clone(), e))?;
+                intend(log, &mut entry).await?;
                 exec::http::run(h, p, ctx.ct.cancelled()).await
             }
             Err(refusal) => return Ok(refuse(entry, meta, refusal.0).into()),

@@ -599,3 +599,96 @@ fn the_sinks_counts_are_in_metrics_over_http() {
         http.stderr()
     );
 }
+
+// Logged before it takes effect: a call's intent line is written to the
+// log's file before its process starts, so `kill -9` in the middle of a
+// stream of calls leaves no side effect without its line.
+
+const MARKING: &str = r#"tools:
+  - name: mark
+    inputSchema:
+      type: object
+      properties:
+        n: {type: string, pattern: "^m[0-9]+$"}
+      required: [n]
+    annotations: {readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false}
+    run:
+      cli: {program: touch, args: ["--", "{n}"], cwd: marks}
+"#;
+
+#[test]
+fn after_kill_9_every_side_effect_has_its_intent_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("tools.yaml"), MARKING).unwrap();
+    let marks = dir.path().join("marks");
+    std::fs::create_dir(&marks).unwrap();
+    let log = dir.path().join("decisions.log");
+    let mut server = common::Server::start(
+        common::Era::Legacy,
+        &[
+            dir.path().to_str().unwrap(),
+            "--decision-log",
+            log.to_str().unwrap(),
+            "--log-arguments",
+        ],
+    );
+    const CALLS: usize = 600;
+    for i in 0..CALLS {
+        server.send_request(
+            "tools/call",
+            serde_json::json!({"name": "mark", "arguments": {"n": format!("m{i}")}}),
+        );
+    }
+    // Kill it mid-stream: once some markers exist, well before all could.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_dir(&marks).unwrap().count() < 40 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let status = Command::new("kill")
+        .args(["-9", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Processes already started finish on their own: let them.
+    std::thread::sleep(Duration::from_millis(500));
+    let ran: BTreeSet<String> = std::fs::read_dir(&marks)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut intended = BTreeSet::new();
+    let mut outcomes = 0;
+    // The last line may be cut by the kill; every complete one parses.
+    for line in text.lines().filter(|l| l.ends_with('}')) {
+        let v: Value = serde_json::from_str(line).unwrap();
+        // Any line of the call counts as its record (a call written only
+        // after it ran, as regent once did, fails this test under a kill).
+        if v["kind"] == "call" {
+            intended.insert(v["arguments"]["n"].as_str().unwrap().to_string());
+        }
+        if v["phase"] == "outcome" {
+            outcomes += 1;
+        }
+    }
+    assert!(
+        ran.len() >= 40,
+        "too few calls ran to test anything: {}",
+        ran.len()
+    );
+    assert!(
+        ran.len() < CALLS,
+        "every call ran before the kill; the test proves nothing"
+    );
+    let unlogged: Vec<&String> = ran.difference(&intended).collect();
+    assert!(
+        unlogged.is_empty(),
+        "{} of {} side effects have no line: {unlogged:?}",
+        unlogged.len(),
+        ran.len()
+    );
+    eprintln!(
+        "{} calls ran before kill -9, each with its line; {} calls logged, {outcomes} outcome lines",
+        ran.len(),
+        intended.len()
+    );
+}

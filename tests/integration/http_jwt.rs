@@ -109,16 +109,23 @@ impl Keys {
     }
 }
 
-/// The decision log once it has `n` lines (its writer runs on a thread of
-/// its own).
+/// The decision log once it has `n` decision lines (its writer runs on a
+/// thread of its own). A call that ran also has an intent line, written
+/// before it ran; its outcome line carries the whole decision, so intent
+/// lines are left out.
 fn wait_for_lines(path: &std::path::Path, n: usize) -> String {
     let deadline = std::time::Instant::now() + common::WAIT;
     loop {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         // Only complete lines: the writer may be mid-way through one.
         let complete = text.rfind('\n').map_or("", |end| &text[..=end]);
-        if complete.lines().count() >= n || std::time::Instant::now() > deadline {
-            return complete.to_string();
+        let decisions: String = complete
+            .lines()
+            .filter(|l| !l.contains(r#""phase":"intent""#))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        if decisions.lines().count() >= n || std::time::Instant::now() > deadline {
+            return decisions;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }

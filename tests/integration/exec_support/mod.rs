@@ -178,12 +178,15 @@ impl Regent {
     }
 
     /// The decision-log line with this id (waiting for it as
-    /// [`Self::decisions_when`] does). Lines are written in order, so every
-    /// decision made before it is in the log too.
+    /// [`Self::decisions_when`] does): for a call that ran something, its
+    /// `outcome` line, not the `intent` line written before it ran. Lines
+    /// are written in order, so every decision made before it is in the
+    /// log too.
     pub fn decision(&self, id: &str) -> Value {
-        self.decisions_when(|lines| lines.iter().any(|d| d["id"] == json!(id)))
+        let done = |d: &Value| d["id"] == json!(id) && d["phase"] != json!("intent");
+        self.decisions_when(|lines| lines.iter().any(done))
             .into_iter()
-            .find(|d| d["id"] == json!(id))
+            .find(done)
             .unwrap_or_else(|| {
                 panic!(
                     "no decision {id} in the log:\n{}",
