@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::budget::Limits;
 use super::generate;
 use super::hints::Hints;
-use super::policy::{self, EnginePool};
+use super::policy::{self, EnginePool, Step};
 use super::rego;
 use super::resolvers;
 use super::run;
@@ -82,6 +82,16 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     }
     let owners: Vec<Option<&str>> = modules.iter().map(|m| owner_of(&m.package)).collect();
     references(source, &policies, &modules, &owners, &mut diags);
+    // Constructs where regorus answers differently from OPA: a warning
+    // here; for a tool whose policy runs on regorus, an error at the tool
+    // (`compile_tool`).
+    let mut portability: HashMap<&str, Vec<rego::portability::Finding>> = HashMap::new();
+    for f in rego::portability::check(&modules) {
+        diags.push(f.diagnostic.clone());
+        if let Some(owner) = owner_of(&f.package) {
+            portability.entry(owner).or_default().push(f);
+        }
+    }
     let mut owned: HashMap<&str, Vec<&PolicyFile>> = HashMap::new();
     let mut library_files: Vec<&PolicyFile> = Vec::new();
     for p in &policies {
@@ -121,6 +131,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     // on one thread.
     let shared = Shared {
         all: &policies,
+        portability: &portability,
         base: &base,
         library: &library,
     };
@@ -286,6 +297,8 @@ fn package_location(path: &std::path::Path, text: &str) -> Location {
 /// (libraries and data) and the library modules as (file, package).
 struct Shared<'a> {
     all: &'a [PolicyFile<'a>],
+    /// `rego/portability`'s findings, by the tool package that owns them.
+    portability: &'a HashMap<&'a str, Vec<rego::portability::Finding>>,
     base: &'a regorus::Engine,
     library: &'a [(&'a str, &'a str)],
 }
@@ -298,7 +311,12 @@ fn compile_tool(
     shared: &Shared<'_>,
     opts: &BuildOptions,
 ) -> Result<(Tool, Vec<Diagnostic>), Vec<Diagnostic>> {
-    let Shared { all, base, library } = *shared;
+    let Shared {
+        all,
+        portability,
+        base,
+        library,
+    } = *shared;
     let mut diags = Vec::new();
     let location = file.locate(&at.key("name"));
 
@@ -363,6 +381,7 @@ fn compile_tool(
         })
         .collect();
 
+    let packages = [decl.policy.as_ref(), decl.shadow_policy.as_ref()];
     let needs_engine = !rules.is_empty()
         || decl.policy.is_some()
         || decl.shadow_policy.is_some()
@@ -411,7 +430,33 @@ fn compile_tool(
                 let pool = EnginePool::new(engine, opts.policy_limits);
                 let lowered = p.iter().map(|(_, s)| s).chain(steps.iter().flatten());
                 let lowered = lowered.chain(sp.iter().map(|(_, s)| s));
-                engines = Some(pool.with_native(lowered.chain(v.iter())));
+                let lowered: Vec<&Step> = lowered.chain(v.iter()).collect();
+                let pool = pool.with_native(lowered.iter().copied());
+                // A construct where regorus answers differently from OPA:
+                // native answers as OPA and, where it hands a request to
+                // regorus, only regorus' error may come back; a policy that
+                // does not run natively is refused.
+                let findings: Vec<&rego::portability::Finding> = packages
+                    .iter()
+                    .flatten()
+                    .filter_map(|pkg| portability.get(pkg.as_str()))
+                    .flatten()
+                    .collect();
+                let flagged = findings.first().map(|f| {
+                    format!("{}: {}", f.diagnostic.location, f.diagnostic.message)
+                });
+                if !findings.is_empty() && !pool.is_native(lowered.iter().copied()) {
+                    for f in &findings {
+                        let mut d = f.diagnostic.clone();
+                        d.severity = crate::diag::Severity::Error;
+                        d.message = format!(
+                            "{}; tool `{}` runs this policy on regorus, so regent refuses it",
+                            d.message, decl.name
+                        );
+                        diags.push(d);
+                    }
+                }
+                engines = Some(pool.with_flagged(flagged));
                 plan = p;
                 visible = v;
                 shadow_plan = sp;

@@ -108,8 +108,13 @@ pub(super) struct Body {
 pub(super) enum Stmt {
     /// Holds unless the term is `false` or undefined.
     Expr(Term),
-    /// Holds when the term is `false` or undefined.
-    Not(Term),
+    /// Holds when the term is `false` or undefined; but first each guard
+    /// must be defined, else the body fails. The guards are the terms OPA's
+    /// compiler moves out of a negated expression before it (`rewriteDynamics`,
+    /// `rewriteExprTerms`): a call's arguments that are references or
+    /// composites, nested calls, a reference's dynamic indexes. regorus
+    /// keeps them inside the `not`, where an undefined one makes it hold.
+    Not(Term, Vec<Term>),
     /// `x := term`: binds a fresh local; fails when the term is undefined.
     Assign(usize, Term),
     /// `some k, v in coll`: the rest of the body once per member.
@@ -294,7 +299,10 @@ pub(super) fn is_static(term: &Term, bound: usize) -> bool {
         Term::Compr { stmts, value, .. } => {
             is_static(value, bound)
                 && stmts.iter().all(|s| match s {
-                    Stmt::Expr(t) | Stmt::Not(t) | Stmt::Assign(_, t) => is_static(t, bound),
+                    Stmt::Expr(t) | Stmt::Assign(_, t) => is_static(t, bound),
+                    Stmt::Not(t, guards) => {
+                        is_static(t, bound) && guards.iter().all(|g| is_static(g, bound))
+                    }
                     Stmt::SomeIn { collection, .. } => is_static(collection, bound),
                 })
         }
@@ -469,7 +477,14 @@ impl Eval<'_> {
                         return Ok(());
                     }
                 }
-                Stmt::Not(t) => {
+                Stmt::Not(t, guards) => {
+                    for g in guards {
+                        if undefined(&self.term(g, locals)?) {
+                            // OPA: the body fails; regorus: the `not` holds.
+                            opa_only();
+                            return Ok(());
+                        }
+                    }
                     if truthy(&self.term(t, locals)?) {
                         return Ok(());
                     }
@@ -522,8 +537,8 @@ impl Eval<'_> {
                 }
             }
             Value::Undefined => {}
-            // Iterating a scalar: whatever regorus says.
-            _ => return Err(Stop::Fallback),
+            // Iterating a scalar: OPA iterates nothing; regorus fails.
+            _ => opa_only(),
         }
         Ok(())
     }
@@ -650,13 +665,26 @@ impl Eval<'_> {
                 if undefined(a) || undefined(b) {
                     return Ok(Value::Undefined);
                 }
+                let order = || {
+                    // regorus orders a set before an object, OPA after: when
+                    // either side holds a set, OPA's order decides.
+                    let theirs = a.cmp(b);
+                    if !has_set(a) && !has_set(b) {
+                        return theirs;
+                    }
+                    let ours = opa_cmp(a, b);
+                    if ours != theirs {
+                        opa_only();
+                    }
+                    ours
+                };
                 Value::Bool(match op {
                     Cmp::Eq => a == b,
                     Cmp::Ne => a != b,
-                    Cmp::Lt => a < b,
-                    Cmp::Le => a <= b,
-                    Cmp::Gt => a > b,
-                    Cmp::Ge => a >= b,
+                    Cmp::Lt => order().is_lt(),
+                    Cmp::Le => order().is_le(),
+                    Cmp::Gt => order().is_gt(),
+                    Cmp::Ge => order().is_ge(),
                 })
             }
             Term::Compr { kind, stmts, value } => {
@@ -693,11 +721,16 @@ impl Eval<'_> {
                 out
             }
             Term::In(v, coll) => {
-                // regorus: membership is never undefined; anything that is
-                // not a collection holds nothing.
+                // Anything that is not a collection holds nothing (OPA and
+                // regorus). An undefined operand: undefined in OPA, false in
+                // regorus.
                 let v = self.operand(v, locals)?;
                 let coll = self.operand(coll, locals)?;
                 let v = v.as_ref();
+                if undefined(v) || undefined(coll.as_ref()) {
+                    opa_only();
+                    return Ok(Value::Undefined);
+                }
                 Value::Bool(match coll.as_ref() {
                     Value::Array(items) => items.contains(v),
                     Value::Set(items) => items.contains(v),
@@ -706,20 +739,108 @@ impl Eval<'_> {
                 })
             }
             Term::KeyIn(k, obj) => {
-                // As `k in object.keys(obj)`: false when `obj` is undefined
-                // (the call is, and membership in undefined is false), and
-                // regorus' type error when it is not an object.
+                // As `k in object.keys(obj)`: undefined when `obj` or `k` is
+                // (OPA; regorus says false), and regorus' type error when
+                // `obj` is not an object.
                 let k = self.operand(k, locals)?;
                 let obj = self.operand(obj, locals)?;
                 match obj.as_ref() {
-                    Value::Undefined => Value::Bool(false),
-                    Value::Object(fields) => {
-                        Value::Bool(!undefined(k.as_ref()) && fields.contains_key(k.as_ref()))
+                    Value::Undefined => {
+                        opa_only();
+                        Value::Undefined
                     }
+                    Value::Object(_) if undefined(k.as_ref()) => {
+                        opa_only();
+                        Value::Undefined
+                    }
+                    Value::Object(fields) => Value::Bool(fields.contains_key(k.as_ref())),
                     _ => return Err(Stop::Fallback),
                 }
             }
         })
+    }
+}
+
+#[cfg(debug_assertions)]
+thread_local! {
+    /// Whether this thread's last native evaluation took a path where OPA
+    /// and regorus answer differently (and native answered as OPA): the
+    /// debug cross-check with regorus skips that evaluation.
+    static OPA_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Notes that the evaluation answered as OPA where regorus would not.
+#[inline]
+fn opa_only() {
+    #[cfg(debug_assertions)]
+    OPA_ONLY.with(|c| c.set(true));
+}
+
+/// Whether the evaluations since the last call answered as OPA where
+/// regorus would not; clears the note.
+#[cfg(debug_assertions)]
+pub(super) fn took_opa_only_path() -> bool {
+    OPA_ONLY.with(|c| c.replace(false))
+}
+
+/// Whether `v` holds a set anywhere.
+fn has_set(v: &Value) -> bool {
+    match v {
+        Value::Set(_) => true,
+        Value::Array(items) => items.iter().any(has_set),
+        Value::Object(fields) => fields.iter().any(|(k, v)| has_set(k) || has_set(v)),
+        _ => false,
+    }
+}
+
+/// OPA's order of values: null, booleans, numbers, strings, arrays,
+/// objects, sets (regorus puts sets before objects); within a kind as
+/// regorus, objects and sets compared by their sorted members.
+fn opa_cmp(a: &Value, b: &Value) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    fn rank(v: &Value) -> u8 {
+        match v {
+            Value::Null => 0,
+            Value::Bool(_) => 1,
+            Value::Number(_) => 2,
+            Value::String(_) => 3,
+            Value::Array(_) => 4,
+            Value::Object(_) => 5,
+            Value::Set(_) => 6,
+            Value::Undefined => 7,
+        }
+    }
+    fn sorted<'v>(it: impl Iterator<Item = &'v Value>) -> Vec<&'v Value> {
+        let mut v: Vec<&Value> = it.collect();
+        v.sort_by(|x, y| opa_cmp(x, y));
+        v
+    }
+    fn seq(a: &[&Value], b: &[&Value]) -> Ordering {
+        for (x, y) in a.iter().zip(b) {
+            let o = opa_cmp(x, y);
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        a.len().cmp(&b.len())
+    }
+    match (a, b) {
+        (Value::Array(x), Value::Array(y)) => {
+            seq(&x.iter().collect::<Vec<_>>(), &y.iter().collect::<Vec<_>>())
+        }
+        (Value::Set(x), Value::Set(y)) => seq(&sorted(x.iter()), &sorted(y.iter())),
+        (Value::Object(x), Value::Object(y)) => {
+            let (kx, ky) = (sorted(x.keys()), sorted(y.keys()));
+            for (&k1, &k2) in kx.iter().zip(&ky) {
+                let o = opa_cmp(k1, k2).then_with(|| opa_cmp(&x.get(k1).unwrap_or(&Value::Undefined), &y.get(k2).unwrap_or(&Value::Undefined)));
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            kx.len().cmp(&ky.len())
+        }
+        _ if rank(a) != rank(b) => rank(a).cmp(&rank(b)),
+        _ => a.cmp(b),
     }
 }
 

@@ -544,7 +544,18 @@ impl Lower {
                     }
                     _ => Stmt::Expr(self.expr(expr, pkg, scope)?),
                 },
-                Literal::NotExpr { expr, .. } => Stmt::Not(self.expr(expr, pkg, scope)?),
+                Literal::NotExpr { expr, .. } => {
+                    // What OPA evaluates before the negation, as guards
+                    // (`portability`); a local or constant is always defined.
+                    let mut guards = Vec::new();
+                    for g in super::portability::not_guards(expr) {
+                        match self.expr(g, pkg, scope)? {
+                            Term::Const(_) | Term::Local(_) | Term::Compr { .. } => {}
+                            t => guards.push(t),
+                        }
+                    }
+                    Stmt::Not(self.expr(expr, pkg, scope)?, guards)
+                }
                 Literal::SomeIn {
                     key,
                     value,
