@@ -86,7 +86,8 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     // here; for a tool whose policy runs on regorus, an error at the tool
     // (`compile_tool`).
     let mut portability: HashMap<&str, Vec<rego::portability::Finding>> = HashMap::new();
-    for f in rego::portability::check(&modules) {
+    let facts = portability_facts(source, &modules, &owners);
+    for f in rego::portability::check(&modules, &facts) {
         diags.push(f.diagnostic.clone());
         if let Some(owner) = owner_of(&f.package) {
             portability.entry(owner).or_default().push(f);
@@ -163,6 +164,18 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         }
     }
 
+    // A construct refused at a tool is not also a warning.
+    let refused: BTreeSet<(String, usize, usize, &str)> = diags
+        .0
+        .iter()
+        .filter(|d| d.is_error() && d.code.starts_with("opa-"))
+        .map(|d| (d.location.file.display().to_string(), d.location.line, d.location.column, d.code))
+        .collect();
+    diags.0.retain(|d| {
+        d.is_error()
+            || !d.code.starts_with("opa-")
+            || !refused.contains(&(d.location.file.display().to_string(), d.location.line, d.location.column, d.code))
+    });
     diags.sort();
     let warnings = diags.0.iter().filter(|d| !d.is_error()).cloned().collect();
     let by_name = tools
@@ -236,6 +249,34 @@ fn references(
     // when the expression runs, so at request time.
     for d in rego::safety::check(modules) {
         diags.push(d);
+    }
+}
+
+/// What `rego/portability` reads a module against: the inputSchemas of the
+/// tools owning it (none for a library package) and the data documents.
+fn portability_facts<'s>(
+    source: &'s Source,
+    modules: &[rego::PolicyModule],
+    owners: &[Option<&str>],
+) -> rego::portability::Facts<'s> {
+    let schemas = owners
+        .iter()
+        .map(|owner| match owner {
+            Some(owner) => source
+                .tools()
+                .map(|(_, _, t)| t)
+                .filter(|t| {
+                    [t.policy.as_deref(), t.shadow_policy.as_deref()].contains(&Some(*owner))
+                })
+                .map(|t| &t.input_schema)
+                .collect(),
+            None => Vec::new(),
+        })
+        .collect();
+    rego::portability::Facts {
+        schemas,
+        data: source.data.iter().map(|d| &d.value).collect(),
+        packages: modules.iter().map(|m| m.package.clone()).collect(),
     }
 }
 

@@ -19,9 +19,102 @@
 
 use regorus::unstable::{BoolOp, Expr, Literal, Query, Ref, Rule, RuleHead, Span};
 
+use std::collections::{BTreeSet, HashMap};
+
+use super::lint::{Callee, aliases, resolve_call, user_functions};
 use super::visit::{Walk, walk_rule};
 use super::{PolicyModule, head, path_of, span_location};
 use crate::diag::Diagnostic;
+
+/// What is known before anything runs about what a module reads: the
+/// inputSchemas of the tools whose engine holds it (the arguments are
+/// validated against them first) and the data documents.
+pub struct Facts<'a> {
+    /// For each module, the inputSchemas of the tools that own it; empty
+    /// for a library package (nothing is assumed of its arguments).
+    pub schemas: Vec<Vec<&'a serde_json::Value>>,
+    pub data: Vec<&'a serde_json::Value>,
+    /// Packages of all modules (a `data` path under one is a rule's).
+    pub packages: Vec<String>,
+}
+
+impl Facts<'_> {
+    /// What the arguments' schemas say of `input.arguments.<path>`: whether
+    /// every tool requires it (so it is defined), and whether every tool
+    /// declares it an array or object.
+    fn argument(&self, module: usize, path: &[String]) -> (bool, bool) {
+        let schemas = &self.schemas[module];
+        if schemas.is_empty() {
+            return (false, false);
+        }
+        let mut defined = true;
+        let mut collection = true;
+        for schema in schemas {
+            let mut at = *schema;
+            for seg in path {
+                let required = at
+                    .get("required")
+                    .and_then(serde_json::Value::as_array)
+                    .is_some_and(|r| r.iter().any(|x| x.as_str() == Some(seg)));
+                defined &= required;
+                match at.get("properties").and_then(|p| p.get(seg)) {
+                    Some(next) => at = next,
+                    None => return (false, false),
+                }
+            }
+            collection &= matches!(
+                at.get("type").and_then(serde_json::Value::as_str),
+                Some("array" | "object")
+            );
+        }
+        (defined, collection)
+    }
+
+    /// The value of the data document at `path` (after `data`), when no
+    /// rule can be there.
+    fn data_at(&self, path: &[String]) -> Option<&serde_json::Value> {
+        if path.iter().any(|p| p == "[_]") {
+            return None;
+        }
+        let dotted = path.join(".");
+        if self.packages.iter().any(|p| {
+            p == &dotted || p.starts_with(&format!("{dotted}.")) || dotted.starts_with(&format!("{p}."))
+        }) {
+            return None;
+        }
+        self.data.iter().find_map(|d| {
+            let mut v = *d;
+            for seg in path {
+                v = v.get(seg)?;
+            }
+            Some(v)
+        })
+    }
+
+    /// Whether the reference `e` is surely defined, and surely a collection.
+    fn reference(&self, module: usize, e: &Expr, bound: &[String]) -> (bool, bool) {
+        let path = path_of(e);
+        match path.first().map(String::as_str) {
+            Some("input") if path.len() == 1 => (true, true),
+            Some("input") if path.get(1).map(String::as_str) == Some("arguments") => {
+                if path.len() == 2 {
+                    (true, true)
+                } else if path.iter().any(|p| p == "[_]") {
+                    (false, false)
+                } else {
+                    self.argument(module, &path[2..])
+                }
+            }
+            Some("data") => match self.data_at(&path[1..]) {
+                Some(v) => (true, v.is_array() || v.is_object()),
+                None => (false, false),
+            },
+            // A local with no index: defined; its kind unknown.
+            Some(n) if path.len() == 1 && bound.iter().any(|b| b == n) => (true, false),
+            _ => (false, false),
+        }
+    }
+}
 
 /// One construct regent flags, in a rule of a package.
 #[derive(Debug, Clone)]
@@ -178,6 +271,23 @@ fn bound_names(rule: &Rule) -> Vec<String> {
     out
 }
 
+/// The locals a rule binds with `:=`, to their values (the first binding).
+fn assignments(rule: &Rule) -> HashMap<String, Ref<Expr>> {
+    let mut out = HashMap::new();
+    walk_queries(rule, &mut |q| {
+        for s in &q.stmts {
+            if let Literal::Expr { expr, .. } = &s.literal
+                && let Expr::AssignExpr { lhs, rhs, .. } = expr.as_ref()
+                && let Expr::Var { value, .. } = lhs.as_ref()
+                && let Ok(n) = value.as_string()
+            {
+                out.entry(n.to_string()).or_insert_with(|| rhs.clone());
+            }
+        }
+    });
+    out
+}
+
 /// Calls `f` on every query of a rule: bodies and comprehensions'.
 fn walk_queries(rule: &Rule, f: &mut dyn FnMut(&Query)) {
     if let Rule::Spec { bodies, .. } = rule {
@@ -200,7 +310,8 @@ fn walk_queries(rule: &Rule, f: &mut dyn FnMut(&Query)) {
 /// `data` or a rule, a call (a function may be undefined; a builtin is when
 /// an argument is). A constant, a composite of constants, a comprehension
 /// and a variable bound in the body are defined.
-fn may_be_undefined(e: &Expr, bound: &[String]) -> bool {
+fn may_be_undefined(e: &Expr, bound: &[String], cx: &Cx) -> bool {
+    let may = |x: &Expr| may_be_undefined(x, bound, cx);
     match e {
         Expr::String { .. }
         | Expr::RawString { .. }
@@ -210,23 +321,129 @@ fn may_be_undefined(e: &Expr, bound: &[String]) -> bool {
         | Expr::ArrayCompr { .. }
         | Expr::SetCompr { .. }
         | Expr::ObjectCompr { .. } => false,
-        Expr::Var { value, .. } => value
-            .as_string()
-            .is_ok_and(|n| n.as_ref() != "_" && !bound.iter().any(|b| b == n.as_ref())),
-        Expr::Array { items, .. } | Expr::Set { items, .. } => {
-            items.iter().any(|i| may_be_undefined(i, bound))
+        Expr::Var { value, .. } => match value.as_string() {
+            Ok(n) if bound.iter().any(|b| b == n.as_ref()) => false,
+            Ok(n) if !matches!(n.as_ref(), "input" | "data" | "_") => !cx.rule_defined(n.as_ref()),
+            _ => !cx.facts.reference(cx.module, e, bound).0,
+        },
+        Expr::RefDot { .. } | Expr::RefBrack { .. } => !cx.facts.reference(cx.module, e, bound).0,
+        Expr::Array { items, .. } | Expr::Set { items, .. } => items.iter().any(|i| may(i)),
+        Expr::Object { fields, .. } => fields.iter().any(|(_, k, v)| may(k) || may(v)),
+        // A builtin is undefined only when an argument is; a function of
+        // the policies may be undefined whatever its arguments.
+        Expr::Call { fcn, params, .. } => {
+            let written = path_of(fcn);
+            match resolve_call(&written, &cx.package, &cx.aliases, &cx.functions) {
+                Callee::Builtin(..) => params.iter().any(|p| may(p)),
+                _ => true,
+            }
         }
-        Expr::Object { fields, .. } => fields
-            .iter()
-            .any(|(_, k, v)| may_be_undefined(k, bound) || may_be_undefined(v, bound)),
+        Expr::BoolExpr { lhs, rhs, .. } | Expr::ArithExpr { lhs, rhs, .. } => may(lhs) || may(rhs),
+        Expr::UnaryExpr { expr, .. } => may(expr),
         _ => true,
+    }
+}
+
+/// What a module's expressions are read against.
+struct Cx<'a> {
+    facts: &'a Facts<'a>,
+    module: usize,
+    package: String,
+    aliases: HashMap<String, String>,
+    functions: HashMap<String, BTreeSet<usize>>,
+    /// The rules of the package, across its modules.
+    rules: Vec<Ref<Rule>>,
+    /// The rule being read: its locals bound by `:=`, to their values.
+    assigned: std::cell::RefCell<HashMap<String, Ref<Expr>>>,
+    depth: std::cell::Cell<u32>,
+}
+
+impl Cx<'_> {
+    /// `f()` one level deeper into rules and locals; false past a few
+    /// levels (a cycle is refused elsewhere; here it is only unknown).
+    fn deeper(&self, f: impl FnOnce() -> bool) -> bool {
+        let d = self.depth.get();
+        if d > 8 {
+            return false;
+        }
+        self.depth.set(d + 1);
+        let r = f();
+        self.depth.set(d);
+        r
+    }
+
+    fn defs(&self, name: &str) -> Vec<Ref<Rule>> {
+        self.rules
+            .iter()
+            .filter(|r| path_of(head(r)) == [name])
+            .cloned()
+            .collect()
+    }
+
+    /// Whether the rule `name` of the package is always defined: it has a
+    /// `default`, or a definition without conditions whose value is.
+    fn rule_defined(&self, name: &str) -> bool {
+        self.defs(name).iter().any(|r| match r.as_ref() {
+            Rule::Default { .. } => true,
+            Rule::Spec {
+                head: RuleHead::Compr {
+                    assign: Some(a), ..
+                },
+                bodies,
+                ..
+            } => {
+                bodies.iter().all(|b| b.query.stmts.is_empty())
+                    && self.deeper(|| !may_be_undefined(&a.value, &[], self))
+            }
+            // A partial set is the empty set at worst.
+            Rule::Spec {
+                head: RuleHead::Set { .. },
+                ..
+            } => true,
+            _ => false,
+        })
+    }
+
+    /// Whether every value the rule `name` can have is a collection.
+    fn rule_collection(&self, name: &str) -> bool {
+        let defs = self.defs(name);
+        !defs.is_empty()
+            && defs.iter().all(|r| match r.as_ref() {
+                Rule::Default { value, .. } => self.deeper(|| is_collection(value, &[], self)),
+                Rule::Spec {
+                    head: RuleHead::Set { .. },
+                    ..
+                } => true,
+                Rule::Spec {
+                    head: RuleHead::Compr {
+                        assign: Some(a), ..
+                    },
+                    bodies,
+                    ..
+                } => {
+                    bodies.iter().all(|b| b.assign.is_none())
+                        && self.deeper(|| is_collection(&a.value, &[], self))
+                }
+                _ => false,
+            })
     }
 }
 
 /// Whether `e` is provably an array, set or object (a literal or
 /// comprehension of one, or a builtin that only returns one).
-fn is_collection(e: &Expr) -> bool {
+fn is_collection(e: &Expr, bound: &[String], cx: &Cx) -> bool {
     match e {
+        Expr::Var { value, .. } => match value.as_string() {
+            Ok(n) if bound.iter().any(|b| b == n.as_ref()) => cx
+                .assigned
+                .borrow()
+                .get(n.as_ref())
+                .cloned()
+                .is_some_and(|rhs| cx.deeper(|| is_collection(&rhs, bound, cx))),
+            Ok(n) if !matches!(n.as_ref(), "input" | "data" | "_") => cx.rule_collection(n.as_ref()),
+            _ => cx.facts.reference(cx.module, e, bound).1,
+        },
+        Expr::RefDot { .. } | Expr::RefBrack { .. } => cx.facts.reference(cx.module, e, bound).1,
         Expr::Array { .. }
         | Expr::Set { .. }
         | Expr::Object { .. }
@@ -236,6 +453,7 @@ fn is_collection(e: &Expr) -> bool {
         Expr::Call { fcn, .. } => matches!(
             path_of(fcn).join(".").as_str(),
             "split"
+                | "walk"
                 | "object.keys"
                 | "array.concat"
                 | "array.slice"
@@ -284,12 +502,29 @@ fn may_hold_set(e: &Expr) -> bool {
 }
 
 /// What regent flags in `modules`, as warnings.
-pub fn check(modules: &[PolicyModule]) -> Vec<Finding> {
+pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
     let mut out = Vec::new();
-    for m in modules {
+    let functions = user_functions(modules);
+    for (mi, m) in modules.iter().enumerate() {
+        let cx = Cx {
+            facts,
+            module: mi,
+            package: m.package.clone(),
+            aliases: aliases(m),
+            functions: functions.clone(),
+            rules: modules
+                .iter()
+                .filter(|o| o.package == m.package)
+                .flat_map(|o| o.module.policy.iter().cloned())
+                .collect(),
+            assigned: Default::default(),
+            depth: Default::default(),
+        };
+        let cx = &cx;
         for rule in &m.module.policy {
             let name = path_of(head(rule)).first().cloned().unwrap_or_default();
             let bound = bound_names(rule);
+            *cx.assigned.borrow_mut() = assignments(rule);
             let mut push = |d: Diagnostic| {
                 out.push(Finding {
                     package: m.package.clone(),
@@ -302,22 +537,50 @@ pub fn check(modules: &[PolicyModule]) -> Vec<Finding> {
             // guards above decide.
             let mut statements: Vec<*const Expr> = Vec::new();
             let mut query = |q: &Query| {
+                // What earlier statements of this query establish: an
+                // expression used as an operand of a statement that held is
+                // defined (`x != null`, `startswith(x, …)`); one given to
+                // `is_array`, `is_object` or `is_set` is a collection.
+                let mut defined: Vec<&str> = Vec::new();
+                let mut collections: Vec<&str> = Vec::new();
                 for s in &q.stmts {
                     if let Literal::Expr { expr, .. } | Literal::NotExpr { expr, .. } = &s.literal {
                         statements.push(expr.as_ref() as *const Expr);
                     }
                     match &s.literal {
                         Literal::NotExpr { expr, span } => {
-                            if let Some(g) = not_guards(expr)
-                                .into_iter()
-                                .find(|g| may_be_undefined(g, &bound))
-                            {
+                            if let Some(g) = not_guards(expr).into_iter().find(|g| {
+                                !defined.contains(&g.span().text())
+                                    && may_be_undefined(g, &bound, cx)
+                            }) {
                                 push(not_finding(span, g));
                             }
                         }
-                        Literal::SomeIn { collection, .. } if !is_collection(collection) => {
+                        Literal::SomeIn { collection, .. }
+                            if !collections.contains(&collection.span().text())
+                                && !is_collection(collection, &bound, cx) =>
+                        {
                             push(some_in_finding(collection));
                         }
+                        Literal::Expr { expr, .. } => match expr.as_ref() {
+                            Expr::Call { fcn, params, .. } => {
+                                let name = path_of(fcn).join(".");
+                                if matches!(name.as_str(), "is_array" | "is_object" | "is_set")
+                                    && let [p] = &params[..]
+                                {
+                                    collections.push(p.span().text());
+                                }
+                                defined.extend(params.iter().map(|p| p.span().text()));
+                            }
+                            Expr::BoolExpr { lhs, rhs, .. } => {
+                                defined.push(lhs.span().text());
+                                defined.push(rhs.span().text());
+                            }
+                            Expr::RefDot { .. } | Expr::RefBrack { .. } | Expr::Var { .. } => {
+                                defined.push(expr.span().text())
+                            }
+                            _ => {}
+                        },
                         _ => {}
                     }
                 }
@@ -338,9 +601,11 @@ pub fn check(modules: &[PolicyModule]) -> Vec<Finding> {
                         collection,
                         ..
                     } if !statements.contains(&(e as *const Expr))
-                        && (may_be_undefined(collection, &bound)
-                            || may_be_undefined(value, &bound)
-                            || key.as_ref().is_some_and(|k| may_be_undefined(k, &bound))) =>
+                        && (may_be_undefined(collection, &bound, cx)
+                            || may_be_undefined(value, &bound, cx)
+                            || key
+                                .as_ref()
+                                .is_some_and(|k| may_be_undefined(k, &bound, cx))) =>
                     {
                         push(in_finding(e, collection));
                     }
