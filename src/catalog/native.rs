@@ -1257,10 +1257,15 @@ i1 := 1 in input.arguments.a
 i2 := "a" in input.arguments.a
 o1 if { some x in input.arguments.a; {} < x }
 o2 := [x | some x in input.arguments.a; x < set()]
+t6 if not input.arguments.a == input.arguments.b
+t7 if not [x | x := input.arguments.a] == [1]
+n10 if not {input.arguments.a} == {1}
+n11 if not "k" in object.keys(input.arguments.a)
+i3 := "b" in object.keys(input.arguments.a)
 "#;
         let rules = [
             "n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9", "t1", "t2", "t3", "t4", "t5",
-            "s1", "s2", "i1", "i2", "o1", "o2",
+            "s1", "s2", "i1", "i2", "o1", "o2", "t6", "t7", "n10", "n11", "i3",
         ];
         let text = format!("package p\nimport rego.v1\n{rego}");
         oracle
@@ -1289,6 +1294,36 @@ o2 := [x | some x in input.arguments.a; x < set()]
                 }
             }
         }
+    }
+
+    /// A tool whose rules hold a construct regorus answers differently
+    /// from OPA: where native hands the request to regorus, regorus' answer
+    /// is refused (fail closed); its error still comes back.
+    #[test]
+    fn a_flagged_plan_never_returns_regorus_answer() {
+        let rego = "x := v if { some v in input.arguments.l; v == 1 }\ny := startswith(input.arguments.p, \"/\")";
+        let (pool, steps) = pool(rego, &["x", "y"]);
+        assert!(pool.is_native(&steps));
+        // Unflagged: the body holding twice falls back, regorus answers.
+        let args = json!({"l": [1, 1], "p": "/a"});
+        assert_eq!(
+            eval(&pool, &steps, args.clone()).unwrap(),
+            [Some(json!(1)), Some(json!(true))]
+        );
+        let pool = pool.with_flagged(Some("p.rego:2:1: something".into()));
+        let err = eval(&pool, &steps, args).unwrap_err();
+        assert!(
+            err.starts_with("regent cannot evaluate this input as OPA does: p.rego:2:1"),
+            "{err}"
+        );
+        // regorus' own error is still its error.
+        let err = eval(&pool, &steps, json!({"l": [1, 1], "p": 3})).unwrap_err();
+        assert!(err.contains("startswith"), "{err}");
+        // What native decides is answered.
+        assert_eq!(
+            eval(&pool, &steps, json!({"l": [1], "p": "a"})).unwrap(),
+            [Some(json!(1)), Some(json!(false))]
+        );
     }
 
     #[test]
