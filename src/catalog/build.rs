@@ -169,12 +169,24 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         .0
         .iter()
         .filter(|d| d.is_error() && d.code.starts_with("opa-"))
-        .map(|d| (d.location.file.display().to_string(), d.location.line, d.location.column, d.code))
+        .map(|d| {
+            (
+                d.location.file.display().to_string(),
+                d.location.line,
+                d.location.column,
+                d.code,
+            )
+        })
         .collect();
     diags.0.retain(|d| {
         d.is_error()
             || !d.code.starts_with("opa-")
-            || !refused.contains(&(d.location.file.display().to_string(), d.location.line, d.location.column, d.code))
+            || !refused.contains(&(
+                d.location.file.display().to_string(),
+                d.location.line,
+                d.location.column,
+                d.code,
+            ))
     });
     diags.sort();
     let warnings = diags.0.iter().filter(|d| !d.is_error()).cloned().collect();
@@ -483,9 +495,9 @@ fn compile_tool(
                     .filter_map(|pkg| portability.get(pkg.as_str()))
                     .flatten()
                     .collect();
-                let flagged = findings.first().map(|f| {
-                    format!("{}: {}", f.diagnostic.location, f.diagnostic.message)
-                });
+                let flagged = findings
+                    .first()
+                    .map(|f| format!("{}: {}", f.diagnostic.location, f.diagnostic.message));
                 if !findings.is_empty() && !pool.is_native(lowered.iter().copied()) {
                     for f in &findings {
                         let mut d = f.diagnostic.clone();

@@ -181,9 +181,7 @@ impl EnginePool {
                 // regorus' answer may not be OPA's here: only its error is.
                 self.eval_regorus(steps, input)?;
                 return Err(EvalError {
-                    message: format!(
-                        "regent cannot evaluate this input as OPA does: {what}"
-                    ),
+                    message: format!("regent cannot evaluate this input as OPA does: {what}"),
                     location: None,
                     timed_out: false,
                 });

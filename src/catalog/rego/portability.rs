@@ -78,7 +78,9 @@ impl Facts<'_> {
         }
         let dotted = path.join(".");
         if self.packages.iter().any(|p| {
-            p == &dotted || p.starts_with(&format!("{dotted}.")) || dotted.starts_with(&format!("{p}."))
+            p == &dotted
+                || p.starts_with(&format!("{dotted}."))
+                || dotted.starts_with(&format!("{p}."))
         }) {
             return None;
         }
@@ -415,9 +417,10 @@ impl Cx<'_> {
                     ..
                 } => true,
                 Rule::Spec {
-                    head: RuleHead::Compr {
-                        assign: Some(a), ..
-                    },
+                    head:
+                        RuleHead::Compr {
+                            assign: Some(a), ..
+                        },
                     bodies,
                     ..
                 } => {
@@ -440,7 +443,9 @@ fn is_collection(e: &Expr, bound: &[String], cx: &Cx) -> bool {
                 .get(n.as_ref())
                 .cloned()
                 .is_some_and(|rhs| cx.deeper(|| is_collection(&rhs, bound, cx))),
-            Ok(n) if !matches!(n.as_ref(), "input" | "data" | "_") => cx.rule_collection(n.as_ref()),
+            Ok(n) if !matches!(n.as_ref(), "input" | "data" | "_") => {
+                cx.rule_collection(n.as_ref())
+            }
             _ => cx.facts.reference(cx.module, e, bound).1,
         },
         Expr::RefDot { .. } | Expr::RefBrack { .. } => cx.facts.reference(cx.module, e, bound).1,
@@ -490,9 +495,10 @@ fn may_hold_set(e: &Expr) -> bool {
         Expr::Object { fields, .. } => fields
             .iter()
             .any(|(_, k, v)| may_hold_set(k) || may_hold_set(v)),
-        Expr::RefDot { .. } | Expr::RefBrack { .. } => {
-            !matches!(path_of(e).first().map(String::as_str), Some("input" | "data"))
-        }
+        Expr::RefDot { .. } | Expr::RefBrack { .. } => !matches!(
+            path_of(e).first().map(String::as_str),
+            Some("input" | "data")
+        ),
         Expr::Var { value, .. } => !matches!(
             value.as_string().as_deref().map(|s| s.as_ref()),
             Ok("input" | "data")
@@ -629,7 +635,7 @@ fn not_finding(span: &Span, guard: &Expr) -> Diagnostic {
         ),
     )
     .with_help(format!(
-        "check that `{g}` is defined first, e.g. `v := {g}` before `not …(v)`, or compare it (`{g} != null`), so both engines agree"
+        "check that `{g}` is defined first: bind it (`v := {g}`) and negate over `v`, or give it a default (`object.get(…, \"key\", null)`), so both engines agree"
     ))
 }
 
