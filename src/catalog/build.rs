@@ -89,9 +89,9 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     let facts = portability_facts(source, &modules, &owners);
     for f in rego::portability::check(&modules, &facts) {
         diags.push(f.diagnostic.clone());
-        if let Some(owner) = owner_of(&f.package) {
-            portability.entry(owner).or_default().push(f);
-        }
+        // A library package's under "": every engine holds it.
+        let owner = owner_of(&f.package).unwrap_or("");
+        portability.entry(owner).or_default().push(f);
     }
     let mut owned: HashMap<&str, Vec<&PolicyFile>> = HashMap::new();
     let mut library_files: Vec<&PolicyFile> = Vec::new();
@@ -487,19 +487,31 @@ fn compile_tool(
                 let pool = pool.with_native(lowered.iter().copied());
                 // A construct where regorus answers differently from OPA:
                 // native answers as OPA and, where it hands a request to
-                // regorus, only regorus' error may come back; a policy that
-                // does not run natively is refused.
-                let findings: Vec<&rego::portability::Finding> = packages
+                // regorus, only regorus' error may come back; a tool whose
+                // enforced policy does not run natively is refused (a shadow
+                // policy's findings stay warnings: it never stops a tool).
+                let flagged = packages
                     .iter()
                     .flatten()
-                    .filter_map(|pkg| portability.get(pkg.as_str()))
+                    .map(|pkg| pkg.as_str())
+                    .chain([""])
+                    .filter_map(|pkg| portability.get(pkg))
                     .flatten()
-                    .collect();
-                let flagged = findings
-                    .first()
+                    .next()
                     .map(|f| format!("{}: {}", f.diagnostic.location, f.diagnostic.message));
-                if !findings.is_empty() && !pool.is_native(lowered.iter().copied()) {
-                    for f in &findings {
+                let enforced: Vec<&Step> = p
+                    .iter()
+                    .map(|(_, s)| s)
+                    .chain(steps.iter().flatten())
+                    .chain(v.iter())
+                    .collect();
+                let own_findings = decl
+                    .policy
+                    .as_deref()
+                    .and_then(|pkg| portability.get(pkg))
+                    .map_or(&[][..], Vec::as_slice);
+                if !own_findings.is_empty() && !pool.is_native(enforced.iter().copied()) {
+                    for f in own_findings {
                         let mut d = f.diagnostic.clone();
                         d.severity = crate::diag::Severity::Error;
                         d.message = format!(
