@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::budget::Limits;
 use super::generate;
 use super::hints::Hints;
-use super::policy::{self, EnginePool};
+use super::policy::{self, EnginePool, Step};
 use super::rego;
 use super::resolvers;
 use super::run;
@@ -89,6 +89,17 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     }
     let owners: Vec<Option<&str>> = modules.iter().map(|m| owner_of(&m.package)).collect();
     references(source, &policies, &modules, &owners, &mut diags);
+    // Constructs where regorus answers differently from OPA: a warning
+    // here; for a tool whose policy runs on regorus, an error at the tool
+    // (`compile_tool`).
+    let mut portability: HashMap<&str, Vec<rego::portability::Finding>> = HashMap::new();
+    let facts = portability_facts(source, &modules, &owners);
+    for f in rego::portability::check(&modules, &facts) {
+        diags.push(f.diagnostic.clone());
+        // A library package's under "": every engine holds it.
+        let owner = owner_of(&f.package).unwrap_or("");
+        portability.entry(owner).or_default().push(f);
+    }
     let mut owned: HashMap<&str, Vec<&PolicyFile>> = HashMap::new();
     let mut library_files: Vec<&PolicyFile> = Vec::new();
     for p in &policies {
@@ -128,6 +139,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     // on one thread.
     let shared = Shared {
         all: &policies,
+        portability: &portability,
         base: &base,
         library: &library,
     };
@@ -159,6 +171,30 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         }
     }
 
+    // A construct refused at a tool is not also a warning.
+    let refused: BTreeSet<(String, usize, usize, &str)> = diags
+        .0
+        .iter()
+        .filter(|d| d.is_error() && d.code.starts_with("opa-"))
+        .map(|d| {
+            (
+                d.location.file.display().to_string(),
+                d.location.line,
+                d.location.column,
+                d.code,
+            )
+        })
+        .collect();
+    diags.0.retain(|d| {
+        d.is_error()
+            || !d.code.starts_with("opa-")
+            || !refused.contains(&(
+                d.location.file.display().to_string(),
+                d.location.line,
+                d.location.column,
+                d.code,
+            ))
+    });
     diags.sort();
     let warnings = diags.0.iter().filter(|d| !d.is_error()).cloned().collect();
     let by_name = tools
@@ -235,6 +271,34 @@ fn references(
     }
 }
 
+/// What `rego/portability` reads a module against: the inputSchemas of the
+/// tools owning it (none for a library package) and the data documents.
+fn portability_facts<'s>(
+    source: &'s Source,
+    modules: &[rego::PolicyModule],
+    owners: &[Option<&str>],
+) -> rego::portability::Facts<'s> {
+    let schemas = owners
+        .iter()
+        .map(|owner| match owner {
+            Some(owner) => source
+                .tools()
+                .map(|(_, _, t)| t)
+                .filter(|t| {
+                    [t.policy.as_deref(), t.shadow_policy.as_deref()].contains(&Some(*owner))
+                })
+                .map(|t| &t.input_schema)
+                .collect(),
+            None => Vec::new(),
+        })
+        .collect();
+    rego::portability::Facts {
+        schemas,
+        data: source.data.iter().map(|d| &d.value).collect(),
+        packages: modules.iter().map(|m| m.package.clone()).collect(),
+    }
+}
+
 /// Parses every serving policy file to learn its package, reporting parse
 /// errors and the reserved `regent` namespace.
 fn parse_policies<'a>(
@@ -293,6 +357,8 @@ fn package_location(path: &std::path::Path, text: &str) -> Location {
 /// (libraries and data) and the library modules as (file, package).
 struct Shared<'a> {
     all: &'a [PolicyFile<'a>],
+    /// `rego/portability`'s findings, by the tool package that owns them.
+    portability: &'a HashMap<&'a str, Vec<rego::portability::Finding>>,
     base: &'a regorus::Engine,
     library: &'a [(&'a str, &'a str)],
 }
@@ -305,7 +371,12 @@ fn compile_tool(
     shared: &Shared<'_>,
     opts: &BuildOptions,
 ) -> Result<(Tool, Vec<Diagnostic>), Vec<Diagnostic>> {
-    let Shared { all, base, library } = *shared;
+    let Shared {
+        all,
+        portability,
+        base,
+        library,
+    } = *shared;
     let mut diags = Vec::new();
     let location = file.locate(&at.key("name"));
 
@@ -377,6 +448,7 @@ fn compile_tool(
         })
         .collect();
 
+    let packages = [decl.policy.as_ref(), decl.shadow_policy.as_ref()];
     let needs_engine = !rules.is_empty()
         || decl.policy.is_some()
         || decl.shadow_policy.is_some()
@@ -425,7 +497,45 @@ fn compile_tool(
                 let pool = EnginePool::new(engine, opts.policy_limits);
                 let lowered = p.iter().map(|(_, s)| s).chain(steps.iter().flatten());
                 let lowered = lowered.chain(sp.iter().map(|(_, s)| s));
-                engines = Some(pool.with_native(lowered.chain(v.iter())));
+                let lowered: Vec<&Step> = lowered.chain(v.iter()).collect();
+                let pool = pool.with_native(lowered.iter().copied());
+                // A construct where regorus answers differently from OPA:
+                // native answers as OPA and, where it hands a request to
+                // regorus, only regorus' error may come back; a tool whose
+                // enforced policy does not run natively is refused (a shadow
+                // policy's findings stay warnings: it never stops a tool).
+                let flagged = packages
+                    .iter()
+                    .flatten()
+                    .map(|pkg| pkg.as_str())
+                    .chain([""])
+                    .filter_map(|pkg| portability.get(pkg))
+                    .flatten()
+                    .next()
+                    .map(|f| format!("{}: {}", f.diagnostic.location, f.diagnostic.message));
+                let enforced: Vec<&Step> = p
+                    .iter()
+                    .map(|(_, s)| s)
+                    .chain(steps.iter().flatten())
+                    .chain(v.iter())
+                    .collect();
+                let own_findings = decl
+                    .policy
+                    .as_deref()
+                    .and_then(|pkg| portability.get(pkg))
+                    .map_or(&[][..], Vec::as_slice);
+                if !own_findings.is_empty() && !pool.is_native(enforced.iter().copied()) {
+                    for f in own_findings {
+                        let mut d = f.diagnostic.clone();
+                        d.severity = crate::diag::Severity::Error;
+                        d.message = format!(
+                            "{}; tool `{}` runs this policy on regorus, so regent refuses it",
+                            d.message, decl.name
+                        );
+                        diags.push(d);
+                    }
+                }
+                engines = Some(pool.with_flagged(flagged));
                 plan = p;
                 visible = v;
                 shadow_plan = sp;

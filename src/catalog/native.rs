@@ -41,6 +41,15 @@
 //! builds (every test run) each answer is also computed by regorus and the
 //! two must agree (`policy::EnginePool::eval`).
 //!
+//! Where regorus' interpreter and OPA disagree (issue 27), native answers
+//! as OPA: a `not` first evaluates the terms OPA's compiler moves out of it
+//! (its guards, from `rego/portability`), and an undefined one fails the
+//! body; `some … in` over a scalar iterates nothing; `in` with an undefined
+//! operand is undefined; `<`, `>` order sets after objects. Such an answer
+//! is noted (debug builds) so that the cross-check with regorus skips it,
+//! and a plan holding such a construct never returns regorus' answer after
+//! a fallback (`policy::EnginePool::with_flagged`).
+//!
 //! This module knows regorus' values and builtin table; it does not know the
 //! syntax tree (that is `rego/lower`'s), tools or the wire.
 
@@ -108,8 +117,13 @@ pub(super) struct Body {
 pub(super) enum Stmt {
     /// Holds unless the term is `false` or undefined.
     Expr(Term),
-    /// Holds when the term is `false` or undefined.
-    Not(Term),
+    /// Holds when the term is `false` or undefined; but first each guard
+    /// must be defined, else the body fails. The guards are the terms OPA's
+    /// compiler moves out of a negated expression before it (`rewriteDynamics`,
+    /// `rewriteExprTerms`): a call's arguments that are references or
+    /// composites, nested calls, a reference's dynamic indexes. regorus
+    /// keeps them inside the `not`, where an undefined one makes it hold.
+    Not(Term, Vec<Term>),
     /// `x := term`: binds a fresh local; fails when the term is undefined.
     Assign(usize, Term),
     /// `some k, v in coll`: the rest of the body once per member.
@@ -294,7 +308,10 @@ pub(super) fn is_static(term: &Term, bound: usize) -> bool {
         Term::Compr { stmts, value, .. } => {
             is_static(value, bound)
                 && stmts.iter().all(|s| match s {
-                    Stmt::Expr(t) | Stmt::Not(t) | Stmt::Assign(_, t) => is_static(t, bound),
+                    Stmt::Expr(t) | Stmt::Assign(_, t) => is_static(t, bound),
+                    Stmt::Not(t, guards) => {
+                        is_static(t, bound) && guards.iter().all(|g| is_static(g, bound))
+                    }
                     Stmt::SomeIn { collection, .. } => is_static(collection, bound),
                 })
         }
@@ -465,11 +482,24 @@ impl Eval<'_> {
             };
             match first {
                 Stmt::Expr(t) => {
+                    // An `in` that is undefined (OPA) or false (regorus)
+                    // fails the body alike: nothing to note.
+                    let noted = opa_only_noted();
                     if !truthy(&self.term(t, locals)?) {
+                        if matches!(t, Term::In(..) | Term::KeyIn(..)) && !noted {
+                            clear_opa_only();
+                        }
                         return Ok(());
                     }
                 }
-                Stmt::Not(t) => {
+                Stmt::Not(t, guards) => {
+                    for g in guards {
+                        if undefined(&self.term(g, locals)?) {
+                            // OPA: the body fails; regorus: the `not` holds.
+                            opa_only();
+                            return Ok(());
+                        }
+                    }
                     if truthy(&self.term(t, locals)?) {
                         return Ok(());
                     }
@@ -522,8 +552,8 @@ impl Eval<'_> {
                 }
             }
             Value::Undefined => {}
-            // Iterating a scalar: whatever regorus says.
-            _ => return Err(Stop::Fallback),
+            // Iterating a scalar: OPA iterates nothing; regorus fails.
+            _ => opa_only(),
         }
         Ok(())
     }
@@ -650,13 +680,26 @@ impl Eval<'_> {
                 if undefined(a) || undefined(b) {
                     return Ok(Value::Undefined);
                 }
+                let order = || {
+                    // regorus orders a set before an object, OPA after: when
+                    // either side holds a set, OPA's order decides.
+                    let theirs = a.cmp(b);
+                    if !has_set(a) && !has_set(b) {
+                        return theirs;
+                    }
+                    let ours = opa_cmp(a, b);
+                    if ours != theirs {
+                        opa_only();
+                    }
+                    ours
+                };
                 Value::Bool(match op {
                     Cmp::Eq => a == b,
                     Cmp::Ne => a != b,
-                    Cmp::Lt => a < b,
-                    Cmp::Le => a <= b,
-                    Cmp::Gt => a > b,
-                    Cmp::Ge => a >= b,
+                    Cmp::Lt => order().is_lt(),
+                    Cmp::Le => order().is_le(),
+                    Cmp::Gt => order().is_gt(),
+                    Cmp::Ge => order().is_ge(),
                 })
             }
             Term::Compr { kind, stmts, value } => {
@@ -693,11 +736,16 @@ impl Eval<'_> {
                 out
             }
             Term::In(v, coll) => {
-                // regorus: membership is never undefined; anything that is
-                // not a collection holds nothing.
+                // Anything that is not a collection holds nothing (OPA and
+                // regorus). An undefined operand: undefined in OPA, false in
+                // regorus.
                 let v = self.operand(v, locals)?;
                 let coll = self.operand(coll, locals)?;
                 let v = v.as_ref();
+                if undefined(v) || undefined(coll.as_ref()) {
+                    opa_only();
+                    return Ok(Value::Undefined);
+                }
                 Value::Bool(match coll.as_ref() {
                     Value::Array(items) => items.contains(v),
                     Value::Set(items) => items.contains(v),
@@ -706,20 +754,128 @@ impl Eval<'_> {
                 })
             }
             Term::KeyIn(k, obj) => {
-                // As `k in object.keys(obj)`: false when `obj` is undefined
-                // (the call is, and membership in undefined is false), and
-                // regorus' type error when it is not an object.
+                // As `k in object.keys(obj)`: undefined when `obj` or `k` is
+                // (OPA; regorus says false), and regorus' type error when
+                // `obj` is not an object.
                 let k = self.operand(k, locals)?;
                 let obj = self.operand(obj, locals)?;
                 match obj.as_ref() {
-                    Value::Undefined => Value::Bool(false),
-                    Value::Object(fields) => {
-                        Value::Bool(!undefined(k.as_ref()) && fields.contains_key(k.as_ref()))
+                    Value::Undefined => {
+                        opa_only();
+                        Value::Undefined
                     }
+                    Value::Object(_) if undefined(k.as_ref()) => {
+                        opa_only();
+                        Value::Undefined
+                    }
+                    Value::Object(fields) => Value::Bool(fields.contains_key(k.as_ref())),
                     _ => return Err(Stop::Fallback),
                 }
             }
         })
+    }
+}
+
+#[cfg(debug_assertions)]
+thread_local! {
+    /// Whether this thread's last native evaluation took a path where OPA
+    /// and regorus answer differently (and native answered as OPA): the
+    /// debug cross-check with regorus skips that evaluation.
+    static OPA_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Notes that the evaluation answered as OPA where regorus would not.
+#[inline]
+fn opa_only() {
+    #[cfg(debug_assertions)]
+    OPA_ONLY.with(|c| c.set(true));
+}
+
+/// Whether a note of [`opa_only`] is pending.
+#[inline]
+fn opa_only_noted() -> bool {
+    #[cfg(debug_assertions)]
+    return OPA_ONLY.with(std::cell::Cell::get);
+    #[cfg(not(debug_assertions))]
+    false
+}
+
+#[inline]
+fn clear_opa_only() {
+    #[cfg(debug_assertions)]
+    OPA_ONLY.with(|c| c.set(false));
+}
+
+/// Whether the evaluations since the last call answered as OPA where
+/// regorus would not; clears the note.
+#[cfg(debug_assertions)]
+pub(super) fn took_opa_only_path() -> bool {
+    OPA_ONLY.with(|c| c.replace(false))
+}
+
+/// Whether `v` holds a set anywhere.
+fn has_set(v: &Value) -> bool {
+    match v {
+        Value::Set(_) => true,
+        Value::Array(items) => items.iter().any(has_set),
+        Value::Object(fields) => fields.iter().any(|(k, v)| has_set(k) || has_set(v)),
+        _ => false,
+    }
+}
+
+/// OPA's order of values: null, booleans, numbers, strings, arrays,
+/// objects, sets (regorus puts sets before objects); within a kind as
+/// regorus, objects and sets compared by their sorted members.
+fn opa_cmp(a: &Value, b: &Value) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    fn rank(v: &Value) -> u8 {
+        match v {
+            Value::Null => 0,
+            Value::Bool(_) => 1,
+            Value::Number(_) => 2,
+            Value::String(_) => 3,
+            Value::Array(_) => 4,
+            Value::Object(_) => 5,
+            Value::Set(_) => 6,
+            Value::Undefined => 7,
+        }
+    }
+    fn sorted<'v>(it: impl Iterator<Item = &'v Value>) -> Vec<&'v Value> {
+        let mut v: Vec<&Value> = it.collect();
+        v.sort_by(|x, y| opa_cmp(x, y));
+        v
+    }
+    fn seq(a: &[&Value], b: &[&Value]) -> Ordering {
+        for (x, y) in a.iter().zip(b) {
+            let o = opa_cmp(x, y);
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        a.len().cmp(&b.len())
+    }
+    match (a, b) {
+        (Value::Array(x), Value::Array(y)) => {
+            seq(&x.iter().collect::<Vec<_>>(), &y.iter().collect::<Vec<_>>())
+        }
+        (Value::Set(x), Value::Set(y)) => seq(&sorted(x.iter()), &sorted(y.iter())),
+        (Value::Object(x), Value::Object(y)) => {
+            let (kx, ky) = (sorted(x.keys()), sorted(y.keys()));
+            for (&k1, &k2) in kx.iter().zip(&ky) {
+                let o = opa_cmp(k1, k2).then_with(|| {
+                    opa_cmp(
+                        x.get(k1).unwrap_or(&Value::Undefined),
+                        y.get(k2).unwrap_or(&Value::Undefined),
+                    )
+                });
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            kx.len().cmp(&ky.len())
+        }
+        _ if rank(a) != rank(b) => rank(a).cmp(&rank(b)),
+        _ => a.cmp(b),
     }
 }
 
@@ -1084,6 +1240,105 @@ who := team.tenant
         }
     }
 
+    /// The constructs where regorus answers differently from OPA (issue
+    /// 27): native answers as OPA, checked against OPA's own engine.
+    #[test]
+    fn constructs_answer_as_opa() {
+        use crate::catalog::opa::{self, Answer, Oracle};
+        let Some(mut oracle) = Oracle::start() else {
+            eprintln!("{}", opa::SKIPPED);
+            return;
+        };
+        let rego = r#"
+f(x) if is_null(x)
+n1 if not is_null(input.arguments.a)
+n2 if not f(input.arguments.a)
+n3 if not startswith(input.arguments.a, "x")
+n4 if not count(input.arguments.a) > 2
+n5 if not upper(input.arguments.a)
+n6 if not is_null(input.arguments.a) == true
+n7 if not [input.arguments.a] == [1]
+n8 if not {"k": input.arguments.a}
+n9 if not startswith(lower(input.arguments.a), "x")
+t1 if not input.arguments.a == 1
+t2 if not input.arguments.a
+t3 if not input.arguments.a.b == 1
+t4 if not input.arguments.a in [1]
+t5 if not input.arguments.a != 1
+s1 := [x | some x in input.arguments.a]
+s2 if { some x in input.arguments.a; x == 1 }
+i1 := 1 in input.arguments.a
+i2 := "a" in input.arguments.a
+o1 if { some x in input.arguments.a; {} < x }
+o2 := [x | some x in input.arguments.a; x < set()]
+t6 if not input.arguments.a == input.arguments.b
+t7 if not [x | x := input.arguments.a] == [1]
+n10 if not {input.arguments.a} == {1}
+n11 if not "k" in object.keys(input.arguments.a)
+i3 := "b" in object.keys(input.arguments.a)
+"#;
+        let rules = [
+            "n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9", "t1", "t2", "t3", "t4", "t5",
+            "s1", "s2", "i1", "i2", "o1", "o2", "t6", "t7", "n10", "n11", "i3",
+        ];
+        // One plan per rule: an error in one fails only its own.
+        let pools: Vec<_> = rules.iter().map(|r| pool(rego, &[*r])).collect();
+        oracle.load_engine(&pools[0].0.engine()).unwrap();
+        for args in [
+            json!({}),
+            json!({"a": null}),
+            json!({"a": "xyz"}),
+            json!({"a": 7}),
+            json!({"a": [1, "x", null]}),
+            json!({"a": {"b": 1}}),
+        ] {
+            let input = json!({"arguments": args});
+            for (r, (pool, steps)) in rules.iter().zip(&pools) {
+                assert!(pool.is_native(steps), "{r}");
+                let want = oracle.eval(&[&format!("data.p.{r}")], &input).remove(0);
+                let got = eval(pool, steps, args.clone());
+                match (&want, &got) {
+                    (Answer::Value(v), Ok(g)) => {
+                        assert_eq!(g[0].as_ref(), Some(v), "{r} on {args}")
+                    }
+                    (Answer::Undefined, Ok(g)) => assert_eq!(g[0], None, "{r} on {args}"),
+                    (Answer::Error(_), Err(_)) => {}
+                    _ => panic!("{r} on {args}: OPA {want:?}, regent {got:?}"),
+                }
+            }
+        }
+    }
+
+    /// A tool whose rules hold a construct regorus answers differently
+    /// from OPA: where native hands the request to regorus, regorus' answer
+    /// is refused (fail closed); its error still comes back.
+    #[test]
+    fn a_flagged_plan_never_returns_regorus_answer() {
+        let rego = "x := v if { some v in input.arguments.l; v == 1 }\ny := startswith(input.arguments.p, \"/\")";
+        let (pool, steps) = pool(rego, &["x", "y"]);
+        assert!(pool.is_native(&steps));
+        // Unflagged: the body holding twice falls back, regorus answers.
+        let args = json!({"l": [1, 1], "p": "/a"});
+        assert_eq!(
+            eval(&pool, &steps, args.clone()).unwrap(),
+            [Some(json!(1)), Some(json!(true))]
+        );
+        let pool = pool.with_flagged(Some("p.rego:2:1: something".into()));
+        let err = eval(&pool, &steps, args).unwrap_err();
+        assert!(
+            err.starts_with("regent cannot evaluate this input as OPA does: p.rego:2:1"),
+            "{err}"
+        );
+        // regorus' own error is still its error.
+        let err = eval(&pool, &steps, json!({"l": [1, 1], "p": 3})).unwrap_err();
+        assert!(err.contains("startswith"), "{err}");
+        // What native decides is answered.
+        assert_eq!(
+            eval(&pool, &steps, json!({"l": [1], "p": "a"})).unwrap(),
+            [Some(json!(1)), Some(json!(false))]
+        );
+    }
+
     #[test]
     fn the_shipped_examples_run_natively() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
@@ -1206,15 +1461,17 @@ missing if not input.arguments.nope in object.keys(input.arguments)
         let (pool, steps) = pool(rego, &rules);
         assert!(pool.is_native(&steps));
         let cases = [
-            (json!({"content": 1}), Ok(json!([true, null, false, true]))),
-            (json!({"path": "a"}), Ok(json!([null, true, false, true]))),
+            // `not nope in …` with `nope` undefined fails the body, as in
+            // OPA (regorus would make it hold).
+            (json!({"content": 1}), Ok(json!([true, null, false, null]))),
+            (json!({"path": "a"}), Ok(json!([null, true, false, null]))),
             (
                 json!({"path": "a", "nested": {"a": 1}}),
-                Ok(json!([null, true, true, true])),
+                Ok(json!([null, true, true, null])),
             ),
             (
                 json!({"path": "b", "nested": {"a": 1}}),
-                Ok(json!([null, true, false, true])),
+                Ok(json!([null, true, false, null])),
             ),
             (json!({"path": "a", "nested": "a"}), Err(())),
             (json!({"path": "a", "nested": ["a"]}), Err(())),

@@ -78,6 +78,11 @@ pub struct EnginePool {
     limits: Limits,
     /// The planned rules lowered for `native`, when any could be.
     native: Option<Program>,
+    /// A construct of the planned rules where regorus answers differently
+    /// from OPA (`rego/portability`), as `file:line:column: what`: when
+    /// native hands a request to regorus, only regorus' error may come
+    /// back, never its answer.
+    flagged: Option<String>,
 }
 
 impl EnginePool {
@@ -91,7 +96,16 @@ impl EnginePool {
             idle: Mutex::new(Vec::new()),
             limits,
             native: None,
+            flagged: None,
         }
+    }
+
+    /// Marks the planned rules as holding a construct where regorus
+    /// answers differently from OPA (`what`, located): a request native
+    /// cannot decide then fails closed unless regorus fails too.
+    pub fn with_flagged(mut self, what: Option<String>) -> EnginePool {
+        self.flagged = what;
+        self
     }
 
     /// Lowers the rules of `steps` for `native` (those it can), so that a
@@ -138,6 +152,8 @@ impl EnginePool {
     ) -> Result<Vec<Option<Value>>, EvalError> {
         if let (Some(program), Some(entries)) = (&self.native, self.native_entries(steps.clone())) {
             let scope = Scope::begin();
+            #[cfg(debug_assertions)]
+            super::native::took_opa_only_path();
             match program.eval(&entries, &input, &self.limits, &scope) {
                 Outcome::Values(values) => {
                     in_time(&scope, &self.limits)?;
@@ -146,8 +162,12 @@ impl EnginePool {
                         .map(|v| to_json(v, &self.limits))
                         .collect::<Result<Vec<_>, _>>()?;
                     drop(scope);
+                    // Where native answered as OPA and regorus would not,
+                    // there is nothing to compare with.
                     #[cfg(debug_assertions)]
-                    self.agrees_with_regorus(steps, input, &out);
+                    if !super::native::took_opa_only_path() {
+                        self.agrees_with_regorus(steps, input, &out);
+                    }
                     return Ok(out);
                 }
                 Outcome::TimedOut => {
@@ -156,6 +176,15 @@ impl EnginePool {
                 // Nothing of the attempt is kept, its charges included: the
                 // scope ends here and regorus starts afresh.
                 Outcome::Fallback => {}
+            }
+            if let Some(what) = &self.flagged {
+                // regorus' answer may not be OPA's here: only its error is.
+                self.eval_regorus(steps, input)?;
+                return Err(EvalError {
+                    message: format!("regent cannot evaluate this input as OPA does: {what}"),
+                    location: None,
+                    timed_out: false,
+                });
             }
         }
         self.eval_regorus(steps, input)

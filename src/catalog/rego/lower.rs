@@ -544,7 +544,15 @@ impl Lower {
                     }
                     _ => Stmt::Expr(self.expr(expr, pkg, scope)?),
                 },
-                Literal::NotExpr { expr, .. } => Stmt::Not(self.expr(expr, pkg, scope)?),
+                Literal::NotExpr { expr, .. } => {
+                    // What OPA evaluates before the negation, as guards
+                    // (`portability`); a local or constant is always defined.
+                    let mut guards = Vec::new();
+                    for g in super::portability::not_guards(expr) {
+                        guard(self.expr(g, pkg, scope)?, &mut guards);
+                    }
+                    Stmt::Not(self.expr(expr, pkg, scope)?, guards)
+                }
                 Literal::SomeIn {
                     key,
                     value,
@@ -882,6 +890,34 @@ fn consts(terms: &[Term]) -> Option<Vec<Value>> {
             _ => None,
         })
         .collect()
+}
+
+/// Adds to `out` what decides whether `t` is defined: nothing for a
+/// constant, local or comprehension (always defined); the operands of a
+/// builtin call, comparison, membership or composite (undefined exactly
+/// when one of them is; an error is raised again when the negated term
+/// runs), so that `not "k" in object.keys(x)` checks `x` rather than build
+/// its keys; anything else (a reference, a function) whole.
+fn guard(t: Term, out: &mut Vec<Term>) {
+    match t {
+        Term::Const(_) | Term::Local(_) | Term::Compr { .. } => {}
+        Term::Call(_, args) | Term::Array(args) | Term::Set(args) => {
+            for a in args {
+                guard(a, out);
+            }
+        }
+        Term::Object(fields) => {
+            for (k, v) in fields {
+                guard(k, out);
+                guard(v, out);
+            }
+        }
+        Term::Compare(_, a, b) | Term::In(a, b) | Term::KeyIn(a, b) => {
+            guard(*a, out);
+            guard(*b, out);
+        }
+        t => out.push(t),
+    }
 }
 
 /// A function's parameters as the first locals of a body: plain, distinct

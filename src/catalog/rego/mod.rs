@@ -17,6 +17,7 @@
 //!   description or schemas;
 //! - [`refs`]: references into `input` and `data` that can never be defined;
 //! - [`safety`]: OPA's safety rule (unbound variables);
+//! - [`portability`]: constructs where regorus answers differently from OPA;
 //! - [`partition`]: the finite partition of a free string argument;
 //! - [`coverage`]: the lines regorus' coverage counts;
 //! - [`lower`]: the planned rules as `native`'s terms, when they are in its subset.
@@ -34,6 +35,7 @@ pub mod input_sized;
 pub mod lint;
 pub(super) mod lower;
 pub mod partition;
+pub mod portability;
 pub mod reads;
 pub mod recursion;
 pub(super) mod refs;

@@ -197,3 +197,73 @@ fn flags_identity_rules_and_titles() {
         .collect();
     assert_eq!(lines, vec![3, 4]);
 }
+
+/// `rego/portability`: what it flags (the first column) and what it leaves
+/// alone, with the arguments' schema requiring `path` (a string) and `l`
+/// (an array).
+#[test]
+fn portability_flags_what_can_diverge() {
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "l": {"type": "array"}, "o": {}},
+        "required": ["path", "l"],
+    });
+    let data = serde_json::json!({"names": ["a"], "n": 3});
+    for (flagged, body) in [
+        (true, "not is_null(input.arguments.o)"),
+        (true, "not startswith(lower(input.arguments.o), \"x\")"),
+        (true, "not [input.arguments.o] == [1]"),
+        (true, "not f(input.arguments.o)"),
+        (false, "not f(input.arguments.path)"),
+        (true, "not f(input.arguments.path) == true"),
+        (true, "not input.arguments.x[input.arguments.o] == 1"),
+        (true, "some x in input.arguments.o"),
+        (true, "some x in data.n"),
+        (true, "some x in input.caller.claims.groups"),
+        (true, "s < o"),
+        (false, "not input.arguments.o == 1"),
+        (false, "not input.arguments.o"),
+        (false, "not input.arguments.o.b == 1"),
+        (false, "not startswith(input.arguments.path, \"/\")"),
+        (false, "not \"k\" in object.keys(input.arguments)"),
+        (false, "o := input.arguments.o; not is_null(o)"),
+        (
+            false,
+            "input.arguments.o != null; not is_null(input.arguments.o)",
+        ),
+        (false, "some x in input.arguments.l"),
+        (false, "some x in data.names"),
+        (false, "some x in split(input.arguments.path, \"/\")"),
+        (
+            false,
+            "is_array(input.arguments.o); some x in input.arguments.o",
+        ),
+        (false, "count(input.arguments.l) > 2"),
+        (false, "input.arguments.o < 3"),
+        (false, "\"a\" in input.arguments.o"),
+    ] {
+        let text = format!(
+            "package tools.t\nimport rego.v1\nf(x) if is_null(x)\ns := {{1}}\no := {{\"a\": 1}}\nr if {{ {body} }}\n"
+        );
+        let m = load(&text);
+        let facts = portability::Facts {
+            schemas: vec![vec![&schema]],
+            data: vec![&data],
+            packages: vec!["tools.t".into()],
+        };
+        let found: Vec<_> = portability::check(&m, &facts)
+            .into_iter()
+            .filter(|f| f.rule == "r")
+            .collect();
+        assert_eq!(!found.is_empty(), flagged, "{body}: {found:?}");
+        for f in &found {
+            let d = &f.diagnostic;
+            assert_eq!(d.location.line, 6, "{body}");
+            assert!(d.help.is_some(), "{body}");
+            assert!(
+                d.message.chars().next().is_some_and(|c| !c.is_uppercase()),
+                "{body}"
+            );
+        }
+    }
+}

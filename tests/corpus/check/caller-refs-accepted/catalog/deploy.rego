@@ -15,7 +15,8 @@ deny contains "no verified caller" if not input.caller
 deny contains sprintf("%s (from %s) is not on call", [input.caller.subject, input.caller.issuer]) if {
 	input.caller
 	input.arguments.env == "prod"
-	not "oncall" in input.caller.claims.groups
+	groups := object.get(input.caller, ["claims", "groups"], [])
+	not "oncall" in groups
 }
 
 deny contains "suspended" if input.caller["claims"]["https://example.com/status"] == "suspended"
