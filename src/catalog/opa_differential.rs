@@ -89,10 +89,28 @@ fn catalogs(scratch: &Path) -> Vec<Case> {
             format!("package tools.t\n\nimport rego.v1\n\n{}\n", e.rego),
         )
         .unwrap();
+        let name = format!("constructs/{}", e.name);
         let built = Source::load(std::slice::from_ref(&dir))
             .map_err(|d| format!("{d:?}"))
             .and_then(|s| build(&s, &BuildOptions::default()).map_err(|d| format!("{d:?}")));
-        out.push((format!("constructs/{}", e.name), built, e.differs));
+        if let Some(code) = &e.refused {
+            // Refused at load, with its code: nothing to compare.
+            match built {
+                Err(why) if why.contains(&format!("code: {code:?}")) => {}
+                Err(why) => out.push((
+                    name,
+                    Err(format!("refused, but not with {code}: {why}")),
+                    vec![],
+                )),
+                Ok(_) => out.push((
+                    name,
+                    Err(format!("builds, but should be refused with {code}")),
+                    vec![],
+                )),
+            }
+            continue;
+        }
+        out.push((name, built, e.differs));
     }
     out
 }
@@ -112,6 +130,10 @@ struct Construct {
     /// longer happens, so the list only shrinks.
     #[serde(default)]
     differs: Vec<Outcome>,
+    /// The code of the load error regent refuses the construct with, when
+    /// it cannot evaluate it as OPA does (issue 27).
+    #[serde(default)]
+    refused: Option<String>,
 }
 
 /// Whether `a` and `b` are the same JSON value, numbers compared as numbers.
