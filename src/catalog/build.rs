@@ -137,8 +137,15 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     // engine), so they are spread over the cores; results keep declaration
     // order. A tool takes a fraction of a millisecond, so small catalogs stay
     // on one thread.
+    let parsed_all = policies.len()
+        == source
+            .policies
+            .iter()
+            .filter(|f| f.kind == FileKind::Policy)
+            .count();
     let shared = Shared {
         all: &policies,
+        parsed_all,
         portability: &portability,
         base: &base,
         library: &library,
@@ -357,6 +364,10 @@ fn package_location(path: &std::path::Path, text: &str) -> Location {
 /// (libraries and data) and the library modules as (file, package).
 struct Shared<'a> {
     all: &'a [PolicyFile<'a>],
+    /// Whether every policy file parsed. When one did not, a package no
+    /// parsed file defines may be that file's: the parse error is the
+    /// finding, and no follow-on "package not defined" is added to it.
+    parsed_all: bool,
     /// `rego/portability`'s findings, by the tool package that owns them.
     portability: &'a HashMap<&'a str, Vec<rego::portability::Finding>>,
     base: &'a regorus::Engine,
@@ -373,6 +384,7 @@ fn compile_tool(
 ) -> Result<(Tool, Vec<Diagnostic>), Vec<Diagnostic>> {
     let Shared {
         all,
+        parsed_all,
         portability,
         base,
         library,
@@ -456,6 +468,10 @@ fn compile_tool(
     if let Some(pkg) = &decl.policy
         && own.is_empty()
     {
+        if !parsed_all {
+            // A policy file did not parse; its error is the one to fix.
+            return Err(diags);
+        }
         diags.push(missing_package(file, at, "policy", pkg, all));
     }
     if let Some(pkg) = &decl.shadow_policy {
@@ -469,6 +485,9 @@ fn compile_tool(
                 .with_help("name the new package under test here, the one `policy` will point to once it has proven itself"),
             );
         } else if shadow.is_empty() {
+            if !parsed_all {
+                return Err(diags);
+            }
             diags.push(missing_package(file, at, "shadow_policy", pkg, all));
         }
     }
