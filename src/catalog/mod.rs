@@ -19,6 +19,7 @@ pub mod hints;
 pub mod native;
 #[cfg(test)]
 pub(crate) mod opa;
+mod opa_builtins;
 pub mod policy;
 pub mod proof;
 pub mod rego;
