@@ -320,8 +320,6 @@ mod tests {
         Any,
         /// An array of strings.
         Strs,
-        /// A set of strings (sent as an array, made a set in the rule).
-        Set,
         /// A set of sets of strings.
         SetOfSets,
         /// A path: an array of strings, or a string.
@@ -341,10 +339,6 @@ mod tests {
             Kind::Strs => (
                 Json::Array((0..rng.below(4)).map(|_| json!(string(rng))).collect()),
                 0,
-            ),
-            Kind::Set => (
-                Json::Array((0..rng.below(4)).map(|_| json!(string(rng))).collect()),
-                1,
             ),
             Kind::SetOfSets => (
                 Json::Array(
