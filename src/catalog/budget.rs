@@ -31,6 +31,8 @@ use std::time::{Duration, Instant};
 use regorus::Value;
 use regorus::unstable::{BUILTINS, Expr, Ref, Source, Span};
 
+use super::opa_builtins::{Compat, TABLE};
+
 /// The default memory budget of one evaluation, in MiB.
 pub const DEFAULT_POLICY_MEMORY_MB: u64 = 64;
 
@@ -351,8 +353,10 @@ fn range_len(from: &Value, to: &Value, step: Option<&Value>) -> Option<u64> {
 /// The length of `s` with every `old` replaced by `new`.
 fn replaced_len(len: u64, s: &str, old: &str, new: u64) -> u64 {
     if old.is_empty() {
-        // Go and Rust insert `new` before every character and at the end.
-        return len.saturating_add((s.chars().count() as u64 + 1).saturating_mul(new));
+        // Go (and `opa_builtins`, which answers as OPA) inserts `new` before
+        // every byte and at the end.
+        let _ = s;
+        return len.saturating_add((len + 1).saturating_mul(new));
     }
     let matches = s.matches(old).count() as u64;
     len.saturating_add(matches.saturating_mul(new))
@@ -455,12 +459,14 @@ static PLACEHOLDER: LazyLock<(Span, Vec<Ref<Expr>>)> = LazyLock::new(|| {
 /// to the evaluation's budget first, exactly as the installed guard does.
 /// One path for the guards regorus calls and the calls of `super::native`,
 /// which may pass a `fast` answer (`super::builtins`): it runs after the
-/// charge, so both paths spend the same budget, and regorus' builtin runs
-/// whenever it declines.
+/// charge, so both paths spend the same budget. Then OPA's answer where
+/// regorus' differs (`compat`, from [`super::opa_builtins::of`]), and
+/// regorus' builtin whenever both decline.
 pub(super) fn call(
     name: &str,
     fcn: regorus::unstable::BuiltinFcn,
     estimate: Option<Estimate>,
+    compat: Option<Compat>,
     args: &[Value],
     limits: &Limits,
     fast: impl FnOnce(&[Value]) -> Option<Value>,
@@ -470,6 +476,9 @@ pub(super) fn call(
     }
     if let Some(v) = fast(args) {
         return Ok(v);
+    }
+    if let Some(answer) = compat.and_then(|c| c(args)) {
+        return answer;
     }
     let (span, params) = &*PLACEHOLDER;
     (fcn.0)(span, &params[..args.len()], args, true)
@@ -482,20 +491,30 @@ pub(super) fn estimate_of(name: &str) -> Option<Estimate> {
 }
 
 /// Installs the guards on `engine`: each size-driving builtin becomes an
-/// extension that charges its output's size before calling regorus' own.
+/// extension that charges its output's size before calling regorus' own,
+/// and each builtin whose regorus answer differs from OPA's one that
+/// answers as OPA ([`super::opa_builtins`]).
 pub fn install(engine: &mut regorus::Engine, limits: Limits) -> anyhow::Result<()> {
-    for &(name, estimate) in GUARDED {
+    let guarded = GUARDED.iter().map(|&(n, _)| n);
+    let compat = TABLE.iter().map(|&(n, _)| n);
+    let mut names: Vec<&'static str> = guarded.chain(compat).collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
         let Some(&(builtin, nargs)) = BUILTINS.get(name) else {
             // A builtin this build of regorus lacks needs no guard.
             continue;
         };
+        let estimate = estimate_of(name);
+        let compat = super::opa_builtins::of(name);
         // Arguments of the wrong types are charged nothing, but the time
         // limit is still checked.
         let guard = move |args: Vec<Value>| -> anyhow::Result<Value> {
             call(
                 name,
                 (builtin, nargs),
-                Some(estimate),
+                estimate,
+                compat,
                 &args,
                 &limits,
                 |_| None,

@@ -333,7 +333,7 @@ mod tests {
     /// Regorus' own answer, through the same call path as a policy's.
     fn regorus(name: &str, args: &[Value]) -> Option<Value> {
         let (&key, &fcn) = regorus::unstable::BUILTINS.get_key_value(name).unwrap();
-        budget::call(key, fcn, None, args, &Limits::default(), |_| None).ok()
+        budget::call(key, fcn, None, None, args, &Limits::default(), |_| None).ok()
     }
 
     /// This module's answer, every argument a constant as a literal is.

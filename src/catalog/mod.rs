@@ -20,6 +20,7 @@ pub mod meta_keys;
 pub mod native;
 #[cfg(test)]
 pub(crate) mod opa;
+mod opa_builtins;
 #[cfg(test)]
 mod opa_differential;
 pub mod policy;

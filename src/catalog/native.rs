@@ -61,6 +61,7 @@ use regorus::unstable::BuiltinFcn;
 
 use super::budget::{self, Estimate, Limits, Scope};
 use super::builtins::Fast;
+use super::opa_builtins::Compat;
 
 /// The lowered rules of one tool's engine, and which plan steps they answer.
 pub struct Program {
@@ -190,6 +191,8 @@ pub(super) struct Builtin {
     pub name: &'static str,
     pub fcn: BuiltinFcn,
     pub estimate: Option<Estimate>,
+    /// OPA's answer where regorus' differs (`opa_builtins`), resolved at load.
+    pub compat: Option<Compat>,
     /// Its native answer for the common cases, when it has one. Boxed: a
     /// compiled pattern is large, and every `Term` is as large as its
     /// largest variant (inline, it made the 10,000-tool catalog 15 MB
@@ -631,7 +634,15 @@ impl Eval<'_> {
                     return Ok(Value::Undefined);
                 }
                 let fast = |args: &[Value]| b.fast.as_ref().and_then(|f| f.answer(args));
-                match budget::call(b.name, b.fcn, b.estimate, &values, self.limits, fast) {
+                match budget::call(
+                    b.name,
+                    b.fcn,
+                    b.estimate,
+                    b.compat,
+                    &values,
+                    self.limits,
+                    fast,
+                ) {
                     Ok(v) => v,
                     // regorus raises it again, with the call's location.
                     Err(_) => return Err(Stop::Fallback),

@@ -44,6 +44,7 @@ use crate::catalog::builtins::Fast;
 use crate::catalog::native::{
     self, Body, Builtin, Cmp, Collect, Def, Kind, Program, Rule as NRule, Stmt, Term,
 };
+use crate::catalog::opa_builtins;
 
 /// Builtins whose answer is not a function of their arguments, or that
 /// need the interpreter: never lowered.
@@ -788,6 +789,7 @@ impl Lower {
                         name: key,
                         fcn,
                         estimate: budget::estimate_of(key),
+                        compat: opa_builtins::of(key),
                         fast: Fast::of(key, &consts).map(Box::new),
                     },
                     args,
