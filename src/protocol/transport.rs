@@ -10,7 +10,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -60,7 +60,9 @@ pub struct LineTransport<R, W> {
     /// session would end and drop them, so a client that writes its requests
     /// and closes stdin (`regent serve < requests`) would lose the answers
     /// still being computed: [`Transport::receive`] reports the end only
-    /// once they are written, or after [`DRAIN`].
+    /// once they are written, or after [`DRAIN`]. A request the client
+    /// cancels (`notifications/cancelled`) gets no answer (MCP says the
+    /// receiver should not send one), so it stops being waited for then.
     pending: Arc<Pending>,
     /// When the end of input was first seen.
     eof_at: Option<tokio::time::Instant>,
@@ -71,8 +73,26 @@ pub struct LineTransport<R, W> {
 
 #[derive(Default)]
 struct Pending {
-    count: AtomicUsize,
+    /// The ids of the requests not answered yet (as JSON text).
+    ids: std::sync::Mutex<std::collections::HashSet<String>>,
     answered: Notify,
+}
+
+impl Pending {
+    fn ids(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.ids.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn count(&self) -> usize {
+        self.ids().len()
+    }
+
+    /// `id` needs no answer any more (answered, or cancelled).
+    fn done(&self, id: &RequestId) {
+        if self.ids().remove(&id.to_string()) {
+            self.answered.notify_waiters();
+        }
+    }
 }
 
 impl<R, W> LineTransport<R, W>
@@ -111,12 +131,12 @@ where
             .get_or_insert_with(|| tokio::time::Instant::now() + DRAIN);
         loop {
             let answered = self.pending.answered.notified();
-            if self.pending.count.load(Ordering::SeqCst) == 0 {
+            if self.pending.count() == 0 {
                 return;
             }
             if tokio::time::timeout_at(deadline, answered).await.is_err() {
                 tracing::debug!(
-                    unanswered = self.pending.count.load(Ordering::SeqCst),
+                    unanswered = self.pending.count(),
                     "end of input: stopped waiting for answers"
                 );
                 return;
@@ -205,8 +225,18 @@ where
 
     /// `msg`, counted in [`Self::pending`] when it is a request rmcp will answer.
     fn counted(&self, msg: ClientJsonRpcMessage) -> ClientJsonRpcMessage {
-        if matches!(msg, JsonRpcMessage::Request(_)) {
-            self.pending.count.fetch_add(1, Ordering::SeqCst);
+        match &msg {
+            JsonRpcMessage::Request(r) => {
+                self.pending.ids().insert(r.id.to_string());
+            }
+            JsonRpcMessage::Notification(n) => {
+                if let rmcp::model::ClientNotification::CancelledNotification(c) = &n.notification
+                    && let Some(id) = &c.params.request_id
+                {
+                    self.pending.done(id);
+                }
+            }
+            _ => {}
         }
         msg
     }
@@ -256,7 +286,11 @@ where
         item: ServerJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         // An answer to a client's request (not a request of ours to it).
-        let answers = matches!(item, JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_));
+        let answers = match &item {
+            JsonRpcMessage::Response(r) => Some(r.id.clone()),
+            JsonRpcMessage::Error(e) => e.id.clone(),
+            _ => None,
+        };
         let bytes = encode(item);
         let write = self.write.clone();
         let reader_idle = self.reader_idle.clone();
@@ -275,13 +309,8 @@ where
                 Ok(())
             }
             .await;
-            if answers {
-                // Saturating: an answer to a request that was not counted
-                // (none today) must not wrap the count.
-                let _ = pending
-                    .count
-                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
-                pending.answered.notify_waiters();
+            if let Some(id) = answers {
+                pending.done(&id);
             }
             written
         }

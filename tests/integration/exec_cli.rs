@@ -667,3 +667,34 @@ async fn calls_past_the_concurrency_limit_are_refused_and_start_nothing() {
         r.close().await;
     }
 }
+
+#[test]
+fn a_cancelled_call_does_not_hold_the_exit_at_the_end_of_input() {
+    // The client cancels a long call, then closes stdin. MCP says no answer
+    // comes for a cancelled request, so the end of input must not wait for
+    // one (it once waited the whole 10 s drain).
+    let dir = setup();
+    let pid_file = dir.path().join("work/pids");
+    let mut server = common::Server::start(Era::Legacy, &[dir.path().to_str().unwrap()]);
+    let id = server.send_request(
+        "tools/call",
+        json!({"name": "sleepy_long", "arguments": {}}),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while read_pids(&pid_file).len() < 2 {
+        assert!(Instant::now() < deadline, "the command did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    server.notify(
+        "notifications/cancelled",
+        json!({"requestId": id, "reason": "the user changed their mind"}),
+    );
+    let started = Instant::now();
+    let status = server.finish();
+    let took = started.elapsed();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        took < Duration::from_secs(5),
+        "exit took {took:?} after the cancelled call"
+    );
+}
