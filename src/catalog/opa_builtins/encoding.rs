@@ -30,3 +30,48 @@ pub(super) fn semver_is_valid(a: &[Value]) -> Option<anyhow::Result<Value>> {
         _ => Some(Ok(Value::from(false))),
     }
 }
+
+/// `urlquery.decode(s)` is Go's `url.QueryUnescape`: `+` is a space, a `%`
+/// not followed by two hex digits is an error (regorus keeps it as it is,
+/// and trims white space). Bytes that are not UTF-8 come out as one U+FFFD
+/// each, as OPA writes them.
+pub(super) fn urlquery_decode(a: &[Value]) -> Option<anyhow::Result<Value>> {
+    let Value::String(s) = &a[0] else {
+        return None;
+    };
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let hex = |j: usize| b.get(j).and_then(|c| (*c as char).to_digit(16));
+                let (Some(h), Some(l)) = (hex(i + 1), hex(i + 2)) else {
+                    let end = (i + 3).min(b.len());
+                    let bad = String::from_utf8_lossy(&b[i..end]);
+                    return Some(Err(anyhow::anyhow!(
+                        "urlquery.decode: invalid URL escape {bad:?}"
+                    )));
+                };
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    let mut text = String::with_capacity(out.len());
+    for chunk in out.utf8_chunks() {
+        text.push_str(chunk.valid());
+        for _ in chunk.invalid() {
+            text.push('\u{fffd}');
+        }
+    }
+    Some(Ok(Value::from(text)))
+}

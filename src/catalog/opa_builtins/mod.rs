@@ -42,6 +42,7 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("units.parse_bytes", units::parse_bytes),
     ("units.parse", units::parse),
     ("urlquery.encode", encoding::urlquery_encode),
+    ("urlquery.decode", encoding::urlquery_decode),
     ("semver.is_valid", encoding::semver_is_valid),
 ];
 
@@ -444,6 +445,7 @@ mod tests {
         "json.marshal",
         "regex.match",
         "glob.match",
+        "urlquery.encode_object",
     ];
 
     /// The one rule of a builtin's policy: its arguments from `input.aJ`,
