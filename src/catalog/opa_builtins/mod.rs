@@ -21,6 +21,9 @@
 
 use regorus::Value;
 
+mod encoding;
+mod units;
+
 /// OPA's answer for a call of one builtin: `None` when regorus' own is.
 pub(super) type Compat = fn(&[Value]) -> Option<anyhow::Result<Value>>;
 
@@ -36,6 +39,11 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("array.slice", |a| int_operands("array.slice", a, &[1, 2])),
     ("to_number", to_number),
     ("replace", replace),
+    ("units.parse_bytes", units::parse_bytes),
+    ("units.parse", units::parse),
+    ("urlquery.encode", encoding::urlquery_encode),
+    ("urlquery.decode", encoding::urlquery_decode),
+    ("semver.is_valid", encoding::semver_is_valid),
 ];
 
 /// OPA's error: lowercase, prefixed with the builtin's name, as OPA's are.
@@ -419,6 +427,13 @@ mod tests {
         ("sum", &[Any]),
         ("max", &[Any]),
         ("object.keys", &[Any]),
+        ("units.parse_bytes", &[Str]),
+        ("units.parse", &[Str]),
+        ("urlquery.encode", &[Str]),
+        ("urlquery.decode", &[Str]),
+        ("urlquery.encode_object", &[Obj]),
+        ("semver.is_valid", &[Any]),
+        ("semver.compare", &[Str, Str]),
     ];
 
     /// Builtins whose differences from OPA are known and not fixed here yet
@@ -430,6 +445,7 @@ mod tests {
         "json.marshal",
         "regex.match",
         "glob.match",
+        "urlquery.encode_object",
     ];
 
     /// The one rule of a builtin's policy: its arguments from `input.aJ`,

@@ -1,0 +1,77 @@
+//! `urlquery.encode` and `semver.is_valid` as OPA answers them.
+
+use regorus::Value;
+
+/// `urlquery.encode(s)` is Go's `url.QueryEscape`: letters, digits and
+/// `-_.~` as they are, a space as `+`, every other byte `%XX` in upper
+/// case. regorus (form_urlencoded) also keeps `*` and escapes `~`.
+pub(super) fn urlquery_encode(a: &[Value]) -> Option<anyhow::Result<Value>> {
+    let Value::String(s) = &a[0] else {
+        return None;
+    };
+    let mut out = String::with_capacity(s.len() * 3);
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    Some(Ok(Value::from(out)))
+}
+
+/// `semver.is_valid(x)` of anything but a string is `false` in OPA; regorus
+/// raises a type error.
+pub(super) fn semver_is_valid(a: &[Value]) -> Option<anyhow::Result<Value>> {
+    match &a[0] {
+        Value::String(_) => None,
+        _ => Some(Ok(Value::from(false))),
+    }
+}
+
+/// `urlquery.decode(s)` is Go's `url.QueryUnescape`: `+` is a space, a `%`
+/// not followed by two hex digits is an error (regorus keeps it as it is,
+/// and trims white space). Bytes that are not UTF-8 come out as one U+FFFD
+/// each, as OPA writes them.
+pub(super) fn urlquery_decode(a: &[Value]) -> Option<anyhow::Result<Value>> {
+    let Value::String(s) = &a[0] else {
+        return None;
+    };
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => {
+                let hex = |j: usize| b.get(j).and_then(|c| (*c as char).to_digit(16));
+                let (Some(h), Some(l)) = (hex(i + 1), hex(i + 2)) else {
+                    let end = (i + 3).min(b.len());
+                    let bad = String::from_utf8_lossy(&b[i..end]);
+                    return Some(Err(anyhow::anyhow!(
+                        "urlquery.decode: invalid URL escape {bad:?}"
+                    )));
+                };
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    let mut text = String::with_capacity(out.len());
+    for chunk in out.utf8_chunks() {
+        text.push_str(chunk.valid());
+        for _ in chunk.invalid() {
+            text.push('\u{fffd}');
+        }
+    }
+    Some(Ok(Value::from(text)))
+}
