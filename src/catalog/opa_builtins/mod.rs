@@ -22,6 +22,7 @@
 use regorus::Value;
 
 mod encoding;
+mod numbers;
 mod units;
 
 /// OPA's answer for a call of one builtin: `None` when regorus' own is.
@@ -41,6 +42,7 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("replace", replace),
     ("units.parse_bytes", units::parse_bytes),
     ("units.parse", units::parse),
+    ("format_int", numbers::format_int),
     ("urlquery.encode", encoding::urlquery_encode),
     ("urlquery.decode", encoding::urlquery_decode),
     ("semver.is_valid", encoding::semver_is_valid),
@@ -441,7 +443,6 @@ mod tests {
     const KNOWN: &[&str] = &[
         "sprintf",
         "strings.replace_n",
-        "format_int",
         "json.marshal",
         "regex.match",
         "glob.match",

@@ -207,6 +207,24 @@ fn parse_float(digits: BigUint, exp10: i64) -> Float {
     }
 }
 
+/// The integer part (truncated toward zero) of the decimal `text` read as
+/// Go's `new(big.Float).SetString(text)` reads it, at 64 bits: what OPA's
+/// `builtins.NumberToFloat(n).Int(nil)` makes of a number (`format_int`).
+/// `None` for text that is not a decimal.
+pub(super) fn big_float_int(text: &str) -> Option<BigInt> {
+    let (negative, digits, exp10) = decimal(text)?;
+    let f = parse_float(digits, exp10);
+    let magnitude = if f.e >= 0 {
+        f.m << (f.e as u64)
+    } else {
+        f.m >> (f.e.unsigned_abs())
+    };
+    Some(BigInt::from_biguint(
+        if negative { Sign::Minus } else { Sign::Plus },
+        magnitude,
+    ))
+}
+
 /// An integer as regorus holds it: exactly up to 128 bits (OPA's too), as
 /// the nearest double past them.
 fn number(negative: bool, magnitude: BigUint) -> Value {
