@@ -390,6 +390,8 @@ fn compile_tool(
         library,
     } = *shared;
     let mut diags = Vec::new();
+    // Findings that do not stop the tool from compiling.
+    let mut warnings = Vec::new();
     let location = file.locate(&at.key("name"));
 
     if decl.name.is_empty() {
@@ -397,6 +399,32 @@ fn compile_tool(
             Diagnostic::error("empty-name", location.clone(), "tool name is empty")
                 .with_help("give the tool a name, unique in the catalog"),
         );
+    } else if let Some(problem) = crate::source::tool_name::check(&decl.name) {
+        // A character that can make a name display as another is refused;
+        // the rest of MCP's guidance is a warning (clients may know the
+        // tool by an older name).
+        let d = if problem.is_deceptive() {
+            Diagnostic::error(
+                "tool-name-deceptive",
+                location.clone(),
+                format!("tool name {:?} cannot be listed: {problem}", decl.name),
+            )
+        } else {
+            Diagnostic::warning(
+                "tool-name",
+                location.clone(),
+                format!(
+                    "tool name {:?} does not follow MCP's naming guidance: {problem}",
+                    decl.name
+                ),
+            )
+        };
+        let d = d.with_help(crate::source::tool_name::HELP);
+        if problem.is_deceptive() {
+            diags.push(d);
+        } else {
+            warnings.push(d);
+        }
     }
     if decl.input_schema.get("type").and_then(Value::as_str) != Some("object") {
         diags.push(
@@ -447,7 +475,6 @@ fn compile_tool(
         &mut diags,
     );
     let rules = compile_rules(file, at, decl, &listed, &mut diags);
-    let mut warnings = Vec::new();
     let mut probes = Vec::new();
     let run = run::compile(file, at, decl, &mut diags, &mut warnings, &mut probes);
     let mut resolvers = resolvers::compile(file, at, decl, &mut diags);

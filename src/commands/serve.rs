@@ -87,6 +87,10 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     if imported.has_errors() {
         return Err(Failure::from_diagnostics(&imported));
     }
+    // Tools left out (a bad or taken name) leave the rest serving.
+    for w in &imported.0 {
+        tracing::warn!("{w}");
+    }
     let upstreams = Arc::new(upstreams);
     let shared: reload::SharedSnapshots = Arc::new(std::sync::Mutex::new(snapshots));
     let catalog = crate::catalog::build(&source, &build_options(&args.catalog))

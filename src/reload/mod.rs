@@ -177,6 +177,10 @@ impl Reloader {
         if imported.has_errors() {
             return self.failed(imported);
         }
+        // Tools left out (a bad or taken name) leave the rest serving.
+        for w in &imported.0 {
+            tracing::warn!("{w}");
+        }
         // The revision digest covers every file's path and content: equal
         // digests mean the catalog would be rebuilt identical.
         if source.digest == self.state.current().revision {

@@ -10,6 +10,7 @@ pub mod locate;
 pub mod model;
 pub mod resolvers;
 pub mod run;
+pub mod tool_name;
 pub mod upstream;
 
 use std::path::{Path, PathBuf};

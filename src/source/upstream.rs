@@ -463,6 +463,15 @@ pub fn listed_annotations(
     }
 }
 
+/// A name as a message quotes it: at most 64 characters.
+fn shorten(name: &str) -> String {
+    if name.chars().count() <= 64 {
+        return name.to_string();
+    }
+    let head: String = name.chars().take(64).collect();
+    format!("{head}… ({} characters)", name.chars().count())
+}
+
 /// How a live tool list differs from a pinned one, in words: tools added,
 /// removed, and changed (naming the fields that changed). Empty when equal.
 pub fn differences(pinned: &Snapshot, live: &Snapshot) -> Vec<String> {
@@ -746,12 +755,33 @@ impl Source {
                     .and_then(|e| e.rename.clone())
                     .unwrap_or_else(|| format!("{prefix}{}", upstream_tool.name));
                 let here = file.locate(&at);
+                // One upstream's tool never stops the rest of the catalog:
+                // a name MCP's guidance refuses, or one already taken, leaves
+                // that tool out, with a warning.
+                if let Some(problem) = super::tool_name::check(&name) {
+                    diags.push(
+                        Diagnostic::warning(
+                            "upstream-tool-name",
+                            here,
+                            format!(
+                                "upstream `{}` lists tool {:?}, left out: {problem}",
+                                u.name,
+                                shorten(&name)
+                            ),
+                        )
+                        .with_help(format!(
+                            "{}; give the tool an `as` name under `tools:` of the upstream to list it",
+                            super::tool_name::HELP
+                        )),
+                    );
+                    return;
+                }
                 if let Some(prev) = names.get(&name) {
                     diags.push(
-                        Diagnostic::error(
+                        Diagnostic::warning(
                             "duplicate-tool",
                             here,
-                            format!("upstream `{}` would import tool `{name}`, which is already declared", u.name),
+                            format!("upstream `{}` lists tool `{name}`, which is already declared; left out", u.name),
                         )
                         .with_help(format!(
                             "the other declaration is at {prev}; give the upstream a `prefix` or the tool an `as` name"

@@ -42,10 +42,15 @@ fn edge_upstream() {
 
 /// A declaration of the kit's upstream as `name`, with `extra` lines.
 fn declaration(name: &str, log: &Path, extra: &str) -> String {
+    declaration_env(name, log, "", extra)
+}
+
+/// [`declaration`] with more environment entries (`, KEY: VALUE`...).
+fn declaration_env(name: &str, log: &Path, env: &str, extra: &str) -> String {
     let exe = std::env::current_exe().unwrap();
     let script = "exec \"$0\" --ignored --exact upstream_edges::edge_upstream --nocapture --test-threads=1 3>&1 1>&2";
     format!(
-        "  - name: {name}\n    command: /bin/sh\n    args: [-c, {script}, {exe}]\n    env:\n      set: {{{MODE_ENV}: \"1\", {LOG_ENV}: {log}}}\n{extra}",
+        "  - name: {name}\n    command: /bin/sh\n    args: [-c, {script}, {exe}]\n    env:\n      set: {{{MODE_ENV}: \"1\", {LOG_ENV}: {log}{env}}}\n{extra}",
         script = json!(script),
         exe = json!(exe.display().to_string()),
         log = json!(log.display().to_string()),
@@ -297,4 +302,61 @@ fn a_bad_upstream_max_output_is_a_load_error_at_its_place() {
             && stderr.contains("`max_output` of upstream `edge` is not a size: `lots`"),
         "{stderr}"
     );
+}
+
+#[test]
+fn tools_an_upstream_lists_under_bad_or_taken_names_are_left_out_and_the_rest_serves() {
+    // The kit's upstream lists `echo`, the catalog's own tool is named so
+    // too; it also lists names MCP's guidance refuses. Before, serve
+    // refused to start (every own tool gone).
+    let dir = tempfile::tempdir().unwrap();
+    let log_file = dir.path().join("edge.log");
+    std::fs::write(
+        dir.path().join("tools.yaml"),
+        "tools:\n  - name: echo\n    inputSchema: {type: object}\n    annotations: {readOnlyHint: true}\n",
+    )
+    .unwrap();
+    let extra = json!([
+        "",
+        "../../etc",
+        "tools/call",
+        "evil\u{202e}txt.exe",
+        "x".repeat(300)
+    ]);
+    let env = format!(
+        ", {}: {}",
+        common::upstream::EXTRA_TOOLS_ENV,
+        json!(extra.to_string())
+    );
+    let decl = declaration_env("edge", &log_file, &env, "");
+    let mut s = start(dir.path(), &[decl]);
+    let names = s.tool_names();
+    assert!(names.contains(&"echo".to_string()), "{names:?}");
+    for good in ["slow", "crash", "huge"] {
+        assert!(
+            names.contains(&good.to_string()),
+            "{good} missing: {names:?}"
+        );
+    }
+    for bad in ["", "../../etc", "tools/call"] {
+        assert!(
+            !names.contains(&bad.to_string()),
+            "{bad:?} listed: {names:?}"
+        );
+    }
+    assert!(
+        names
+            .iter()
+            .all(|n| n.len() <= 128 && !n.contains('\u{202e}')),
+        "{names:?}"
+    );
+    // `echo` is the catalog's own (it has no `run`, so a call says so),
+    // not the upstream's.
+    let r = call(&mut s, "echo", json!({"text": "hi"}));
+    assert!(
+        texts(&r).concat().contains("declares no `run` section"),
+        "{r}"
+    );
+    let stderr = s.stderr();
+    assert!(stderr.contains("left out"), "{stderr}");
 }

@@ -28,7 +28,26 @@ use serde_json::{Value, json};
 /// What `malformed` writes as its result: well-formed JSON, ill-typed MCP.
 pub const MALFORMED_MARK: &str = "MALFORMED-PAYLOAD";
 
+/// Names of more tools to list, as a JSON array in this variable (each
+/// with an empty schema): for tests of names regent must leave out.
+pub const EXTRA_TOOLS_ENV: &str = "EDGE_EXTRA_TOOLS";
+
 fn tools() -> Value {
+    let object = |props: Value| json!({"type": "object", "properties": props});
+    let extra: Vec<String> = std::env::var(EXTRA_TOOLS_ENV)
+        .ok()
+        .and_then(|v| serde_json::from_str(&v).ok())
+        .unwrap_or_default();
+    let mut tools = fixed_tools();
+    for name in extra {
+        tools.as_array_mut().unwrap().push(
+            json!({"name": name, "description": "An extra tool.", "inputSchema": object(json!({}))}),
+        );
+    }
+    tools
+}
+
+fn fixed_tools() -> Value {
     let object = |props: Value| json!({"type": "object", "properties": props});
     json!([
         {"name": "echo", "description": "Answers with its text.",
