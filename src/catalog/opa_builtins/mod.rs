@@ -21,6 +21,8 @@
 
 use regorus::Value;
 
+mod sprintf;
+
 /// OPA's answer for a call of one builtin: `None` when regorus' own is.
 pub(super) type Compat = fn(&[Value]) -> Option<anyhow::Result<Value>>;
 
@@ -36,6 +38,7 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("array.slice", |a| int_operands("array.slice", a, &[1, 2])),
     ("to_number", to_number),
     ("replace", replace),
+    ("sprintf", sprintf::sprintf),
 ];
 
 /// OPA's error: lowercase, prefixed with the builtin's name, as OPA's are.
