@@ -308,7 +308,11 @@ fn fixed(out: &mut String, digits: &str, dp: i32, prec: Option<usize>) {
         out.push('.');
         for i in 1..=prec as i32 {
             let j = dp + i - 1;
-            out.push(if j >= 0 && j < nd { d[j as usize] as char } else { '0' });
+            out.push(if j >= 0 && j < nd {
+                d[j as usize] as char
+            } else {
+                '0'
+            });
         }
     }
 }
@@ -324,7 +328,12 @@ fn exponent(out: &mut String, digits: &str, dp: i32, prec: usize, e: char) {
         }
     }
     let exp = if d.is_empty() { 0 } else { dp - 1 };
-    let _ = write!(out, "{e}{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+    let _ = write!(
+        out,
+        "{e}{}{:02}",
+        if exp < 0 { '-' } else { '+' },
+        exp.abs()
+    );
 }
 
 /// Digits of `f` rounded to `n` significant digits, trailing zeros cut.
@@ -553,7 +562,11 @@ struct Printer {
 
 impl Printer {
     fn padding(&mut self, n: usize) {
-        let c = if self.f.zero && !self.f.minus { '0' } else { ' ' };
+        let c = if self.f.zero && !self.f.minus {
+            '0'
+        } else {
+            ' '
+        };
         self.out.extend(std::iter::repeat_n(c, n));
     }
 
@@ -894,7 +907,11 @@ impl Printer {
             'x' => n.radix(16)?,
             'X' => n.radix(16)?.to_ascii_uppercase(),
             _ => {
-                let _ = write!(self.out, "%!{verb}(big.Int={}{digits})", if neg { "-" } else { "" });
+                let _ = write!(
+                    self.out,
+                    "%!{verb}(big.Int={}{digits})",
+                    if neg { "-" } else { "" }
+                );
                 return Ok(());
             }
         };
@@ -946,7 +963,7 @@ mod num_bigint_digits {
                 return Err(Unsure("a big integer of that size"));
             }
             let mut out = Vec::new();
-            while !(n.len() == 1 && n[0] == 0) && !n.is_empty() {
+            while !(n.is_empty() || n.len() == 1 && n[0] == 0) {
                 let mut rem = 0u32;
                 let mut q = Vec::with_capacity(n.len());
                 for d in &n {
@@ -1097,7 +1114,11 @@ pub(super) fn format_values(format: &str, values: &[Value]) -> Out<String> {
             i += 1;
             let (w, ok, n) = int_from_arg(&args, arg_num);
             arg_num = n;
-            p.f.wid = if ok { Some(w.unsigned_abs() as usize) } else { None };
+            p.f.wid = if ok {
+                Some(w.unsigned_abs() as usize)
+            } else {
+                None
+            };
             if !ok {
                 p.out.push_str("%!(BADWIDTH)");
                 // Go keeps wid = 0 and widPresent false.
@@ -1198,13 +1219,35 @@ mod tests {
     const WIDTHS: &[&str] = &["", "", "", "5", "1", "12", "*", "[1]", "[2]", "[9]", "0"];
     const PRECS: &[&str] = &["", "", "", ".", ".0", ".2", ".10", ".*", ".[1]*"];
     const VERBS: &[&str] = &[
-        "s", "v", "d", "q", "x", "X", "o", "b", "f", "e", "E", "g", "G", "t", "c", "T", "U",
-        "F", "%", "!", "ä", "s", "v", "d", "q", "[1]d", "[2]s", "[0]v", "",
+        "s", "v", "d", "q", "x", "X", "o", "b", "f", "e", "E", "g", "G", "t", "c", "T", "U", "F",
+        "%", "!", "ä", "s", "v", "d", "q", "[1]d", "[2]s", "[0]v", "",
     ];
     const STRINGS: &[&str] = &[
-        "", "a", "ab c", "Σ", "é", "😀", "\u{7f}", "\u{0}", "\t", "\n", "\u{a0}", "\u{200d}",
-        "\u{301}", "`", "\"", "\\", "'", "\u{feff}", "\u{10ffff}", "\u{e000}", "—", "€",
-        "\u{3000}", "\u{1b}", "ǅ",
+        "",
+        "a",
+        "ab c",
+        "Σ",
+        "é",
+        "😀",
+        "\u{7f}",
+        "\u{0}",
+        "\t",
+        "\n",
+        "\u{a0}",
+        "\u{200d}",
+        "\u{301}",
+        "`",
+        "\"",
+        "\\",
+        "'",
+        "\u{feff}",
+        "\u{10ffff}",
+        "\u{e000}",
+        "—",
+        "€",
+        "\u{3000}",
+        "\u{1b}",
+        "ǅ",
     ];
 
     fn number(rng: &mut Rng) -> Json {
@@ -1269,15 +1312,15 @@ mod tests {
     fn format(rng: &mut Rng) -> String {
         let mut f = String::new();
         for _ in 0..rng.below(4) {
-            f.push_str(*rng.pick(TEXT));
+            f.push_str(rng.pick::<&str>(TEXT));
             if rng.one_in(6) {
                 continue;
             }
             f.push('%');
-            f.push_str(*rng.pick(FLAGS));
-            f.push_str(*rng.pick(WIDTHS));
-            f.push_str(*rng.pick(PRECS));
-            f.push_str(*rng.pick(VERBS));
+            f.push_str(rng.pick::<&str>(FLAGS));
+            f.push_str(rng.pick::<&str>(WIDTHS));
+            f.push_str(rng.pick::<&str>(PRECS));
+            f.push_str(rng.pick::<&str>(VERBS));
         }
         f
     }
