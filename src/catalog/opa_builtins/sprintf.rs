@@ -336,12 +336,37 @@ fn exponent(out: &mut String, digits: &str, dp: i32, prec: usize, e: char) {
     );
 }
 
+/// Rust's formatting takes precisions up to 65535 (it panics past them),
+/// Go's up to 10^7. A float's exact decimal expansion ends within 1100
+/// digits (767 significant, 1074 after the point), so past that every digit
+/// is a zero and nothing rounds: format at most that many, then pad.
+const EXACT: usize = 1100;
+
+/// `{:.p$e}`, for any `p`.
+fn sci(f: f64, p: usize) -> String {
+    let s = format!("{:.*e}", p.min(EXACT), f);
+    if p <= EXACT {
+        return s;
+    }
+    let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+    format!("{m}{}e{e}", "0".repeat(p - EXACT))
+}
+
+/// `{:.p$}`, for any `p`.
+fn fixed_point(f: f64, p: usize) -> String {
+    let mut s = format!("{:.*}", p.min(EXACT), f);
+    if p > EXACT {
+        s.extend(std::iter::repeat_n('0', p - EXACT));
+    }
+    s
+}
+
 /// Digits of `f` rounded to `n` significant digits, trailing zeros cut.
 fn rounded(f: f64, n: usize) -> (String, i32) {
     if f == 0.0 {
         return (String::new(), 0);
     }
-    let (mut digits, dp) = digits_of(&format!("{:.*e}", n.saturating_sub(1), f.abs()));
+    let (mut digits, dp) = digits_of(&sci(f.abs(), n.saturating_sub(1)));
     while digits.ends_with('0') {
         digits.pop();
     }
@@ -359,7 +384,7 @@ fn format_float(f: f64, verb: char, prec: Option<usize>) -> String {
                     let (d, dp) = if f == 0.0 {
                         (String::new(), 0)
                     } else {
-                        digits_of(&format!("{:.*e}", p, f.abs()))
+                        digits_of(&sci(f.abs(), p))
                     };
                     (d, dp)
                 }
@@ -373,7 +398,7 @@ fn format_float(f: f64, verb: char, prec: Option<usize>) -> String {
                 let (d, dp) = shortest(f);
                 (d.len() as i32 - dp).max(0) as usize
             });
-            let _ = write!(out, "{:.*}", p, f.abs());
+            out.push_str(&fixed_point(f.abs(), p));
         }
         _ => {
             // 'g' / 'G'
@@ -1323,6 +1348,43 @@ mod tests {
             f.push_str(rng.pick::<&str>(VERBS));
         }
         f
+    }
+
+    /// Precisions past what Rust's formatting takes (65535; it panics),
+    /// up to Go's 10^7: OPA's answers (asked once), kept by their lengths
+    /// and pieces.
+    #[test]
+    fn huge_precisions_do_not_panic() {
+        let v = |j: Json| regorus::Value::from(j);
+        let out = super::format_values(
+            "%.70000f|%.70000e|%.70000g|%.2000f",
+            &[
+                v(json!(0.5)),
+                v(json!(1e-300)),
+                v(json!(0.1)),
+                v(json!(5e-324)),
+            ],
+        )
+        .unwrap();
+        let parts: Vec<&str> = out.split('|').collect();
+        assert_eq!(parts[0].len(), 70002);
+        assert!(parts[0].starts_with("0.5000") && parts[0].ends_with("0000"));
+        assert_eq!(parts[1], "%!e(string=1e-300)");
+        assert_eq!(
+            parts[2],
+            "0.1000000000000000055511151231257827021181583404541015625"
+        );
+        assert_eq!(parts[3], "%!f(string=5e-324)");
+        let out = super::format_values(
+            "%.70000e|%.70000g",
+            &[v(json!(1.5e-300)), v(json!(1.5e-300))],
+        )
+        .unwrap();
+        let parts: Vec<&str> = out.split('|').collect();
+        assert_eq!((parts[0].len(), parts[1].len()), (70007, 755));
+        assert!(parts[0].starts_with("1.5000000000000001204790983373"));
+        assert!(parts[1].ends_with("3127052485942840576171875e-300"));
+        assert!(super::format_values("%.9999999f", &[v(json!(0.5))]).is_ok());
     }
 
     const POLICY: &str = "package s\n\
