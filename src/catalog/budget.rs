@@ -272,13 +272,37 @@ const GUARDED: &[(&str, Estimate)] = &[
         let (Value::String(format), Value::Array(args)) = (&a[0], &a[1]) else {
             return None;
         };
-        // Widths and precisions pad without limit (`%01000000000d`); `%v`
-        // writes a whole value out.
-        let mut bytes = (format.len() as u64).saturating_add(format_widths(format));
+        // OPA's sprintf (`opa_builtins::sprintf`, Go's `fmt`): widths and
+        // precisions pad without limit (`%01000000000d`), and one taken
+        // from an argument (`*`) up to 10^6; each verb may write any
+        // argument (`%[1]v` again and again), a string at up to 5 bytes a
+        // byte (`% #x`, `%q` of control characters) and a value as its
+        // quoted Rego text; a verb without an argument writes
+        // `%!d(MISSING)`; extra arguments are written once more. A number
+        // writes up to 330 bytes (`%f` of 1e308), a big integer 4 bytes a
+        // digit (`%b`).
+        let verbs = format.bytes().filter(|&b| b == b'%').count() as u64;
+        let stars = format.bytes().filter(|&b| b == b'*').count() as u64;
+        let mut bytes = (format.len() as u64)
+            .saturating_add(format_widths(format))
+            .saturating_add(stars.saturating_mul(1_000_000))
+            .saturating_add(verbs.saturating_mul(32 + 330));
+        let (mut largest, mut all) = (0u64, 0u64);
         for arg in args.iter() {
-            let n = logical_size(arg, limits.memory).unwrap_or(u64::MAX);
-            bytes = bytes.saturating_add(n.saturating_mul(2));
+            let mut n = logical_size(arg, limits.memory)
+                .unwrap_or(u64::MAX)
+                .saturating_mul(5);
+            if let Value::Number(x) = arg
+                && x.as_f64().is_none()
+            {
+                n = n.saturating_add(4 * x.format_decimal().len() as u64);
+            }
+            largest = largest.max(n);
+            all = all.saturating_add(n);
         }
+        bytes = bytes
+            .saturating_add(verbs.saturating_mul(largest))
+            .saturating_add(all);
         Some(bytes)
     }),
     ("split", |a, _| {

@@ -1598,9 +1598,10 @@ known if lower(input.arguments.who) in names
                 r#"x := startswith(input.arguments.p, "/")"#,
                 json!({"p": 1}),
             ),
-            // The first argument is undefined, the second fails: an error.
+            // The first argument is undefined, the second fails (values
+            // that are not an array): an error.
             (
-                r#"x := startswith(input.arguments.missing, sprintf("%s %s", ["x"]))"#,
+                r#"x := startswith(input.arguments.missing, sprintf("%s %s", "x"))"#,
                 json!({}),
             ),
             (
