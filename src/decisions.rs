@@ -980,6 +980,81 @@ mod tests {
     use super::*;
     use std::time::UNIX_EPOCH;
 
+    fn line_of(e: &Entry, format: &Format) -> (usize, Value) {
+        let mut out = Vec::new();
+        e.line(UNIX_EPOCH, format, &mut out);
+        let v = serde_json::from_slice(&out).expect("an oversized line is still JSON");
+        (out.len(), v)
+    }
+
+    #[test]
+    fn an_oversized_line_has_its_arguments_cut_and_says_so() {
+        let big = "x".repeat(2 << 20);
+        let args = json!({"path": "a.txt", "blob": big});
+        let mut e = Entry::new(Kind::Call, "tools/call", "t", args.clone(), "rev");
+        e.verdict = Verdict::Allowed;
+        let format = Format::new(true, &[]).limiting(64 << 10);
+        let (len, v) = line_of(&e, &format);
+        assert!(len <= 64 << 10, "{len} bytes");
+        let digest = arguments_digest(&args);
+        assert_eq!(v["argumentsDigest"], json!(digest));
+        let marker = json!({"truncated": true, "bytes": json_size(&args), "digest": digest});
+        assert_eq!(v["arguments"], marker);
+        assert_eq!(v["input"]["arguments"], marker);
+        assert_eq!(v["truncated"], json!(["arguments"]));
+        assert_eq!(v["decision"], "allowed");
+        assert_eq!(v["result"]["allowed"], json!(true));
+
+        // Arguments that fit alone but not twice (half the limit) are cut
+        // up front; ones that fit twice are kept whole, with no `truncated`.
+        let fits = json!({"blob": "y".repeat(20 << 10)});
+        let e2 = Entry::new(Kind::Resolve, "tools/resolve", "t", fits.clone(), "rev");
+        let (len, v) = line_of(&e2, &format);
+        assert!(len <= 64 << 10);
+        assert_eq!(v["arguments"], fits);
+        assert!(v.get("truncated").is_none(), "{v}");
+        let half = json!({"blob": "y".repeat(40 << 10)});
+        let e3 = Entry::new(Kind::Resolve, "tools/resolve", "t", half, "rev");
+        let (len, v) = line_of(&e3, &format);
+        assert!(len <= 64 << 10);
+        assert_eq!(v["truncated"], json!(["arguments"]));
+    }
+
+    #[test]
+    fn every_large_field_is_cut_when_the_arguments_are_not_enough() {
+        let huge = "r".repeat(300 << 10);
+        // Without --log-arguments, a tool name, deny reasons and an outcome
+        // made of client input still make a line too long.
+        let mut e = Entry::new(Kind::Call, "tools/call", &"n".repeat(100 << 10), json!({}), "rev");
+        e.verdict = Verdict::Denied(vec![huge.clone(); 10]);
+        e.outcome = Some(json!({"stderr": huge}));
+        e.refused = Some("é".repeat(10_000));
+        let mut annotations = Map::new();
+        annotations.insert("title".into(), json!("a".repeat(5000)));
+        e.annotations = Some(annotations);
+        let format = Format::new(false, &[]).limiting(MIN_LINE_BYTES);
+        let (len, v) = line_of(&e, &format);
+        assert!(len <= MIN_LINE_BYTES, "{len} bytes");
+        let cut: Vec<&str> = v["truncated"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap())
+            .collect();
+        for field in ["tool", "annotations", "reasons", "refused", "outcome"] {
+            assert!(cut.contains(&field), "{field} not in {cut:?}");
+        }
+        assert!(!cut.contains(&"arguments"));
+        assert_eq!(v["reasons"].as_array().unwrap().len(), CUT_REASONS);
+        assert_eq!(v["result"]["deny"], v["reasons"]);
+        assert!(v["reasons"][0].as_str().unwrap().ends_with('…'));
+        assert!(v["refused"].as_str().unwrap().ends_with('…'), "clipped at a char boundary");
+        assert_eq!(v["outcome"]["truncated"], json!(true));
+        assert_eq!(v["annotations"]["truncated"], json!(true));
+        assert_eq!(v["decision"], "denied");
+        assert!(v["path"].as_str().unwrap().starts_with("tools/nnn"));
+    }
+
     #[test]
     fn digests_ignore_key_order() {
         let a: Value = serde_json::from_str(r#"{"b":1,"a":{"y":2,"x":[1,"z"]}}"#).unwrap();

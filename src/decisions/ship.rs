@@ -565,4 +565,117 @@ mod tests {
         assert_eq!(metrics.decision_log_sent.get(), 0);
         assert_eq!(metrics.decision_log_failed.get(), 1);
     }
+
+    /// A collector that accepts connections and never answers.
+    fn hanging() -> (std::net::TcpListener, Url) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = parse_url(&format!("http://{}/logs", l.local_addr().unwrap())).unwrap();
+        (l, url)
+    }
+
+    #[test]
+    fn the_buffer_is_bounded_in_bytes_and_drops_are_counted_at_once() {
+        let metrics = Arc::new(Metrics::new());
+        let mut settings = Settings::new(parse_url("http://127.0.0.1:9/").unwrap(), 1000);
+        settings.interval = Duration::from_secs(60);
+        settings.buffer_bytes = 100;
+        let s = Shipper::start(settings, metrics.clone()).unwrap();
+        let line = |i: usize| format!("{{\"i\":{i:>20}}}").into_bytes(); // 26 bytes
+        assert_eq!(line(0).len(), 26);
+        for i in 0..3 {
+            s.push(&line(i));
+        }
+        assert_eq!(metrics.decision_log_dropped.get(), 0);
+        s.push(&line(3));
+        // 4 x 26 > 100: the oldest went, counted before push returned.
+        assert_eq!(metrics.decision_log_dropped.get(), 1);
+        {
+            let st = lock(&s.shared.state);
+            assert_eq!(st.queue.len(), 3);
+            assert_eq!(st.queued_bytes, 78);
+            assert_eq!(st.queue.front().unwrap(), &line(1));
+        }
+        // A line larger than the whole buffer empties it and is dropped too.
+        s.push(&[b' '; 101]);
+        assert_eq!(metrics.decision_log_dropped.get(), 5);
+        assert_eq!(lock(&s.shared.state).queued_bytes, 0);
+    }
+
+    #[test]
+    fn batches_respect_the_upload_limit() {
+        // The collector is fixture-free here: the batch is read off the
+        // hanging socket's request by length only.
+        let (listener, url) = hanging();
+        let metrics = Arc::new(Metrics::new());
+        let mut settings = Settings::new(url, 1000);
+        settings.interval = Duration::from_millis(20);
+        settings.upload_bytes = 64;
+        settings.timeout = Duration::from_secs(30);
+        let s = Shipper::start(settings, metrics.clone()).unwrap();
+        for i in 0..5 {
+            s.push(format!("{{\"i\":{i:>20}}}").as_bytes()); // 26 bytes each
+        }
+        // The first batch is in flight: 2 lines (2 + 2 x 27 = 56 <= 64, a third is 83).
+        let (_conn, _) = listener.accept().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let st = lock(&s.shared.state);
+            if st.sending_bytes > 0 {
+                assert_eq!(st.sending_bytes, 52);
+                assert_eq!(st.queue.len(), 3);
+                break;
+            }
+            drop(st);
+            assert!(Instant::now() < deadline, "no batch was taken");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn the_upload_in_flight_counts_against_the_buffer_and_close_abandons_it() {
+        let (listener, url) = hanging();
+        let metrics = Arc::new(Metrics::new());
+        let mut settings = Settings::new(url, 1000);
+        settings.interval = Duration::from_millis(20);
+        settings.buffer_bytes = 100;
+        // Longer than closing may take: closing must cut it short.
+        settings.timeout = Duration::from_secs(60);
+        let s = Shipper::start(settings, metrics.clone()).unwrap();
+        let line = |i: usize| format!("{{\"i\":{i:>20}}}").into_bytes();
+        s.push(&line(0));
+        s.push(&line(1));
+        let (_conn, _) = listener.accept().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while lock(&s.shared.state).sending_bytes == 0 {
+            assert!(Instant::now() < deadline, "no batch was taken");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // 52 bytes in flight: room for one more 26-byte line, not two.
+        s.push(&line(2));
+        assert_eq!(metrics.decision_log_dropped.get(), 0);
+        s.push(&line(3));
+        assert_eq!(metrics.decision_log_dropped.get(), 1);
+        assert_eq!(lock(&s.shared.state).queue.front().unwrap(), &line(3));
+
+        let started = Instant::now();
+        s.close();
+        let took = started.elapsed();
+        assert!(
+            took >= CLOSE_WAIT - Duration::from_millis(100) && took < CLOSE_WAIT + Duration::from_secs(1),
+            "closing took {took:?}"
+        );
+        // The two in flight and the one waiting: never sent, all counted.
+        assert_eq!(metrics.decision_log_dropped.get(), 4);
+        assert_eq!(metrics.decision_log_sent.get(), 0);
+        assert_eq!(metrics.decision_log_failed.get(), 1);
+    }
+
+    #[test]
+    fn sizes_parse_with_units() {
+        let p = parse_bytes("--decision-log-buffer-bytes");
+        assert_eq!(p("32MiB"), Ok(32 << 20));
+        assert_eq!(p("4096"), Ok(4096));
+        assert!(p("12").unwrap_err().contains("at least 1KiB"));
+        assert!(p("lots").is_err());
+    }
 }
