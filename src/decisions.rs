@@ -495,9 +495,7 @@ impl Entry {
         let id = self.id();
         let start = out.len();
         let limit = format.line_limit;
-        let args_size = format
-            .log_arguments
-            .then(|| json_size(&*masked.arguments));
+        let args_size = format.log_arguments.then(|| json_size(&*masked.arguments));
         let marker = |size: usize| json!({"truncated": true, "bytes": size, "digest": digest});
         let mut truncated: Vec<&str> = Vec::new();
         // The arguments appear twice: over half the limit, they cannot fit.
@@ -581,7 +579,10 @@ impl Entry {
             verdict: cut_verdict(&self.verdict, &mut cut),
             revision: self.revision.clone(),
             refused: self.refused.as_ref().map(|r| clip(r, "refused", &mut cut)),
-            outcome: self.outcome.as_ref().map(|o| cut_value(o, "outcome", &mut cut)),
+            outcome: self
+                .outcome
+                .as_ref()
+                .map(|o| cut_value(o, "outcome", &mut cut)),
             duration: self.duration,
             confirm: self.confirm.as_ref().map(|c| clip(c, "confirm", &mut cut)),
             eval: self.eval,
@@ -1025,7 +1026,13 @@ mod tests {
         let huge = "r".repeat(300 << 10);
         // Without --log-arguments, a tool name, deny reasons and an outcome
         // made of client input still make a line too long.
-        let mut e = Entry::new(Kind::Call, "tools/call", &"n".repeat(100 << 10), json!({}), "rev");
+        let mut e = Entry::new(
+            Kind::Call,
+            "tools/call",
+            &"n".repeat(100 << 10),
+            json!({}),
+            "rev",
+        );
         e.verdict = Verdict::Denied(vec![huge.clone(); 10]);
         e.outcome = Some(json!({"stderr": huge}));
         e.refused = Some("é".repeat(10_000));
@@ -1048,7 +1055,10 @@ mod tests {
         assert_eq!(v["reasons"].as_array().unwrap().len(), CUT_REASONS);
         assert_eq!(v["result"]["deny"], v["reasons"]);
         assert!(v["reasons"][0].as_str().unwrap().ends_with('…'));
-        assert!(v["refused"].as_str().unwrap().ends_with('…'), "clipped at a char boundary");
+        assert!(
+            v["refused"].as_str().unwrap().ends_with('…'),
+            "clipped at a char boundary"
+        );
         assert_eq!(v["outcome"]["truncated"], json!(true));
         assert_eq!(v["annotations"]["truncated"], json!(true));
         assert_eq!(v["decision"], "denied");

@@ -661,7 +661,8 @@ mod tests {
         s.close();
         let took = started.elapsed();
         assert!(
-            took >= CLOSE_WAIT - Duration::from_millis(100) && took < CLOSE_WAIT + Duration::from_secs(1),
+            took >= CLOSE_WAIT - Duration::from_millis(100)
+                && took < CLOSE_WAIT + Duration::from_secs(1),
             "closing took {took:?}"
         );
         // The two in flight and the one waiting: never sent, all counted.
