@@ -495,7 +495,7 @@ impl Entry {
         let id = self.id();
         let start = out.len();
         let limit = format.line_limit;
-        let args_size = format.log_arguments.then(|| json_size(&*masked.arguments));
+        let args_size = format.log_arguments.then(|| json_size(&masked.arguments));
         let marker = |size: usize| json!({"truncated": true, "bytes": size, "digest": digest});
         let mut truncated: Vec<&str> = Vec::new();
         // The arguments appear twice: over half the limit, they cannot fit.
