@@ -223,6 +223,21 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = crate::decisions::ship::DEFAULT_BUFFER, value_parser = crate::decisions::ship::parse_buffer)]
     pub decision_log_buffer: usize,
 
+    /// How many bytes of decision lines may wait for --decision-log-url, the upload in flight
+    /// included (OPA's buffer_size_limit_bytes); beyond, the oldest are dropped (and counted)
+    #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = crate::decisions::ship::parse_bytes("--decision-log-buffer-bytes"))]
+    pub decision_log_buffer_bytes: usize,
+
+    /// The largest upload to --decision-log-url: bytes of the JSON array before gzip (a
+    /// single larger line goes alone)
+    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = crate::decisions::ship::parse_bytes("--decision-log-upload-bytes"))]
+    pub decision_log_upload_bytes: usize,
+
+    /// The longest decision-log line (file, stderr and collector alike); a longer one has its
+    /// arguments, then any other large field, replaced by a marker and lists them in `truncated`
+    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = crate::decisions::parse_line_bytes)]
+    pub decision_log_line_bytes: usize,
+
     /// A label KEY=VALUE added to every decision-log line's OPA `labels` (repeatable)
     #[arg(long, value_name = "KEY=VALUE", value_parser = crate::decisions::parse_label)]
     pub decision_log_label: Vec<(String, String)>,

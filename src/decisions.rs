@@ -64,6 +64,9 @@ pub struct Options {
     /// `--decision-log-sync`: a call's intent line is synced to disk before
     /// the call runs anything.
     pub sync: bool,
+    /// `--decision-log-line-bytes`: the largest line (default
+    /// [`DEFAULT_LINE_BYTES`]).
+    pub line_limit: Option<usize>,
 }
 
 impl DecisionLog {
@@ -87,7 +90,9 @@ impl DecisionLog {
     }
 
     fn with_sink(sink: Sink, options: Options) -> DecisionLog {
-        let format = Format::new(options.log_arguments, &options.labels).masking(options.mask);
+        let format = Format::new(options.log_arguments, &options.labels)
+            .masking(options.mask)
+            .limiting(options.line_limit.unwrap_or(DEFAULT_LINE_BYTES));
         DecisionLog {
             writer: Writer::configured(
                 sink,
@@ -153,6 +158,31 @@ pub struct Format {
     labels: Vec<u8>,
     /// Paths erased from the input of every line, in the order given.
     mask: Vec<Mask>,
+    /// `--decision-log-line-bytes`: the largest line; a larger one is cut
+    /// where it is made, and says what it lost (see [`Entry::line`]).
+    line_limit: usize,
+}
+
+/// The default `--decision-log-line-bytes`: 1 MiB.
+pub const DEFAULT_LINE_BYTES: usize = 1 << 20;
+/// The smallest `--decision-log-line-bytes`: room for a line whose every
+/// client- or policy-sized field was cut.
+pub const MIN_LINE_BYTES: usize = 16 << 10;
+/// What a field cut from an oversized line keeps: strings are clipped to
+/// this many bytes, and a field whose JSON is larger is replaced by a marker.
+const CUT_KEEPS: usize = 1024;
+/// How many deny reasons an oversized line keeps.
+const CUT_REASONS: usize = 4;
+
+/// `--decision-log-line-bytes`, checked: a size such as `1MiB` or `65536`,
+/// at least [`MIN_LINE_BYTES`].
+pub fn parse_line_bytes(text: &str) -> Result<usize, String> {
+    match crate::source::run::parse_size(text) {
+        Some(n) if n >= MIN_LINE_BYTES => Ok(n),
+        _ => Err(format!(
+            "invalid --decision-log-line-bytes {text:?}: give a size of at least 16KiB, for example 1MiB or 262144 (default 1MiB)"
+        )),
+    }
 }
 
 impl Format {
@@ -170,7 +200,15 @@ impl Format {
             log_arguments,
             labels: serde_json::to_vec(&labels).expect("labels serialize"),
             mask: Vec::new(),
+            line_limit: DEFAULT_LINE_BYTES,
         }
+    }
+
+    /// The same format, cutting lines over `bytes` (at least
+    /// [`MIN_LINE_BYTES`]).
+    pub fn limiting(mut self, bytes: usize) -> Format {
+        self.line_limit = bytes.max(MIN_LINE_BYTES);
+        self
     }
 
     /// The same format, erasing `mask` from every line's input.
@@ -470,9 +508,157 @@ impl Entry {
     /// - `labels`: `{id, version, ...--decision-log-label}`;
     /// - `bundles`: `{"regent": {"revision": the catalog revision}}`;
     /// - `metrics`: `{timer_regent_eval_ns}` when the catalog decided.
+    ///
+    /// A line is never longer than the format's limit
+    /// (`--decision-log-line-bytes`). One that would be is made again with
+    /// the arguments (in `arguments` and `input.arguments`) replaced by a
+    /// marker, `{"truncated": true, "bytes": <their JSON size>, "digest":
+    /// <argumentsDigest>}`; if that is still too long, every other field a
+    /// client or a policy can make large is cut too (strings clipped to 1 KiB
+    /// and ending in `…`, at most 4 deny reasons, objects over 1 KiB replaced
+    /// by the same kind of marker). The line then lists what it lost in
+    /// `truncated` (`arguments`, `tool`, `annotations`, `reasons`, `error`,
+    /// `refused`, `confirm`, `outcome`, `shadow`): it stays valid JSON, and
+    /// `argumentsDigest` is always of the whole (masked) arguments.
     pub fn line(&self, time: SystemTime, format: &Format, out: &mut Vec<u8>) {
-        let log_arguments = format.log_arguments;
         let masked = self.masked(&format.mask);
+        let digest = arguments_digest(&masked.arguments);
+        let id = self.id();
+        let start = out.len();
+        let limit = format.line_limit;
+        let args_size = format.log_arguments.then(|| json_size(&masked.arguments));
+        let marker = |size: usize| json!({"truncated": true, "bytes": size, "digest": digest});
+        let mut truncated: Vec<&str> = Vec::new();
+        // The arguments appear twice: over half the limit, they cannot fit.
+        let mut shown = match args_size {
+            Some(size) if size.saturating_mul(2) > limit => {
+                truncated.push("arguments");
+                Some(marker(size))
+            }
+            _ => None,
+        };
+        fn arguments<'a>(
+            format: &Format,
+            shown: &'a Option<Value>,
+            masked: &'a Masked<'_>,
+        ) -> Option<&'a Value> {
+            format
+                .log_arguments
+                .then(|| shown.as_ref().unwrap_or(&*masked.arguments))
+        }
+        self.write(
+            time,
+            &id,
+            format,
+            &masked,
+            &digest,
+            arguments(format, &shown, &masked),
+            &truncated,
+            out,
+        );
+        if out.len() - start <= limit {
+            return;
+        }
+        if let Some(size) = args_size
+            && shown.is_none()
+        {
+            out.truncate(start);
+            truncated.push("arguments");
+            shown = Some(marker(size));
+            self.write(
+                time,
+                &id,
+                format,
+                &masked,
+                &digest,
+                arguments(format, &shown, &masked),
+                &truncated,
+                out,
+            );
+            if out.len() - start <= limit {
+                return;
+            }
+        }
+        out.truncate(start);
+        let (small, cut) = self.cut_down();
+        truncated.extend(cut);
+        small.write(
+            time,
+            &id,
+            format,
+            &masked,
+            &digest,
+            arguments(format, &shown, &masked),
+            &truncated,
+            out,
+        );
+    }
+
+    /// This entry with every field a client or a policy can make large cut
+    /// to a bounded size (not the arguments: [`Entry::line`] shows those),
+    /// and the names of the fields that were cut.
+    fn cut_down(&self) -> (Entry, Vec<&'static str>) {
+        let mut cut = Vec::new();
+        let mut small = Entry {
+            id: self.id.clone(),
+            kind: self.kind,
+            phase: self.phase,
+            method: self.method,
+            tool: clip(&self.tool, "tool", &mut cut),
+            caller: self.caller.clone(),
+            arguments: Value::Null,
+            annotations: None,
+            verdict: cut_verdict(&self.verdict, &mut cut),
+            revision: self.revision.clone(),
+            refused: self.refused.as_ref().map(|r| clip(r, "refused", &mut cut)),
+            outcome: self
+                .outcome
+                .as_ref()
+                .map(|o| cut_value(o, "outcome", &mut cut)),
+            duration: self.duration,
+            confirm: self.confirm.as_ref().map(|c| clip(c, "confirm", &mut cut)),
+            eval: self.eval,
+            shadow: None,
+        };
+        small.annotations = self
+            .annotations
+            .as_ref()
+            .map(|a| cut_map(a, "annotations", &mut cut));
+        small.shadow = self.shadow.as_ref().map(|s| {
+            let mut inner = Vec::new();
+            let shadow = ShadowEntry {
+                policy: clip(&s.policy, "shadow", &mut inner),
+                verdict: cut_verdict(&s.verdict, &mut inner),
+                annotations: s
+                    .annotations
+                    .as_ref()
+                    .map(|a| cut_map(a, "shadow", &mut inner)),
+                confirm: s.confirm.as_ref().map(|c| clip(c, "shadow", &mut inner)),
+                eval: s.eval,
+            };
+            if !inner.is_empty() {
+                cut.push("shadow");
+            }
+            shadow
+        });
+        cut.dedup();
+        (small, cut)
+    }
+
+    /// The line for [`Entry::line`], with `arguments` shown (when logged)
+    /// and `truncated` listed (when any).
+    #[allow(clippy::too_many_arguments)]
+    fn write(
+        &self,
+        time: SystemTime,
+        id: &str,
+        format: &Format,
+        masked: &Masked<'_>,
+        digest: &str,
+        arguments: Option<&Value>,
+        truncated: &[&str],
+        out: &mut Vec<u8>,
+    ) {
         // Writing strings and values into a Vec cannot fail.
         fn member<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, key: &str, value: &T) {
             out.push(b',');
@@ -480,11 +666,10 @@ impl Entry {
             out.push(b':');
             let _ = serde_json::to_writer(&mut *out, value);
         }
-        let id = self.id();
         let timestamp = rfc3339(time);
         out.extend_from_slice(br#"{"time":"#);
         let _ = serde_json::to_writer(&mut *out, &timestamp);
-        member(out, "id", &id);
+        member(out, "id", id);
         let kind = match self.kind {
             Kind::Resolve => "resolve",
             Kind::Call => "call",
@@ -502,9 +687,9 @@ impl Entry {
         if let Some(c) = self.caller.as_deref().and_then(|c| masked.caller(c)) {
             member(out, "caller", &c);
         }
-        member(out, "argumentsDigest", &arguments_digest(&masked.arguments));
-        if log_arguments {
-            member(out, "arguments", &*masked.arguments);
+        member(out, "argumentsDigest", digest);
+        if let Some(a) = arguments {
+            member(out, "arguments", a);
         }
         if let Some(a) = &self.annotations {
             member(out, "annotations", a);
@@ -534,15 +719,18 @@ impl Entry {
             member(out, "durationMs", &json!(millis(d)));
         }
         // OPA's decision-log event.
-        member(out, "decision_id", &id);
+        member(out, "decision_id", id);
         member(out, "timestamp", &timestamp);
         let mut path = String::with_capacity(6 + self.tool.len());
         path.push_str("tools/");
         path.push_str(&self.tool);
         member(out, "path", &path);
-        member(out, "input", &self.input(log_arguments, &masked));
+        member(out, "input", &self.input(arguments, masked));
         if !masked.erased.is_empty() {
             member(out, "erased", &masked.erased);
+        }
+        if !truncated.is_empty() {
+            member(out, "truncated", truncated);
         }
         let result = self.result();
         member(out, "result", &result);
@@ -613,10 +801,10 @@ impl Entry {
     /// Masking (erasing caller claims or argument paths before they leave
     /// the process, OPA's `erased`/`masked`) belongs here: it is the one
     /// place the policy input is put into a line.
-    fn input<'a>(&'a self, log_arguments: bool, masked: &'a Masked<'a>) -> OpaInput<'a> {
+    fn input<'a>(&'a self, arguments: Option<&'a Value>, masked: &Masked<'_>) -> OpaInput<'a> {
         OpaInput {
             tool: &self.tool,
-            arguments: log_arguments.then_some(&*masked.arguments),
+            arguments,
             caller: self.caller.as_deref().and_then(|c| masked.caller(c)),
         }
     }
@@ -688,6 +876,86 @@ struct OpaResult<'a> {
     confirm: Option<&'a str>,
 }
 
+/// The size of `v` as compact JSON, without making the text.
+fn json_size(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    let _ = serde_json::to_writer(&mut n, v);
+    n.0
+}
+
+/// `text`, or its first [`CUT_KEEPS`] bytes (at a character boundary) and
+/// `…` when longer, which adds `name` to `cut`.
+fn clip(text: &str, name: &'static str, cut: &mut Vec<&'static str>) -> String {
+    if text.len() <= CUT_KEEPS {
+        return text.to_string();
+    }
+    cut.push(name);
+    let mut end = CUT_KEEPS;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// The marker that stands for a value cut from a line.
+fn cut_marker(v: &Value, size: usize) -> Value {
+    json!({"truncated": true, "bytes": size, "digest": arguments_digest(v)})
+}
+
+/// `v`, or its marker when its JSON is over [`CUT_KEEPS`].
+fn cut_value(v: &Value, name: &'static str, cut: &mut Vec<&'static str>) -> Value {
+    let size = json_size(v);
+    if size <= CUT_KEEPS {
+        return v.clone();
+    }
+    cut.push(name);
+    cut_marker(v, size)
+}
+
+/// `m`, or (over [`CUT_KEEPS`]) an object that is the marker.
+fn cut_map(
+    m: &Map<String, Value>,
+    name: &'static str,
+    cut: &mut Vec<&'static str>,
+) -> Map<String, Value> {
+    let v = Value::Object(m.clone());
+    match cut_value(&v, name, cut) {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// The verdict with at most [`CUT_REASONS`] reasons, each clipped, and the
+/// error clipped.
+fn cut_verdict(v: &Verdict, cut: &mut Vec<&'static str>) -> Verdict {
+    match v {
+        Verdict::Allowed => Verdict::Allowed,
+        Verdict::Denied(reasons) => {
+            if reasons.len() > CUT_REASONS {
+                cut.push("reasons");
+            }
+            Verdict::Denied(
+                reasons
+                    .iter()
+                    .take(CUT_REASONS)
+                    .map(|r| clip(r, "reasons", cut))
+                    .collect(),
+            )
+        }
+        Verdict::Error(e) => Verdict::Error(clip(e, "error", cut)),
+    }
+}
+
 /// Milliseconds with microsecond precision, for durations in logs and `_meta`.
 pub fn millis(d: Duration) -> f64 {
     d.as_micros() as f64 / 1000.0
@@ -751,6 +1019,90 @@ fn write_canonical(v: &Value, out: &mut Vec<u8>) {
 mod tests {
     use super::*;
     use std::time::UNIX_EPOCH;
+
+    fn line_of(e: &Entry, format: &Format) -> (usize, Value) {
+        let mut out = Vec::new();
+        e.line(UNIX_EPOCH, format, &mut out);
+        let v = serde_json::from_slice(&out).expect("an oversized line is still JSON");
+        (out.len(), v)
+    }
+
+    #[test]
+    fn an_oversized_line_has_its_arguments_cut_and_says_so() {
+        let big = "x".repeat(2 << 20);
+        let args = json!({"path": "a.txt", "blob": big});
+        let mut e = Entry::new(Kind::Call, "tools/call", "t", args.clone(), "rev");
+        e.verdict = Verdict::Allowed;
+        let format = Format::new(true, &[]).limiting(64 << 10);
+        let (len, v) = line_of(&e, &format);
+        assert!(len <= 64 << 10, "{len} bytes");
+        let digest = arguments_digest(&args);
+        assert_eq!(v["argumentsDigest"], json!(digest));
+        let marker = json!({"truncated": true, "bytes": json_size(&args), "digest": digest});
+        assert_eq!(v["arguments"], marker);
+        assert_eq!(v["input"]["arguments"], marker);
+        assert_eq!(v["truncated"], json!(["arguments"]));
+        assert_eq!(v["decision"], "allowed");
+        assert_eq!(v["result"]["allowed"], json!(true));
+
+        // Arguments that fit alone but not twice (half the limit) are cut
+        // up front; ones that fit twice are kept whole, with no `truncated`.
+        let fits = json!({"blob": "y".repeat(20 << 10)});
+        let e2 = Entry::new(Kind::Resolve, "tools/resolve", "t", fits.clone(), "rev");
+        let (len, v) = line_of(&e2, &format);
+        assert!(len <= 64 << 10);
+        assert_eq!(v["arguments"], fits);
+        assert!(v.get("truncated").is_none(), "{v}");
+        let half = json!({"blob": "y".repeat(40 << 10)});
+        let e3 = Entry::new(Kind::Resolve, "tools/resolve", "t", half, "rev");
+        let (len, v) = line_of(&e3, &format);
+        assert!(len <= 64 << 10);
+        assert_eq!(v["truncated"], json!(["arguments"]));
+    }
+
+    #[test]
+    fn every_large_field_is_cut_when_the_arguments_are_not_enough() {
+        let huge = "r".repeat(300 << 10);
+        // Without --log-arguments, a tool name, deny reasons and an outcome
+        // made of client input still make a line too long.
+        let mut e = Entry::new(
+            Kind::Call,
+            "tools/call",
+            &"n".repeat(100 << 10),
+            json!({}),
+            "rev",
+        );
+        e.verdict = Verdict::Denied(vec![huge.clone(); 10]);
+        e.outcome = Some(json!({"stderr": huge}));
+        e.refused = Some("é".repeat(10_000));
+        let mut annotations = Map::new();
+        annotations.insert("title".into(), json!("a".repeat(5000)));
+        e.annotations = Some(annotations);
+        let format = Format::new(false, &[]).limiting(MIN_LINE_BYTES);
+        let (len, v) = line_of(&e, &format);
+        assert!(len <= MIN_LINE_BYTES, "{len} bytes");
+        let cut: Vec<&str> = v["truncated"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap())
+            .collect();
+        for field in ["tool", "annotations", "reasons", "refused", "outcome"] {
+            assert!(cut.contains(&field), "{field} not in {cut:?}");
+        }
+        assert!(!cut.contains(&"arguments"));
+        assert_eq!(v["reasons"].as_array().unwrap().len(), CUT_REASONS);
+        assert_eq!(v["result"]["deny"], v["reasons"]);
+        assert!(v["reasons"][0].as_str().unwrap().ends_with('…'));
+        assert!(
+            v["refused"].as_str().unwrap().ends_with('…'),
+            "clipped at a char boundary"
+        );
+        assert_eq!(v["outcome"]["truncated"], json!(true));
+        assert_eq!(v["annotations"]["truncated"], json!(true));
+        assert_eq!(v["decision"], "denied");
+        assert!(v["path"].as_str().unwrap().starts_with("tools/nnn"));
+    }
 
     #[test]
     fn digests_ignore_key_order() {

@@ -117,8 +117,22 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     let shipper = match &args.decision_log_url {
         None => None,
         Some(url) => {
-            let settings = ship::Settings::new(url.clone(), args.decision_log_buffer);
-            tracing::info!(url = %url, buffer = settings.buffer, "shipping decisions");
+            let mut settings = ship::Settings::new(url.clone(), args.decision_log_buffer);
+            settings.buffer_bytes = args.decision_log_buffer_bytes;
+            settings.upload_bytes = args.decision_log_upload_bytes;
+            if settings.buffer_bytes < settings.upload_bytes.max(args.decision_log_line_bytes) {
+                return Err(cannot_run(format!(
+                    "--decision-log-buffer-bytes ({}) must hold at least one upload (--decision-log-upload-bytes, {}) and one line (--decision-log-line-bytes, {})",
+                    settings.buffer_bytes, settings.upload_bytes, args.decision_log_line_bytes
+                )));
+            }
+            tracing::info!(
+                url = %url,
+                buffer = settings.buffer,
+                buffer_bytes = settings.buffer_bytes,
+                upload_bytes = settings.upload_bytes,
+                "shipping decisions"
+            );
             Some(Arc::new(
                 ship::Shipper::start(settings, metrics.clone()).map_err(cannot_run)?,
             ))
@@ -128,6 +142,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         log_arguments: args.log_arguments,
         labels: args.decision_log_label.clone(),
         mask: args.decision_log_mask.clone(),
+        line_limit: Some(args.decision_log_line_bytes),
         shipper,
         sync: args.decision_log_sync,
     };

@@ -5,31 +5,41 @@
 //!
 //! The writer thread ([`super::writer`]) hands every decision line to
 //! [`Shipper::push`], which only appends it to a bounded in-memory buffer:
-//! no request and no line ever waits on the network. The buffer holds at
-//! most [`Settings::buffer`] decisions waiting to be sent (plus the batch
-//! being sent); when it is full the *oldest* waiting decision is dropped
-//! and counted, so after an outage the collector gets the most recent
-//! decisions, and the count says how many are missing before them. (The
-//! file or stderr log keeps every line either way: that is the audit
-//! trail, with backpressure; this sink is a copy for a collector.)
+//! no request and no line ever waits on the network. The buffer is bounded
+//! twice, as OPA's is (`buffer_size_limit_bytes`): it holds at most
+//! [`Settings::buffer`] decisions and at most [`Settings::buffer_bytes`]
+//! bytes of lines, *the batch being sent included*; when a new line does
+//! not fit, the *oldest* waiting decisions are dropped (and counted at
+//! once) until it does, so after an outage the collector gets the most
+//! recent decisions, and the count says how many are missing before them.
+//! A line is never larger than the log's per-line limit (see
+//! [`super::Format`]: an oversized line is cut where it is made, and says
+//! so), so whatever clients send and whatever the collector does, this
+//! sink holds at most [`Settings::buffer_bytes`] of lines plus one gzip
+//! body. (The file or stderr log keeps every line either way: that is the
+//! audit trail, with backpressure; this sink is a copy for a collector.)
 //!
 //! A thread of its own sends: a batch once [`Settings::batch_entries`]
 //! decisions wait or every [`Settings::interval`], each batch at most
-//! [`Settings::batch_entries`] decisions and about [`Settings::batch_bytes`]
-//! of JSON. A failed upload (no connection, a timeout, a status other than
-//! 2xx) puts the batch back at the front of the buffer and is retried after
-//! an exponential backoff, from [`Settings::backoff_min`] doubling up to
-//! [`Settings::backoff_max`]. Closing sends what is left, within
-//! [`CLOSE_WAIT`]; what could not be sent by then is counted as dropped.
+//! [`Settings::batch_entries`] decisions and at most
+//! [`Settings::upload_bytes`] of JSON array (uncompressed; a single line
+//! larger than that goes alone). A failed upload (no connection, a timeout,
+//! a status other than 2xx) puts the batch back at the front of the buffer
+//! and is retried after an exponential backoff, from
+//! [`Settings::backoff_min`] doubling up to [`Settings::backoff_max`].
+//! Closing sends what is left within [`CLOSE_WAIT`] of [`Shipper::close`],
+//! an upload in flight included (it is abandoned at the deadline, whatever
+//! its own timeout); what could not be sent by then is counted as dropped.
 //!
 //! Decisions sent, uploads failed and decisions dropped are counted in
-//! `metrics` (`regent_decision_log_*` in `/metrics`) and reported in
-//! regent's log: a warning per failed upload and per burst of drops, and a
-//! summary at shutdown.
+//! `metrics` (`regent_decision_log_*` in `/metrics`) the moment they happen,
+//! and reported in regent's log: a warning per failed upload, a warning when
+//! decisions are dropped (at once, then at most once a second while drops
+//! go on), and a summary at shutdown.
 
 use std::collections::VecDeque;
 use std::io::Write;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -43,6 +53,13 @@ use crate::metrics::Metrics;
 pub const CLOSE_WAIT: Duration = Duration::from_secs(5);
 /// The default `--decision-log-buffer`.
 pub const DEFAULT_BUFFER: usize = 10_000;
+/// The default `--decision-log-buffer-bytes`: 32 MiB.
+pub const DEFAULT_BUFFER_BYTES: usize = 32 << 20;
+/// The default `--decision-log-upload-bytes`: 1 MiB.
+pub const DEFAULT_UPLOAD_BYTES: usize = 1 << 20;
+/// How often, at most, a burst of drops is reported in regent's log (the
+/// first drop after a quiet second is reported at once).
+const DROP_REPORT_EVERY: Duration = Duration::from_secs(1);
 
 /// Where and how decisions are shipped.
 #[derive(Debug, Clone)]
@@ -50,10 +67,14 @@ pub struct Settings {
     pub url: Url,
     /// Decisions that may wait to be sent; the oldest is dropped beyond.
     pub buffer: usize,
+    /// Bytes of lines that may be held, the batch being sent included; the
+    /// oldest waiting lines are dropped beyond.
+    pub buffer_bytes: usize,
     /// How often waiting decisions are sent when fewer than a batch wait.
     pub interval: Duration,
     pub batch_entries: usize,
-    pub batch_bytes: usize,
+    /// The largest upload: bytes of the JSON array before compression.
+    pub upload_bytes: usize,
     pub backoff_min: Duration,
     pub backoff_max: Duration,
     /// The longest one upload may take.
@@ -66,9 +87,10 @@ impl Settings {
         Settings {
             url,
             buffer: buffer.max(1),
+            buffer_bytes: DEFAULT_BUFFER_BYTES,
             interval: Duration::from_secs(1),
             batch_entries: 500,
-            batch_bytes: 1 << 20,
+            upload_bytes: DEFAULT_UPLOAD_BYTES,
             backoff_min: Duration::from_millis(100),
             backoff_max: Duration::from_secs(10),
             timeout: Duration::from_secs(5),
@@ -101,19 +123,99 @@ pub fn parse_buffer(text: &str) -> Result<usize, String> {
     }
 }
 
+/// `--decision-log-buffer-bytes` and `--decision-log-upload-bytes`: a
+/// size such as `32MiB`, `512KiB` or `1048576`, at least 1 KiB.
+pub fn parse_bytes(flag: &'static str) -> impl Fn(&str) -> Result<usize, String> + Clone {
+    move |text: &str| match crate::source::run::parse_size(text) {
+        Some(n) if n >= 1024 => Ok(n),
+        _ => Err(format!(
+            "invalid {flag} {text:?}: give a size of at least 1KiB, for example 32MiB, 512KiB or 1048576"
+        )),
+    }
+}
+
 struct State {
     /// Serialized lines, oldest first.
     queue: VecDeque<Vec<u8>>,
+    /// Bytes of the lines in `queue`.
+    queued_bytes: usize,
+    /// Bytes of the lines of the batch being sent (out of `queue`, still
+    /// held): they count against [`Settings::buffer_bytes`] too.
+    sending_bytes: usize,
     closed: bool,
+    /// Drops not yet reported in regent's log, and when the last report was.
+    unreported: u64,
+    reported_at: Option<Instant>,
+}
+
+impl State {
+    fn pop_front(&mut self) -> Option<Vec<u8>> {
+        let line = self.queue.pop_front()?;
+        self.queued_bytes -= line.len();
+        Some(line)
+    }
+
+    fn push_front(&mut self, line: Vec<u8>) {
+        self.queued_bytes += line.len();
+        self.queue.push_front(line);
+    }
+
+    /// Whether `extra` more bytes in one more line would exceed a bound.
+    fn over(&self, settings: &Settings, lines: usize, extra: usize) -> bool {
+        self.queue.len() + lines > settings.buffer
+            || self.queued_bytes + self.sending_bytes + extra > settings.buffer_bytes
+    }
 }
 
 struct Shared {
     state: Mutex<State>,
     /// Signalled when a batch is ready or on close.
     wake: Condvar,
+    /// Set by [`Shipper::close`]: when closing must be done.
+    deadline: OnceLock<Instant>,
+    /// Wakes an upload in flight when closing begins, so that it ends by
+    /// the deadline.
+    closing: tokio::sync::Notify,
     settings: Settings,
     metrics: Arc<Metrics>,
 }
+
+impl Shared {
+    /// Counts `n` dropped decisions at once; returns how many to report in
+    /// regent's log now (none if a report was made less than
+    /// [`DROP_REPORT_EVERY`] ago: they go in the next one). The caller
+    /// reports after letting go of the lock ([`Shared::report`]).
+    #[must_use]
+    fn dropped(&self, st: &mut State, n: u64) -> Option<u64> {
+        self.metrics.decision_log_dropped.add(n);
+        st.unreported += n;
+        let now = Instant::now();
+        if st.unreported == 0
+            || st
+                .reported_at
+                .is_some_and(|at| now.duration_since(at) < DROP_REPORT_EVERY)
+        {
+            return None;
+        }
+        st.reported_at = Some(now);
+        Some(std::mem::take(&mut st.unreported))
+    }
+
+    fn report(&self, dropped: Option<u64>, why: &str) {
+        let Some(n) = dropped else { return };
+        let s = &self.settings;
+        tracing::warn!(
+            dropped = n,
+            dropped_total = self.metrics.decision_log_dropped.get(),
+            buffer = s.buffer,
+            buffer_bytes = s.buffer_bytes,
+            "{n} decisions for {} were dropped: {why}",
+            s.url
+        );
+    }
+}
+
+const FULL: &str = "the decision-log buffer was full; raise --decision-log-buffer or --decision-log-buffer-bytes, or check the collector";
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -147,9 +249,15 @@ impl Shipper {
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 queue: VecDeque::new(),
+                queued_bytes: 0,
+                sending_bytes: 0,
                 closed: false,
+                unreported: 0,
+                reported_at: None,
             }),
             wake: Condvar::new(),
+            deadline: OnceLock::new(),
+            closing: tokio::sync::Notify::new(),
             settings,
             metrics,
         });
@@ -165,32 +273,50 @@ impl Shipper {
     }
 
     /// Adds one line (JSON, no newline) to the buffer, dropping the oldest
-    /// waiting line when it is full. Never waits on the network.
+    /// waiting lines until it fits both bounds (a line that cannot fit even
+    /// in an empty buffer is dropped itself). Drops are counted before this
+    /// returns. Never waits on the network.
     pub fn push(&self, line: &[u8]) {
         let shared = &*self.shared;
+        let settings = &shared.settings;
         let mut st = lock(&shared.state);
         if st.closed {
             // The sender is gone: nothing will send this one.
-            shared.metrics.decision_log_dropped.inc();
+            let report = shared.dropped(&mut st, 1);
+            drop(st);
+            shared.report(report, "they were made after the sender stopped");
             return;
         }
-        if st.queue.len() >= shared.settings.buffer {
-            st.queue.pop_front();
-            shared.metrics.decision_log_dropped.inc();
+        let mut dropped = 0;
+        while st.over(settings, 1, line.len()) && st.pop_front().is_some() {
+            dropped += 1;
         }
-        st.queue.push_back(line.to_vec());
-        if st.queue.len() == shared.settings.batch_entries {
+        let fits = !st.over(settings, 1, line.len());
+        if fits {
+            st.queued_bytes += line.len();
+            st.queue.push_back(line.to_vec());
+        } else {
+            dropped += 1;
+        }
+        let report = shared.dropped(&mut st, dropped);
+        if fits && st.queue.len() == settings.batch_entries {
             shared.wake.notify_one();
         }
+        drop(st);
+        shared.report(report, FULL);
     }
 
-    /// Sends what is waiting (within [`CLOSE_WAIT`]) and stops the thread.
+    /// Sends what is waiting and stops the thread, within [`CLOSE_WAIT`]
+    /// of this call, an upload in flight included: at the deadline it is
+    /// abandoned and what is left is counted as dropped.
     pub fn close(&self) {
         let Some(handle) = lock(&self.thread).take() else {
             return;
         };
+        let _ = self.shared.deadline.set(Instant::now() + CLOSE_WAIT);
         lock(&self.shared.state).closed = true;
         self.shared.wake.notify_one();
+        self.shared.closing.notify_one();
         let _ = handle.join();
     }
 }
@@ -202,17 +328,15 @@ impl Drop for Shipper {
 }
 
 /// The sending thread: wait for a batch or the interval, send, back off on
-/// failure; on close, send what is left and report.
+/// failure; on close, send what is left by the deadline and report.
 fn run(shared: &Shared, client: &reqwest::Client, runtime: &tokio::runtime::Runtime) {
     let settings = &shared.settings;
     let metrics = &*shared.metrics;
     let mut backoff: Option<Duration> = None;
-    let mut close_deadline: Option<Instant> = None;
-    let mut dropped_reported = 0;
     loop {
-        let batch = {
+        let (batch, closing) = {
             let mut st = lock(&shared.state);
-            let deadline = Instant::now() + backoff.unwrap_or(settings.interval);
+            let wait_until = Instant::now() + backoff.unwrap_or(settings.interval);
             loop {
                 if st.closed {
                     break;
@@ -220,7 +344,7 @@ fn run(shared: &Shared, client: &reqwest::Client, runtime: &tokio::runtime::Runt
                 if backoff.is_none() && st.queue.len() >= settings.batch_entries {
                     break;
                 }
-                let left = deadline.saturating_duration_since(Instant::now());
+                let left = wait_until.saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     break;
                 }
@@ -230,39 +354,33 @@ fn run(shared: &Shared, client: &reqwest::Client, runtime: &tokio::runtime::Runt
                     .unwrap_or_else(|p| p.into_inner())
                     .0;
             }
-            if st.closed && close_deadline.is_none() {
-                close_deadline = Some(Instant::now() + CLOSE_WAIT);
-            }
             let mut batch = Vec::new();
-            let mut bytes = 0;
+            // The array's brackets, then each line and its comma.
+            let mut bytes = 2;
             while batch.len() < settings.batch_entries {
                 let Some(next) = st.queue.front() else { break };
-                if !batch.is_empty() && bytes + next.len() > settings.batch_bytes {
+                if !batch.is_empty() && bytes + next.len() + 1 > settings.upload_bytes {
                     break;
                 }
                 bytes += next.len() + 1;
-                batch.push(st.queue.pop_front().expect("a front line"));
+                batch.push(st.pop_front().expect("a front line"));
             }
-            batch
+            st.sending_bytes = batch.iter().map(Vec::len).sum();
+            // Drops within a second of the last report are reported here.
+            let report = shared.dropped(&mut st, 0);
+            let closed = st.closed;
+            drop(st);
+            shared.report(report, FULL);
+            (batch, closed)
         };
-        let dropped = metrics.decision_log_dropped.get();
-        if dropped > dropped_reported {
-            tracing::warn!(
-                dropped = dropped - dropped_reported,
-                dropped_total = dropped,
-                buffer = settings.buffer,
-                "the decision-log buffer for {} was full: the oldest decisions were dropped; raise --decision-log-buffer or check the collector",
-                settings.url
-            );
-            dropped_reported = dropped;
-        }
         if batch.is_empty() {
-            if close_deadline.is_some() {
+            if closing {
                 break;
             }
             continue;
         }
-        let timeout = match close_deadline {
+        let deadline = closing.then(|| *shared.deadline.get().expect("set before closed"));
+        let timeout = match deadline {
             Some(d) => settings
                 .timeout
                 .min(d.saturating_duration_since(Instant::now())),
@@ -271,10 +389,18 @@ fn run(shared: &Shared, client: &reqwest::Client, runtime: &tokio::runtime::Runt
         let sent = if timeout.is_zero() {
             Err("no time left to send before exiting".to_string())
         } else {
-            runtime.block_on(post(client, &settings.url, &batch, timeout))
+            runtime.block_on(async {
+                tokio::select! {
+                    sent = post(client, &settings.url, &batch, timeout) => sent,
+                    () = abandon_at_close(shared) => {
+                        Err("abandoned: regent is exiting and its time to send is up".to_string())
+                    }
+                }
+            })
         };
         match sent {
             Ok(()) => {
+                lock(&shared.state).sending_bytes = 0;
                 metrics.decision_log_sent.add(batch.len() as u64);
                 if backoff.take().is_some() {
                     tracing::info!(url = %settings.url, "decision-log uploads resumed");
@@ -292,24 +418,32 @@ fn run(shared: &Shared, client: &reqwest::Client, runtime: &tokio::runtime::Runt
                     retry_in_ms = next.as_millis() as u64,
                     "cannot upload decisions: {why}"
                 );
-                if close_deadline.is_some() {
+                let mut st = lock(&shared.state);
+                st.sending_bytes = 0;
+                if st.closed {
                     // Exiting: one attempt each; what is left is dropped.
-                    let mut st = lock(&shared.state);
                     let left = (batch.len() + st.queue.len()) as u64;
                     st.queue.clear();
+                    st.queued_bytes = 0;
+                    let report = shared.dropped(&mut st, left);
                     drop(st);
-                    metrics.decision_log_dropped.add(left);
+                    shared.report(report, "they could not be sent before exiting");
                     break;
                 }
                 backoff = Some(next);
-                let mut st = lock(&shared.state);
                 for line in batch.into_iter().rev() {
-                    st.queue.push_front(line);
+                    st.push_front(line);
                 }
-                while st.queue.len() > settings.buffer {
-                    st.queue.pop_front();
-                    metrics.decision_log_dropped.inc();
+                // Lines pushed meanwhile were counted against the bounds
+                // with the batch, so this only trims a lowered bound's
+                // excess; the newest are kept.
+                let mut dropped = 0;
+                while st.over(settings, 0, 0) && st.pop_front().is_some() {
+                    dropped += 1;
                 }
+                let report = shared.dropped(&mut st, dropped);
+                drop(st);
+                shared.report(report, FULL);
             }
         }
     }
@@ -328,6 +462,17 @@ fn run(shared: &Shared, client: &reqwest::Client, runtime: &tokio::runtime::Runt
         );
     } else {
         tracing::info!(sent, failed_uploads = failed, url = %settings.url, "decision-log uploads done");
+    }
+}
+
+/// Resolves at the close deadline once closing has begun (never before):
+/// an upload started before closing is raced against it.
+async fn abandon_at_close(shared: &Shared) {
+    if shared.deadline.get().is_none() {
+        shared.closing.notified().await;
+    }
+    if let Some(d) = shared.deadline.get() {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(*d)).await;
     }
 }
 
@@ -419,5 +564,119 @@ mod tests {
         assert_eq!(metrics.decision_log_dropped.get(), 5);
         assert_eq!(metrics.decision_log_sent.get(), 0);
         assert_eq!(metrics.decision_log_failed.get(), 1);
+    }
+
+    /// A collector that accepts connections and never answers.
+    fn hanging() -> (std::net::TcpListener, Url) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = parse_url(&format!("http://{}/logs", l.local_addr().unwrap())).unwrap();
+        (l, url)
+    }
+
+    #[test]
+    fn the_buffer_is_bounded_in_bytes_and_drops_are_counted_at_once() {
+        let metrics = Arc::new(Metrics::new());
+        let mut settings = Settings::new(parse_url("http://127.0.0.1:9/").unwrap(), 1000);
+        settings.interval = Duration::from_secs(60);
+        settings.buffer_bytes = 100;
+        let s = Shipper::start(settings, metrics.clone()).unwrap();
+        let line = |i: usize| format!("{{\"i\":{i:>20}}}").into_bytes(); // 26 bytes
+        assert_eq!(line(0).len(), 26);
+        for i in 0..3 {
+            s.push(&line(i));
+        }
+        assert_eq!(metrics.decision_log_dropped.get(), 0);
+        s.push(&line(3));
+        // 4 x 26 > 100: the oldest went, counted before push returned.
+        assert_eq!(metrics.decision_log_dropped.get(), 1);
+        {
+            let st = lock(&s.shared.state);
+            assert_eq!(st.queue.len(), 3);
+            assert_eq!(st.queued_bytes, 78);
+            assert_eq!(st.queue.front().unwrap(), &line(1));
+        }
+        // A line larger than the whole buffer empties it and is dropped too.
+        s.push(&[b' '; 101]);
+        assert_eq!(metrics.decision_log_dropped.get(), 5);
+        assert_eq!(lock(&s.shared.state).queued_bytes, 0);
+    }
+
+    #[test]
+    fn batches_respect_the_upload_limit() {
+        // The collector is fixture-free here: the batch is read off the
+        // hanging socket's request by length only.
+        let (listener, url) = hanging();
+        let metrics = Arc::new(Metrics::new());
+        let mut settings = Settings::new(url, 1000);
+        settings.interval = Duration::from_millis(20);
+        settings.upload_bytes = 64;
+        settings.timeout = Duration::from_secs(30);
+        let s = Shipper::start(settings, metrics.clone()).unwrap();
+        for i in 0..5 {
+            s.push(format!("{{\"i\":{i:>20}}}").as_bytes()); // 26 bytes each
+        }
+        // The first batch is in flight: 2 lines (2 + 2 x 27 = 56 <= 64, a third is 83).
+        let (_conn, _) = listener.accept().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let st = lock(&s.shared.state);
+            if st.sending_bytes > 0 {
+                assert_eq!(st.sending_bytes, 52);
+                assert_eq!(st.queue.len(), 3);
+                break;
+            }
+            drop(st);
+            assert!(Instant::now() < deadline, "no batch was taken");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn the_upload_in_flight_counts_against_the_buffer_and_close_abandons_it() {
+        let (listener, url) = hanging();
+        let metrics = Arc::new(Metrics::new());
+        let mut settings = Settings::new(url, 1000);
+        settings.interval = Duration::from_millis(20);
+        settings.buffer_bytes = 100;
+        // Longer than closing may take: closing must cut it short.
+        settings.timeout = Duration::from_secs(60);
+        let s = Shipper::start(settings, metrics.clone()).unwrap();
+        let line = |i: usize| format!("{{\"i\":{i:>20}}}").into_bytes();
+        s.push(&line(0));
+        s.push(&line(1));
+        let (_conn, _) = listener.accept().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while lock(&s.shared.state).sending_bytes == 0 {
+            assert!(Instant::now() < deadline, "no batch was taken");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // 52 bytes in flight: room for one more 26-byte line, not two.
+        s.push(&line(2));
+        assert_eq!(metrics.decision_log_dropped.get(), 0);
+        s.push(&line(3));
+        assert_eq!(metrics.decision_log_dropped.get(), 1);
+        assert_eq!(lock(&s.shared.state).queue.front().unwrap(), &line(3));
+
+        let started = Instant::now();
+        s.close();
+        let took = started.elapsed();
+        assert!(
+            took >= CLOSE_WAIT - Duration::from_millis(100)
+                && took < CLOSE_WAIT + Duration::from_secs(1),
+            "closing took {took:?}"
+        );
+        // The two in flight and the one waiting: never sent, all counted.
+        assert_eq!(metrics.decision_log_dropped.get(), 4);
+        assert_eq!(metrics.decision_log_sent.get(), 0);
+        assert_eq!(metrics.decision_log_failed.get(), 1);
+    }
+
+    #[test]
+    fn sizes_parse_with_units() {
+        let p = parse_bytes("--decision-log-buffer-bytes");
+        assert_eq!(p("32MiB"), Ok(32 << 20));
+        assert_eq!(p("4096"), Ok(4096));
+        assert!(p("12").unwrap_err().contains("at least 1KiB"));
+        assert!(p("lots").is_err());
     }
 }

@@ -70,6 +70,11 @@ impl HttpServer {
         self.log.lock().unwrap().clone()
     }
 
+    /// The server's process id (under `prlimit`, which execs it, regent's).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends a signal to the server (SIGTERM = 15, SIGINT = 2).
     pub fn signal(&self, sig: i32) {
         let ok = Command::new("kill")
