@@ -62,6 +62,13 @@ pub const STALL_AFTER: Duration = Duration::from_secs(5);
 /// How long closing waits for the writer to finish before giving up on it
 /// (its destination is blocked; the process is exiting anyway).
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
+/// Bytes the waiting entries may hold together. An entry holds its
+/// arguments, which a client chooses: 4,096 entries of 1 MiB arguments are
+/// 4 GiB, so the queue is bounded in bytes as well as in entries. Past the
+/// bound a request waits for room as at [`CAPACITY`] (and the log stalls
+/// after [`STALL_AFTER`]); an entry larger than the bound waits until the
+/// queue is empty, then goes alone.
+pub const QUEUE_BYTES: usize = 64 * 1024 * 1024;
 /// The buffer is written out once it holds this much, even while entries
 /// keep arriving.
 const BUFFER: usize = 64 * 1024;
@@ -91,6 +98,9 @@ impl Sink {
 struct Pending {
     entry: Entry,
     time: SystemTime,
+    /// What the entry holds, in bytes (about), reserved in the queue's
+    /// byte bound while it waits (0 when it is written directly).
+    weight: usize,
     /// Told once the line is written to the destination (and synced, with
     /// `--decision-log-sync`): a call's intent line, which must be on
     /// record before its effect (see [`Writer::push_acked`]).
@@ -141,9 +151,57 @@ struct Shared {
     /// `--decision-log-sync`: an acknowledged line is also synced to disk
     /// (`fdatasync`) before it is acknowledged.
     sync: bool,
+    /// Bytes the queued entries hold ([`QUEUE_BYTES`] at most, or one
+    /// entry alone), and the signal that some were written.
+    queued: Mutex<usize>,
+    room: std::sync::Condvar,
+    queue_bytes: usize,
 }
 
 impl Shared {
+    /// Reserves `weight` bytes of the queue's byte bound, waiting for room
+    /// as a full queue does ([`Writer::push`]): refused at once while
+    /// stalled, the log stalls when no room appears within `stall_after`.
+    fn reserve(&self, weight: usize) -> Result<(), Stalled> {
+        let fits = |q: usize| q == 0 || q.saturating_add(weight) <= self.queue_bytes;
+        let mut queued = lock(&self.queued);
+        if fits(*queued) {
+            *queued += weight;
+            return Ok(());
+        }
+        drop(queued);
+        if self.refuse() {
+            return Err(self.stalled());
+        }
+        let deadline = std::time::Instant::now() + self.stall_after;
+        let mut queued = lock(&self.queued);
+        while !fits(*queued) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                drop(queued);
+                self.stall();
+                return Err(self.stalled());
+            }
+            queued = self
+                .room
+                .wait_timeout(queued, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        *queued += weight;
+        Ok(())
+    }
+
+    /// `weight` bytes left the queue.
+    fn release(&self, weight: usize) {
+        if weight == 0 {
+            return;
+        }
+        let mut queued = lock(&self.queued);
+        *queued = queued.saturating_sub(weight);
+        self.room.notify_all();
+    }
+
     fn stalled(&self) -> Stalled {
         Stalled {
             waiting: self.capacity,
@@ -248,6 +306,32 @@ impl Output {
     }
 }
 
+/// About how many bytes `e` holds: its arguments written out, and room for
+/// the rest (what the queue's byte bound counts). A walk that costs far
+/// less than formatting the line.
+fn weight(e: &Entry) -> usize {
+    let mut total = 512 + e.tool.len();
+    let mut stack = vec![&e.arguments];
+    while let Some(v) = stack.pop() {
+        total += match v {
+            serde_json::Value::String(s) => s.len() + 2,
+            serde_json::Value::Array(a) => {
+                stack.extend(a.iter());
+                2 + a.len()
+            }
+            serde_json::Value::Object(o) => {
+                for (k, v) in o {
+                    total += k.len() + 3;
+                    stack.push(v);
+                }
+                2 + o.len()
+            }
+            _ => 8,
+        };
+    }
+    total
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -325,6 +409,9 @@ impl Writer {
                 capacity,
                 stall_after,
                 sync,
+                queued: Mutex::new(0),
+                room: std::sync::Condvar::new(),
+                queue_bytes: QUEUE_BYTES,
             }),
             queue: ArcSwapOption::from_pointee(tx),
             started: AtomicBool::new(false),
@@ -338,6 +425,7 @@ impl Writer {
         self.push_pending(Pending {
             entry,
             time: SystemTime::now(),
+            weight: 0,
             ack: None,
         })
     }
@@ -353,12 +441,18 @@ impl Writer {
         self.push_pending(Pending {
             entry,
             time: SystemTime::now(),
+            weight: 0,
             ack: Some(ack),
         })
     }
 
-    fn push_pending(&self, pending: Pending) -> Result<(), Stalled> {
+    fn push_pending(&self, mut pending: Pending) -> Result<(), Stalled> {
         self.start();
+        if self.queue.load().is_some() {
+            let weight = weight(&pending.entry);
+            self.shared.reserve(weight)?;
+            pending.weight = weight;
+        }
         let pending = match &*self.queue.load() {
             None => return self.direct(pending),
             Some(tx) => match tx.try_send(pending) {
@@ -374,11 +468,13 @@ impl Writer {
             return self.direct(pending);
         };
         if self.shared.refuse() {
+            self.shared.release(pending.weight);
             return Err(self.shared.stalled());
         }
         match tx.send_timeout(pending, self.shared.stall_after) {
             Ok(()) => Ok(()),
-            Err(SendTimeoutError::Timeout(_)) => {
+            Err(SendTimeoutError::Timeout(p)) => {
+                self.shared.release(p.weight);
                 self.shared.stall();
                 Err(self.shared.stalled())
             }
@@ -388,6 +484,7 @@ impl Writer {
 
     /// Writes the line here, not through the thread (after closing).
     fn direct(&self, p: Pending) -> Result<(), Stalled> {
+        self.shared.release(p.weight);
         let mut out = lock(&self.shared.out);
         out.line(&p.entry, p.time, &self.shared.format);
         let mut acks: Vec<_> = p.ack.into_iter().collect();
@@ -514,6 +611,7 @@ fn run(shared: &Shared, queue: &Receiver<Pending>) {
         }
         for p in batch.drain(..) {
             out.line(&p.entry, p.time, &shared.format);
+            shared.release(p.weight);
             acks.extend(p.ack);
             if out.buf.len() >= BUFFER {
                 out.flush_acked(shared.sync, &mut acks);
@@ -614,6 +712,38 @@ mod tests {
             json!(4),
             "two pushes and two checks refused"
         );
+    }
+
+    #[test]
+    fn the_queue_is_bounded_in_bytes_as_well_as_in_entries() {
+        // Nobody reads the pipe. Entries of 4 MiB arguments: the queue
+        // takes what fits in its byte bound (far fewer than its 4,096
+        // entries), then a request waits for room and is refused.
+        let (reader, writer) = std::io::pipe().unwrap();
+        let sink = Sink::File(File::from(std::os::fd::OwnedFd::from(writer)));
+        let w = Writer::with_limits(sink, true, CAPACITY, Duration::from_millis(50));
+        let big = |i: usize| {
+            let mut e = entry(i);
+            e.arguments = json!({"blob": "x".repeat(4 << 20)});
+            e
+        };
+        let mut accepted = 0;
+        let refusal = loop {
+            match w.push(big(accepted)) {
+                Ok(()) => accepted += 1,
+                Err(e) => break e,
+            }
+            // Unbounded, it would take 4,096 (16 GiB); stop well before.
+            assert!(accepted < 64, "the queue took {accepted} entries of 4 MiB");
+        };
+        // The writer holds one or two, the queue at most 64 MiB of them.
+        assert!(accepted <= 20, "{accepted} entries of 4 MiB accepted");
+        assert!(w.is_stalled(), "{refusal}");
+        std::thread::spawn(move || {
+            let mut reader = reader;
+            std::io::copy(&mut reader, &mut std::io::sink()).unwrap();
+        });
+        w.close();
     }
 
     #[test]
