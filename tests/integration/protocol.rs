@@ -787,3 +787,48 @@ fn direct_answers_equal_rmcp_s() {
         "every plain request, and none with _meta, is answered directly:\n{log}"
     );
 }
+
+#[test]
+fn a_slow_resolve_on_stdio_delays_nothing_else_of_the_session() {
+    // A policy evaluation that runs long (here about half a second in a
+    // debug build, until its memory budget stops it) used to hold the whole
+    // stdio session: a ping sent after it waited for it (issue 28).
+    // Resolves are now answered off the reader (2025-11-25, the direct
+    // path) or on the runtime's blocking threads (2026-07-28, rmcp's); a
+    // listing sent after it is answered first.
+    for era in Era::ALL {
+        slow_resolve_then_ping(era);
+    }
+}
+
+fn slow_resolve_then_ping(era: Era) {
+    let dir = repo_path("tests/cases/runaway_policy");
+    let mut s = Server::start(era, &[dir.to_str().unwrap(), "--policy-timeout-ms", "3000"]);
+    // One round trip, so the session is established: a resolve read
+    // before that is rmcp's to answer.
+    s.tool_names();
+    let slow = s.send_request(
+        "tools/resolve",
+        json!({"name": "spin", "arguments": {"n": 100_000}}),
+    );
+    let started = std::time::Instant::now();
+    // `tools/list` (2026-07-28 has no `ping`).
+    let ping = s.send_request("tools/list", json!({}));
+    let deadline = started + std::time::Duration::from_secs(20);
+    let first = s.next_message(deadline);
+    let pong_after = started.elapsed();
+    let second = s.next_message(deadline);
+    let resolved_after = started.elapsed();
+    assert_eq!(
+        first["id"],
+        json!(ping),
+        "{era:?}: the ping came second: {first}"
+    );
+    assert!(first.get("result").is_some(), "{first}");
+    assert_eq!(second["id"], json!(slow), "{second}");
+    assert_eq!(second["error"]["code"], json!(-32603), "{second}");
+    assert!(
+        pong_after < resolved_after,
+        "ping {pong_after:?}, resolve {resolved_after:?}"
+    );
+}
