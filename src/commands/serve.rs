@@ -61,9 +61,6 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         Some(_) => super::serve_http::runtime()?,
         None => tokio::runtime::Builder::new_current_thread()
             .enable_all()
-            // The blocking threads evaluate policies (`protocol`'s custom
-            // requests), which need evaluation's stack.
-            .thread_stack_size(crate::par::STACK_SIZE)
             .build()
             .map_err(|e| cannot_run(format!("cannot start the runtime: {e}")))?,
     };

@@ -9,12 +9,6 @@
 //! the direct path"). A resolve never waits on anything, so nothing is lost
 //! by answering it in place.
 //!
-//! Where it answers: on threads of its own (`transport::Evaluators`), not
-//! on the stdio reader, so a slow evaluation (a policy near its time
-//! limit) delays no other request of the session: a `ping`, a call, a
-//! listing are read and answered meanwhile, and answers may come in any
-//! order, as JSON-RPC allows (issue 28).
-//!
 //! What it does not do: decide or build anything. The answer, or the error,
 //! comes from `Regent::custom`, the same function rmcp's custom-request hook
 //! calls, and is encoded by `transport::encode`, as rmcp's answers are; so
@@ -38,7 +32,6 @@ use super::transport::{Custom, encode};
 pub type Session = Arc<OnceLock<Negotiated>>;
 
 /// The stdio transport's way to the server's answers.
-#[derive(Clone)]
 pub struct Direct {
     regent: Regent,
     session: Session,

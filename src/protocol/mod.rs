@@ -612,27 +612,7 @@ impl ServerHandler for Regent {
     ) -> Result<CustomResult, ErrorData> {
         let result_type = has_result_type(&ctx);
         let negotiated = Negotiated::for_request(&ctx, result_type);
-        let caller = self.caller(&ctx);
-        // stdio runs on a single-threaded runtime: an evaluation there
-        // would hold every other request of the session until it ends (a
-        // policy near its time limit, seconds). It runs on the runtime's
-        // blocking threads instead (with evaluation's stack size, see
-        // `commands::serve`). HTTP's runtime has workers to spare.
-        let flavor = tokio::runtime::Handle::current().runtime_flavor();
-        if flavor == tokio::runtime::RuntimeFlavor::CurrentThread {
-            let regent = self.clone();
-            return tokio::task::spawn_blocking(move || {
-                regent.custom(request, result_type, negotiated, caller)
-            })
-            .await
-            .unwrap_or_else(|e| {
-                Err(ErrorData::internal_error(
-                    format!("the evaluation did not finish: {e}"),
-                    None,
-                ))
-            });
-        }
-        self.custom(request, result_type, negotiated, caller)
+        self.custom(request, result_type, negotiated, self.caller(&ctx))
     }
 
     /// A 2025-11-25-era session is ready: from now on, tell it when the tool

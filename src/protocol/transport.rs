@@ -69,60 +69,6 @@ pub struct LineTransport<R, W> {
     /// Answers `tools/resolve` and `tools/annotations` without rmcp once the
     /// session allows it (see [`direct`]).
     direct: Option<Direct>,
-    /// The threads that compute those answers, off the reader.
-    evaluators: Option<Evaluators>,
-    /// A request for them that found their queue full.
-    held: Option<(Custom, super::negotiation::Negotiated)>,
-}
-
-/// Threads that answer what [`Direct`] takes, so the reader (and with it
-/// every other request of the session, on this single-threaded runtime)
-/// never waits for an evaluation. Requests go to them on a bounded queue;
-/// their answers come back on a channel the transport writes from whenever
-/// it runs: between lines, while it waits for input, and at the end of
-/// input.
-struct Evaluators {
-    jobs: crossbeam_channel::Sender<(Custom, super::negotiation::Negotiated)>,
-    answers: tokio::sync::mpsc::UnboundedReceiver<(RequestId, Vec<u8>)>,
-}
-
-/// Requests queued for the evaluators before the reader waits for room:
-/// enough to keep them busy, small enough that a client's pipelined
-/// stream is held back by the reader, as it was when answers were computed
-/// in place.
-const EVAL_QUEUE: usize = 1024;
-
-impl Evaluators {
-    fn start(direct: &Direct) -> Option<Evaluators> {
-        let n = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4));
-        let (jobs, queue) =
-            crossbeam_channel::bounded::<(Custom, super::negotiation::Negotiated)>(EVAL_QUEUE);
-        let (done, answers) = tokio::sync::mpsc::unbounded_channel();
-        for i in 0..n {
-            let queue = queue.clone();
-            let done = done.clone();
-            let direct = direct.clone();
-            let spawned = std::thread::Builder::new()
-                .name(format!("regent-resolve-{i}"))
-                .stack_size(crate::par::STACK_SIZE)
-                .spawn(move || {
-                    for (request, negotiated) in queue {
-                        let id = request.id.clone();
-                        let bytes = direct.answer(request, negotiated);
-                        if done.send((id, bytes)).is_err() {
-                            return;
-                        }
-                    }
-                });
-            if let Err(e) = spawned {
-                // Without threads, rmcp answers these requests as it does
-                // every other.
-                tracing::warn!("cannot start the resolve threads, answering through rmcp: {e}");
-                return None;
-            }
-        }
-        Some(Evaluators { jobs, answers })
-    }
 }
 
 #[derive(Default)]
@@ -167,67 +113,13 @@ where
             pending: Arc::new(Pending::default()),
             eof_at: None,
             direct: None,
-            evaluators: None,
-            held: None,
         }
     }
 
-    /// Answers what `direct` can answer itself, without handing it to rmcp,
-    /// on threads of its own.
+    /// Answers what `direct` can answer itself, without handing it to rmcp.
     pub fn with_direct(mut self, direct: Direct) -> Self {
-        self.evaluators = Evaluators::start(&direct);
-        if self.evaluators.is_some() {
-            self.direct = Some(direct);
-        }
+        self.direct = Some(direct);
         self
-    }
-
-    /// Writes an evaluator's answer (flushed at once while the reader waits
-    /// for input, else when it runs dry) and stops waiting for it.
-    async fn write_answer(&mut self, (id, bytes): (RequestId, Vec<u8>)) {
-        if !bytes.is_empty() {
-            self.unsent.push(bytes);
-        }
-        // In `unsent` it is as good as written: a dropped `receive` leaves
-        // it there for the next call (and the end of input) to write.
-        self.pending.done(&id);
-        let idle = self.reader_idle.load(Ordering::SeqCst);
-        self.write_unsent(idle).await;
-    }
-
-    /// Hands the request held back by a full queue to the evaluators, or,
-    /// while the queue is still full, writes an answer (freeing room).
-    /// Cancel-safe: the request waits in `self.held`, not in the future.
-    async fn hand_over_held(&mut self) {
-        while let Some(job) = self.held.take() {
-            let Some(ev) = &mut self.evaluators else {
-                return;
-            };
-            match ev.jobs.try_send(job) {
-                Ok(()) => return,
-                Err(crossbeam_channel::TrySendError::Full(job)) => {
-                    self.held = Some(job);
-                    match ev.answers.recv().await {
-                        Some(a) => self.write_answer(a).await,
-                        None => return,
-                    }
-                }
-                Err(crossbeam_channel::TrySendError::Disconnected(_)) => return,
-            }
-        }
-    }
-
-    /// Writes the evaluators' answers that are ready, without waiting.
-    async fn write_ready_answers(&mut self) {
-        loop {
-            let Some(ev) = &mut self.evaluators else {
-                return;
-            };
-            let Ok(answer) = ev.answers.try_recv() else {
-                return;
-            };
-            self.write_answer(answer).await;
-        }
     }
 
     /// At the end of input: waits (cancel-safe) until every request read has
@@ -237,29 +129,9 @@ where
         let deadline = *self
             .eof_at
             .get_or_insert_with(|| tokio::time::Instant::now() + DRAIN);
-        self.hand_over_held().await;
         loop {
-            self.write_ready_answers().await;
-            self.write_unsent(true).await;
             let answered = self.pending.answered.notified();
             if self.pending.count() == 0 {
-                return;
-            }
-            // An evaluator's answer is written here; rmcp's are written by
-            // `send`, which then notifies.
-            if let Some(ev) = &mut self.evaluators {
-                tokio::select! {
-                    Some(answer) = ev.answers.recv() => {
-                        self.write_answer(answer).await;
-                        continue;
-                    }
-                    () = answered => continue,
-                    () = tokio::time::sleep_until(deadline) => {}
-                }
-                tracing::debug!(
-                    unanswered = self.pending.count(),
-                    "end of input: stopped waiting for answers"
-                );
                 return;
             }
             if tokio::time::timeout_at(deadline, answered).await.is_err() {
@@ -300,19 +172,6 @@ where
         loop {
             if self.read.buffer().is_empty() {
                 self.flush_before_waiting().await;
-                // While waiting for input, write the evaluators' answers as
-                // they come (`fill_buf` is cancel-safe: dropped, it has
-                // read nothing).
-                while let Some(ev) = &mut self.evaluators {
-                    let answer = tokio::select! {
-                        ready = self.read.fill_buf() => {
-                            ready?;
-                            break;
-                        }
-                        Some(answer) = ev.answers.recv() => answer,
-                    };
-                    self.write_answer(answer).await;
-                }
             }
             let buf = self.read.fill_buf().await?;
             self.reader_idle.store(false, Ordering::SeqCst);
@@ -459,9 +318,7 @@ where
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         self.write_unsent(true).await;
-        self.hand_over_held().await;
         loop {
-            self.write_ready_answers().await;
             let oversized = match self.read_line().await {
                 Ok(Some(o)) => o,
                 Ok(None) => {
@@ -494,20 +351,12 @@ where
             if let Some(request) = custom_request(text) {
                 if let Some(direct) = &self.direct
                     && let Some(negotiated) = direct.takes(&request)
-                    && let Some(ev) = &self.evaluators
                 {
-                    // Counted until its answer is written, so the end of
-                    // input waits for it as for rmcp's.
-                    self.pending.ids().insert(request.id.to_string());
-                    if let Err(crossbeam_channel::TrySendError::Full(job)) =
-                        ev.jobs.try_send((request, negotiated))
-                    {
-                        // A full queue: held, and handed over once answers
-                        // written free room (the evaluators never wait on
-                        // the reader, so room comes).
-                        self.held = Some(job);
-                        self.hand_over_held().await;
+                    let bytes = direct.answer(request, negotiated);
+                    if !bytes.is_empty() {
+                        self.unsent.push(bytes);
                     }
+                    self.write_unsent(false).await;
                     continue;
                 }
                 return Some(self.counted(request.into_message()));
