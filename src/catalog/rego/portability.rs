@@ -458,6 +458,9 @@ fn is_collection(e: &Expr, bound: &[String], cx: &Cx) -> bool {
         Expr::Call { fcn, .. } => matches!(
             path_of(fcn).join(".").as_str(),
             "split"
+                | "numbers.range"
+                | "numbers.range_step"
+                | "indexof_n"
                 | "walk"
                 | "object.keys"
                 | "array.concat"

@@ -236,6 +236,10 @@ fn portability_flags_what_can_diverge() {
         (false, "some x in split(input.arguments.path, \"/\")"),
         (
             false,
+            "some x in numbers.range(1, count(input.arguments.l))",
+        ),
+        (
+            false,
             "is_array(input.arguments.o); some x in input.arguments.o",
         ),
         (false, "count(input.arguments.l) > 2"),
