@@ -88,7 +88,16 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         }
     }
     let owners: Vec<Option<&str>> = modules.iter().map(|m| owner_of(&m.package)).collect();
-    references(source, &policies, &modules, &owners, &mut diags);
+    // Whether every policy file parsed: what `refs` may conclude from a
+    // package no module defines, and whether a tool whose package is
+    // missing gets a "not defined" error (not after a parse error).
+    let parsed_all = policies.len()
+        == source
+            .policies
+            .iter()
+            .filter(|f| f.kind == FileKind::Policy)
+            .count();
+    references(source, &modules, &owners, parsed_all, &mut diags);
     // Constructs where regorus answers differently from OPA: a warning
     // here; for a tool whose policy runs on regorus, an error at the tool
     // (`compile_tool`).
@@ -137,12 +146,6 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     // engine), so they are spread over the cores; results keep declaration
     // order. A tool takes a fraction of a millisecond, so small catalogs stay
     // on one thread.
-    let parsed_all = policies.len()
-        == source
-            .policies
-            .iter()
-            .filter(|f| f.kind == FileKind::Policy)
-            .count();
     let shared = Shared {
         all: &policies,
         parsed_all,
@@ -231,9 +234,9 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
 /// union of every tool's (any tool's engine holds it).
 fn references(
     source: &Source,
-    policies: &[PolicyFile],
     modules: &[rego::PolicyModule],
     owners: &[Option<&str>],
+    parsed_all: bool,
     diags: &mut Diagnostics,
 ) {
     let tools: Vec<(&str, [Option<&str>; 2], &Value)> = source
@@ -260,12 +263,6 @@ fn references(
             library: true,
         },
     };
-    let parsed_all = policies.len()
-        == source
-            .policies
-            .iter()
-            .filter(|f| f.kind == FileKind::Policy)
-            .count();
     let data: Vec<&Value> = source.data.iter().map(|d| &d.value).collect();
     let ctx = rego::refs::Context::new(modules, owners, &data, parsed_all);
     for d in rego::refs::check(modules, &ctx, schemas) {

@@ -31,7 +31,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::differential::{Rng, Seeds, arguments, caller, load, shipped_catalogs};
-use super::opa::{Answer, Oracle, SKIPPED};
+use super::opa::{Answer, Oracle, SKIPPED, same};
 use super::{BuildOptions, Catalog, build, exercise, policy};
 use crate::source::Source;
 
@@ -134,26 +134,6 @@ struct Construct {
     /// it cannot evaluate it as OPA does (issue 27).
     #[serde(default)]
     refused: Option<String>,
-}
-
-/// Whether `a` and `b` are the same JSON value, numbers compared as numbers.
-fn same(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => {
-            x == y
-                || match (x.as_i64(), y.as_i64()) {
-                    (Some(i), Some(j)) => i == j,
-                    _ => x.as_f64().is_some_and(|f| Some(f) == y.as_f64()),
-                }
-        }
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
-        }
-        _ => a == b,
-    }
 }
 
 /// How one input came out.

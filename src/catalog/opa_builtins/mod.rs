@@ -51,7 +51,7 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
 ];
 
 /// OPA's error: lowercase, prefixed with the builtin's name, as OPA's are.
-fn error(name: &str, message: impl std::fmt::Display) -> Option<anyhow::Result<Value>> {
+pub(super) fn error(name: &str, message: impl std::fmt::Display) -> Option<anyhow::Result<Value>> {
     Some(Err(anyhow::anyhow!("{name}: {message}")))
 }
 
@@ -113,8 +113,13 @@ fn lower(a: &[Value]) -> Option<anyhow::Result<Value>> {
     if s.is_ascii() {
         return None;
     }
-    let out: String = s
-        .chars()
+    Some(Ok(Value::from(go_lower(s))))
+}
+
+/// Go's `strings.ToLower`, rune by rune (`unicode.ToLower`, the simple
+/// mapping): also what `units` lowers a unit with.
+pub(super) fn go_lower(s: &str) -> String {
+    s.chars()
         .map(|c| {
             let mut low = c.to_lowercase();
             match (low.next(), low.next()) {
@@ -125,8 +130,7 @@ fn lower(a: &[Value]) -> Option<anyhow::Result<Value>> {
                 _ => c,
             }
         })
-        .collect();
-    Some(Ok(Value::from(out)))
+        .collect()
 }
 
 /// OPA refuses to search for the empty string; regorus answers 0 (or -1).
@@ -213,7 +217,7 @@ pub(super) fn of(name: &str) -> Option<Compat> {
 mod tests {
     use super::super::budget::{self, Limits};
     use super::super::differential::Rng;
-    use super::super::opa::{Answer, Oracle, SKIPPED};
+    use super::super::opa::{Answer, Oracle, SKIPPED, same};
     use super::super::policy;
     use serde_json::{Value as Json, json};
 
@@ -462,22 +466,6 @@ mod tests {
             })
             .collect();
         format!("package b\nr := {name}({})\n", args.join(", "))
-    }
-
-    /// Equal as OPA compares results: numbers by value.
-    fn same(a: &Json, b: &Json) -> bool {
-        match (a, b) {
-            (Json::Number(x), Json::Number(y)) => {
-                x == y || (x.as_f64() == y.as_f64() && x.as_f64().is_some())
-            }
-            (Json::Array(x), Json::Array(y)) => {
-                x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
-            }
-            (Json::Object(x), Json::Object(y)) => {
-                x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
-            }
-            _ => a == b,
-        }
     }
 
     #[test]

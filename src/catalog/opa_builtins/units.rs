@@ -14,28 +14,11 @@ use num_bigint::{BigInt, BigUint, Sign};
 use num_traits::{One, ToPrimitive, Zero};
 use regorus::Value;
 
+use super::{error, go_lower};
+
 /// Results wider than this many bits (OPA writes `1e999999` bytes out in a
 /// million digits) are refused rather than computed.
 const MAX_BITS: u64 = 1 << 16;
-
-/// Go's `strings.ToLower`, rune by rune (`unicode.ToLower`, the simple
-/// mapping: `İ` becomes `i`).
-fn go_lower(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            let mut low = c.to_lowercase();
-            match (low.next(), low.next()) {
-                (Some(l), None) => l,
-                _ if c == '\u{130}' => 'i',
-                _ => c,
-            }
-        })
-        .collect()
-}
-
-fn error(name: &str, message: impl std::fmt::Display) -> Option<anyhow::Result<Value>> {
-    Some(Err(anyhow::anyhow!("{name}: {message}")))
-}
 
 /// Go's `extractNumAndUnit`: the amount runs up to the first byte that is
 /// neither a digit, `.`, `+`, `-` nor an `e` that starts an exponent.
