@@ -55,15 +55,8 @@ impl Setup {
     }
 }
 
-/// The decision lines: a call that ran also has an intent line, written
-/// before it ran, which its outcome line repeats; it is left out.
 fn log_lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|l: &Value| l["phase"] != "intent")
-        .collect()
+    common::decision_lines(&std::fs::read_to_string(path).unwrap())
 }
 
 #[test]

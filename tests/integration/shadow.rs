@@ -152,14 +152,7 @@ fn serve(dir: &Path, extra: &[&str], requests: &[(&str, &str, Value)]) -> (Vec<V
         .filter(|m: &Value| m.get("id").and_then(Value::as_u64).is_some_and(|id| id > 0))
         .collect();
     answers.sort_by_key(|m| m["id"].as_u64());
-    // A call that ran also has an intent line, written before it ran, which
-    // its outcome line repeats.
-    let lines: Vec<Value> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|l: &Value| l["phase"] != "intent")
-        .collect();
+    let lines = common::decision_lines(&std::fs::read_to_string(&log).unwrap());
     assert_eq!(answers.len(), requests.len(), "{answers:?}");
     assert_eq!(lines.len(), requests.len(), "{lines:?}");
     (answers, lines)

@@ -144,6 +144,16 @@ pub fn is_error(result: &Value) -> bool {
     result["isError"] == json!(true)
 }
 
+/// A decision log's lines, one per decision: a call that ran also has an
+/// `intent` line, written before it ran, which its `outcome` line repeats;
+/// the intent line is left out.
+pub fn decision_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad log line {l}: {e}")))
+        .filter(|l: &Value| l["phase"] != "intent")
+        .collect()
+}
+
 /// The decision id a `tools/call` result carries.
 pub fn decision_id(result: &Value) -> String {
     result["_meta"]["regent/decision"]["id"]
