@@ -261,6 +261,13 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_watch: bool,
 
+    /// Serve a catalog even where `regent check` refuses it with an error
+    /// found by running its rules (failing, conflicting or riskier than
+    /// listed on sample arguments); each such call still fails closed. For
+    /// testing regent's run-time guards, not for production
+    #[arg(long)]
+    pub skip_load_check: bool,
+
     /// Keep the reload status as JSON in FILE, rewritten atomically after every reload attempt
     #[arg(long, value_name = "FILE")]
     pub status_file: Option<PathBuf>,

@@ -82,10 +82,9 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     }
     // `meta` keys that would forge regent's or MCP's own `_meta`, written
     // literally in a tool's package: refused at load, as in YAML.
-    for package in &claimed {
-        for d in rego::reserved_meta(&modules, package) {
-            diags.push(d);
-        }
+    // All packages in one pass: one per tool would be quadratic.
+    for d in rego::reserved_meta(&modules, &claimed) {
+        diags.push(d);
     }
     let owners: Vec<Option<&str>> = modules.iter().map(|m| owner_of(&m.package)).collect();
     // Whether every policy file parsed: what `refs` may conclude from a
@@ -122,6 +121,10 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     // no tool claims) and the data documents.
     let mut base = policy::new_engine(opts.policy_limits);
     let mut library = Vec::new();
+    let library_texts: Vec<(&str, &str)> = library_files
+        .iter()
+        .map(|p| (p.path.as_str(), p.text))
+        .collect();
     for p in library_files {
         match policy::add_policy(&mut base, &p.path, p.text) {
             Ok(_) => library.push((p.path.as_str(), p.package.as_str())),
@@ -153,6 +156,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         base: &base,
         library: &library,
     };
+    let shared_digest = shared_digest(&library_texts, source);
     let decls: Vec<_> = source.tools().collect();
     let compiled = crate::par::map_ordered(&decls, 32, |(file, at, decl)| {
         let packages = [decl.policy.as_deref(), decl.shadow_policy.as_deref()];
@@ -168,7 +172,10 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         };
         let own = own_of(decl.policy.as_deref());
         let shadow = own_of(decl.shadow_policy.as_deref());
-        compile_tool(file, at, decl, (&own, &shadow), &shared, opts)
+        compile_tool(file, at, decl, (&own, &shadow), &shared, opts).map(|(mut tool, ds)| {
+            tool.fingerprint = fingerprint(&shared_digest, file, decl, &own, &shadow);
+            (tool, ds)
+        })
     });
     let mut tools = Vec::with_capacity(compiled.len());
     for c in compiled {
@@ -282,18 +289,25 @@ fn portability_facts<'s>(
     modules: &[rego::PolicyModule],
     owners: &[Option<&str>],
 ) -> rego::portability::Facts<'s> {
+    // The schemas of the tools that own each package, gathered in one pass
+    // (a scan of every tool per module would be quadratic).
+    let mut by_package: HashMap<&str, Vec<&Value>> = HashMap::new();
+    for (_, _, t) in source.tools() {
+        let shadow = t
+            .shadow_policy
+            .as_deref()
+            .filter(|s| Some(*s) != t.policy.as_deref());
+        for pkg in [t.policy.as_deref(), shadow].into_iter().flatten() {
+            by_package.entry(pkg).or_default().push(&t.input_schema);
+        }
+    }
     let schemas = owners
         .iter()
-        .map(|owner| match owner {
-            Some(owner) => source
-                .tools()
-                .map(|(_, _, t)| t)
-                .filter(|t| {
-                    [t.policy.as_deref(), t.shadow_policy.as_deref()].contains(&Some(*owner))
-                })
-                .map(|t| &t.input_schema)
-                .collect(),
-            None => Vec::new(),
+        .map(|owner| {
+            owner
+                .and_then(|o| by_package.get(o))
+                .cloned()
+                .unwrap_or_default()
         })
         .collect();
     rego::portability::Facts {
@@ -668,11 +682,55 @@ fn compile_tool(
                 upstream: decl.upstream.clone(),
                 plan,
                 visible,
+                fingerprint: [0; 32],
             },
             diags,
         )),
         _ => Err(diags),
     }
+}
+
+/// What every tool's engine holds besides its own packages: the library
+/// packages and the data documents, digested once per build.
+fn shared_digest(library: &[(&str, &str)], source: &Source) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for (path, text) in library {
+        h.update(format!("library {} {}\n", path.len(), text.len()));
+        h.update(path);
+        h.update(text);
+    }
+    for d in &source.data {
+        let text = d.value.to_string();
+        h.update(format!("data {} {}\n", d.path.display(), text.len()));
+        h.update(text);
+    }
+    h.finalize().into()
+}
+
+/// A digest of everything a tool's compiled form is made from (see
+/// [`Tool::fingerprint`]): its declaration where it stands, its own and
+/// shadow packages' files, and what every engine shares.
+fn fingerprint(
+    shared: &[u8; 32],
+    file: &ToolSource,
+    decl: &ToolDecl,
+    own: &[&PolicyFile],
+    shadow: &[&PolicyFile],
+) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(shared);
+    // The declaration as parsed, and the file it is in (diagnostics name
+    // its lines).
+    h.update(format!("{}\n{decl:?}\n", file.path.display()));
+    for (kind, files) in [("own", own), ("shadow", shadow)] {
+        for p in files {
+            h.update(format!("{kind} {} {}\n", p.path, p.text.len()));
+            h.update(p.text);
+        }
+    }
+    h.finalize().into()
 }
 
 /// Checks each mapping rule against the tool's schema and listed worst case.

@@ -155,6 +155,14 @@ pub fn exercise(tool: &Tool, samples: &[Value]) -> Vec<Diagnostic> {
         }
     }
     rules.insert(0, (DECISION.to_string(), "the decision".to_string()));
+    // A shadow package (log-only) never stops its tool: its failures are
+    // warnings, as the build makes them.
+    let shadow = |name: &str| {
+        tool.shadow_policy.as_deref().is_some_and(|pkg| {
+            name.strip_prefix(pkg)
+                .is_some_and(|rest| rest.starts_with('.'))
+        })
+    };
 
     let mut out: Vec<Diagnostic> = Vec::new();
     let mut seen_failures = BTreeSet::new();
@@ -188,6 +196,7 @@ pub fn exercise(tool: &Tool, samples: &[Value]) -> Vec<Diagnostic> {
                 if !seen_failures.insert(key) {
                     continue;
                 }
+                let before = out.len();
                 if policy::is_conflict(&e.message) {
                     out.push(
                         Diagnostic::error(
@@ -205,6 +214,7 @@ pub fn exercise(tool: &Tool, samples: &[Value]) -> Vec<Diagnostic> {
                         )
                         .with_help(policy::CONFLICT_HELP),
                     );
+                    shadow_warning(&mut out[before..], shadow(name));
                     continue;
                 }
                 let what = if name == "the decision" {
@@ -232,8 +242,23 @@ pub fn exercise(tool: &Tool, samples: &[Value]) -> Vec<Diagnostic> {
                         "fix the rule; regorus reports this only when the expression runs, so it would fail these calls in production"
                     }),
                 );
+                shadow_warning(&mut out[before..], shadow(name));
             }
         }
     }
     out
+}
+
+/// Makes `found` warnings when they are a shadow package's.
+fn shadow_warning(found: &mut [Diagnostic], shadow: bool) {
+    if !shadow {
+        return;
+    }
+    for d in found {
+        d.severity = crate::diag::Severity::Warning;
+        d.message = format!(
+            "{} (a shadow policy: logged as an error, the enforced policy is unaffected)",
+            d.message
+        );
+    }
 }

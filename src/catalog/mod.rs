@@ -129,6 +129,11 @@ pub struct Tool {
     /// The package's `visible` rule, evaluated per caller for listing (see
     /// `visibility`); `None` when it declares none (visible to everyone).
     visible: Option<policy::Step>,
+    /// A digest of everything the tool was compiled from (its declaration,
+    /// its packages, the library packages and data every engine holds):
+    /// equal fingerprints in two builds mean the same compiled tool, so
+    /// what `check::on_load` found about it still holds.
+    pub fingerprint: [u8; 32],
 }
 
 /// What a planned rule evaluation answers.

@@ -9,6 +9,7 @@
 //! [`published_schema`]; this module decides what to run and turns their
 //! findings into located diagnostics. Printing is in [`report`].
 
+pub mod on_load;
 pub mod published_schema;
 pub mod report;
 pub mod upstream;
@@ -182,102 +183,122 @@ pub fn check_with(paths: &[PathBuf], opts: &BuildOptions, started: &Started) -> 
 
     let cases = case_arguments(&source);
     let callers = case_callers(&source);
-    for tool in catalog.tools().iter().filter(|t| t.has_visible_rule()) {
-        out.extend(visible_failure(tool, &callers));
-    }
     for tool in catalog.tools() {
-        out.extend(environment(tool));
-    }
-    for tool in catalog.tools().iter().filter(|t| t.is_resolvable()) {
-        let mut proof = proof::prove(&catalog, tool);
-        // The catalog's own test cases for this tool, those inputSchema
-        // accepts (a case may test a refusal on purpose): whole, and each
-        // argument's value for sampling.
-        let own: Vec<Value> = cases
-            .get(&tool.name)
-            .into_iter()
-            .flatten()
-            .filter(|a| tool.validate_complete(a).is_empty())
-            .cloned()
-            .collect();
-        let mut per_argument: BTreeMap<String, Vec<Value>> = BTreeMap::new();
-        for a in &own {
-            for (k, v) in a.as_object().into_iter().flatten() {
-                let e = per_argument.entry(k.clone()).or_default();
-                if !e.contains(v) {
-                    e.push(v.clone());
-                }
-            }
-        }
-        let generated = exercise::samples(tool);
-        let total = generated.len();
-        let checked = exercise::validated(tool, generated);
-        if let Some(example) = checked.rejected.first() {
-            out.push(
-                Diagnostic::warning(
-                    "samples-rejected",
-                    tool.location.clone(),
-                    format!(
-                        "inputSchema refused {} of the {total} sample arguments generated for `{}`, such as {example}, so its rules were not exercised on them",
-                        checked.rejected.len(),
-                        tool.name
-                    ),
-                )
-                .with_help("regent cannot generate values for some keyword of this schema; give those arguments a `default` or `examples` that inputSchema accepts"),
-            );
-        }
-        let mut samples = checked.valid;
-        for a in own {
-            if !samples.contains(&a) {
-                samples.push(a);
-            }
-        }
-        if proof.combinations > 0
-            && proof.combinations <= 512
-            && let Ok(combos) = proof::combinations_with(tool, &proof.arguments, &proof.partitions)
-        {
-            for c in combos {
-                if !samples.contains(&c) {
-                    samples.push(c);
-                }
-            }
-        }
-        out.extend(exercise::exercise(tool, &samples));
-        if let Outcome::NotCovered { .. } = proof.outcome {
-            let mut sampled = proof::finite_part(tool, &per_argument);
-            for s in &samples {
-                if !sampled.contains(s) {
-                    sampled.push(s.clone());
-                }
-            }
-            let found = proof::sample(&catalog, tool, &sampled);
-            for c in &found.counterexamples {
-                out.push(counterexample(
-                    &source,
-                    &catalog,
-                    tool,
-                    c,
-                    " (found by sampling; the proof does not cover this tool)",
-                ));
-            }
-            for f in &found.failures {
-                out.push(failure(tool, f));
-            }
-            proof.sampled = Some(found);
-        } else {
-            // The proof covers the hints; the other contract rules (`deny`,
-            // `confirm`, `meta`) may still fail on arguments it did not
-            // vary, which a client would get as -32603.
-            for f in &proof::sample(&catalog, tool, &samples).failures {
-                out.push(failure(tool, f));
-            }
-        }
-        out.extend(proof_diagnostics(&source, &catalog, tool, &proof));
-        report.proofs.push(proof);
+        let (found, proof) = tool_findings(&source, &catalog, tool, &cases, &callers);
+        out.extend(found);
+        report.proofs.extend(proof);
     }
 
     report.diagnostics = dedupe(out);
     report
+}
+
+/// What `check` finds about one tool by running it: its `visible` rule,
+/// what its `run:` needs from the machine, its rules exercised on samples
+/// (schema-generated, the catalog's own test cases, the proof's
+/// combinations), and the worst-case proof, which a tool without anything
+/// to resolve has none of.
+fn tool_findings(
+    source: &Source,
+    catalog: &Catalog,
+    tool: &Tool,
+    cases: &BTreeMap<String, Vec<Value>>,
+    callers: &[crate::caller::Caller],
+) -> (Vec<Diagnostic>, Option<Proof>) {
+    let mut out = Vec::new();
+    if tool.has_visible_rule() {
+        out.extend(visible_failure(tool, callers));
+    }
+    out.extend(environment(tool));
+    if !tool.is_resolvable() {
+        return (out, None);
+    }
+    let mut proof = proof::prove(catalog, tool);
+    // The catalog's own test cases for this tool, those inputSchema
+    // accepts (a case may test a refusal on purpose): whole, and each
+    // argument's value for sampling.
+    let own: Vec<Value> = cases
+        .get(&tool.name)
+        .into_iter()
+        .flatten()
+        .filter(|a| tool.validate_complete(a).is_empty())
+        .cloned()
+        .collect();
+    let mut per_argument: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for a in &own {
+        for (k, v) in a.as_object().into_iter().flatten() {
+            let e = per_argument.entry(k.clone()).or_default();
+            if !e.contains(v) {
+                e.push(v.clone());
+            }
+        }
+    }
+    let generated = exercise::samples(tool);
+    let total = generated.len();
+    let checked = exercise::validated(tool, generated);
+    if let Some(example) = checked.rejected.first() {
+        out.push(
+            Diagnostic::warning(
+                "samples-rejected",
+                tool.location.clone(),
+                format!(
+                    "inputSchema refused {} of the {total} sample arguments generated for `{}`, such as {example}, so its rules were not exercised on them",
+                    checked.rejected.len(),
+                    tool.name
+                ),
+            )
+            .with_help("regent cannot generate values for some keyword of this schema; give those arguments a `default` or `examples` that inputSchema accepts"),
+        );
+    }
+    let mut samples = checked.valid;
+    for a in own {
+        if !samples.contains(&a) {
+            samples.push(a);
+        }
+    }
+    if proof.combinations > 0
+        && proof.combinations <= 512
+        && let Ok(combos) = proof::combinations_with(tool, &proof.arguments, &proof.partitions)
+    {
+        for c in combos {
+            if !samples.contains(&c) {
+                samples.push(c);
+            }
+        }
+    }
+    out.extend(exercise::exercise(tool, &samples));
+    if let Outcome::NotCovered { .. } = proof.outcome {
+        let mut sampled = proof::finite_part(tool, &per_argument);
+        for s in &samples {
+            if !sampled.contains(s) {
+                sampled.push(s.clone());
+            }
+        }
+        let found = proof::sample(catalog, tool, &sampled);
+        for c in &found.counterexamples {
+            out.push(counterexample(
+                source,
+                catalog,
+                tool,
+                c,
+                " (found by sampling; the proof does not cover this tool)",
+            ));
+        }
+        for f in &found.failures {
+            out.push(failure(tool, f));
+        }
+        proof.sampled = Some(found);
+    } else {
+        // The proof covers the hints; the other contract rules (`deny`,
+        // `confirm`, `meta`) may still fail on arguments it did not
+        // vary, which a client would get as -32603.
+        for f in &proof::sample(catalog, tool, &samples).failures {
+            out.push(failure(tool, f));
+        }
+    }
+    out.extend(proof_diagnostics(source, catalog, tool, &proof));
+
+    (out, Some(proof))
 }
 
 /// The arguments of every `regent test` case in the catalog, by tool. Case
@@ -368,9 +389,8 @@ fn lint_policies(source: &Source, opts: &BuildOptions) -> Vec<Diagnostic> {
         .tools()
         .filter_map(|(_, _, t)| t.policy.as_deref())
         .collect();
-    for p in packages {
-        out.extend(rego::identity_rules(&modules, p));
-    }
+    // All packages in one pass: one per tool would be quadratic.
+    out.extend(rego::identity_rules(&modules, &packages));
     out
 }
 

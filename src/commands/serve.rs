@@ -9,6 +9,7 @@ use rmcp::ServiceExt;
 use super::{Failure, build_options, exit, load_source};
 use crate::cli::ServeArgs;
 use crate::decisions::{self, DecisionLog, ship};
+use crate::diag::Diagnostics;
 use crate::metrics::Metrics;
 use crate::protocol::Regent;
 use crate::protocol::call::CallLimit;
@@ -95,8 +96,28 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     let shared: reload::SharedSnapshots = Arc::new(std::sync::Mutex::new(snapshots));
     let catalog = crate::catalog::build(&source, &build_options(&args.catalog))
         .map_err(|d| Failure::from_diagnostics(&d))?;
+    // What `regent check` would refuse does not serve either (see
+    // `check::on_load`); reloads then run only the tools that change.
+    let ran = std::time::Instant::now();
+    let mut checked = crate::check::on_load::on_load(
+        &source,
+        &catalog,
+        &Default::default(),
+        &build_options(&args.catalog),
+    );
+    if args.skip_load_check {
+        checked.allow_errors();
+    }
+    if !checked.errors.is_empty() {
+        return Err(Failure::from_diagnostics(&Diagnostics(checked.errors)));
+    }
+    tracing::debug!(
+        tools = checked.ran,
+        took_ms = ran.elapsed().as_millis() as u64,
+        "checked the catalog as regent check does"
+    );
     drop(source);
-    for w in &catalog.warnings {
+    for w in catalog.warnings.iter().chain(&checked.warnings) {
         tracing::warn!("{w}");
     }
     // What `run:` needs from this machine and is missing here (a program, an
@@ -178,6 +199,8 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
             settle: reload::SETTLE,
             upstreams: shared.clone(),
             declared: Some(declared),
+            checked: checked.checked,
+            skip_load_check: args.skip_load_check,
         },
     )
     .map_err(cannot_run)?;

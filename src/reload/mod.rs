@@ -60,6 +60,12 @@ pub struct Settings {
     /// is reached differently and stop what was removed (see
     /// `Upstreams::supervise`). The reload thread only hands them over.
     pub declared: Option<DeclaredSender>,
+    /// What `check::on_load` ran on the catalog serving when reloading
+    /// starts (every tool, at start-up): a reload runs only what changed.
+    pub checked: crate::check::on_load::Checked,
+    /// `serve --skip-load-check`: `check`'s errors are logged as warnings
+    /// and the catalog serves anyway.
+    pub skip_load_check: bool,
 }
 
 /// The channel [`Settings::declared`] sends on.
@@ -192,8 +198,28 @@ impl Reloader {
             Ok(c) => c,
             Err(diags) => return self.failed(diags),
         };
+        // Never looser than `regent check`: what it refuses with an error
+        // does not serve (the tools that changed are run; see
+        // `check::on_load`).
+        let mut checked = crate::check::on_load::on_load(
+            &source,
+            &catalog,
+            &self.settings.checked,
+            &self.settings.options,
+        );
+        if self.settings.skip_load_check {
+            checked.allow_errors();
+        }
+        if !checked.errors.is_empty() {
+            return self.failed(Diagnostics(checked.errors));
+        }
+        tracing::debug!(
+            tools = checked.ran,
+            "checked the changed tools as regent check does"
+        );
+        self.settings.checked = checked.checked;
         drop(source);
-        for w in &catalog.warnings {
+        for w in catalog.warnings.iter().chain(&checked.warnings) {
             tracing::warn!("{w}");
         }
         let listing = wire::listing_digest(&catalog);

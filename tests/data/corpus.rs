@@ -229,25 +229,50 @@ fn run_case(case: &Path) -> Result<(), Failed> {
         check_diagnostics(tmp.path(), &expect, want, &run, capped)?;
     }
     if let Some(serve) = &expect.serve {
-        check_serve(tmp.path(), &expect.args, serve, capped)?;
+        check_serve(tmp.path(), &expect.args, serve, capped, expect.exit == 1)?;
     }
     Ok(())
 }
 
 /// Runs `regent serve` with the arguments `check` was given (paths and the
-/// limits, which both commands take) and holds it to `want`.
+/// limits, which both commands take) and holds it to `want`. A catalog that
+/// `check` refuses (`refused`) is refused by `serve` too (issue 28); its
+/// requests then go to a server started with `--skip-load-check`, so that
+/// the run-time guards are what is tested.
 fn check_serve(
     dir: &Path,
     args: &[String],
     want: &ServeExpect,
     capped: bool,
+    refused: bool,
 ) -> Result<(), Failed> {
-    let mut cmd = command(capped);
-    cmd.arg("serve")
-        .args(&args[1..])
-        .current_dir(dir)
-        .env_remove("RUST_LOG")
-        .env("NO_COLOR", "1");
+    let serve = || {
+        let mut cmd = command(capped);
+        cmd.arg("serve")
+            .args(&args[1..])
+            .current_dir(dir)
+            .env_remove("RUST_LOG")
+            .env("NO_COLOR", "1");
+        cmd
+    };
+    if refused && want.refuses.is_none() {
+        let out = serve()
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("the regent binary runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(1) || !stderr.contains("error: the catalog has") {
+            return Err(format!(
+                "check refuses this catalog, so serve should too; exit {:?}\n--- stderr:\n{stderr}",
+                out.status.code()
+            )
+            .into());
+        }
+    }
+    let mut cmd = serve();
+    if refused {
+        cmd.arg("--skip-load-check");
+    }
     if let Some(message) = &want.refuses {
         let out = cmd
             .stdin(std::process::Stdio::null())

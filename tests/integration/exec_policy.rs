@@ -72,7 +72,10 @@ async fn a_denying_policy_stops_execution_and_says_why() {
     for era in Era::ALL {
         let dir = setup();
         let marker = dir.path().join("work/forbidden-reserved");
-        let r = Start::new(dir.path()).connect(era).await;
+        let r = Start::new(dir.path())
+            .arg("--skip-load-check")
+            .connect(era)
+            .await;
         let args = json!({"name": "forbidden-reserved"});
         let reasons = json!([
             "forbidden-reserved is reserved",
@@ -147,7 +150,10 @@ async fn a_denying_policy_stops_execution_and_says_why() {
 #[tokio::test]
 async fn a_yaml_rule_can_deny() {
     let dir = setup();
-    let r = Start::new(dir.path()).connect(Era::Modern).await;
+    let r = Start::new(dir.path())
+        .arg("--skip-load-check")
+        .connect(Era::Modern)
+        .await;
     let res = r.call("touch_yaml", json!({"name": "forbidden"})).await;
     assert!(is_error(&res));
     assert_eq!(
@@ -165,7 +171,10 @@ async fn a_yaml_rule_can_deny() {
 async fn a_failing_policy_runs_nothing() {
     for era in Era::ALL {
         let dir = setup();
-        let r = Start::new(dir.path()).connect(era).await;
+        let r = Start::new(dir.path())
+            .arg("--skip-load-check")
+            .connect(era)
+            .await;
         let err = r
             .try_call("touch_broken_policy", json!({"name": "boom"}))
             .await

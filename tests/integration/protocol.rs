@@ -364,7 +364,15 @@ fn unknown_request_fields_are_ignored_for_forward_compatibility() {
 #[test]
 fn policy_failures_are_internal_errors() {
     for era in Era::ALL {
-        let mut s = serve(era, "tests/cases/riskier_policy", json!({}));
+        // Both catalogs are refused by `check`, and so by `serve`, on
+        // purpose: how each such call fails closed is what is tested.
+        let mut s = Server::start(
+            era,
+            &[
+                "--skip-load-check",
+                repo_path("tests/cases/riskier_policy").to_str().unwrap(),
+            ],
+        );
         let e = s.expect_error(
             "tools/resolve",
             json!({"name": "cleanup", "arguments": {"mode": "purge"}}),
@@ -373,7 +381,13 @@ fn policy_failures_are_internal_errors() {
         assert_eq!(e["data"]["hint"], json!("destructiveHint"));
         assert_eq!(e["data"]["reason"], json!("riskier-than-listed"));
 
-        let mut s = serve(era, "tests/cases/runaway_policy", json!({}));
+        let mut s = Server::start(
+            era,
+            &[
+                "--skip-load-check",
+                repo_path("tests/cases/runaway_policy").to_str().unwrap(),
+            ],
+        );
         let e = s.expect_error(
             "tools/resolve",
             json!({"name": "spin", "arguments": {"n": 100000}}),

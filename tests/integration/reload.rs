@@ -499,6 +499,13 @@ broken_then_fixed! {
         "package tools.deploy\n\nimport rego.v1\n\nmeta := {\"answer\": \"v2\"} if input.arguments.evn == \"dev\"\n",
         "deploy.rego:5:45: error: `input.arguments.evn` is never defined",
         policy("v2"), both("1", "v2");
+    // Found only by running the rules on sample arguments, as `regent
+    // check` does: a reload is never looser than check (and no request
+    // gets -32603 for `prod` afterwards).
+    conflicting_rules_keep_the_previous_catalog: "deploy.rego",
+        CONFLICTING,
+        "deploy.rego:7:1: error: rules conflict for arguments {\"env\":\"prod\"}",
+        policy("v2"), both("1", "v2");
     // A tab where YAML wants spaces, on line 3.
     invalid_yaml_keeps_the_previous_catalog: "deploy.yaml",
         tool_yaml("2").replacen("    description:", "\tdescription:", 1),
@@ -547,6 +554,16 @@ fn start_up_with_a_bad_catalog_still_fails() {
     let broken = "package tools.deploy\n\nmeta := {\n";
     std::fs::write(dir.join("deploy.rego"), broken).unwrap();
     refused_at_start(&dir, &[], 1, "deploy.rego:");
+}
+
+/// Two complete `meta` rules that both hold for `env: prod`.
+const CONFLICTING: &str = "package tools.deploy\n\nimport rego.v1\n\nmeta := {\"answer\": \"v2\"}\n\nmeta := {\"answer\": \"v3\"} if input.arguments.env == \"prod\"\n";
+
+#[test]
+fn start_up_refuses_what_check_refuses() {
+    let (_tmp, dir) = catalog();
+    std::fs::write(dir.join("deploy.rego"), CONFLICTING).unwrap();
+    refused_at_start(&dir, &[], 1, "deploy.rego:7:1: error: rules conflict");
 }
 
 #[test]

@@ -6,6 +6,8 @@
 //! Only names and literal `title` keys are read; what the other rules
 //! resolve is left to the proof and to evaluation.
 
+use std::collections::BTreeSet;
+
 use regorus::unstable::{Expr, Ref, Rule, RuleHead};
 
 use super::{PolicyModule, const_string, head, path_of, rule_defs, span_location};
@@ -23,11 +25,17 @@ const IDENTITY_RULES: &[(&str, &str)] = &[
     ("outputSchema", "outputSchema"),
 ];
 
-/// Rules in `package` that try to change a tool's name, title,
-/// description or schemas, which resolution never does.
-pub fn identity_rules(modules: &[PolicyModule], package: &str) -> Vec<Diagnostic> {
+/// Rules in any of `packages` (tool packages) that try to change a tool's
+/// name, title, description or schemas, which resolution never does. All
+/// packages at once: the rule definitions are read once, whatever the
+/// number of tools.
+pub fn identity_rules(modules: &[PolicyModule], packages: &BTreeSet<&str>) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    for def in rule_defs(modules).iter().filter(|d| d.package == package) {
+    for def in rule_defs(modules)
+        .iter()
+        .filter(|d| packages.contains(d.package.as_str()))
+    {
+        let package = &def.package;
         if let Some((_, field)) = IDENTITY_RULES.iter().find(|(n, _)| *n == def.name()) {
             out.push(
                 Diagnostic::error(
@@ -43,7 +51,7 @@ pub fn identity_rules(modules: &[PolicyModule], package: &str) -> Vec<Diagnostic
         }
     }
     // `annotations := {"title": ...}`: a literal title key in an annotations value.
-    for (at, key) in literal_keys(modules, package, "annotations") {
+    for (at, key, package) in literal_keys(modules, packages, "annotations") {
         if key == "title" {
             out.push(title_diagnostic(at, package));
         }
@@ -51,22 +59,29 @@ pub fn identity_rules(modules: &[PolicyModule], package: &str) -> Vec<Diagnostic
     out
 }
 
-/// `meta` keys of `package` that regent or MCP write themselves
-/// (`regent/decision`, `io.modelcontextprotocol/…`; see `meta_keys`),
-/// written literally: `meta := {"regent/decision": …}` or
+/// `meta` keys of `packages` (tool packages) that regent or MCP write
+/// themselves (`regent/decision`, `io.modelcontextprotocol/…`; see
+/// `meta_keys`), written literally: `meta := {"regent/decision": …}` or
 /// `meta["regent/decision"] := …`. Merged into an answer they would stand
 /// beside regent's real decision. A key the policy computes is refused when
 /// it resolves.
-pub fn reserved_meta(modules: &[PolicyModule], package: &str) -> Vec<Diagnostic> {
-    let mut found: Vec<(Location, String)> = rule_defs(modules)
-        .into_iter()
-        .filter(|d| d.package == package && d.name() == "meta")
-        .filter_map(|d| Some((d.location.clone(), d.path.get(1)?.clone())))
+pub fn reserved_meta(modules: &[PolicyModule], packages: &BTreeSet<&str>) -> Vec<Diagnostic> {
+    let defs = rule_defs(modules);
+    let mut found: Vec<(Location, String, &str)> = defs
+        .iter()
+        .filter(|d| packages.contains(d.package.as_str()) && d.name() == "meta")
+        .filter_map(|d| {
+            Some((
+                d.location.clone(),
+                d.path.get(1)?.clone(),
+                d.package.as_str(),
+            ))
+        })
         .collect();
-    found.extend(literal_keys(modules, package, "meta"));
+    found.extend(literal_keys(modules, packages, "meta"));
     found
         .into_iter()
-        .filter_map(|(at, key)| {
+        .filter_map(|(at, key, package)| {
             let whose = crate::catalog::meta_keys::reserved(&key)?;
             Some(
                 Diagnostic::error(
@@ -80,12 +95,19 @@ pub fn reserved_meta(modules: &[PolicyModule], package: &str) -> Vec<Diagnostic>
         .collect()
 }
 
-/// The constant keys of object literals that rule `name` of `package` takes
-/// as its value (`name := {"k": …} if …`, `default name := {…}`), each
-/// with where it is written.
-fn literal_keys(modules: &[PolicyModule], package: &str, name: &str) -> Vec<(Location, String)> {
+/// The constant keys of object literals that rule `name` of any of
+/// `packages` takes as its value (`name := {"k": …} if …`, `default name :=
+/// {…}`), each with where it is written and its package.
+fn literal_keys<'m>(
+    modules: &'m [PolicyModule],
+    packages: &BTreeSet<&str>,
+    name: &str,
+) -> Vec<(Location, String, &'m str)> {
     let mut out = Vec::new();
-    for m in modules.iter().filter(|m| m.package == package) {
+    for m in modules
+        .iter()
+        .filter(|m| packages.contains(m.package.as_str()))
+    {
         for rule in &m.module.policy {
             if path_of(head(rule)) != [name] {
                 continue;
@@ -111,7 +133,7 @@ fn literal_keys(modules: &[PolicyModule], package: &str, name: &str) -> Vec<(Loc
                 if let Expr::Object { fields, .. } = v.as_ref() {
                     for (span, k, _) in fields {
                         if let Some(key) = const_string(k) {
-                            out.push((span_location(span), key));
+                            out.push((span_location(span), key, m.package.as_str()));
                         }
                     }
                 }

@@ -191,7 +191,7 @@ fn flags_identity_rules_and_titles() {
     let m = load(
         "package t\nimport rego.v1\ndescription := \"x\"\nannotations := {\"title\": \"y\"}\n",
     );
-    let lines: Vec<usize> = identity_rules(&m, "t")
+    let lines: Vec<usize> = identity_rules(&m, &std::collections::BTreeSet::from(["t"]))
         .iter()
         .map(|d| d.location.line)
         .collect();
