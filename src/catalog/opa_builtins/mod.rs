@@ -22,6 +22,7 @@
 use regorus::Value;
 
 mod encoding;
+pub(super) mod glob;
 mod json;
 mod numbers;
 mod sprintf;
@@ -48,6 +49,7 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("units.parse", units::parse),
     ("format_int", numbers::format_int),
     ("json.marshal", json::marshal),
+    ("glob.match", glob::glob_match),
     ("urlquery.encode", encoding::urlquery_encode),
     ("urlquery.encode_object", encoding::urlquery_encode_object),
     ("urlquery.decode", encoding::urlquery_decode),
@@ -376,6 +378,9 @@ mod tests {
         /// A path: an array of strings, or a string.
         Path,
         Obj,
+        /// `glob.match`'s delimiters: `null`, or an array of (mostly)
+        /// one-character strings.
+        Delims,
     }
 
     /// An argument, and whether the rule must make it a set.
@@ -407,6 +412,17 @@ mod tests {
                 0 => (json!(string(rng)), 0),
                 _ => (
                     Json::Array((0..rng.below(3)).map(|_| any_key(rng)).collect()),
+                    0,
+                ),
+            },
+            Kind::Delims => match rng.below(4) {
+                0 => (Json::Null, 0),
+                _ => (
+                    Json::Array(
+                        (0..rng.below(3))
+                            .map(|_| json!(["/", ".", ":", "é", "*", "", "ab"][rng.below(7)]))
+                            .collect(),
+                    ),
                     0,
                 ),
             },
@@ -465,6 +481,7 @@ mod tests {
         ("intersection", &[SetOfSets]),
         ("regex.match", &[Str, Str]),
         ("glob.match", &[Str, Any, Str]),
+        ("glob.match", &[Str, Delims, Str]),
         ("abs", &[Num]),
         ("round", &[Num]),
         ("ceil", &[Num]),
@@ -484,7 +501,7 @@ mod tests {
 
     /// Builtins whose differences from OPA are known and not fixed here yet
     /// (see docs/policy-tooling.md, "regent and OPA"): counted, not failed.
-    const KNOWN: &[&str] = &["regex.match", "glob.match"];
+    const KNOWN: &[&str] = &["regex.match"];
 
     /// The one rule of a builtin's policy: its arguments from `input.aJ`,
     /// made sets where the kind asks (a set cannot travel as JSON).
@@ -512,6 +529,9 @@ mod tests {
         let mut total = 0;
         let mut shown = 0;
         let mut known = 0;
+        // Calls regent refuses (fail closed) where OPA answers: a shape it
+        // does not reproduce for certain, documented, counted and shown.
+        let mut refused = 0;
         for &(name, kinds) in COVERED {
             // One policy per builtin, one rule, many inputs: a module of a
             // rule per case made both engines prepare it once per query.
@@ -599,6 +619,10 @@ mod tests {
                 }
                 if ok {
                     agreed += 1;
+                } else if matches!(&got, Answer::Error(e) if e.contains("not supported by regent"))
+                {
+                    refused += 1;
+                    eprintln!("  refused: {name}{}: opa {want:?}", cases[i]);
                 } else if KNOWN.contains(&name) && only.is_none() {
                     known += 1;
                 } else {
@@ -622,7 +646,8 @@ mod tests {
             eprintln!("opa_builtins: {name}: {agreed}/{PER_BUILTIN} agree");
         }
         eprintln!(
-            "opa_builtins: {total} calls compared, {} differ, {known} known differences left \
+            "opa_builtins: {total} calls compared, {} differ, {refused} refused by regent, \
+             {known} known differences left \
              (run with OPA_BUILTIN=<name> --nocapture to see them)",
             failures.len()
         );
