@@ -10,9 +10,9 @@
 //! those two were 6.2k of the 13.8k instructions the policy added to a
 //! resolve. Its `regex.match` and `glob.match` compile the pattern on every
 //! call (180k and 300k instructions for short ones); a constant pattern is
-//! compiled here once, at load: a regex as regorus compiles it (the same
-//! `regex` crate and size limit), a glob as OPA reads it
-//! (`opa_builtins::glob`, whose answer is the one every call gives).
+//! compiled here once, at load, as `opa_builtins` compiles it for every
+//! call: a regex in Go's syntax translated into the `regex` crate's
+//! (`opa_builtins::regex`), a glob as gobwas reads it (`opa_builtins::glob`).
 //!
 //! Each answer here covers only argument shapes whose answer is plainly
 //! the builtin's (regorus', or OPA's where `opa_builtins` gives it) and
@@ -25,7 +25,7 @@
 //! This module knows regorus' values; it knows nothing of the syntax tree
 //! (the lowering picks a [`Fast`] when it builds a call) or of budgets.
 
-use regex::{Regex, RegexBuilder};
+use regex::Regex;
 use regorus::Value;
 
 use super::opa_builtins::glob::Glob;
@@ -43,11 +43,6 @@ pub enum Fast {
     /// once as OPA reads it (`opa_builtins::glob`).
     GlobMatch(Glob),
 }
-
-/// regorus' bound on a compiled pattern (`builtins/regex.rs`); a pattern
-/// past it does not compile here either, and every call of it stays
-/// regorus', which raises its error.
-const REGEX_SIZE_LIMIT: usize = 100 * 1024;
 
 /// A `sprintf` format split at its verbs, once, at load.
 #[derive(Debug)]
@@ -79,9 +74,10 @@ impl Fast {
             // regorus compiles the pattern on every call (its pattern cache
             // is a feature we leave off): ~180k instructions for a short
             // one, four times a whole resolve.
-            "regex.match" => RegexBuilder::new(constant()?)
-                .size_limit(REGEX_SIZE_LIMIT)
-                .build()
+            // Go's syntax, translated (`opa_builtins::regex`); a pattern
+            // refused there is not compiled here, and each call raises the
+            // refusal.
+            "regex.match" => super::opa_builtins::regex::compile(constant()?)
                 .ok()
                 .map(Fast::RegexMatch),
             // A pattern OPA refuses is not compiled here: each call raises
