@@ -24,7 +24,7 @@ use regorus::Value;
 mod encoding;
 pub(super) mod glob;
 mod json;
-mod numbers;
+pub(super) mod numbers;
 pub(super) mod regex;
 mod sprintf;
 mod strings;

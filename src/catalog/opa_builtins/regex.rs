@@ -33,6 +33,8 @@ pub enum Refused {
     Go(String),
     /// A pattern whose meaning regent does not reproduce for certain.
     Unsure(String),
+    /// A pattern past the compiled-size bound (regorus' own).
+    Limit(String),
 }
 
 /// regorus' bound on a compiled pattern (`builtins/regex.rs`).
@@ -550,7 +552,7 @@ pub fn compile(p: &str) -> Result<Regex, Refused> {
     RegexBuilder::new(&rust)
         .size_limit(SIZE_LIMIT)
         .build()
-        .map_err(|e| Refused::Unsure(format!("the pattern past regent's limits ({e})")))
+        .map_err(|e| Refused::Limit(e.to_string()))
 }
 
 /// The builtin's answer for a refused pattern: Go's error, or regent's.
@@ -561,6 +563,7 @@ fn refusal(name: &str, r: Refused) -> Option<anyhow::Result<Value>> {
             name,
             format!("{what} is not supported by regent (Go's RE2 and Rust's regex may differ)"),
         ),
+        Refused::Limit(why) => super::error(name, format!("pattern past regent's limit: {why}")),
     }
 }
 
