@@ -11,12 +11,16 @@
 //!
 //! `budget::call`, the one path by which both evaluators call a builtin,
 //! asks [`of`]'s function after the memory charge and any native fast answer
-//! (`builtins`, which declines every shape decided here) and before
+//! (`builtins`, which declines every shape decided here, or answers it with
+//! this module's own compiled pattern: `glob`, `regex`) and before
 //! regorus' builtin; `budget::install` shadows every builtin of [`TABLE`]
 //! with an extension, so regorus' interpreter reaches it too.
 //!
 //! The semantics are OPA v1's (`topdown/*.go`), observed through OPA's own
-//! engine in the differential test below (`opa::Oracle`). This module knows
+//! engine in the differential test below (`opa::Oracle`). A shape whose
+//! answer regent does not reproduce for certain is refused, an error that
+//! says `not supported by regent` (fail closed), never guessed. `numbers`
+//! also holds `%`, an operator `native` evaluates with it. This module knows
 //! regorus' values; it knows nothing of budgets, engines or the syntax tree.
 
 use regorus::Value;

@@ -13,7 +13,8 @@
 //! - `<`, `<=`, `>`, `>=` where a side may hold a set: regorus orders sets
 //!   before objects, OPA after (every other pair of kinds is ordered alike).
 //! - a constant pattern of a regex builtin whose Go meaning regent does not
-//!   reproduce (`opa_builtins::regex`: a Unicode script class): every
+//!   reproduce (`opa_builtins::regex`: a Unicode class by a script or long
+//!   name): every
 //!   evaluation of it fails closed, in both evaluators.
 //!
 //! Each finding is a located diagnostic; whether it is a warning (the rule
