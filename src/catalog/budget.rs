@@ -244,8 +244,9 @@ const GUARDED: &[(&str, Estimate)] = &[
         let (Value::Object(patterns), Value::String(s)) = (&a[0], &a[1]) else {
             return None;
         };
-        // Replacements apply one after another, so each may grow what the
-        // next one sees; bound the length step by step.
+        // Bounded as if the replacements applied one after another (each
+        // growing what the next one sees), as regorus did: more than Go's
+        // one pass (`opa_builtins::strings`) can write.
         let mut len = s.len() as u64;
         for (k, v) in patterns.iter() {
             let (Value::String(k), Value::String(v)) = (k, v) else {

@@ -10,13 +10,14 @@
 //! those two were 6.2k of the 13.8k instructions the policy added to a
 //! resolve. Its `regex.match` and `glob.match` compile the pattern on every
 //! call (180k and 300k instructions for short ones); a constant pattern is
-//! compiled here once, at load, as regorus compiles it (the same `regex`
-//! crate and size limit, the same `globset` options and delimiter rewrite).
+//! compiled here once, at load, as `opa_builtins` compiles it for every
+//! call: a regex in Go's syntax translated into the `regex` crate's
+//! (`opa_builtins::regex`), a glob as gobwas reads it (`opa_builtins::glob`).
 //!
 //! Each answer here covers only argument shapes whose answer is plainly
-//! regorus' and returns `None` for everything else, so the caller
-//! (`budget::call`) runs regorus' builtin, which then also raises regorus'
-//! errors. The memory guard charges before either runs, so the budget is the
+//! the builtin's (regorus', or OPA's where `opa_builtins` gives it) and
+//! returns `None` for everything else, so the caller (`budget::call`) runs
+//! the builtin, which then also raises its errors. The memory guard charges before either runs, so the budget is the
 //! same on both paths. In debug builds every native evaluation is compared
 //! with regorus' (`policy::EnginePool::eval`), which makes the test suite a
 //! differential test of this module; `tests` below adds the edge cases.
@@ -24,9 +25,10 @@
 //! This module knows regorus' values; it knows nothing of the syntax tree
 //! (the lowering picks a [`Fast`] when it builds a call) or of budgets.
 
-use globset::{GlobBuilder, GlobMatcher};
-use regex::{Regex, RegexBuilder};
+use regex::Regex;
 use regorus::Value;
+
+use super::opa_builtins::glob::Glob;
 
 /// A builtin call answered here when its arguments allow.
 #[derive(Debug)]
@@ -37,23 +39,10 @@ pub enum Fast {
     Sprintf(Format),
     /// `regex.match(pattern, s)` with this constant pattern, compiled once.
     RegexMatch(Regex),
-    /// `glob.match(pattern, delimiters, s)` with both constant.
+    /// `glob.match(pattern, delimiters, s)` with both constant, compiled
+    /// once as OPA reads it (`opa_builtins::glob`).
     GlobMatch(Glob),
 }
-
-/// A `glob.match` pattern compiled as regorus compiles it, with the
-/// delimiters that rewrite the matched string.
-#[derive(Debug)]
-pub struct Glob {
-    matcher: GlobMatcher,
-    /// `None` for `null` delimiters (no delimiter at all).
-    delimiters: Option<Vec<char>>,
-}
-
-/// regorus' bound on a compiled pattern (`builtins/regex.rs`); a pattern
-/// past it does not compile here either, and every call of it stays
-/// regorus', which raises its error.
-const REGEX_SIZE_LIMIT: usize = 100 * 1024;
 
 /// A `sprintf` format split at its verbs, once, at load.
 #[derive(Debug)]
@@ -85,12 +74,17 @@ impl Fast {
             // regorus compiles the pattern on every call (its pattern cache
             // is a feature we leave off): ~180k instructions for a short
             // one, four times a whole resolve.
-            "regex.match" => RegexBuilder::new(constant()?)
-                .size_limit(REGEX_SIZE_LIMIT)
-                .build()
+            // Go's syntax, translated (`opa_builtins::regex`); a pattern
+            // refused there is not compiled here, and each call raises the
+            // refusal.
+            "regex.match" => super::opa_builtins::regex::compile(constant()?)
                 .ok()
                 .map(Fast::RegexMatch),
-            "glob.match" => Glob::new(constant()?, (*consts.get(1)?)?).map(Fast::GlobMatch),
+            // A pattern OPA refuses is not compiled here: each call raises
+            // the error through `opa_builtins`.
+            "glob.match" => Glob::new(constant()?, (*consts.get(1)?)?)
+                .ok()
+                .map(Fast::GlobMatch),
             _ => None,
         }
     }
@@ -106,7 +100,7 @@ impl Fast {
                 _ => None,
             },
             Fast::GlobMatch(glob) => match args {
-                [_, _, Value::String(s)] => glob.is_match(s),
+                [_, _, Value::String(s)] => Some(Value::Bool(glob.is_match(s))),
                 _ => None,
             },
         }
@@ -127,75 +121,6 @@ fn split(args: &[Value]) -> Option<Value> {
         _ => s.split(sep.as_ref()).map(part).collect(),
     };
     Some(Value::from(parts))
-}
-
-/// regorus' stand-in for a delimiter it hides from globset.
-const PLACE_HOLDER: &str = "\0";
-
-impl Glob {
-    /// What regorus' `glob.match` does with a pattern and delimiters before
-    /// it matches (`builtins/glob.rs`), done once; `None` wherever regorus
-    /// would raise an error, so that each call raises it there.
-    fn new(pattern: &str, delimiters: &Value) -> Option<Glob> {
-        let (pattern, delimiters) = match delimiters {
-            Value::Null => (pattern.replace('/', PLACE_HOLDER), None),
-            Value::Array(items) => {
-                let mut chars = Vec::new();
-                for d in items.iter() {
-                    let Value::String(d) = d else { return None };
-                    // regorus measures bytes: a multi-byte char is refused.
-                    if d.len() > 1 {
-                        return None;
-                    }
-                    chars.extend(d.chars().next());
-                }
-                if chars.is_empty() {
-                    chars.push('.');
-                }
-                (unix_style(pattern, &chars)?, Some(chars))
-            }
-            _ => return None,
-        };
-        let matcher = GlobBuilder::new(&pattern)
-            .literal_separator(true)
-            .build()
-            .ok()?
-            .compile_matcher();
-        Some(Glob {
-            matcher,
-            delimiters,
-        })
-    }
-
-    fn is_match(&self, s: &str) -> Option<Value> {
-        let s = match &self.delimiters {
-            None => s.replace('/', PLACE_HOLDER),
-            Some(d) => unix_style(s, d)?,
-        };
-        Some(Value::Bool(self.matcher.is_match(&s)))
-    }
-}
-
-/// regorus' `make_delimiters_unix_style`: every delimiter becomes a `/`
-/// component and a real `/` that is not one is hidden. `None` where regorus
-/// refuses (the string holds its placeholder).
-fn unix_style(s: &str, delimiters: &[char]) -> Option<String> {
-    if s.contains(PLACE_HOLDER) {
-        return None;
-    }
-    let mut s = if delimiters.contains(&'/') {
-        s.to_string()
-    } else {
-        s.replace('/', PLACE_HOLDER)
-    };
-    for &d in delimiters {
-        if d == ':' {
-            s = s.replace(d, PLACE_HOLDER);
-        } else if d != '/' {
-            s = s.replace(d, &format!("/{d}/"));
-        }
-    }
-    Some(s)
 }
 
 impl Format {
@@ -446,8 +371,9 @@ mod tests {
             ("**.example.org", json!(null), "a/b.example.org"),
             ("a:*", json!([":"]), "a:b"),
             ("a:*", json!([":"]), "a:b:c"),
-            ("a*", json!(["", "-"]), "a-b"),
             ("[a-c]?", json!(null), "b/"),
+            ("*", json!(["é"]), "a"),
+            ("*", json!(["."]), "a\u{0}b"),
         ];
         for (pattern, delimiters, s) in answered {
             check(
@@ -457,12 +383,12 @@ mod tests {
             );
         }
         let declined = [
-            // regorus' errors: a multi-byte delimiter, a non-string one, the
-            // placeholder in the string, an invalid glob, a non-string input.
-            ("*", json!(["é"]), json!("a")),
+            // OPA's errors: a delimiter that is not one character, a
+            // non-string one, delimiters that are not an array, an invalid
+            // glob, a non-string input.
+            ("a*", json!(["", "-"]), json!("a-b")),
             ("*", json!([1]), json!("a")),
             ("*", json!("."), json!("a")),
-            ("*", json!(["."]), json!("a\u{0}b")),
             ("[", json!(null), json!("a")),
             ("*", json!(null), json!(3)),
         ];

@@ -157,6 +157,8 @@ pub(super) enum Term {
     Set(Vec<Term>),
     Object(Vec<(Term, Term)>),
     Compare(Cmp, Box<Term>, Box<Term>),
+    /// `a % b`, as OPA computes it (`opa_builtins::numbers::rem`).
+    Rem(Box<Term>, Box<Term>),
     /// `v in coll`.
     In(Box<Term>, Box<Term>),
     /// `k in object.keys(x)`: whether object `x` has key `k`.
@@ -300,9 +302,11 @@ pub(super) fn is_static(term: &Term, bound: usize) -> bool {
             false
         }
         Term::Local(i) => *i >= bound,
-        Term::Index(a, b) | Term::Compare(_, a, b) | Term::In(a, b) | Term::KeyIn(a, b) => {
-            is_static(a, bound) && is_static(b, bound)
-        }
+        Term::Index(a, b)
+        | Term::Compare(_, a, b)
+        | Term::Rem(a, b)
+        | Term::In(a, b)
+        | Term::KeyIn(a, b) => is_static(a, bound) && is_static(b, bound),
         Term::Call(_, args) => all(args),
         Term::Array(items) | Term::Set(items) => all(items),
         Term::Object(fields) => fields
@@ -683,6 +687,25 @@ impl Eval<'_> {
                         .insert(k, v);
                 }
                 obj
+            }
+            Term::Rem(a, b) => {
+                let a = self.operand(a, locals)?;
+                let b = self.operand(b, locals)?;
+                let (a, b) = (a.as_ref(), b.as_ref());
+                if undefined(a) || undefined(b) {
+                    return Ok(Value::Undefined);
+                }
+                match super::opa_builtins::numbers::rem(a, b) {
+                    Some(Ok((v, regorus_agrees))) => {
+                        if !regorus_agrees {
+                            opa_only();
+                        }
+                        v
+                    }
+                    // An error in both engines (OPA's operand errors,
+                    // modulo by zero): regorus raises its own.
+                    _ => return Err(Stop::Fallback),
+                }
             }
             Term::Compare(op, a, b) => {
                 let a = self.operand(a, locals)?;

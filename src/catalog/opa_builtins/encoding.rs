@@ -1,4 +1,5 @@
-//! `urlquery.encode` and `semver.is_valid` as OPA answers them.
+//! `urlquery.encode`, `urlquery.encode_object`, `urlquery.decode` and
+//! `semver.is_valid` as OPA answers them.
 
 use regorus::Value;
 
@@ -10,13 +11,62 @@ pub(super) fn urlquery_encode(a: &[Value]) -> Option<anyhow::Result<Value>> {
         return None;
     };
     let mut out = String::with_capacity(s.len() * 3);
+    query_escape(s, &mut out);
+    Some(Ok(Value::from(out)))
+}
+
+/// Go's `url.QueryEscape`, appended to `out`.
+fn query_escape(s: &str, out: &mut String) {
     for b in s.bytes() {
         match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
                 out.push(b as char)
             }
             b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789ABCDEF";
+                out.push('%');
+                out.push(HEX[usize::from(b >> 4)] as char);
+                out.push(HEX[usize::from(b & 15)] as char);
+            }
+        }
+    }
+}
+
+/// `urlquery.encode_object(o)` is Go's `url.Values.Encode`: keys in order,
+/// each value (a string, or each string of an array or set) as
+/// `key=value`, both escaped as `urlquery.encode` escapes (regorus keeps
+/// `*`). `None` for any other shape: regorus raises the error, as OPA does.
+pub(super) fn urlquery_encode_object(a: &[Value]) -> Option<anyhow::Result<Value>> {
+    let Value::Object(o) = &a[0] else {
+        return None;
+    };
+    let mut out = String::new();
+    let mut pair = |k: &str, v: &str| {
+        if !out.is_empty() {
+            out.push('&');
+        }
+        query_escape(k, &mut out);
+        out.push('=');
+        query_escape(v, &mut out);
+    };
+    for (k, v) in o.iter() {
+        let Value::String(k) = k else { return None };
+        match v {
+            Value::String(v) => pair(k, v),
+            Value::Array(vs) => {
+                for v in vs.iter() {
+                    let Value::String(v) = v else { return None };
+                    pair(k, v);
+                }
+            }
+            Value::Set(vs) => {
+                for v in vs.iter() {
+                    let Value::String(v) = v else { return None };
+                    pair(k, v);
+                }
+            }
+            _ => return None,
         }
     }
     Some(Ok(Value::from(out)))
@@ -66,12 +116,5 @@ pub(super) fn urlquery_decode(a: &[Value]) -> Option<anyhow::Result<Value>> {
             }
         }
     }
-    let mut text = String::with_capacity(out.len());
-    for chunk in out.utf8_chunks() {
-        text.push_str(chunk.valid());
-        for _ in chunk.invalid() {
-            text.push('\u{fffd}');
-        }
-    }
-    Some(Ok(Value::from(text)))
+    Some(Ok(Value::from(super::strings::go_string(&out))))
 }

@@ -1,4 +1,4 @@
-//! `format_int` as OPA computes it (`topdown/strings.go`): the number read
+//! `format_int` and `%` as OPA computes them. `format_int`: as OPA computes it (`topdown/strings.go`): the number read
 //! as a `big.Float` of 64 bits (`builtins.NumberToFloat`), truncated toward
 //! zero, written in base 2, 8, 10 or 16.
 //!
@@ -11,6 +11,7 @@
 //! that double from its shortest form (what clients send). Integers held
 //! exactly and doubles below 2^53 are left to regorus, which agrees.
 
+use num_bigint::{BigInt, Sign};
 use regorus::Value;
 
 /// `format_int(number, base)`.
@@ -37,6 +38,62 @@ pub(super) fn format_int(a: &[Value]) -> Option<anyhow::Result<Value>> {
     Some(Ok(Value::from(i.to_str_radix(base as u32))))
 }
 
+/// `a % b` as OPA computes it (`topdown/arithmetic.go`, `builtinRem`):
+/// the remainder, truncated (the sign of `a`), of the integers the two
+/// numbers' texts denote exactly, so an integral float past 2^53 (which
+/// regorus refuses) is the integer its shortest text spells: `1e300 % 7`
+/// is 10^300 mod 7. `Ok` with whether regorus answers the same; `Err` for
+/// OPA's errors (a fraction, modulo by zero); `None` for operands that are
+/// not numbers (a type error in both).
+pub(in crate::catalog) fn rem(a: &Value, b: &Value) -> Option<anyhow::Result<(Value, bool)>> {
+    let (Value::Number(x), Value::Number(y)) = (a, b) else {
+        return None;
+    };
+    if let (Some(x), Some(y)) = (x.as_i64(), y.as_i64()) {
+        if y == 0 {
+            return Some(Err(anyhow::anyhow!("modulo by zero")));
+        }
+        return Some(Ok((Value::from(x.wrapping_rem(y)), true)));
+    }
+    // (the integer, whether regorus holds it exactly)
+    let exact = |v: &Value| -> Option<(BigInt, bool)> {
+        match serde_json::to_value(v).ok()? {
+            serde_json::Value::Number(n) if n.is_f64() => {
+                let f = n.as_f64()?;
+                if !f.is_finite() || f.fract() != 0.0 {
+                    return None;
+                }
+                let text = format!("{:e}", f.abs());
+                let (mantissa, exp) = text.split_once('e')?;
+                let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+                let shift = exp.parse::<i64>().ok()? - (digits.len() as i64 - 1);
+                let mut i: BigInt = digits.parse().ok()?;
+                i *= BigInt::from(10u8).pow(u32::try_from(shift).ok()?);
+                if f < 0.0 {
+                    i = -i;
+                }
+                Some((i, f.abs() <= 9_007_199_254_740_992.0))
+            }
+            _ => match v {
+                Value::Number(n) => Some((n.format_decimal().parse().ok()?, true)),
+                _ => None,
+            },
+        }
+    };
+    let (Some((x, xr)), Some((y, yr))) = (exact(a), exact(b)) else {
+        return Some(Err(anyhow::anyhow!("modulo on floating-point number")));
+    };
+    if y.sign() == Sign::NoSign {
+        return Some(Err(anyhow::anyhow!("modulo by zero")));
+    }
+    let r = x % y;
+    let negative = r.sign() == Sign::Minus;
+    Some(Ok((
+        super::units::number(negative, r.magnitude().clone()),
+        xr && yr,
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,5 +114,29 @@ mod tests {
         // Small numbers stay regorus'.
         assert_eq!(fmt("12.5", 10), None);
         assert_eq!(fmt("7", 2), None);
+    }
+
+    fn rem_of(a: &str, b: &str) -> Result<String, String> {
+        let (a, b) = (
+            Value::from_json_str(a).unwrap(),
+            Value::from_json_str(b).unwrap(),
+        );
+        match rem(&a, &b).unwrap() {
+            Ok((v, _)) => Ok(serde_json::to_string(&v).unwrap()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    #[test]
+    fn remainders_as_opa() {
+        // OPA's answers, from its own engine.
+        assert_eq!(rem_of("7", "-3").unwrap(), "1");
+        assert_eq!(rem_of("-7", "3").unwrap(), "-1");
+        assert_eq!(rem_of("3.0", "2").unwrap(), "1");
+        assert_eq!(rem_of("1e300", "1e300").unwrap(), "0");
+        assert_eq!(rem_of("1e300", "7").unwrap(), "1");
+        assert_eq!(rem_of("18446744073709551615", "10").unwrap(), "5");
+        assert!(rem_of("3.5", "2").is_err());
+        assert!(rem_of("3", "0").is_err());
     }
 }

@@ -148,7 +148,7 @@ fn rego_text(out: &mut String, v: &Value) -> Out<()> {
 /// A number's text inside a composite value: OPA writes the number's JSON
 /// text. regorus keeps none: an integer's digits, and the shortest
 /// text of a float, as JSON writers write it (`2.0`, `1e+300`).
-fn number_text(v: &Value) -> String {
+pub(super) fn number_text(v: &Value) -> String {
     let Value::Number(n) = v else {
         return String::new();
     };

@@ -210,7 +210,7 @@ pub(super) fn big_float_int(text: &str) -> Option<BigInt> {
 
 /// An integer as regorus holds it: exactly up to 128 bits (OPA's too), as
 /// the nearest double past them.
-fn number(negative: bool, magnitude: BigUint) -> Value {
+pub(super) fn number(negative: bool, magnitude: BigUint) -> Value {
     let n = BigInt::from_biguint(if negative { Sign::Minus } else { Sign::Plus }, magnitude);
     match n.to_i128() {
         Some(i) => Value::from(i),

@@ -34,7 +34,8 @@ use std::collections::HashMap;
 
 use regorus::Value;
 use regorus::unstable::{
-    AssignOp, BUILTINS, BoolOp, Expr, Literal, Module, Query, Ref, Rule, RuleHead, must_cache,
+    ArithOp, AssignOp, BUILTINS, BoolOp, Expr, Literal, Module, Query, Ref, Rule, RuleHead,
+    must_cache,
 };
 
 use super::{head, path_of};
@@ -795,6 +796,17 @@ impl Lower {
                     args,
                 )
             }
+            // `%`: OPA's remainder (regorus refuses an integral float past
+            // 2^53, which OPA reads as a 64-bit `big.Float`).
+            Expr::ArithExpr {
+                op: ArithOp::Mod,
+                lhs,
+                rhs,
+                ..
+            } => Term::Rem(
+                Box::new(self.expr(lhs, pkg, scope)?),
+                Box::new(self.expr(rhs, pkg, scope)?),
+            ),
             Expr::BoolExpr { op, lhs, rhs, .. } => Term::Compare(
                 match op {
                     BoolOp::Eq => Cmp::Eq,
@@ -914,7 +926,7 @@ fn guard(t: Term, out: &mut Vec<Term>) {
                 guard(v, out);
             }
         }
-        Term::Compare(_, a, b) | Term::In(a, b) | Term::KeyIn(a, b) => {
+        Term::Compare(_, a, b) | Term::Rem(a, b) | Term::In(a, b) | Term::KeyIn(a, b) => {
             guard(*a, out);
             guard(*b, out);
         }

@@ -12,6 +12,10 @@
 //!   undefined operand of `in` is undefined in OPA, false in regorus.
 //! - `<`, `<=`, `>`, `>=` where a side may hold a set: regorus orders sets
 //!   before objects, OPA after (every other pair of kinds is ordered alike).
+//! - a constant pattern of a regex builtin whose Go meaning regent does not
+//!   reproduce (`opa_builtins::regex`: a Unicode class by a script or long
+//!   name): every
+//!   evaluation of it fails closed, in both evaluators.
 //!
 //! Each finding is a located diagnostic; whether it is a warning (the rule
 //! runs natively, which answers as OPA) or a load error (it runs on
@@ -23,7 +27,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::lint::{Callee, aliases, resolve_call, user_functions};
 use super::visit::{Walk, walk_rule};
-use super::{PolicyModule, head, path_of, span_location};
+use super::{PolicyModule, const_string, head, path_of, span_location};
+use crate::catalog::opa_builtins::regex::{Refused, translate};
 use crate::diag::Diagnostic;
 
 /// What is known before anything runs about what a module reads: the
@@ -604,6 +609,20 @@ pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
                         span,
                         ..
                     } if may_hold_set(lhs) && may_hold_set(rhs) => push(order_finding(span)),
+                    Expr::Call { fcn, params, .. } => {
+                        let name = path_of(fcn).join(".");
+                        let at = match name.as_str() {
+                            "regex.match" | "regex.is_valid" | "regex.split" | "regex.find_n" => 0,
+                            "regex.replace" => 1,
+                            _ => return true,
+                        };
+                        if let Some(p) = params.get(at)
+                            && let Some(pattern) = const_string(p)
+                            && let Err(Refused::Unsure(what)) = translate(&pattern)
+                        {
+                            push(regex_finding(p, &what));
+                        }
+                    }
                     Expr::Membership {
                         key,
                         value,
@@ -682,5 +701,19 @@ fn order_finding(span: &Span) -> Diagnostic {
     )
     .with_help(
         "compare values of one kind: check `is_number`/`is_string` on both sides first, or compare with a literal",
+    )
+}
+
+fn regex_finding(pattern: &Expr, what: &str) -> Diagnostic {
+    Diagnostic::warning(
+        "opa-regex-syntax",
+        span_location(pattern.span()),
+        format!(
+            "`{}`: {what} may not mean in regent's regex engine what it means in OPA's Go RE2; every evaluation of it fails",
+            pattern.span().text()
+        ),
+    )
+    .with_help(
+        "spell the class out (`[α-ωΑ-Ω]` for `\\p{Greek}`), or use a general category (`\\pL`, `\\p{Lu}`)",
     )
 }

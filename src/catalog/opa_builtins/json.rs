@@ -1,0 +1,129 @@
+//! `json.marshal` as OPA writes it: Go's `encoding/json` (`json.Marshal`
+//! of the value as JSON, `topdown/encoding.go`).
+//!
+//! regorus writes with `serde_json`, which agrees with Go on the document's
+//! shape (keys in byte order, sets as sorted arrays) but not on its text:
+//! Go escapes `<`, `>` and `&` (as `\u003c`, `\u003e`, `\u0026`) and
+//! U+2028, U+2029 for HTML and JavaScript, and writes a number as OPA holds
+//! it, in the spelling it was read with. regent holds the number, not its
+//! text: a non-integral one is written as `sprintf` writes it, the shortest
+//! text that reads back as it, in the spelling of JSON writers such as
+//! Python's (`1e-07`, `3.0`; see docs/policy-tooling.md, "regent and OPA").
+
+use std::fmt::Write as _;
+
+use regorus::Value;
+
+/// `json.marshal(x)`.
+pub(super) fn marshal(a: &[Value]) -> Option<anyhow::Result<Value>> {
+    let mut out = String::new();
+    write(&mut out, &a[0])?;
+    Some(Ok(Value::from(out)))
+}
+
+/// `None` for an undefined value inside (regorus' answer).
+fn write(out: &mut String, v: &Value) -> Option<()> {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(_) => out.push_str(&super::sprintf::number_text(v)),
+        Value::String(s) => string(out, s),
+        Value::Array(a) => list(out, a.iter())?,
+        Value::Set(s) => list(out, s.iter())?,
+        Value::Object(o) => {
+            // A key that is not a string is written as its JSON text, and
+            // Go sorts the keys as written.
+            let mut pairs = Vec::with_capacity(o.len());
+            for (k, e) in o.iter() {
+                let key = match k {
+                    Value::String(k) => k.to_string(),
+                    k => {
+                        let mut t = String::new();
+                        write(&mut t, k)?;
+                        t
+                    }
+                };
+                pairs.push((key, e));
+            }
+            pairs.sort_by(|a, b| a.0.cmp(&b.0));
+            out.push('{');
+            for (i, (k, e)) in pairs.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                string(out, &k);
+                out.push(':');
+                write(out, e)?;
+            }
+            out.push('}');
+        }
+        Value::Undefined => return None,
+    }
+    Some(())
+}
+
+fn list<'a>(out: &mut String, items: impl Iterator<Item = &'a Value>) -> Option<()> {
+    out.push('[');
+    for (i, e) in items.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write(out, e)?;
+    }
+    out.push(']');
+    Some(())
+}
+
+/// Go's `encoding/json` string with HTML escaping (its default).
+fn string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' | '\0'..='\u{1f}' => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marshal_json(json: &str) -> String {
+        let v = Value::from_json_str(json).unwrap();
+        let out = marshal(&[v]).unwrap().unwrap();
+        out.as_string().unwrap().to_string()
+    }
+
+    #[test]
+    fn as_go_writes_it() {
+        // OPA's answers, from its own engine.
+        assert_eq!(
+            marshal_json(r#"{"b": "<a&b>", "a": ["\u2028\u2029\u0001\b", 1]}"#),
+            r#"{"a":["\u2028\u2029\u0001\b",1],"b":"\u003ca\u0026b\u003e"}"#
+        );
+        assert_eq!(marshal_json("[1e-7, 3.0, 0.5, 100]"), "[1e-07,3.0,0.5,100]");
+        let keys = Value::from_json_str(r#"{"b": 1}"#).unwrap();
+        let mut keys = keys.as_object().unwrap().clone();
+        keys.insert(Value::from(true), Value::from(2));
+        keys.insert(
+            Value::from(vec![Value::from(1), Value::from("a")]),
+            Value::Null,
+        );
+        let out = marshal(&[Value::from(keys)]).unwrap().unwrap();
+        assert_eq!(
+            out.as_string().unwrap().as_ref(),
+            r#"{"[1,\"a\"]":null,"b":1,"true":2}"#
+        );
+    }
+}
