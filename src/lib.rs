@@ -9,6 +9,7 @@ pub mod commands;
 pub mod decisions;
 pub mod diag;
 pub mod exec;
+pub mod fence;
 pub mod fill;
 pub mod http;
 pub mod metrics;

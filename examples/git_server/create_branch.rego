@@ -12,3 +12,8 @@ deny contains repo_root.outside(input.arguments.repo_path) if not repo_root.insi
 deny contains sprintf("branch %q is not named feature/... or fix/...", [input.arguments.branch_name]) if {
 	not regex.match(`^(feature|fix)/[a-z0-9][a-z0-9._-]*$`, input.arguments.branch_name)
 }
+
+# Values git would read as options (see repo_root.option).
+deny contains repo_root.option_like("branch_name", input.arguments.branch_name) if repo_root.option(input.arguments.branch_name)
+
+deny contains repo_root.option_like("base_branch", input.arguments.base_branch) if repo_root.option(input.arguments.base_branch)

@@ -7,3 +7,12 @@ import rego.v1
 import data.repo_root
 
 deny contains repo_root.outside(input.arguments.repo_path) if not repo_root.inside(input.arguments.repo_path)
+
+# Values git would read as options (see repo_root.option).
+deny contains repo_root.option_like("target", input.arguments.target) if repo_root.option(input.arguments.target)
+
+deny contains repo_root.option_like("revision", input.arguments.revision) if repo_root.option(input.arguments.revision)
+
+deny contains repo_root.option_like("contains", input.arguments.contains) if repo_root.option(input.arguments.contains)
+
+deny contains repo_root.option_like("not_contains", input.arguments.not_contains) if repo_root.option(input.arguments.not_contains)

@@ -25,3 +25,16 @@ climbs(p) if {
 }
 
 outside(p) := sprintf("repository %q is outside %s", [p, dir])
+
+# Arguments the server hands to git's command line (a diff target, a
+# revision, a branch name) are read by git as options when they start with
+# `-`: `git_diff target=--output=/elsewhere/x` would write a file anywhere.
+# Each package refuses its own such arguments by name. (The repository is
+# fenced by regent; a commit message and staged files never reach git's
+# command line.)
+option_like(name, v) := sprintf("argument %s %q would be read by git as an option", [name, v])
+
+option(v) if {
+	is_string(v)
+	startswith(v, "-")
+}

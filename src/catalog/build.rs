@@ -652,6 +652,7 @@ fn compile_tool(
             }
         }
     };
+    let fences = compile_paths(file, at, decl, &mut diags);
     let ok = !blocking(&diags);
     diags.append(&mut warnings);
     match validator {
@@ -682,12 +683,78 @@ fn compile_tool(
                 upstream: decl.upstream.clone(),
                 plan,
                 visible,
+                fences,
                 fingerprint: [0; 32],
             },
             diags,
         )),
         _ => Err(diags),
     }
+}
+
+/// The tool's `paths:`: each names a declared argument that holds a string
+/// or an array of strings, and an absolute root.
+fn compile_paths(
+    file: &ToolSource,
+    at: &YamlPath,
+    decl: &ToolDecl,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<crate::fence::Fence> {
+    let props = schema::properties(&decl.input_schema);
+    let mut out = Vec::new();
+    for (arg, p) in &decl.paths {
+        let here = at.key("paths").key(arg);
+        let Some(prop) = props.and_then(|ps| ps.get(arg)) else {
+            diags.push(
+                Diagnostic::error(
+                    "unknown-argument",
+                    file.locate(&here),
+                    format!("`paths` of `{}` names argument `{arg}`, which inputSchema does not declare", decl.name),
+                )
+                .with_help("name an argument of the tool's inputSchema that holds a path"),
+            );
+            continue;
+        };
+        let ty = |v: &Value| v.get("type").and_then(Value::as_str).map(str::to_string);
+        let holds_paths = match ty(prop).as_deref() {
+            None | Some("string") => true,
+            Some("array") => prop
+                .get("items")
+                .is_none_or(|items| matches!(ty(items).as_deref(), None | Some("string"))),
+            _ => false,
+        };
+        if !holds_paths {
+            diags.push(
+                Diagnostic::error(
+                    "path-argument-type",
+                    file.locate(&here),
+                    format!("argument `{arg}` of `{}` is fenced under a root but holds neither a string nor an array of strings", decl.name),
+                )
+                .with_help("fence the argument that names the file (a string, or an array of strings)"),
+            );
+            continue;
+        }
+        let root = std::path::PathBuf::from(&p.root);
+        if !root.is_absolute() {
+            diags.push(
+                Diagnostic::error(
+                    "path-root",
+                    file.locate(&here.key("root")),
+                    format!(
+                        "root {:?} of argument `{arg}` is not an absolute path",
+                        p.root
+                    ),
+                )
+                .with_help("write the directory from `/`, as the tool or upstream sees it"),
+            );
+            continue;
+        }
+        out.push(crate::fence::Fence {
+            argument: arg.clone(),
+            root,
+        });
+    }
+    out
 }
 
 /// What every tool's engine holds besides its own packages: the library

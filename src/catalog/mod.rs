@@ -129,6 +129,9 @@ pub struct Tool {
     /// The package's `visible` rule, evaluated per caller for listing (see
     /// `visibility`); `None` when it declares none (visible to everyone).
     visible: Option<policy::Step>,
+    /// Arguments fenced under a root (`paths:`), canonicalized by
+    /// `protocol` through `fence` before every decision.
+    pub fences: Vec<crate::fence::Fence>,
     /// A digest of everything the tool was compiled from (its declaration,
     /// its packages, the library packages and data every engine holds):
     /// equal fingerprints in two builds mean the same compiled tool, so

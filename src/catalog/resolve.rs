@@ -51,6 +51,17 @@ impl Resolution<'_> {
     pub fn allowed(&self) -> bool {
         self.deny.is_empty()
     }
+
+    /// Adds reasons found outside the policy (a path that leaves its root,
+    /// see `fence`), keeping the list sorted and without repeats.
+    pub fn add_deny(&mut self, reasons: Vec<String>) {
+        if reasons.is_empty() {
+            return;
+        }
+        self.deny.extend(reasons);
+        self.deny.sort();
+        self.deny.dedup();
+    }
 }
 
 /// Why a tool could not be resolved.

@@ -317,15 +317,21 @@ pub async fn call(
         }
     };
 
-    // 2. Decide on the whole arguments.
+    // 2. Decide on the whole arguments, with the paths fenced under a root
+    //    read as the file system resolves them (`fence`): the decision and
+    //    the call see the same file.
+    let as_sent = (!tool.fences.is_empty()).then(|| full.clone());
+    let mut full = full;
+    let fenced = crate::fence::apply(&tool.fences, &mut full);
     let started = std::time::Instant::now();
     let r = catalog.resolve_as(name, &full, caller.as_deref());
     entry.eval = Some(started.elapsed());
     entry.shadow = shadow(&catalog, name, &full, caller.as_deref());
-    let r = match r {
+    let mut r = match r {
         Ok(r) => r,
         Err(e) => return Err(fail(entry, e)),
     };
+    r.add_deny(fenced);
     entry.annotations = Some(wire::annotations(tool, Some(&r)));
     entry.confirm.clone_from(&r.confirm);
     let mut meta = Map::new();
@@ -420,7 +426,18 @@ pub async fn call(
             meta,
         )
     };
-    // 4. Decide at execution. A call that waited (a question, a
+    // 4. The fenced paths are read again as the call is about to run: a
+    //    link swapped while the user was asked makes it another file.
+    if let Some(sent) = as_sent {
+        let mut again = sent;
+        let moved = crate::fence::apply(&tool.fences, &mut again);
+        if !moved.is_empty() || again != args {
+            let why =
+                "a path changed on disk between the decision and the call; call again".to_string();
+            return Ok(refuse(entry, meta, why).into());
+        }
+    }
+    // 5. Decide at execution. A call that waited (a question, a
     //    confirmation) was decided on the catalog current when it arrived;
     //    should a reload have come meanwhile, the decision is made again on
     //    the catalog current now, and the call runs only if it stands as it

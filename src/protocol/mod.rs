@@ -466,6 +466,17 @@ fn resolve_logged(
     } else {
         &args
     };
+    // Paths fenced under a root are decided on as the file system resolves
+    // them (`fence`), as the call will be.
+    let fenced_args;
+    let (decided_on, fenced) = if tool.fences.is_empty() {
+        (decided_on, Vec::new())
+    } else {
+        let mut v = decided_on.clone();
+        let deny = crate::fence::apply(&tool.fences, &mut v);
+        fenced_args = v;
+        (&fenced_args, deny)
+    };
     // The log records the arguments as the client sent them.
     let started = std::time::Instant::now();
     let r = match decider {
@@ -482,7 +493,7 @@ fn resolve_logged(
     let eval = started.elapsed();
     // The shadow decision is for the log: only serving computes it.
     let shadow = log.and_then(|_| call::shadow(catalog, &name, decided_on, caller.as_deref()));
-    let r = match r {
+    let mut r = match r {
         Ok(r) => r,
         Err(e) => {
             if let Some(log) = log {
@@ -497,6 +508,7 @@ fn resolve_logged(
             return Err(errors::resolve_error(catalog, &e));
         }
     };
+    r.add_deny(fenced);
     let annotations = wire::annotations(tool, Some(&r));
     let listed = shape.has_tool().then(|| match &serving {
         Some(s) => s.listed.get(&catalog.revision, tool),

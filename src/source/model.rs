@@ -6,6 +6,8 @@
 //! answer requests is `catalog`'s job. Keys mirror MCP's Tool where a key
 //! exists there (`inputSchema`, `annotations`, `securitySchemes`).
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -61,10 +63,23 @@ pub struct ToolDecl {
     /// Parameters the server fills instead of the model (see `source::resolvers`).
     #[serde(default)]
     pub resolvers: super::resolvers::Resolvers,
+    /// Arguments that name files under a root, by argument name: each is
+    /// canonicalized against the file system before the decision (see
+    /// `fence`).
+    #[serde(default)]
+    pub paths: BTreeMap<String, PathDecl>,
     /// Set on a tool imported from an upstream MCP server (never written in
     /// YAML): `tools/call` forwards to it.
     #[serde(skip)]
     pub upstream: Option<super::upstream::UpstreamRef>,
+}
+
+/// One fenced path argument, as declared (`paths: {path: {root: /srv}}`).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PathDecl {
+    /// The directory the argument's paths must stay under, absolute.
+    pub root: String,
 }
 
 /// The four MCP hints plus the display title MCP keeps beside them.

@@ -342,6 +342,9 @@ pub struct UpstreamToolDecl {
     /// each with the reason; without it, `check` refuses such a listing.
     #[serde(default)]
     pub safer_than_upstream: Option<SaferThanUpstream>,
+    /// Path arguments fenced under a root, as an own tool's `paths`.
+    #[serde(default)]
+    pub paths: BTreeMap<String, super::model::PathDecl>,
 }
 
 /// Why the team lists a hint safer than the upstream claims, hint by hint.
@@ -815,6 +818,7 @@ impl Source {
                     shadow_policy: entry.and_then(|e| e.shadow_policy.clone()),
                     run: None,
                     resolvers: Default::default(),
+                    paths: entry.map(|e| e.paths.clone()).unwrap_or_default(),
                     upstream: Some(UpstreamRef {
                         upstream: u.name.clone(),
                         tool: upstream_tool.name.clone(),

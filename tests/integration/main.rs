@@ -21,6 +21,7 @@ mod caller_stdio;
 mod confirm;
 mod decision_log;
 mod exec_cli;
+mod exec_fence;
 mod exec_git;
 mod exec_http;
 mod exec_load;

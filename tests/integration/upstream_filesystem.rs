@@ -100,6 +100,37 @@ async fn the_filesystem_server_is_governed_by_the_example() {
         let d = r.decision(&decision_id(&res));
         assert_eq!(d["decision"], "denied", "{ctx}: {d}");
 
+        // The same through a link under the root (issue 29): the server
+        // would follow it and stop only at its own fence; regent decides on
+        // the file the link leads to, and denies it before the server sees
+        // the call. A read and a write alike.
+        std::fs::write(elsewhere.join("s.txt"), "secret\n").unwrap();
+        let link = root.join(format!("link_out_{ctx}"));
+        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+        let through = link.join("s.txt").display().to_string();
+        let res = r.call("read_text_file", json!({"path": through})).await;
+        assert!(is_error(&res), "{ctx}: {res}");
+        assert!(!text(&res).contains("secret"), "{ctx}: {res}");
+        let reasons = res["_meta"]["regent/decision"]["reasons"].to_string();
+        assert!(reasons.contains("which is outside"), "{ctx}: {reasons}");
+        let res = r
+            .call(
+                "write_file",
+                json!({"path": link.join("new.txt").display().to_string(), "content": "boom"}),
+            )
+            .await;
+        assert!(is_error(&res), "{ctx}: {res}");
+        assert!(
+            !elsewhere.join("new.txt").exists(),
+            "{ctx}: written through the link"
+        );
+        // A decomposed name is decided on, and sent as, the composed file.
+        std::fs::write(root.join("caf\u{e9}.txt"), "composed\n").unwrap();
+        let nfd = root.join("cafe\u{301}.txt").display().to_string();
+        let res = r.call("read_text_file", json!({"path": nfd})).await;
+        assert!(!is_error(&res), "{ctx}: {res}");
+        assert_eq!(text(&res), "composed\n", "{ctx}: {res}");
+
         // A write inside the root asks first and runs once accepted.
         let new = root.join("new.txt");
         let res = r
