@@ -10,7 +10,10 @@ use crate::common;
 use crate::upstream_edges::declaration;
 
 use common::http::{HttpServer, McpHttp};
+use common::rmcp_client::{Client, TestClient, connect_stdio, mode};
 use common::{Era, regent};
+use rmcp::model::{CallToolRequestParams, ClientRequest, RequestMetaObject, ServerResult};
+use rmcp::service::{ClientServiceExt, PeerRequestOptions};
 use serde_json::{Value, json};
 
 /// A `tools/call` of the upstream's `progress` tool, with `token` and
@@ -220,5 +223,105 @@ fn concurrent_clients_each_get_only_their_own_progress() {
     for c in clients {
         let (n, got, body) = c.join().unwrap();
         assert_eq!(got, steps("same", n), "{body}");
+    }
+}
+
+/// rmcp's client (typed notifications, its own progress token on every
+/// request) calls the upstream's `progress` tool through regent over stdio
+/// and over HTTP in `era`, asking for `info`; it gets its progress under the
+/// token it sent and the `info` messages, and nothing less severe.
+#[allow(deprecated)] // logging (SEP-2577)
+async fn typed(era: Era, http: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let handler = TestClient::default();
+    let (client, _serving): (Client, Box<dyn std::any::Any>) = if http {
+        let server = serve_http(dir.path());
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let transport =
+            rmcp::transport::StreamableHttpClientTransport::from_uri(server.url("/mcp"));
+        let client = handler
+            .clone()
+            .serve_with_lifecycle(transport, mode(era))
+            .await
+            .expect("connect over http");
+        (client, Box::new(server))
+    } else {
+        write_catalog(dir.path());
+        let mut cmd = tokio::process::Command::from(regent());
+        cmd.arg("serve")
+            .arg("--no-watch")
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null());
+        let (client, child) = connect_stdio(cmd, handler.clone(), mode(era)).await;
+        (client, Box::new(child))
+    };
+    let level = rmcp::model::LoggingLevel::Info;
+    if era == Era::Legacy {
+        client
+            .peer()
+            .set_level(rmcp::model::SetLevelRequestParams::new(level))
+            .await
+            .expect("logging/setLevel");
+    }
+    let mut params = CallToolRequestParams::new("progress");
+    params.arguments = json!({"steps": 3, "ms": 20}).as_object().cloned();
+    let mut meta = RequestMetaObject::new();
+    meta.set_log_level(level);
+    params.meta = Some(meta);
+    let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
+    let handle = client
+        .peer()
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .expect("send tools/call");
+    let token = handle.progress_token.clone();
+    let result = handle.await_response().await.expect("tools/call");
+    let ServerResult::CallToolResult(result) = result else {
+        panic!("{era:?}: not a tools/call result: {result:?}");
+    };
+    let result = serde_json::to_value(&result).unwrap();
+    assert_eq!(common::text(&result), "did 3 steps", "{era:?} http={http}");
+    // rmcp hands each notification to a task of its own: wait for them.
+    let deadline = std::time::Instant::now() + common::WAIT;
+    while (handler.progress.lock().unwrap().len() < 3 || handler.logs.lock().unwrap().len() < 3)
+        && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let mut progress: Vec<_> = handler
+        .progress
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            assert_eq!(p.progress_token, token, "{era:?} http={http}");
+            (p.progress, p.total, p.message.clone().unwrap_or_default())
+        })
+        .collect();
+    progress.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let want: Vec<_> = (1..=3)
+        .map(|i| (f64::from(i), Some(3.0), format!("step {i} of 3")))
+        .collect();
+    assert_eq!(progress, want, "{era:?} http={http}");
+    let mut logs: Vec<String> = handler
+        .logs
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|m| m.data.as_str().unwrap_or_default().to_string())
+        .collect();
+    logs.sort();
+    // On a 2025-11-25 HTTP session they come on the session's standalone
+    // stream, which rmcp's client reads too.
+    assert_eq!(logs, ["step 1", "step 2", "step 3"], "{era:?} http={http}");
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn rmcp_client_gets_typed_progress_and_log_messages_over_stdio_and_http() {
+    for era in Era::ALL {
+        for http in [false, true] {
+            typed(era, http).await;
+        }
     }
 }
