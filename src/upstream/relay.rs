@@ -12,11 +12,14 @@
 //! a token no running call owns (the call ended, or it never was regent's)
 //! is dropped.
 //!
-//! A log message names no request. It goes to the one forwarded call in
-//! flight on the connection when there is exactly one; with none or several
-//! it cannot be attributed, and it is written to regent's own log
-//! (`tracing`, with the upstream's name) instead of to any client. The call
-//! it goes to relays it only at or above the level its client asked for.
+//! A log message names no request. It goes to a forwarded call only when
+//! that call has had the connection to itself since it started: no other
+//! call was in flight at any moment of it (so a message an upstream sends
+//! late for a call that overlapped another never reaches the other's
+//! client). Otherwise it cannot be attributed, and it is written to
+//! regent's own log (`tracing`, with the upstream's name) instead of to any
+//! client. The call it goes to relays it only at or above the level its
+//! client asked for.
 //!
 //! Both are taken off the transport as it reads them ([`Tapped`]), before
 //! rmcp's service loop (which handles notifications on tasks of their own,
@@ -87,6 +90,9 @@ struct Sink {
     token: Option<String>,
     /// The least severe log level its client wants; `None`: no log messages.
     level: Option<LoggingLevel>,
+    /// Whether no other call has been in flight on the connection since it
+    /// started: only then are log messages attributed to it.
+    alone: bool,
     progress: usize,
     logs: usize,
     dropped: usize,
@@ -177,12 +183,19 @@ impl Relays {
         if let Some(t) = &token {
             calls.by_token.insert(t.clone(), id);
         }
+        // The calls in flight now share the connection with this one, for
+        // the rest of their lives.
+        let alone = calls.sinks.is_empty();
+        for other in calls.sinks.values_mut() {
+            other.alone = false;
+        }
         calls.sinks.insert(
             id,
             Sink {
                 tx,
                 token: token.clone(),
                 level,
+                alone,
                 progress: 0,
                 logs: 0,
                 dropped: 0,
@@ -230,13 +243,15 @@ impl Relays {
         }
     }
 
-    /// Takes the upstream's log message: to the only call in flight, at its
-    /// client's level; to regent's log when it belongs to no one call.
+    /// Takes the upstream's log message: to the call in flight that has had
+    /// the connection to itself, at its client's level; to regent's log when
+    /// it belongs to no one call.
     fn log(&self, mut m: LoggingMessageNotificationParam) {
         let mut calls = self.lock();
         let only = (calls.sinks.len() == 1)
             .then(|| calls.sinks.values_mut().next())
-            .flatten();
+            .flatten()
+            .filter(|s| s.alone);
         let Some(sink) = only else {
             let data = m.data.to_string();
             tracing::info!(upstream = %self.upstream, level = ?m.level, logger = ?m.logger, "upstream log message (not tied to one call): {data}");
@@ -395,22 +410,36 @@ mod tests {
     }
 
     #[test]
-    fn a_log_message_goes_only_to_the_one_call_in_flight_at_its_level() {
+    fn a_log_message_goes_only_to_a_call_that_had_the_connection_to_itself_at_its_level() {
         let relays = Relays::new("u");
         let log = |level| LoggingMessageNotificationParam::new(level, serde_json::json!("m"));
         let mut a = relays.open(false, Some(LoggingLevel::Warning));
         relays.log(log(LoggingLevel::Info));
         relays.log(log(LoggingLevel::Error));
-        let b = relays.open(false, Some(LoggingLevel::Debug));
-        // Two in flight: attributed to neither.
-        relays.log(log(LoggingLevel::Error));
-        drop(b);
         let mut levels = Vec::new();
         while let Ok(Relayed::Log(m)) = a.rx.try_recv() {
             assert_eq!(m.logger.as_deref(), Some("u"));
             levels.push(m.level);
         }
         assert_eq!(levels, [LoggingLevel::Error]);
+        let mut b = relays.open(false, Some(LoggingLevel::Debug));
+        // Two in flight: attributed to neither.
+        relays.log(log(LoggingLevel::Error));
+        assert!(b.rx.try_recv().is_err());
+        drop(b);
+        // `a` alone again, but it shared the connection: a message now may
+        // be `b`'s, late.
+        relays.log(log(LoggingLevel::Error));
+        assert!(a.rx.try_recv().is_err());
+        let mut c = relays.open(false, Some(LoggingLevel::Debug));
+        drop(a);
+        // `c` started while `a` was in flight: never alone.
+        relays.log(log(LoggingLevel::Error));
+        assert!(c.rx.try_recv().is_err());
+        drop(c);
+        let mut d = relays.open(false, Some(LoggingLevel::Debug));
+        relays.log(log(LoggingLevel::Debug));
+        assert!(matches!(d.rx.try_recv(), Ok(Relayed::Log(_))));
     }
 
     #[test]

@@ -79,7 +79,7 @@ fn steps(token: &str, n: u64) -> Vec<(Value, f64, f64, String)> {
 
 fn info_logs(n: u64) -> Vec<(String, String)> {
     (1..=n)
-        .map(|i| ("info".into(), format!("step {i}")))
+        .map(|i| ("info".into(), format!("step {i} of {n}")))
         .collect()
 }
 
@@ -206,23 +206,30 @@ fn over_http_progress_and_log_messages_go_on_the_request_stream_in_both_eras() {
 fn concurrent_clients_each_get_only_their_own_progress() {
     let dir = tempfile::tempdir().unwrap();
     let http = serve_http(dir.path());
-    // The same token on both: what keeps them apart is regent's own.
+    // The same token on all: what keeps them apart is regent's own. The
+    // 2026-07-28 ones ask for every log message: while the calls overlap,
+    // none can be told apart, and none may reach another's client.
     let clients: Vec<_> = [(Era::Modern, 4u64), (Era::Legacy, 6), (Era::Modern, 5)]
         .into_iter()
         .map(|(era, n)| {
             let addr = http.addr;
             std::thread::spawn(move || {
                 let c = McpHttp::connect(addr, era);
-                let resp = c.post(&call_message(era, 9, n, Some("same"), None), "tools/call");
+                let msg = call_message(era, 9, n, Some("same"), Some("debug"));
+                let resp = c.post(&msg, "tools/call");
                 let r = resp.response_to(&json!(9));
                 assert_eq!(text(&r), format!("did {n} steps"), "{r}");
-                (n, progress(&resp.messages()), resp.text())
+                (n, resp.messages(), resp.text())
             })
         })
         .collect();
     for c in clients {
-        let (n, got, body) = c.join().unwrap();
-        assert_eq!(got, steps("same", n), "{body}");
+        let (n, notes, body) = c.join().unwrap();
+        assert_eq!(progress(&notes), steps("same", n), "{body}");
+        let own = format!(" of {n}");
+        for (_, data) in logs(&notes) {
+            assert!(data == "starting" || data.ends_with(&own), "{body}");
+        }
     }
 }
 
@@ -313,7 +320,11 @@ async fn typed(era: Era, http: bool) {
     logs.sort();
     // On a 2025-11-25 HTTP session they come on the session's standalone
     // stream, which rmcp's client reads too.
-    assert_eq!(logs, ["step 1", "step 2", "step 3"], "{era:?} http={http}");
+    assert_eq!(
+        logs,
+        ["step 1 of 3", "step 2 of 3", "step 3 of 3"],
+        "{era:?} http={http}"
+    );
     client.cancel().await.ok();
 }
 

@@ -15,7 +15,7 @@
 //!   for each step `i` of `steps`, `ms` milliseconds apart, a
 //!   `notifications/progress` for the request's `_meta.progressToken` (when
 //!   it has one: `progress` i, `total` steps, `message` `step i of steps`)
-//!   and an `info` log message `step i` (logger `edge`); then answers
+//!   and an `info` log message `step i of steps` (logger `edge`); then answers
 //!   `did {steps} steps` (as the conformance suite's
 //!   `test_tool_with_progress` and `test_tool_with_logging`).
 //!
@@ -157,7 +157,7 @@ pub fn serve(input: impl BufRead, output: impl Write + Send + 'static, log: Opti
                                                           "message": format!("step {i} of {steps}")}}),
                                     );
                                 }
-                                send(&out, log("info", format!("step {i}")));
+                                send(&out, log("info", format!("step {i} of {steps}")));
                             }
                             text(format!("did {steps} steps"))
                         }
