@@ -2,7 +2,8 @@
 //! made it (issue 29): progress mapped to the client's own token, in order,
 //! and log messages at the client's level, in both eras, over stdio and
 //! over `serve --http`; a call without a token gets no progress, and two
-//! concurrent clients each get only their own. The upstream is the kit's
+//! concurrent clients each get only their own; through a `url:` upstream
+//! (another regent) they are relayed again. The upstream is the kit's
 //! (`regent_testkit::upstream`, its `progress` tool), hosted by
 //! `upstream_edges::edge_upstream`.
 
@@ -334,5 +335,37 @@ async fn rmcp_client_gets_typed_progress_and_log_messages_over_stdio_and_http() 
         for http in [false, true] {
             typed(era, http).await;
         }
+    }
+}
+
+#[test]
+fn through_a_url_upstream_they_are_relayed_again() {
+    // regent A serves the kit's upstream over HTTP; regent B declares A as
+    // a `url:` upstream and is driven over stdio: what the kit's upstream
+    // says reaches B's client through both relays.
+    let a_dir = tempfile::tempdir().unwrap();
+    let a = serve_http(a_dir.path());
+    let b_dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        b_dir.path().join("b.yaml"),
+        format!("upstreams:\n  - name: a\n    url: http://{}/mcp\n", a.addr),
+    )
+    .unwrap();
+    for era in Era::ALL {
+        let mut cmd = regent();
+        cmd.arg("serve").arg("--no-watch").arg(b_dir.path());
+        let mut b = common::Server::spawn(era, cmd);
+        b.send_line(&call_message(era, 5, 3, Some("via-a"), Some("info")).to_string());
+        let r = b.wait_for_id(&json!(5));
+        assert_eq!(text(&r), "did 3 steps", "{era:?}: {r}");
+        let notes = std::mem::take(&mut b.notifications);
+        assert_eq!(progress(&notes), steps("via-a", 3), "{era:?}: {notes:?}");
+        let mut want = info_logs(3);
+        if era == Era::Legacy {
+            // The level of a 2025-11-25 session is its `logging/setLevel`
+            // (none yet: everything), not a `_meta` key of its era's future.
+            want.insert(0, ("debug".into(), "starting".into()));
+        }
+        assert_eq!(logs(&notes), want, "{era:?}: {notes:?}");
     }
 }
