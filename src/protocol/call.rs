@@ -20,7 +20,9 @@
 //!    imported from an upstream MCP server has no run case: the call goes to
 //!    the upstream (`crate::upstream`), whose result comes back as it gave
 //!    it, with regent's `_meta` keys added; an upstream that is down
-//!    refuses the call before anything is sent.
+//!    refuses the call before anything is sent. The upstream's progress
+//!    and log messages during the call go to this client
+//!    (`crate::upstream::relay`).
 //! 6. Turn the outcome into a result: output as text, JSON output validated
 //!    against `outputSchema` as `structuredContent`, failures as
 //!    `isError: true` with the status and the tail of stderr or the body.
@@ -151,6 +153,12 @@ pub struct CallContext<'a> {
     /// The live catalog, to decide again on the one current when a call
     /// that waited is about to run.
     pub state: &'a crate::state::CatalogState,
+    /// The least severe log level the client wants of a forwarded call's
+    /// upstream: its session's `logging/setLevel` (2025-11-25, everything
+    /// until it sets one), the request's `io.modelcontextprotocol/logLevel`
+    /// (2026-07-28, nothing without it).
+    #[allow(deprecated)]
+    pub log_level: Option<rmcp::model::LoggingLevel>,
 }
 
 /// Writes the call's intent line (its decision, before anything runs) and
@@ -481,7 +489,15 @@ pub async fn call(
         let _permit = cc.limit.try_enter().map_err(|e| busy(entry.clone(), e))?;
         intend(log, &mut entry).await?;
         let started = std::time::Instant::now();
-        let answer = connected.call(target, arguments, ctx.ct.cancelled()).await;
+        // What the upstream says during the call goes to this client alone.
+        let to = crate::upstream::RelayTo {
+            peer: ctx.peer.clone(),
+            progress_token: ctx.meta.get_progress_token(),
+            log_level: cc.log_level,
+        };
+        let answer = connected
+            .call(target, arguments, &to, ctx.ct.cancelled())
+            .await;
         let took = started.elapsed();
         entry.duration = Some(took);
         let mut execution = json!({

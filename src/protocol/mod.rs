@@ -69,6 +69,42 @@ pub struct Regent {
     /// Where the handshake leaves what a stdio session negotiated, for
     /// [`direct`]; `None` for a server without a direct path (HTTP).
     session: Option<direct::Session>,
+    /// The log level this 2025-11-25 session set (`logging/setLevel`), for
+    /// the upstream log messages relayed to it. Each clone starts unset:
+    /// rmcp makes each HTTP session's handler by cloning this one.
+    log_level: SessionLevel,
+}
+
+/// A session's `logging/setLevel`, unset in every clone (see
+/// [`Regent::log_level`]).
+#[derive(Default)]
+struct SessionLevel(std::sync::Mutex<Option<u8>>);
+
+impl Clone for SessionLevel {
+    fn clone(&self) -> SessionLevel {
+        SessionLevel::default()
+    }
+}
+
+#[allow(deprecated)] // logging is deprecated (SEP-2577); both eras still carry it
+impl SessionLevel {
+    const LEVELS: [rmcp::model::LoggingLevel; 8] = {
+        use rmcp::model::LoggingLevel::*;
+        [
+            Debug, Info, Notice, Warning, Error, Critical, Alert, Emergency,
+        ]
+    };
+
+    fn set(&self, level: rmcp::model::LoggingLevel) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(crate::upstream::relay::severity(level));
+    }
+
+    /// The level set, or `debug` (everything) before any.
+    fn get(&self) -> rmcp::model::LoggingLevel {
+        let set = *self.0.lock().unwrap_or_else(|p| p.into_inner());
+        Self::LEVELS[usize::from(set.unwrap_or(0))]
+    }
 }
 
 impl Regent {
@@ -93,6 +129,7 @@ impl Regent {
             upstreams: Arc::new(crate::upstream::Upstreams::default()),
             metrics: None,
             session: None,
+            log_level: SessionLevel::default(),
         }
     }
 
@@ -542,6 +579,7 @@ fn resolve_logged(
 }
 
 impl ServerHandler for Regent {
+    #[allow(deprecated)] // the `logging` capability (SEP-2577); both eras still carry it
     fn get_info(&self) -> ServerConfig {
         let mut ext = ExtensionCapabilities::new();
         ext.insert(wire::EXTENSION.into(), JsonObject::new());
@@ -552,6 +590,8 @@ impl ServerHandler for Regent {
                 .enable_extensions_with(ext)
                 .enable_tools()
                 .enable_tool_list_changed()
+                // Upstream log messages are relayed during forwarded calls.
+                .enable_logging()
                 .build(),
         )
         .with_server_info(Implementation::new("regent", env!("CARGO_PKG_VERSION")))
@@ -607,6 +647,12 @@ impl ServerHandler for Regent {
             caller: self.caller(&ctx),
             upstreams: &self.upstreams,
             state: &self.state,
+            log_level: if has_result_type(&ctx) {
+                #[allow(deprecated)]
+                ctx.meta.log_level()
+            } else {
+                Some(self.log_level.get())
+            },
         };
         // Boxed: rmcp runs every request in one future type whose size is
         // that of its largest branch, and a call's state (execution,
@@ -691,14 +737,22 @@ impl ServerHandler for Regent {
         self.counted("server/discover", Ok(result))
     }
 
+    /// The session's least severe level of the upstream log messages
+    /// relayed to it (regent logs nothing of its own to clients).
     #[allow(deprecated)] // logging is deprecated (SEP-2577); 2025-11-25 clients may still send it
     async fn set_level(
         &self,
-        _request: rmcp::model::SetLevelRequestParams,
-        _ctx: RequestContext<RoleServer>,
+        request: rmcp::model::SetLevelRequestParams,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let e = ErrorData::method_not_found::<SetLevelRequestMethod>();
-        self.counted("logging/setLevel", Err(e))
+        // A 2026-07-28 request has no session to set a level on: it says
+        // its level in its own `_meta`.
+        if has_result_type(&ctx) {
+            let e = ErrorData::method_not_found::<SetLevelRequestMethod>();
+            return self.counted("logging/setLevel", Err(e));
+        }
+        self.log_level.set(request.level);
+        self.counted("logging/setLevel", Ok(()))
     }
 
     async fn get_prompt(

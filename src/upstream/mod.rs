@@ -23,7 +23,11 @@
 //! negotiates the protocol version; its credentials (`auth`, as
 //! `run.http.auth`: bearer, basic or a header), when declared, are read at
 //! each connection.
+//!
+//! What an upstream sends during a forwarded call, progress and log
+//! messages, goes to the client that made the call ([`relay`]).
 
+pub mod relay;
 pub mod supervise;
 
 use std::collections::BTreeMap;
@@ -69,6 +73,9 @@ const PING_TIMEOUT: Duration = Duration::from_secs(10);
 struct Conn {
     client: RunningService<RoleClient, Listener>,
     snapshot: Snapshot,
+    /// The calls running on this connection, for the notifications the
+    /// upstream sends during them.
+    relays: Arc<relay::Relays>,
     /// Becomes `true` once the process has exited, or the HTTP connection
     /// was found lost (its waiter or watcher task owns it).
     exited: watch::Receiver<bool>,
@@ -423,11 +430,14 @@ impl Connected {
     /// returns the upstream's result as it gave it, unless it passes the
     /// upstream's `max_output` (then cut, see [`Forwarded::capped`]).
     /// Cancelled (and the upstream told so with `notifications/cancelled`)
-    /// when `cancelled` completes or after the upstream's `timeout`.
+    /// when `cancelled` completes or after the upstream's `timeout`. What
+    /// the upstream says during the call goes to `to` (see [`relay`]), all
+    /// of it before the result is returned.
     pub async fn call(
         self,
         target: &UpstreamRef,
         arguments: Map<String, Value>,
+        to: &RelayTo,
         cancelled: impl std::future::Future<Output = ()>,
     ) -> Result<Forwarded, CallError> {
         let Connected {
@@ -435,21 +445,45 @@ impl Connected {
             limit,
             max_output,
         } = self;
+        let mut registration = conn.relays.open(to.progress_token.is_some(), to.log_level);
         let mut params = CallToolRequestParams::new(target.tool.clone());
         params.arguments = Some(arguments);
+        // Which registration the request is: the tap reads it (and takes it
+        // out) as the request is written, and puts regent's progress token
+        // in place of rmcp's own.
+        let mut meta = registration.mark();
+        // A 2026-07-28 upstream sends log messages only when asked.
+        #[allow(deprecated)]
+        if let Some(level) = to.log_level {
+            meta.set_log_level(level);
+        }
+        params.meta = Some(meta);
         // Dropping the request future sends `notifications/cancelled` upstream.
         let call = conn.client.peer().call_tool_once(params);
-        let answer = tokio::select! {
-            r = call => r,
-            _ = cancelled => return Err(CallError("the call was cancelled".into())),
-            _ = tokio::time::sleep(limit) => {
-                return Err(CallError(format!(
-                    "upstream `{}` did not answer within {}; the call was cancelled upstream (raise the upstream's `timeout` if it needs longer)",
-                    target.upstream,
-                    crate::timestamp::human_duration(limit)
-                )));
+        tokio::pin!(call);
+        tokio::pin!(cancelled);
+        let deadline = tokio::time::sleep(limit);
+        tokio::pin!(deadline);
+        let answer = loop {
+            tokio::select! {
+                r = &mut call => break r,
+                Some(said) = registration.rx.recv() => to.send(said).await,
+                _ = &mut cancelled => return Err(CallError("the call was cancelled".into())),
+                _ = &mut deadline => {
+                    return Err(CallError(format!(
+                        "upstream `{}` did not answer within {}; the call was cancelled upstream (raise the upstream's `timeout` if it needs longer)",
+                        target.upstream,
+                        crate::timestamp::human_duration(limit)
+                    )));
+                }
             }
         };
+        // What the upstream sent before its result was queued before the
+        // result arrived (`relay::Tapped`): the client gets it first.
+        while let Ok(said) = registration.rx.try_recv() {
+            to.send(said).await;
+        }
+        drop(registration);
         match answer {
             Ok(CallToolResponse::Complete(r)) => Ok(cap(r, max_output)),
             Ok(_) => Err(CallError(format!(
@@ -495,6 +529,39 @@ impl Connected {
                     .unwrap_or_default(),
                 error_chain(&e)
             ))),
+        }
+    }
+}
+
+/// Where what an upstream says during one forwarded call goes: the
+/// client's connection (or, on 2026-07-28 over HTTP, its request's
+/// stream), with the client's progress token and log level.
+pub struct RelayTo {
+    pub peer: rmcp::service::Peer<rmcp::service::RoleServer>,
+    /// The client's `_meta.progressToken`: without it no progress is relayed.
+    pub progress_token: Option<rmcp::model::ProgressToken>,
+    /// The least severe level the client wants; `None`: no log messages.
+    #[allow(deprecated)]
+    pub log_level: Option<rmcp::model::LoggingLevel>,
+}
+
+impl RelayTo {
+    /// Sends `said` to the client; a client gone is the call's business
+    /// (its cancellation), not the relay's.
+    async fn send(&self, said: relay::Relayed) {
+        let sent = match said {
+            relay::Relayed::Progress(mut p) => {
+                let Some(token) = &self.progress_token else {
+                    return;
+                };
+                p.progress_token = token.clone();
+                self.peer.notify_progress(p).await
+            }
+            #[allow(deprecated)]
+            relay::Relayed::Log(m) => self.peer.notify_logging_message(m).await,
+        };
+        if let Err(e) = sent {
+            tracing::debug!("a relayed notification was not sent: {e}");
         }
     }
 }
@@ -698,7 +765,9 @@ async fn connect_child(
             let _ = k.send(());
         }
     };
-    let client = match (Listener { tools_changed }).serve((stdout, stdin)).await {
+    let relays = relay::Relays::new(&decl.name);
+    let transport = tapped((stdout, stdin), relays.clone());
+    let client = match (Listener { tools_changed }).serve(transport).await {
         Ok(c) => c,
         Err(e) => {
             give_up(&kill);
@@ -720,6 +789,7 @@ async fn connect_child(
     Ok(Conn {
         client,
         snapshot,
+        relays,
         exited,
         kill,
         pid,
@@ -761,7 +831,11 @@ async fn connect_http(
         .user_agent(concat!("regent/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| format!("cannot set up the http client: {}", error_chain(&e)))?;
-    let transport = StreamableHttpClientTransport::with_client(http, config);
+    let relays = relay::Relays::new(&decl.name);
+    let transport = tapped(
+        StreamableHttpClientTransport::with_client(http, config),
+        relays.clone(),
+    );
     let client = (Listener { tools_changed })
         .serve(transport)
         .await
@@ -808,6 +882,7 @@ async fn connect_http(
     Ok(Conn {
         client,
         snapshot,
+        relays,
         exited,
         kill: std::sync::Mutex::new(Some(kill)),
         pid: None,
@@ -815,6 +890,22 @@ async fn connect_http(
         lost,
         started: Instant::now(),
     })
+}
+
+/// `transport` with the upstream's progress and log notifications taken
+/// off it for `relays` as they are read.
+fn tapped<T, E, A>(
+    transport: T,
+    relays: Arc<relay::Relays>,
+) -> relay::Tapped<impl rmcp::transport::Transport<RoleClient, Error = E>>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    relay::Tapped {
+        inner: transport.into_transport(),
+        relays,
+    }
 }
 
 /// What a `url:` upstream's `auth` sends: a bearer token (rmcp's own

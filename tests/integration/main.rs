@@ -41,4 +41,5 @@ mod upstream_edges;
 mod upstream_filesystem;
 mod upstream_git;
 mod upstream_http;
+mod upstream_relay;
 mod upstream_stdio;

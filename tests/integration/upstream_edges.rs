@@ -41,7 +41,7 @@ fn edge_upstream() {
 }
 
 /// A declaration of the kit's upstream as `name`, with `extra` lines.
-fn declaration(name: &str, log: &Path, extra: &str) -> String {
+pub(crate) fn declaration(name: &str, log: &Path, extra: &str) -> String {
     declaration_env(name, log, "", extra)
 }
 
@@ -57,7 +57,7 @@ fn declaration_env(name: &str, log: &Path, env: &str, extra: &str) -> String {
     )
 }
 
-fn start(dir: &Path, upstreams: &[String]) -> Server {
+pub(crate) fn start(dir: &Path, upstreams: &[String]) -> Server {
     std::fs::write(
         dir.join("upstreams.yaml"),
         format!("upstreams:\n{}", upstreams.concat()),

@@ -36,6 +36,12 @@ pub struct TestClient {
     pub answers: serde_json::Map<String, Value>,
     /// How many times `roots/list` was answered.
     pub roots_listed: Arc<Mutex<usize>>,
+    /// Every `notifications/progress` received, as received (rmcp handles
+    /// each notification on a task of its own: not necessarily in order).
+    pub progress: Arc<Mutex<Vec<rmcp::model::ProgressNotificationParam>>>,
+    /// Every `notifications/message` received, likewise.
+    #[allow(deprecated)]
+    pub logs: Arc<Mutex<Vec<rmcp::model::LoggingMessageNotificationParam>>>,
 }
 
 impl ClientHandler for TestClient {
@@ -84,6 +90,23 @@ impl ClientHandler for TestClient {
         let mut r = ElicitResult::new(action);
         r.content = content.map(Value::Object);
         Ok(r)
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _ctx: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _ctx: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.logs.lock().unwrap().push(params);
     }
 
     #[allow(deprecated)]

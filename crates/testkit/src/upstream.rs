@@ -11,6 +11,13 @@
 //! - `crash`: writes to standard error and exits with status 3, mid-call.
 //! - `malformed`: answers with a result whose `content` is not a list.
 //! - `huge {bytes}`: answers with one text block of `bytes` bytes of `x`.
+//! - `progress {steps, ms}`: first a `debug` log message `starting`, then
+//!   for each step `i` of `steps`, `ms` milliseconds apart, a
+//!   `notifications/progress` for the request's `_meta.progressToken` (when
+//!   it has one: `progress` i, `total` steps, `message` `step i of steps`)
+//!   and an `info` log message `step i of steps` (logger `edge`); then answers
+//!   `did {steps} steps` (as the conformance suite's
+//!   `test_tool_with_progress` and `test_tool_with_logging`).
 //!
 //! Each call and each cancellation is appended to the log file, if given:
 //! `call NAME ID` and `cancelled ID` (the JSON of the request id), one a line.
@@ -59,6 +66,8 @@ fn fixed_tools() -> Value {
          "inputSchema": object(json!({}))},
         {"name": "huge", "description": "Answers with that many bytes of text.",
          "inputSchema": object(json!({"bytes": {"type": "integer"}}))},
+        {"name": "progress", "description": "Reports progress and logs, then answers.",
+         "inputSchema": object(json!({"steps": {"type": "integer"}, "ms": {"type": "integer"}}))},
     ])
 }
 
@@ -127,6 +136,31 @@ pub fn serve(input: impl BufRead, output: impl Write + Send + 'static, log: Opti
                             std::process::exit(3);
                         }
                         "malformed" => json!({"content": MALFORMED_MARK, "isError": "perhaps"}),
+                        "progress" => {
+                            let steps = args["steps"].as_u64().unwrap_or(0);
+                            let ms = args["ms"].as_u64().unwrap_or(0);
+                            let token = msg["params"]["_meta"]["progressToken"].clone();
+                            let log = |level: &str, data: String| {
+                                json!({"jsonrpc": "2.0", "method": "notifications/message",
+                                       "params": {"level": level, "logger": "edge", "data": data}})
+                            };
+                            send(&out, log("debug", "starting".into()));
+                            for i in 1..=steps {
+                                if i > 1 {
+                                    std::thread::sleep(Duration::from_millis(ms));
+                                }
+                                if !token.is_null() {
+                                    send(
+                                        &out,
+                                        json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                                               "params": {"progressToken": token, "progress": i, "total": steps,
+                                                          "message": format!("step {i} of {steps}")}}),
+                                    );
+                                }
+                                send(&out, log("info", format!("step {i} of {steps}")));
+                            }
+                            text(format!("did {steps} steps"))
+                        }
                         "huge" => {
                             let n = args["bytes"].as_u64().unwrap_or(0) as usize;
                             text("x".repeat(n))
