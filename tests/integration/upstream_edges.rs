@@ -46,7 +46,7 @@ fn declaration(name: &str, log: &Path, extra: &str) -> String {
 }
 
 /// [`declaration`] with more environment entries (`, KEY: VALUE`...).
-fn declaration_env(name: &str, log: &Path, env: &str, extra: &str) -> String {
+pub(crate) fn declaration_env(name: &str, log: &Path, env: &str, extra: &str) -> String {
     let exe = std::env::current_exe().unwrap();
     let script = "exec \"$0\" --ignored --exact upstream_edges::edge_upstream --nocapture --test-threads=1 3>&1 1>&2";
     format!(
