@@ -24,6 +24,7 @@
 //! `run.http.auth`: bearer, basic or a header), when declared, are read at
 //! each connection.
 
+pub mod oversize;
 pub mod supervise;
 
 use std::collections::BTreeMap;
@@ -456,6 +457,26 @@ impl Connected {
                 "upstream `{}` asked for more input or started a task, which regent does not relay yet",
                 target.upstream
             ))),
+            // Too big for one message: `oversize` answered for the upstream.
+            Err(rmcp::service::ServiceError::McpError(e))
+                if e.data
+                    .as_ref()
+                    .and_then(|d| d.get(oversize::OVERSIZE_MARK))
+                    .is_some() =>
+            {
+                let limit = e
+                    .data
+                    .as_ref()
+                    .and_then(|d| d[oversize::OVERSIZE_MARK].as_u64());
+                Ok(Forwarded {
+                    result: CallToolResult::error(vec![rmcp::model::ContentBlock::text(format!(
+                        "the upstream's result passed the output cap of {max_output} bytes (`max_output` of upstream `{}`): its answer was more than {} bytes, the most regent reads of one message, so regent passed none of it on",
+                        target.upstream,
+                        limit.unwrap_or_default()
+                    ))]),
+                    capped: Some(max_output),
+                })
+            }
             // The result did not have the shape of a `tools/call` result.
             Err(rmcp::service::ServiceError::UnexpectedResponse) => Err(CallError(format!(
                 "upstream `{}` answered with a malformed result (not a `tools/call` result); regent passed none of it on",
@@ -698,7 +719,20 @@ async fn connect_child(
             let _ = k.send(());
         }
     };
-    let client = match (Listener { tools_changed }).serve((stdout, stdin)).await {
+    // A line rmcp's transport would drop (its id lost, the call waiting out
+    // its timeout) is answered at once instead (see `oversize`).
+    let limit = oversize::line_limit(
+        decl.limits()
+            .0
+            .max_output
+            .unwrap_or(crate::run_plan::cli::DEFAULT_MAX_OUTPUT),
+    );
+    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_client(
+        oversize::Oversize::new(stdout, limit),
+        stdin,
+    )
+    .with_max_line_length(limit);
+    let client = match (Listener { tools_changed }).serve(transport).await {
         Ok(c) => c,
         Err(e) => {
             give_up(&kill);

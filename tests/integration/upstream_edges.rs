@@ -286,6 +286,47 @@ fn a_huge_result_is_capped_as_command_output_is() {
     assert!(s.finish().success());
 }
 
+/// Issue 28 item 8: an answer past what regent reads of one message (16
+/// MiB, rmcp's line limit) was dropped by the transport and the call waited
+/// for its whole `timeout` ("did not answer within ..."). It now fails at
+/// once saying the result passed the cap. The timeout here is longer than
+/// the kit's wait for an answer, so the old behaviour fails the test.
+#[test]
+fn a_result_past_the_message_limit_says_it_passed_the_cap_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("calls.log");
+    let mut s = start(
+        dir.path(),
+        &[declaration(
+            "edge",
+            &calls,
+            "    timeout: 120s\n    max_output: 64KiB\n",
+        )],
+    );
+    let r = call(&mut s, "huge", json!({"bytes": 17 * 1024 * 1024}));
+    let res = &r["result"];
+    assert_eq!(
+        res["isError"],
+        true,
+        "{}",
+        &r.to_string()[..300.min(r.to_string().len())]
+    );
+    let t = texts(&r).concat();
+    assert_eq!(
+        t,
+        "the upstream's result passed the output cap of 65536 bytes (`max_output` of upstream `edge`): its answer was more than 16777216 bytes, the most regent reads of one message, so regent passed none of it on",
+        "{r}"
+    );
+    assert_eq!(
+        res["_meta"]["regent/execution"]["outputCapped"], 65536,
+        "{r}"
+    );
+    // The upstream keeps serving.
+    let r = call(&mut s, "echo", json!({"text": "still here"}));
+    assert_eq!(texts(&r), ["still here"], "{r}");
+    assert!(s.finish().success());
+}
+
 #[test]
 fn a_bad_upstream_max_output_is_a_load_error_at_its_place() {
     let dir = tempfile::tempdir().unwrap();
