@@ -777,6 +777,14 @@ async fn connect_http(
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    // As over stdio: at least 16 MiB of one event, twice `max_output` when
+    // that is more (a JSON body stays within rmcp's fixed 16 MiB).
+    config.max_sse_event_size = oversize::line_limit(
+        decl.limits()
+            .0
+            .max_output
+            .unwrap_or(crate::run_plan::cli::DEFAULT_MAX_OUTPUT),
+    );
     match credentials(decl, base_dir)? {
         None => {}
         Some(Credentials::Bearer(token)) => config = config.auth_header(token),
@@ -795,7 +803,8 @@ async fn connect_http(
         .user_agent(concat!("regent/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| format!("cannot set up the http client: {}", error_chain(&e)))?;
-    let transport = StreamableHttpClientTransport::with_client(http, config);
+    // An answer too big for one message is answered at once (`oversize`).
+    let transport = StreamableHttpClientTransport::with_client(oversize::Http(http), config);
     let client = (Listener { tools_changed })
         .serve(transport)
         .await

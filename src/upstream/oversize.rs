@@ -15,8 +15,14 @@
 //! nothing (the call then still ends at its timeout). Memory stays bounded:
 //! only the head and tail of a line are kept, never the line.
 //!
+//! Over Streamable HTTP, rmcp's client refuses a JSON body or an SSE event
+//! over 16 MiB the same way (the request's answer lost: the call failed as
+//! if the upstream went down). [`Http`] wraps the reqwest client rmcp uses
+//! and turns that refusal, for a request it sent, into the same error
+//! response, since there the request's `id` is known.
+//!
 //! What is a call's result and how it is capped is `upstream`'s; this only
-//! frames lines.
+//! frames messages.
 
 use std::io;
 use std::pin::Pin;
@@ -118,6 +124,16 @@ impl<R: AsyncRead + Unpin> Oversize<R> {
     /// The error response for the oversized line just ended, when it was a
     /// response whose `id` can be read.
     fn answer(&self) -> Option<String> {
+        let id = self.oversized_id()?;
+        tracing::warn!(
+            bytes = self.line,
+            limit = self.limit,
+            "an upstream's message passed the most regent reads of one; answering its request with an error"
+        );
+        Some(error_response(id, self.limit).to_string())
+    }
+
+    fn oversized_id(&self) -> Option<Value> {
         let id = match top_level_id(&self.head) {
             Scan::Id(id) => id,
             Scan::Request => return None,
@@ -127,23 +143,198 @@ impl<R: AsyncRead + Unpin> Oversize<R> {
                 trailing_id(&tail)?
             }
         };
-        tracing::warn!(
-            bytes = self.line,
-            limit = self.limit,
-            "an upstream's message passed the most regent reads of one; answering its request with an error"
-        );
-        Some(
-            json!({
-                "jsonrpc": "2.0",
-                "id": id,
-                "error": {
-                    "code": -32603,
-                    "message": format!("the upstream's answer passed {} bytes, the most regent reads of one message", self.limit),
-                    "data": {OVERSIZE_MARK: self.limit},
-                },
-            })
-            .to_string(),
-        )
+        Some(id)
+    }
+}
+
+/// regent's JSON-RPC error response for request `id`, whose answer passed
+/// `limit` bytes.
+fn error_response(id: Value, limit: usize) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": -32603,
+            "message": format!("the upstream's answer passed {limit} bytes, the most regent reads of one message"),
+            "data": {OVERSIZE_MARK: limit},
+        },
+    })
+}
+
+/// rmcp's reqwest client for a `url:` upstream, answering for the upstream
+/// when its answer to a request is too big for one message (see the module
+/// documentation). Everything else is the inner client's.
+#[derive(Clone)]
+pub struct Http(pub reqwest::Client);
+
+mod http_client {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use futures::StreamExt;
+    use http::{HeaderName, HeaderValue};
+    use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+    use rmcp::transport::streamable_http_client::{
+        SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    };
+
+    use super::{Http, error_response};
+
+    type Error = StreamableHttpError<reqwest::Error>;
+
+    /// rmcp's words for an SSE event over its limit (its error type is
+    /// private; the message is what shows).
+    fn event_too_large(e: &SseError) -> bool {
+        e.to_string().contains("exceeded the maximum size")
+            || std::error::Error::source(e)
+                .is_some_and(|s| s.to_string().contains("exceeded the maximum size"))
+    }
+
+    fn answer(id: &rmcp::model::RequestId, limit: usize) -> Option<ServerJsonRpcMessage> {
+        let id = serde_json::to_value(id).ok()?;
+        serde_json::from_value(error_response(id, limit)).ok()
+    }
+
+    impl StreamableHttpClient for Http {
+        type Error = reqwest::Error;
+
+        async fn post_message(
+            &self,
+            uri: Arc<str>,
+            message: ClientJsonRpcMessage,
+            session_id: Option<Arc<str>>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+        ) -> Result<StreamableHttpPostResponse, Error> {
+            self.post_message_with_max_sse_event_size(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH,
+            )
+            .await
+        }
+
+        async fn post_message_with_max_sse_event_size(
+            &self,
+            uri: Arc<str>,
+            message: ClientJsonRpcMessage,
+            session_id: Option<Arc<str>>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+            max_sse_event_size: usize,
+        ) -> Result<StreamableHttpPostResponse, Error> {
+            let id = match &message {
+                ClientJsonRpcMessage::Request(r) => Some(r.id.clone()),
+                _ => None,
+            };
+            let response = self
+                .0
+                .post_message_with_max_sse_event_size(
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    custom_headers,
+                    max_sse_event_size,
+                )
+                .await;
+            let Some(id) = id else { return response };
+            match response {
+                Err(StreamableHttpError::ResponseBodyTooLarge { max_size }) => {
+                    tracing::warn!(
+                        limit = max_size,
+                        "an upstream's answer passed the most regent reads of one; answering its request with an error"
+                    );
+                    match answer(&id, max_size) {
+                        Some(m) => Ok(StreamableHttpPostResponse::Json(m, None)),
+                        None => Err(StreamableHttpError::ResponseBodyTooLarge { max_size }),
+                    }
+                }
+                Ok(StreamableHttpPostResponse::Sse(stream, session)) => {
+                    // The event over the limit ends the stream with an error;
+                    // an error response for the request takes its place.
+                    let stream = stream
+                        .scan(false, move |ended, item| {
+                            if *ended {
+                                return futures::future::ready(None);
+                            }
+                            let item = match item {
+                                Err(e) if event_too_large(&e) => {
+                                    *ended = true;
+                                    tracing::warn!(limit = max_sse_event_size, "an upstream's answer passed the most regent reads of one; answering its request with an error");
+                                    match answer(&id, max_sse_event_size)
+                                        .and_then(|m| serde_json::to_string(&m).ok())
+                                    {
+                                        Some(data) => Ok(sse_stream::Sse {
+                                            event: Some("message".into()),
+                                            data: Some(data),
+                                            id: None,
+                                            retry: None,
+                                        }),
+                                        None => Err(e),
+                                    }
+                                }
+                                other => other,
+                            };
+                            futures::future::ready(Some(item))
+                        })
+                        .boxed();
+                    Ok(StreamableHttpPostResponse::Sse(stream, session))
+                }
+                other => other,
+            }
+        }
+
+        async fn delete_session(
+            &self,
+            uri: Arc<str>,
+            session_id: Arc<str>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+        ) -> Result<(), Error> {
+            self.0
+                .delete_session(uri, session_id, auth_header, custom_headers)
+                .await
+        }
+
+        async fn get_stream(
+            &self,
+            uri: Arc<str>,
+            session_id: Option<Arc<str>>,
+            last_event_id: Option<String>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+        ) -> Result<futures::stream::BoxStream<'static, Result<sse_stream::Sse, SseError>>, Error>
+        {
+            self.0
+                .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+                .await
+        }
+
+        async fn get_stream_with_max_sse_event_size(
+            &self,
+            uri: Arc<str>,
+            session_id: Option<Arc<str>>,
+            last_event_id: Option<String>,
+            auth_header: Option<String>,
+            custom_headers: HashMap<HeaderName, HeaderValue>,
+            max_sse_event_size: usize,
+        ) -> Result<futures::stream::BoxStream<'static, Result<sse_stream::Sse, SseError>>, Error>
+        {
+            self.0
+                .get_stream_with_max_sse_event_size(
+                    uri,
+                    session_id,
+                    last_event_id,
+                    auth_header,
+                    custom_headers,
+                    max_sse_event_size,
+                )
+                .await
+        }
     }
 }
 
