@@ -99,6 +99,9 @@ pub struct Metrics {
     /// Decisions the decision-log HTTP sink dropped: its buffer was full,
     /// or they were still unsent at exit.
     pub decision_log_dropped: Counter,
+    /// Requests refused because they named an upstream tool quarantined for
+    /// drifting from its pin (`data.reason` `upstream-drift`).
+    pub drift_refused: Counter,
 }
 
 /// A gauge that goes up and down.
@@ -158,6 +161,7 @@ impl Metrics {
             decision_log_sent: Counter::default(),
             decision_log_failed: Counter::default(),
             decision_log_dropped: Counter::default(),
+            drift_refused: Counter::default(),
         }
     }
 
@@ -267,6 +271,12 @@ impl Metrics {
                 "Decisions never delivered to the --decision-log-url collector: the buffer was full, or they were unsent at exit",
                 "counter",
                 self.decision_log_dropped.get().to_string(),
+            ),
+            (
+                "regent_upstream_drift_refused_total",
+                "tools/call and tools/resolve refused because the tool is quarantined: its upstream lists it differently from the pin",
+                "counter",
+                self.drift_refused.get().to_string(),
             ),
         ] {
             header(out, name, help, kind);

@@ -45,6 +45,9 @@ pub struct ReloadStatus {
     pub watching: bool,
     /// Each upstream MCP server's liveness, by name (empty without upstreams).
     pub upstreams: std::collections::BTreeMap<String, UpstreamStatus>,
+    /// The serving catalog's upstream tools quarantined for drifting from
+    /// their pins (`Catalog::quarantined`), shown under their upstream.
+    pub quarantined: Vec<crate::source::upstream::Quarantined>,
 }
 
 impl ReloadStatus {
@@ -69,11 +72,19 @@ impl ReloadStatus {
     }
 
     /// Each upstream's liveness, by name: `{"up", "restarts", "since", "pid",
-    /// "lastError", "tools"}`. Also what `/healthz` shows.
+    /// "lastError", "tools", "quarantined"}`, the last a list of `{"tool",
+    /// "upstreamTool", "reason"}` for its tools held back for drifting from
+    /// the pin. Also what `/healthz` shows.
     pub fn upstreams_json(&self) -> Value {
         self.upstreams
             .iter()
             .map(|(name, u)| {
+                let quarantined: Vec<Value> = self
+                    .quarantined
+                    .iter()
+                    .filter(|q| &q.upstream == name)
+                    .map(|q| json!({"tool": q.listed, "upstreamTool": q.tool, "reason": q.reason}))
+                    .collect();
                 (
                     name.clone(),
                     json!({
@@ -83,11 +94,18 @@ impl ReloadStatus {
                         "pid": u.pid,
                         "lastError": u.last_error,
                         "tools": u.tools,
+                        "quarantined": quarantined,
                     }),
                 )
             })
             .collect::<serde_json::Map<_, _>>()
             .into()
+    }
+
+    /// Whether an upstream is down or has a tool quarantined: what makes
+    /// `/healthz` say `degraded`.
+    pub fn degraded(&self) -> bool {
+        self.upstreams.values().any(|u| !u.up) || !self.quarantined.is_empty()
     }
 }
 
@@ -131,6 +149,7 @@ impl CatalogState {
             listing_changes: 0,
             watching: false,
             upstreams: Default::default(),
+            quarantined: catalog.quarantined.clone(),
         };
         CatalogState {
             current: ArcSwap::from_pointee(catalog),
@@ -163,12 +182,14 @@ impl CatalogState {
     ) -> Arc<Catalog> {
         let revision = catalog.revision.clone();
         let tools = catalog.tools().len();
+        let quarantined = catalog.quarantined.clone();
         let mut s = self.lock();
         let old = self.current.swap(Arc::new(catalog));
         let now = SystemTime::now();
         s.revision = revision;
         s.listing = listing;
         s.tools = tools;
+        s.quarantined = quarantined;
         s.loaded_at = now;
         s.attempted_at = now;
         s.last_duration = took;

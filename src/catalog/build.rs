@@ -231,6 +231,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         by_name,
         warnings,
         visibility,
+        quarantined: source.quarantined.clone(),
     };
     (catalog, diags)
 }

@@ -313,9 +313,18 @@ pub struct Catalog {
     /// memo of a pure function of this snapshot and the caller, never an
     /// input to it (see `visibility`).
     visibility: Option<visibility::Cache>,
+    /// Upstream tools held back because they drifted from their pin: not
+    /// among `tools`, so nothing can run them; kept to say why a call to
+    /// one is refused, and for the status (`state`).
+    pub quarantined: Vec<crate::source::upstream::Quarantined>,
 }
 
 impl Catalog {
+    /// The quarantined upstream tool that would be listed as `name`.
+    pub fn quarantined(&self, name: &str) -> Option<&crate::source::upstream::Quarantined> {
+        self.quarantined.iter().find(|q| q.listed == name)
+    }
+
     /// Tools in declaration order (files sorted by path).
     pub fn tools(&self) -> &[Tool] {
         &self.tools

@@ -81,10 +81,12 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         .block_on(Upstreams::start(&source, upstream::START_TIMEOUT))
         .map_err(|d| Failure::from_diagnostics(&d))?;
     let snapshots = upstreams.snapshots();
-    for w in crate::source::upstream::drift(&source, &snapshots) {
+    // Tools that drifted from their pins are held back (quarantined) here,
+    // as at every reload.
+    let (imported, drift) = source.import_served(&snapshots);
+    for w in drift {
         tracing::warn!("{w}");
     }
-    let imported = source.import_upstreams(&snapshots);
     if imported.has_errors() {
         return Err(Failure::from_diagnostics(&imported));
     }

@@ -27,10 +27,15 @@ use crate::metrics::{escape, header as family};
 /// backend), so a balancer that pulled replicas for it would take down the
 /// tools that work without bringing back the ones that do not. `upstreams`
 /// says which are down; alert on `regent_upstream_up` instead.
+///
+/// So does an upstream tool quarantined for drifting from its pin: every
+/// replica that loaded the same pin and reaches the same upstream holds the
+/// same tool back, so pulling one helps nothing; `upstreams.NAME.quarantined`
+/// says which and why, `regent_upstream_tools_quarantined` alerts.
 pub async fn healthz(State(s): State<Arc<Shared>>) -> Response {
     let status = s.state.status();
     let catalog = s.state.current();
-    let degraded = status.upstreams.values().any(|u| !u.up);
+    let degraded = status.degraded();
     let mut body = json!({
         "status": if degraded { "degraded" } else { "ok" },
         "revision": catalog.revision,
@@ -139,6 +144,24 @@ pub async fn metrics(State(s): State<Arc<Shared>>) -> Response {
                 "regent_upstream_restarts_total{{upstream=\"{}\"}} {}",
                 escape(name),
                 u.restarts
+            );
+        }
+        family(
+            &mut out,
+            "regent_upstream_tools_quarantined",
+            "Tools of the upstream MCP server held back (not listed, calls refused) because it lists them differently from its pinned snapshot",
+            "gauge",
+        );
+        for name in status.upstreams.keys() {
+            let n = catalog
+                .quarantined
+                .iter()
+                .filter(|q| &q.upstream == name)
+                .count();
+            let _ = writeln!(
+                out,
+                "regent_upstream_tools_quarantined{{upstream=\"{}\"}} {n}",
+                escape(name)
             );
         }
     }

@@ -248,11 +248,22 @@ pub async fn call(
     entry.verdict =
         Verdict::Error("no decision: the call was refused before the policy ran".into());
     let fail = |mut entry: Entry, e: ResolveError| {
-        if !matches!(e, ResolveError::UnknownTool(_)) {
-            entry.verdict = Verdict::Error(e.to_string());
-            record(log, &entry);
+        let refusal = errors::resolve_error(&catalog, &e);
+        match &e {
+            // A quarantined tool's refusal is logged (an upstream that
+            // changed under its pin is what an audit looks for); an
+            // unknown tool's is not.
+            ResolveError::UnknownTool(n) if catalog.quarantined(n).is_none() => {}
+            ResolveError::UnknownTool(_) => {
+                entry.verdict = Verdict::Error(refusal.message.to_string());
+                record(log, &entry);
+            }
+            _ => {
+                entry.verdict = Verdict::Error(e.to_string());
+                record(log, &entry);
+            }
         }
-        errors::resolve_error(&catalog, &e)
+        refusal
     };
     // A tool the caller may not see answers as an unknown one, before
     // anything about it (its resolvers, its questions) can show.

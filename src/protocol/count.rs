@@ -65,11 +65,15 @@ fn error_outcome(e: &ErrorData) -> &'static str {
     }
 }
 
+/// The error's `data.reason`, as `protocol::errors` writes it.
+fn reason_of(e: &ErrorData) -> Option<&str> {
+    e.data.as_ref()?.get("reason")?.as_str()
+}
+
 /// The reason a policy evaluation failed, as `protocol::errors` records it in
 /// the error's `data.reason`; `None` for errors that are not policy failures.
 fn policy_failure(e: &ErrorData) -> Option<&'static str> {
-    let reason = e.data.as_ref()?.get("reason")?.as_str()?;
-    match reason {
+    match reason_of(e)? {
         "policy-error" => Some("policy-error"),
         "policy-timeout" => Some("policy-timeout"),
         "policy-memory" => Some("policy-memory"),
@@ -115,6 +119,9 @@ pub fn record<T>(
         Err(e) => {
             if let Some(reason) = policy_failure(e) {
                 metrics.count_policy_error(reason);
+            }
+            if reason_of(e) == Some("upstream-drift") {
+                metrics.drift_refused.inc();
             }
             error_outcome(e)
         }

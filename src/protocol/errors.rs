@@ -47,6 +47,34 @@ pub fn unknown_tool(name: &str) -> ErrorData {
     )
 }
 
+/// A tool the catalog does not list: unknown, or an upstream tool held
+/// back because it drifted from its pin (which says so, and how to release
+/// it). Either way nothing about it ran.
+pub fn not_listed(catalog: &Catalog, name: &str) -> ErrorData {
+    match catalog.quarantined(name) {
+        Some(q) => quarantined(q),
+        None => unknown_tool(name),
+    }
+}
+
+/// The refusal of a quarantined upstream tool (`data.reason`:
+/// `upstream-drift`, which the metrics count).
+pub fn quarantined(q: &crate::source::upstream::Quarantined) -> ErrorData {
+    ErrorData::invalid_params(
+        format!(
+            "tool {} is quarantined: upstream `{}` lists `{}` differently from its pinned snapshot {} ({}); regent neither lists nor runs it until the pin matches; review the change and re-pin with `regent upstream snapshot`, or set `on_drift: warn` on the upstream to serve it anyway",
+            q.listed, q.upstream, q.tool, q.pin, q.reason
+        ),
+        Some(json!({
+            "tool": q.listed,
+            "upstream": q.upstream,
+            "upstreamTool": q.tool,
+            "drift": q.reason,
+            "reason": "upstream-drift",
+        })),
+    )
+}
+
 /// The JSON-RPC error for a failed resolution.
 /// A client sent a value for a parameter the server fills itself.
 pub fn server_filled(
@@ -67,7 +95,7 @@ pub fn server_filled(
 pub fn resolve_error(catalog: &Catalog, e: &ResolveError) -> ErrorData {
     let revision = catalog.short_revision();
     match e {
-        ResolveError::UnknownTool(name) => unknown_tool(name),
+        ResolveError::UnknownTool(name) => not_listed(catalog, name),
         ResolveError::InvalidArguments { tool, errors } => ErrorData::invalid_params(
             e.to_string(),
             Some(json!({"tool": tool, "reason": "invalid-arguments", "errors": errors})),

@@ -465,7 +465,7 @@ fn resolve_logged(
     // A tool the caller may not see answers as an unknown one.
     let tool = catalog
         .tool_as(&name, caller.as_deref())
-        .ok_or_else(|| errors::unknown_tool(&name))?;
+        .ok_or_else(|| errors::not_listed(catalog, &name))?;
     if !tool.is_resolvable() {
         return Err(ErrorData::invalid_params(
             format!("tool {name} is not resolvable: it has no resolve rules and no policy"),

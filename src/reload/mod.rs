@@ -179,7 +179,12 @@ impl Reloader {
             .lock()
             .map(|s| s.clone())
             .unwrap_or_else(|p| p.into_inner().clone());
-        let imported = source.import_upstreams(&snapshots);
+        // Read against the pins again each time: a re-pinned file, or an
+        // upstream back to its pin, releases what was quarantined.
+        let (imported, drift) = source.import_served(&snapshots);
+        for w in drift {
+            tracing::warn!("{w}");
+        }
         if imported.has_errors() {
             return self.failed(imported);
         }

@@ -60,6 +60,9 @@ pub struct Source {
     pub digest: String,
     /// Tools imported from upstream MCP servers (`Source::import_upstreams`).
     pub imported: Vec<upstream::Imported>,
+    /// Upstream tools held back because they drifted from their pin
+    /// (`Source::import_served`), for the catalog to refuse by name.
+    pub quarantined: Vec<upstream::Quarantined>,
 }
 
 impl Source {

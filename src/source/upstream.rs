@@ -82,11 +82,30 @@ pub struct UpstreamDecl {
     /// A pinned snapshot of the upstream's tools (a [`Pinned`] document, as
     /// `regent upstream snapshot` writes it), relative to the tool file.
     /// `check`, `test` and `resolve` import it instead of starting the
-    /// upstream; `serve` starts the upstream and warns when what it lists
+    /// upstream; `serve` starts the upstream and quarantines (or, with
+    /// `on_drift: warn`, only warns about) each tool whose live definition
     /// differs from the pin.
     #[serde(default)]
     pub snapshot: Option<String>,
+    /// What `serve` does with a tool whose live definition differs from the
+    /// pin (or that the pin lacks): `quarantine` (when absent: neither
+    /// listed nor callable until the pin matches) or `warn` (log it and
+    /// serve it). Read by [`UpstreamDecl::on_drift`].
+    #[serde(default)]
+    pub on_drift: Option<super::run::Text>,
 }
+
+/// What `serve` does with an upstream tool that drifted from its pin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnDrift {
+    /// Not listed, its calls refused, until the pin matches again.
+    Quarantine,
+    /// Logged at each load and served as the upstream lists it.
+    Warn,
+}
+
+/// The values `on_drift` takes, as errors name them.
+pub const ON_DRIFT_VALUES: &str = "`quarantine` (the default) or `warn`";
 
 /// How regent reaches an upstream, as its declaration says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,6 +175,16 @@ impl UpstreamDecl {
             max_output,
         };
         (limits, bad)
+    }
+
+    /// `on_drift` as given (`quarantine` when absent); `None` for a value
+    /// that is neither, which [`check_endpoints`] reports.
+    pub fn on_drift(&self) -> Option<OnDrift> {
+        match self.on_drift.as_ref().map(|t| t.0.as_str()) {
+            None | Some("quarantine") => Some(OnDrift::Quarantine),
+            Some("warn") => Some(OnDrift::Warn),
+            Some(_) => None,
+        }
     }
 
     /// The key errors about reaching the upstream point at.
@@ -234,7 +263,8 @@ impl Unreadable {
 /// the other kind, and an `auth` that `run.http.auth` would refuse
 /// ([`AuthDecl::compile`], the one check of both), and a `timeout`,
 /// `start_timeout` or `max_output` that cannot be read
-/// ([`UpstreamDecl::limits`]). Found when the catalog loads, so `check`
+/// ([`UpstreamDecl::limits`]), and an `on_drift` that is neither
+/// `quarantine` nor `warn`. Found when the catalog loads, so `check`
 /// reports them, `serve` refuses to start with them and a reload with them
 /// fails, located, keeping the catalog and upstreams that serve.
 pub fn check_endpoints(source: &Source, diags: &mut Diagnostics) {
@@ -242,6 +272,24 @@ pub fn check_endpoints(source: &Source, diags: &mut Diagnostics) {
         let file = &source.tool_files[f];
         for bad in u.limits().1 {
             diags.push(bad.diagnostic(file, &at, &u.name));
+        }
+        if u.on_drift().is_none() {
+            let given = u
+                .on_drift
+                .as_ref()
+                .map(|t| t.0.as_str())
+                .unwrap_or_default();
+            diags.push(
+                Diagnostic::error(
+                    "upstream-on-drift",
+                    file.locate(&at.key("on_drift")),
+                    format!(
+                        "`on_drift` of upstream `{}` is `{given}`, which regent does not know",
+                        u.name
+                    ),
+                )
+                .with_help(format!("write {ON_DRIFT_VALUES}")),
+            );
         }
         let err = |key: YamlPath, message: String, help: &str| {
             Diagnostic::error("upstream-endpoint", file.locate(&key), message).with_help(help)
@@ -475,6 +523,28 @@ fn shorten(name: &str) -> String {
     format!("{head}… ({} characters)", name.chars().count())
 }
 
+/// The fields of one tool that differ between two listings of it, in the
+/// order `differences` names them.
+fn changed_fields(old: &SnapshotTool, new: &SnapshotTool) -> Vec<&'static str> {
+    let mut fields = Vec::new();
+    if old.title != new.title {
+        fields.push("title");
+    }
+    if old.description != new.description {
+        fields.push("description");
+    }
+    if old.input_schema != new.input_schema {
+        fields.push("inputSchema");
+    }
+    if old.output_schema != new.output_schema {
+        fields.push("outputSchema");
+    }
+    if old.annotations != new.annotations {
+        fields.push("annotations");
+    }
+    fields
+}
+
 /// How a live tool list differs from a pinned one, in words: tools added,
 /// removed, and changed (naming the fields that changed). Empty when equal.
 pub fn differences(pinned: &Snapshot, live: &Snapshot) -> Vec<String> {
@@ -502,22 +572,7 @@ pub fn differences(pinned: &Snapshot, live: &Snapshot) -> Vec<String> {
     }
     for (name, o) in &old {
         let Some(n) = new.get(name) else { continue };
-        let mut fields = Vec::new();
-        if o.title != n.title {
-            fields.push("title");
-        }
-        if o.description != n.description {
-            fields.push("description");
-        }
-        if o.input_schema != n.input_schema {
-            fields.push("inputSchema");
-        }
-        if o.output_schema != n.output_schema {
-            fields.push("outputSchema");
-        }
-        if o.annotations != n.annotations {
-            fields.push("annotations");
-        }
+        let fields = changed_fields(o, n);
         if !fields.is_empty() {
             out.push(format!("`{name}` changed its {}", fields.join(", ")));
         }
@@ -525,29 +580,51 @@ pub fn differences(pinned: &Snapshot, live: &Snapshot) -> Vec<String> {
     out
 }
 
-/// One warning per upstream whose pinned snapshot cannot be read or differs
-/// from what it listed when started (`live`, by upstream name). `serve`
-/// logs them and serves what the upstreams list now.
-pub fn drift(source: &Source, live: &BTreeMap<String, Snapshot>) -> Vec<String> {
-    let (pinned, problems) = source.read_pinned();
-    let mut out: Vec<String> = problems.0.iter().map(|d| d.to_string()).collect();
-    for (f, at, u) in source.upstreams() {
-        let (Some(p), Some(l)) = (pinned.get(&u.name), live.get(&u.name)) else {
-            continue;
-        };
-        let diff = differences(p, l);
-        if !diff.is_empty() {
-            out.push(format!(
-                "{}: upstream `{}` lists tools that differ from its pinned snapshot {}: {}; serving what it lists now (update the pin with `regent upstream snapshot`, and check again)",
-                source.tool_files[f].locate(&at.key("snapshot")),
-                u.name,
-                u.snapshot.as_deref().unwrap_or_default(),
-                diff.join("; ")
-            ));
-        }
-    }
-    out
+/// The live tools that may not serve under a pin, by the upstream's name
+/// for them, each with why: listed differently than pinned (the fields that
+/// changed), or not pinned at all. A pin is what was reviewed, so a tool it
+/// does not hold is no more trusted than one that changed.
+fn drifted(pinned: &Snapshot, live: &Snapshot) -> BTreeMap<String, String> {
+    let old: BTreeMap<&str, &SnapshotTool> =
+        pinned.tools.iter().map(|t| (t.name.as_str(), t)).collect();
+    live.tools
+        .iter()
+        .filter_map(|t| {
+            let why = match old.get(t.name.as_str()) {
+                None => "it is not in the pinned snapshot".to_string(),
+                Some(o) => {
+                    let fields = changed_fields(o, t);
+                    if fields.is_empty() {
+                        return None;
+                    }
+                    format!("its {} changed since the pin", fields.join(", "))
+                }
+            };
+            Some((t.name.clone(), why))
+        })
+        .collect()
 }
+
+/// An upstream tool `serve` holds back because it drifted from the pin
+/// (`on_drift: quarantine`): not listed, and a call to it is refused with
+/// what this says. Data, as the catalog carries it; `state` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quarantined {
+    pub upstream: String,
+    /// The tool's name on the upstream.
+    pub tool: String,
+    /// The name regent would list it under.
+    pub listed: String,
+    /// What differs from the pin, in words ("its description changed since
+    /// the pin", "it is not in the pinned snapshot").
+    pub reason: String,
+    /// The pin, as the declaration's `snapshot:` names it.
+    pub pin: String,
+}
+
+/// Tools held back from import, by upstream name, then by the upstream's
+/// name for the tool, with why.
+type Held = BTreeMap<String, BTreeMap<String, String>>;
 
 /// An upstream as a catalog declares it, with the directory its relative
 /// paths (`command`, `env` and `auth` files) are resolved against: what
@@ -608,7 +685,65 @@ impl Source {
     /// upstream without a snapshot imports nothing: while serving, one
     /// declared since the start that has not listed its tools yet.
     pub fn import_upstreams(&mut self, snapshots: &BTreeMap<String, Snapshot>) -> Diagnostics {
-        self.import(snapshots)
+        self.import(snapshots, &Held::new())
+    }
+
+    /// What `serve` imports at start-up and at each reload: what the
+    /// upstreams list now (`live`, by upstream name), held against their
+    /// pins. A tool of a pinned upstream whose live definition differs from
+    /// the pin, or that the pin lacks, is quarantined (left out of the
+    /// catalog, in [`Source::quarantined`], so that a call to it is refused
+    /// saying why) unless the upstream says `on_drift: warn`; a pin that
+    /// cannot be read quarantines every tool of its upstream (fail closed).
+    /// A tool the pin has and the upstream no longer lists is simply not
+    /// imported (a selected one is an `unknown-upstream-tool` error, as
+    /// without a pin). Returns the import's problems and, apart, what to
+    /// log about pins: each drift and each pin that cannot be read.
+    pub fn import_served(
+        &mut self,
+        live: &BTreeMap<String, Snapshot>,
+    ) -> (Diagnostics, Vec<String>) {
+        let (pinned, problems) = self.read_pinned();
+        let mut notes: Vec<String> = problems.0.iter().map(|d| d.to_string()).collect();
+        let mut held = Held::new();
+        for (f, at, u) in self.upstreams() {
+            let (Some(pin), Some(l)) = (&u.snapshot, live.get(&u.name)) else {
+                continue;
+            };
+            let quarantine = u.on_drift() != Some(OnDrift::Warn);
+            let Some(p) = pinned.get(&u.name) else {
+                // The pin is declared and cannot be read (said above): with
+                // nothing reviewed to compare with, nothing serves.
+                if quarantine {
+                    let why = format!("its pinned snapshot {pin} cannot be read");
+                    held.insert(
+                        u.name.clone(),
+                        l.tools
+                            .iter()
+                            .map(|t| (t.name.clone(), why.clone()))
+                            .collect(),
+                    );
+                }
+                continue;
+            };
+            let diff = differences(p, l);
+            if diff.is_empty() {
+                continue;
+            }
+            let what = if quarantine {
+                held.insert(u.name.clone(), drifted(p, l));
+                "the tools it serves that differ are quarantined (not listed, calls refused) until the pin matches; review the change and re-pin with `regent upstream snapshot`, or set `on_drift: warn` to serve them".to_string()
+            } else {
+                "serving what it lists now (`on_drift: warn`; update the pin with `regent upstream snapshot`, and check again)".to_string()
+            };
+            notes.push(format!(
+                "{}: upstream `{}` lists tools that differ from its pinned snapshot {pin}: {}; {what}",
+                self.tool_files[f].locate(&at.key("snapshot")),
+                u.name,
+                diff.join("; "),
+            ));
+        }
+        (self.import(live, &held), notes)
     }
 
     /// Imports the upstreams that name a pinned snapshot (`snapshot:`), read
@@ -630,7 +765,7 @@ impl Source {
                 pinned.insert(u.name.clone(), s.clone());
             }
         }
-        for d in self.import(&pinned).0 {
+        for d in self.import(&pinned, &Held::new()).0 {
             diags.push(d);
         }
         diags.sort();
@@ -713,9 +848,10 @@ impl Source {
         (out, diags)
     }
 
-    fn import(&mut self, snapshots: &BTreeMap<String, Snapshot>) -> Diagnostics {
+    fn import(&mut self, snapshots: &BTreeMap<String, Snapshot>, held: &Held) -> Diagnostics {
         let mut diags = Diagnostics::default();
         let mut imported = Vec::new();
+        let mut quarantined = Vec::new();
         let mut names: BTreeMap<String, crate::diag::Location> = BTreeMap::new();
         for (file, path, tool) in self.tools() {
             names.insert(tool.name.clone(), file.locate(&path.key("name")));
@@ -744,6 +880,13 @@ impl Source {
             hasher.update(u.name.as_bytes());
             hasher.update([0]);
             hasher.update(serde_json::to_vec(snapshot).unwrap_or_default());
+            // What is held back changes the catalog as the files do (a
+            // re-pin is no catalog file, yet it releases tools).
+            let held_here = held.get(&u.name);
+            if let Some(h) = held_here {
+                hasher.update([0]);
+                hasher.update(serde_json::to_vec(h).unwrap_or_default());
+            }
             let by_name: BTreeMap<&str, &SnapshotTool> = snapshot
                 .tools
                 .iter()
@@ -757,6 +900,16 @@ impl Source {
                 let name = entry
                     .and_then(|e| e.rename.clone())
                     .unwrap_or_else(|| format!("{prefix}{}", upstream_tool.name));
+                if let Some(reason) = held_here.and_then(|h| h.get(&upstream_tool.name)) {
+                    quarantined.push(Quarantined {
+                        upstream: u.name.clone(),
+                        tool: upstream_tool.name.clone(),
+                        listed: name,
+                        reason: reason.clone(),
+                        pin: u.snapshot.clone().unwrap_or_default(),
+                    });
+                    return;
+                }
                 let here = file.locate(&at);
                 // One upstream's tool never stops the rest of the catalog:
                 // a name MCP's guidance refuses, or one already taken, leaves
@@ -873,6 +1026,7 @@ impl Source {
             self.digest = base16ct::lower::encode_string(&hasher.finalize());
         }
         self.imported = imported;
+        self.quarantined = quarantined;
         diags.sort();
         diags
     }
@@ -995,6 +1149,112 @@ mod tests {
         );
         let names: Vec<_> = s.tools().map(|(_, _, t)| t.name.clone()).collect();
         assert_eq!(names, ["read", "wipe"]);
+    }
+
+    /// `serve`'s import against a pin: a changed tool and one the pin lacks
+    /// are held back (a selected one without an error), with why, and the
+    /// digest moves with what is held; `on_drift: warn` imports them; a pin
+    /// that cannot be read holds every tool.
+    #[test]
+    fn serving_quarantines_what_drifted_from_the_pin_unless_told_to_warn() {
+        let dir = tempfile::tempdir().unwrap();
+        let pinned = Pinned {
+            upstreams: BTreeMap::from([
+                ("notes".to_string(), snapshot().remove("notes").unwrap()),
+                ("lax".to_string(), snapshot().remove("notes").unwrap()),
+            ]),
+        };
+        std::fs::write(
+            dir.path().join("n.snapshot.json"),
+            serde_json::to_string(&pinned).unwrap(),
+        )
+        .unwrap();
+        let mut live = snapshot().remove("notes").unwrap();
+        live.tools[1].description = Some("now it also mails your notes".into());
+        live.tools.push(SnapshotTool {
+            name: "new".into(),
+            title: None,
+            description: None,
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            annotations: None,
+        });
+        let live = BTreeMap::from([
+            ("notes".to_string(), live.clone()),
+            ("lax".to_string(), live.clone()),
+            ("lost".to_string(), live),
+        ]);
+        let yaml = "upstreams:\n  - name: notes\n    command: x\n    snapshot: n.snapshot.json\n    tools:\n      - name: read\n      - name: wipe\n        as: erase\n  - name: lax\n    command: x\n    prefix: l_\n    snapshot: n.snapshot.json\n    on_drift: warn\n  - name: lost\n    command: x\n    prefix: o_\n    snapshot: gone.snapshot.json\n";
+        let file = super::super::parse_tool_file(&dir.path().join("t.yaml"), yaml).unwrap();
+        let mut s = Source {
+            tool_files: vec![file],
+            digest: "d".into(),
+            ..Source::default()
+        };
+        let (d, notes) = s.import_served(&live);
+        assert!(!d.has_errors(), "{d:?}");
+        let names: Vec<_> = s.tools().map(|(_, _, t)| t.name.clone()).collect();
+        assert_eq!(names, ["read", "l_read", "l_wipe", "l_new"]);
+        let held: Vec<_> = s
+            .quarantined
+            .iter()
+            .map(|q| (q.upstream.as_str(), q.listed.as_str(), q.reason.as_str()))
+            .collect();
+        assert_eq!(
+            held,
+            [
+                ("notes", "erase", "its description changed since the pin"),
+                (
+                    "lost",
+                    "o_read",
+                    "its pinned snapshot gone.snapshot.json cannot be read"
+                ),
+                (
+                    "lost",
+                    "o_wipe",
+                    "its pinned snapshot gone.snapshot.json cannot be read"
+                ),
+                (
+                    "lost",
+                    "o_new",
+                    "its pinned snapshot gone.snapshot.json cannot be read"
+                ),
+            ]
+        );
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(notes[0].contains("cannot read the snapshot of upstream `lost`"));
+        assert!(
+            notes[1].ends_with("t.yaml:4:5: upstream `notes` lists tools that differ from its pinned snapshot n.snapshot.json: added `new`; `wipe` changed its description; the tools it serves that differ are quarantined (not listed, calls refused) until the pin matches; review the change and re-pin with `regent upstream snapshot`, or set `on_drift: warn` to serve them"),
+            "{notes:?}"
+        );
+        assert!(notes[2].contains("serving what it lists now (`on_drift: warn`"));
+        // The pin matching again releases them, and changes the revision.
+        let digest = s.digest.clone();
+        let mut t = Source {
+            tool_files: s.tool_files.clone(),
+            digest: "d".into(),
+            ..Source::default()
+        };
+        let matching = BTreeMap::from([("notes".to_string(), snapshot().remove("notes").unwrap())]);
+        let (d, _) = t.import_served(&matching);
+        assert!(!d.has_errors(), "{d:?}");
+        assert!(t.quarantined.is_empty());
+        assert_ne!(t.digest, digest);
+    }
+
+    #[test]
+    fn an_unknown_on_drift_is_an_error_at_its_key() {
+        let s = source("upstreams:\n  - name: notes\n    command: x\n    on_drift: shrug\n");
+        let mut d = Diagnostics::default();
+        check_endpoints(&s, &mut d);
+        let errors: Vec<_> = d.errors().collect();
+        assert_eq!(errors.len(), 1, "{d:?}");
+        assert_eq!(errors[0].code, "upstream-on-drift");
+        assert_eq!((errors[0].location.line, errors[0].location.column), (4, 5));
+        assert_eq!(
+            errors[0].help.as_deref(),
+            Some("write `quarantine` (the default) or `warn`")
+        );
     }
 
     /// While serving, an upstream declared since the start has no snapshot

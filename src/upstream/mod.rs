@@ -27,6 +27,7 @@
 //! What an upstream sends during a forwarded call, progress and log
 //! messages, goes to the client that made the call ([`relay`]).
 
+pub mod oversize;
 pub mod relay;
 pub mod supervise;
 
@@ -490,6 +491,26 @@ impl Connected {
                 "upstream `{}` asked for more input or started a task, which regent does not relay yet",
                 target.upstream
             ))),
+            // Too big for one message: `oversize` answered for the upstream.
+            Err(rmcp::service::ServiceError::McpError(e))
+                if e.data
+                    .as_ref()
+                    .and_then(|d| d.get(oversize::OVERSIZE_MARK))
+                    .is_some() =>
+            {
+                let limit = e
+                    .data
+                    .as_ref()
+                    .and_then(|d| d[oversize::OVERSIZE_MARK].as_u64());
+                Ok(Forwarded {
+                    result: CallToolResult::error(vec![rmcp::model::ContentBlock::text(format!(
+                        "the upstream's result passed the output cap of {max_output} bytes (`max_output` of upstream `{}`): its answer was more than {} bytes, the most regent reads of one message, so regent passed none of it on",
+                        target.upstream,
+                        limit.unwrap_or_default()
+                    ))]),
+                    capped: Some(max_output),
+                })
+            }
             // The result did not have the shape of a `tools/call` result.
             Err(rmcp::service::ServiceError::UnexpectedResponse) => Err(CallError(format!(
                 "upstream `{}` answered with a malformed result (not a `tools/call` result); regent passed none of it on",
@@ -766,7 +787,22 @@ async fn connect_child(
         }
     };
     let relays = relay::Relays::new(&decl.name);
-    let transport = tapped((stdout, stdin), relays.clone());
+    // A line rmcp's transport would drop (its id lost, the call waiting out
+    // its timeout) is answered at once instead (see `oversize`).
+    let limit = oversize::line_limit(
+        decl.limits()
+            .0
+            .max_output
+            .unwrap_or(crate::run_plan::cli::DEFAULT_MAX_OUTPUT),
+    );
+    let transport = tapped(
+        rmcp::transport::async_rw::AsyncRwTransport::new_client(
+            oversize::Oversize::new(stdout, limit),
+            stdin,
+        )
+        .with_max_line_length(limit),
+        relays.clone(),
+    );
     let client = match (Listener { tools_changed }).serve(transport).await {
         Ok(c) => c,
         Err(e) => {
@@ -813,6 +849,14 @@ async fn connect_http(
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    // As over stdio: at least 16 MiB of one event, twice `max_output` when
+    // that is more (a JSON body stays within rmcp's fixed 16 MiB).
+    config.max_sse_event_size = oversize::line_limit(
+        decl.limits()
+            .0
+            .max_output
+            .unwrap_or(crate::run_plan::cli::DEFAULT_MAX_OUTPUT),
+    );
     match credentials(decl, base_dir)? {
         None => {}
         Some(Credentials::Bearer(token)) => config = config.auth_header(token),
@@ -832,8 +876,9 @@ async fn connect_http(
         .build()
         .map_err(|e| format!("cannot set up the http client: {}", error_chain(&e)))?;
     let relays = relay::Relays::new(&decl.name);
+    // An answer too big for one message is answered at once (`oversize`).
     let transport = tapped(
-        StreamableHttpClientTransport::with_client(http, config),
+        StreamableHttpClientTransport::with_client(oversize::Http(http), config),
         relays.clone(),
     );
     let client = (Listener { tools_changed })

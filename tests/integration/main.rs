@@ -37,6 +37,7 @@ mod resolve_input;
 mod resolvers;
 mod schema_drift;
 mod shadow;
+mod upstream_drift;
 mod upstream_edges;
 mod upstream_filesystem;
 mod upstream_git;

@@ -46,7 +46,7 @@ pub(crate) fn declaration(name: &str, log: &Path, extra: &str) -> String {
 }
 
 /// [`declaration`] with more environment entries (`, KEY: VALUE`...).
-fn declaration_env(name: &str, log: &Path, env: &str, extra: &str) -> String {
+pub(crate) fn declaration_env(name: &str, log: &Path, env: &str, extra: &str) -> String {
     let exe = std::env::current_exe().unwrap();
     let script = "exec \"$0\" --ignored --exact upstream_edges::edge_upstream --nocapture --test-threads=1 3>&1 1>&2";
     format!(
@@ -283,6 +283,47 @@ fn a_huge_result_is_capped_as_command_output_is() {
     let r = call(&mut s, "roomy_huge", json!({"bytes": 1024 * 1024}));
     assert_ne!(r["result"]["isError"], true);
     assert_eq!(texts(&r)[0].len(), 1024 * 1024);
+    assert!(s.finish().success());
+}
+
+/// Issue 28 item 8: an answer past what regent reads of one message (16
+/// MiB, rmcp's line limit) was dropped by the transport and the call waited
+/// for its whole `timeout` ("did not answer within ..."). It now fails at
+/// once saying the result passed the cap. The timeout here is longer than
+/// the kit's wait for an answer, so the old behaviour fails the test.
+#[test]
+fn a_result_past_the_message_limit_says_it_passed_the_cap_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("calls.log");
+    let mut s = start(
+        dir.path(),
+        &[declaration(
+            "edge",
+            &calls,
+            "    timeout: 120s\n    max_output: 64KiB\n",
+        )],
+    );
+    let r = call(&mut s, "huge", json!({"bytes": 17 * 1024 * 1024}));
+    let res = &r["result"];
+    assert_eq!(
+        res["isError"],
+        true,
+        "{}",
+        &r.to_string()[..300.min(r.to_string().len())]
+    );
+    let t = texts(&r).concat();
+    assert_eq!(
+        t,
+        "the upstream's result passed the output cap of 65536 bytes (`max_output` of upstream `edge`): its answer was more than 16777216 bytes, the most regent reads of one message, so regent passed none of it on",
+        "{r}"
+    );
+    assert_eq!(
+        res["_meta"]["regent/execution"]["outputCapped"], 65536,
+        "{r}"
+    );
+    // The upstream keeps serving.
+    let r = call(&mut s, "echo", json!({"text": "still here"}));
+    assert_eq!(texts(&r), ["still here"], "{r}");
     assert!(s.finish().success());
 }
 

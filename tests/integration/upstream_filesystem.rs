@@ -187,7 +187,7 @@ async fn the_filesystem_server_is_governed_by_the_example() {
 }
 
 #[test]
-fn serve_warns_when_the_server_lists_other_tools_than_the_pin() {
+fn serve_quarantines_a_tool_the_server_lists_and_the_pin_lacks() {
     let Some(server) = server() else { return };
     let catalog_dir = tempfile::tempdir().unwrap();
     let root_dir = tempfile::tempdir().unwrap();
@@ -206,7 +206,7 @@ fn serve_warns_when_the_server_lists_other_tools_than_the_pin() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("catalog loaded"), "{stderr}");
     assert!(
-        stderr.contains("upstream `filesystem` lists tools that differ from its pinned snapshot filesystem.snapshot.json: added `read_file`; serving what it lists now"),
+        stderr.contains("upstream `filesystem` lists tools that differ from its pinned snapshot filesystem.snapshot.json: added `read_file`; the tools it serves that differ are quarantined (not listed, calls refused) until the pin matches"),
         "{stderr}"
     );
 }

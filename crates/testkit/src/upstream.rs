@@ -18,6 +18,11 @@
 //!   and an `info` log message `step i of steps` (logger `edge`); then answers
 //!   `did {steps} steps` (as the conformance suite's
 //!   `test_tool_with_progress` and `test_tool_with_logging`).
+//! - `announce`: sends `notifications/tools/list_changed`, then answers.
+//!
+//! Its listing can change while it runs: [`TOOLS_FILE_ENV`] names a JSON
+//! file read at each `tools/list`, whose fields are merged into the tools
+//! it names (a changed description, annotations).
 //!
 //! Each call and each cancellation is appended to the log file, if given:
 //! `call NAME ID` and `cancelled ID` (the JSON of the request id), one a line.
@@ -39,6 +44,12 @@ pub const MALFORMED_MARK: &str = "MALFORMED-PAYLOAD";
 /// with an empty schema): for tests of names regent must leave out.
 pub const EXTRA_TOOLS_ENV: &str = "EDGE_EXTRA_TOOLS";
 
+/// A file of changes to the listing, read at each `tools/list`: a JSON
+/// object `{TOOL: {FIELD: VALUE, ...}}`, each field set on that tool (a
+/// tool it names that is not listed is added). Absent or unreadable: no
+/// change. For tests of drift from a pinned snapshot.
+pub const TOOLS_FILE_ENV: &str = "EDGE_TOOLS_FILE";
+
 fn tools() -> Value {
     let object = |props: Value| json!({"type": "object", "properties": props});
     let extra: Vec<String> = std::env::var(EXTRA_TOOLS_ENV)
@@ -50,6 +61,23 @@ fn tools() -> Value {
         tools.as_array_mut().unwrap().push(
             json!({"name": name, "description": "An extra tool.", "inputSchema": object(json!({}))}),
         );
+    }
+    let changes: serde_json::Map<String, Value> = std::env::var_os(TOOLS_FILE_ENV)
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    let list = tools.as_array_mut().unwrap();
+    for (name, fields) in changes {
+        let i = match list.iter().position(|t| t["name"] == name.as_str()) {
+            Some(i) => i,
+            None => {
+                list.push(json!({"name": name, "inputSchema": object(json!({}))}));
+                list.len() - 1
+            }
+        };
+        for (k, v) in fields.as_object().into_iter().flatten() {
+            list[i][k] = v.clone();
+        }
     }
     tools
 }
@@ -68,6 +96,8 @@ fn fixed_tools() -> Value {
          "inputSchema": object(json!({"bytes": {"type": "integer"}}))},
         {"name": "progress", "description": "Reports progress and logs, then answers.",
          "inputSchema": object(json!({"steps": {"type": "integer"}, "ms": {"type": "integer"}}))},
+        {"name": "announce", "description": "Says its tools changed, then answers.",
+         "inputSchema": object(json!({}))},
     ])
 }
 
@@ -107,7 +137,7 @@ pub fn serve(input: impl BufRead, output: impl Write + Send + 'static, log: Opti
                     &out,
                     answer(json!({
                         "protocolVersion": version,
-                        "capabilities": {"tools": {}},
+                        "capabilities": {"tools": {"listChanged": true}},
                         "serverInfo": {"name": "edge-upstream", "version": "1"},
                     })),
                 );
@@ -160,6 +190,13 @@ pub fn serve(input: impl BufRead, output: impl Write + Send + 'static, log: Opti
                                 send(&out, log("info", format!("step {i} of {steps}")));
                             }
                             text(format!("did {steps} steps"))
+                        }
+                        "announce" => {
+                            send(
+                                &out,
+                                json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+                            );
+                            text("announced".into())
                         }
                         "huge" => {
                             let n = args["bytes"].as_u64().unwrap_or(0) as usize;
