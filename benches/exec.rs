@@ -151,44 +151,55 @@ fn round_trips() {
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(async {
-        let log = dir.path().join("decisions.jsonl");
-        let mut cmd = tokio::process::Command::from(regent_testkit::regent());
-        cmd.arg("serve")
-            .arg(dir.path())
-            .arg("--decision-log")
-            .arg(&log)
-            .env("RUST_LOG", "regent=warn");
-        let (client, _child) =
-            rmcp_client::connect_stdio(cmd, TestClient::default(), rmcp_client::mode(Era::Legacy))
-                .await;
-        println!("\n| tools/call round trip | p50 | p90 | p99 |\n| --- | --- | --- | --- |");
-        for (tool, label) in [
-            ("cmd", "command (`true`)"),
-            ("api", "http GET, local server"),
-        ] {
-            let call = || client.call_tool(CallToolRequestParams::new(tool));
-            for _ in 0..50 {
-                call().await.unwrap();
+    println!("\n| tools/call round trip | decision log | p50 | p90 | p99 |\n| --- | --- | --- | --- | --- |");
+    // The decision log to a file, then the same with each intent line
+    // fsynced before the call runs (`--decision-log-sync`, issue 28).
+    for (flags, log_label) in [
+        (&[][..], "file"),
+        (&["--decision-log-sync"][..], "file, `--decision-log-sync`"),
+    ] {
+        rt.block_on(async {
+            let log = dir.path().join("decisions.jsonl");
+            let mut cmd = tokio::process::Command::from(regent_testkit::regent());
+            cmd.arg("serve")
+                .arg(dir.path())
+                .arg("--decision-log")
+                .arg(&log)
+                .args(flags)
+                .env("RUST_LOG", "regent=warn");
+            let (client, _child) = rmcp_client::connect_stdio(
+                cmd,
+                TestClient::default(),
+                rmcp_client::mode(Era::Legacy),
+            )
+            .await;
+            for (tool, label) in [
+                ("cmd", "command (`true`)"),
+                ("api", "http GET, local server"),
+            ] {
+                let call = || client.call_tool(CallToolRequestParams::new(tool));
+                for _ in 0..50 {
+                    call().await.unwrap();
+                }
+                let mut times = Vec::new();
+                for _ in 0..500 {
+                    let t = Instant::now();
+                    let r = call().await.unwrap();
+                    times.push(t.elapsed().as_secs_f64() * 1000.0);
+                    assert_eq!(r.is_error, Some(false));
+                }
+                times.sort_by(|a, b| a.total_cmp(b));
+                let p = |q: f64| times[((times.len() as f64 - 1.0) * q) as usize];
+                println!(
+                    "| {label} | {log_label} | {:.2} ms | {:.2} ms | {:.2} ms |",
+                    p(0.5),
+                    p(0.9),
+                    p(0.99)
+                );
             }
-            let mut times = Vec::new();
-            for _ in 0..500 {
-                let t = Instant::now();
-                let r = call().await.unwrap();
-                times.push(t.elapsed().as_secs_f64() * 1000.0);
-                assert_eq!(r.is_error, Some(false));
-            }
-            times.sort_by(|a, b| a.total_cmp(b));
-            let p = |q: f64| times[((times.len() as f64 - 1.0) * q) as usize];
-            println!(
-                "| {label} | {:.2} ms | {:.2} ms | {:.2} ms |",
-                p(0.5),
-                p(0.9),
-                p(0.99)
-            );
-        }
-        let _ = client.cancel().await;
-    });
+            let _ = client.cancel().await;
+        });
+    }
 }
 
 criterion_group!(benches, render, spawn);
