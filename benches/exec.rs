@@ -151,7 +151,9 @@ fn round_trips() {
         .enable_all()
         .build()
         .unwrap();
-    println!("\n| tools/call round trip | decision log | p50 | p90 | p99 |\n| --- | --- | --- | --- | --- |");
+    println!(
+        "\n| tools/call round trip | decision log | p50 | p90 | p99 |\n| --- | --- | --- | --- | --- |"
+    );
     // The decision log to a file, then the same with each intent line
     // fsynced before the call runs (`--decision-log-sync`, issue 28).
     for (flags, log_label) in [

@@ -44,3 +44,4 @@ mod upstream_git;
 mod upstream_http;
 mod upstream_relay;
 mod upstream_stdio;
+mod upstream_suite;

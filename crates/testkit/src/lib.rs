@@ -12,7 +12,8 @@
 //!
 //! [`upstream`] is the other side: a small upstream MCP server that
 //! misbehaves on demand (slow, crashing, malformed, huge), for the tests of
-//! how regent governs one.
+//! how regent governs one; [`suite`] serves the conformance suite's tools
+//! that need an upstream (binary `regent-suite-upstream`) on the same loop.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ use std::time::{Duration, Instant};
 pub mod draft_client;
 pub mod http;
 pub mod rmcp_client;
+pub mod suite;
 pub mod upstream;
 
 use serde_json::{Value, json};

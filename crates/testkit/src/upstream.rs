@@ -1,9 +1,14 @@
 //! A small upstream MCP server that misbehaves on demand, for the tests of
-//! regent's upstream edge cases (issue 20). It speaks newline-delimited
-//! JSON-RPC by hand (std and serde_json only, no SDK), so that it can send
-//! what no SDK would: an ill-typed result, an answer after a cancellation.
+//! regent's upstream edge cases (issue 20), and the one JSON-RPC loop the
+//! kit's upstream servers share ([`serve_with`], around a [`Tools`]; the
+//! conformance suite's tools in [`crate::suite`] are the other one). It
+//! speaks newline-delimited JSON-RPC by hand (std and serde_json only, no
+//! SDK), so that it can send what no SDK would: an ill-typed result, an
+//! answer after a cancellation. A tool may also ask the client something
+//! during its call ([`Call::request`]); the loop hands the client's answer
+//! to the call waiting for it.
 //!
-//! Its tools:
+//! The misbehaving server's tools ([`serve`]):
 //!
 //! - `echo {text}`: answers with `text`.
 //! - `slow {ms}`: sleeps `ms` milliseconds, then answers anyway (it notes a
@@ -16,8 +21,7 @@
 //!   `notifications/progress` for the request's `_meta.progressToken` (when
 //!   it has one: `progress` i, `total` steps, `message` `step i of steps`)
 //!   and an `info` log message `step i of steps` (logger `edge`); then answers
-//!   `did {steps} steps` (as the conformance suite's
-//!   `test_tool_with_progress` and `test_tool_with_logging`).
+//!   `did {steps} steps`.
 //! - `announce`: sends `notifications/tools/list_changed`, then answers.
 //!
 //! Its listing can change while it runs: [`TOOLS_FILE_ENV`] names a JSON
@@ -30,9 +34,11 @@
 //! [`serve`] runs it on any reader and writer; the tests host it in their
 //! own binary (see `tests/integration/upstream_edges.rs`).
 
+use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -118,11 +124,185 @@ fn send(out: &Mutex<dyn Write + Send>, message: Value) {
     let _ = o.flush();
 }
 
-/// Serves until `input` ends. Each `tools/call` runs on a thread of its own,
-/// so a slow call does not hold up the next message.
+/// What one server of the kit serves; [`serve_with`] runs the loop around it.
+pub trait Tools: Send + Sync + 'static {
+    /// `serverInfo.name` in the answer to `initialize`.
+    fn server_name(&self) -> &'static str;
+    /// The capabilities it declares.
+    fn capabilities(&self) -> Value {
+        json!({"tools": {}})
+    }
+    /// The `tools` of its `tools/list` answer.
+    fn list(&self) -> Value;
+    /// The result of one `tools/call`, on a thread of its own.
+    fn call(&self, call: &Call) -> Value;
+}
+
+/// The writer to the client and the calls waiting for its answers.
+#[derive(Clone)]
+struct Peer {
+    out: Arc<Mutex<dyn Write + Send>>,
+    waiting: Arc<Mutex<HashMap<String, mpsc::Sender<Value>>>>,
+    next_id: Arc<AtomicU64>,
+}
+
+impl Peer {
+    fn send(&self, message: Value) {
+        send(&self.out, message);
+    }
+}
+
+/// One `tools/call` as a tool sees it.
+pub struct Call {
+    /// The tool's name.
+    pub name: String,
+    /// `params.arguments` (null when absent).
+    pub arguments: Value,
+    /// `params._meta` (null when absent).
+    pub meta: Value,
+    /// The capabilities the client declared in `initialize`.
+    pub client_capabilities: Value,
+    peer: Peer,
+}
+
+impl Call {
+    /// Sends the client a notification.
+    pub fn notify(&self, method: &str, params: Value) {
+        self.peer
+            .send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Sends `notifications/progress` for the call's progress token; nothing
+    /// when the call has none.
+    pub fn progress(&self, progress: u64, total: u64, message: Option<String>) {
+        let token = &self.meta["progressToken"];
+        if token.is_null() {
+            return;
+        }
+        let mut params = json!({"progressToken": token, "progress": progress, "total": total});
+        if let Some(message) = message {
+            params["message"] = message.into();
+        }
+        self.notify("notifications/progress", params);
+    }
+
+    /// Asks the client (`sampling/createMessage`, `elicitation/create`, ...)
+    /// and waits up to `timeout` for its answer: `Ok(result)`, or
+    /// `Err(error)` with the client's JSON-RPC error (or one of the kit's
+    /// own saying it never came).
+    pub fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, Value> {
+        let id = format!(
+            "{}-{}",
+            method,
+            self.peer.next_id.fetch_add(1, Ordering::Relaxed)
+        );
+        let (tx, rx) = mpsc::channel();
+        lock(&self.peer.waiting).insert(json!(id).to_string(), tx);
+        self.peer
+            .send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let answer = rx.recv_timeout(timeout);
+        lock(&self.peer.waiting).remove(&json!(id).to_string());
+        match answer {
+            Ok(message) if message.get("result").is_some() => Ok(message["result"].clone()),
+            Ok(message) => Err(message["error"].clone()),
+            Err(_) => Err(json!({"code": -32001,
+                                 "message": format!("no answer to {method} within {timeout:?}")})),
+        }
+    }
+}
+
+fn lock<T: ?Sized>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The misbehaving server of the module's doc.
+struct Edge;
+
+impl Tools for Edge {
+    fn server_name(&self) -> &'static str {
+        "edge-upstream"
+    }
+
+    /// It says when its tools change (`announce`).
+    fn capabilities(&self) -> Value {
+        json!({"tools": {"listChanged": true}})
+    }
+
+    fn list(&self) -> Value {
+        tools()
+    }
+
+    fn call(&self, call: &Call) -> Value {
+        let args = &call.arguments;
+        let text = |t: String| json!({"content": [{"type": "text", "text": t}]});
+        match call.name.as_str() {
+            "echo" => text(args["text"].as_str().unwrap_or_default().into()),
+            "slow" => {
+                let ms = args["ms"].as_u64().unwrap_or(0);
+                std::thread::sleep(Duration::from_millis(ms));
+                text(format!("slept {ms} ms"))
+            }
+            "crash" => {
+                eprintln!("edge-upstream: crashing on purpose");
+                std::process::exit(3);
+            }
+            "malformed" => json!({"content": MALFORMED_MARK, "isError": "perhaps"}),
+            "progress" => {
+                let steps = args["steps"].as_u64().unwrap_or(0);
+                let ms = args["ms"].as_u64().unwrap_or(0);
+                let log = |level: &str, data: String| {
+                    call.notify(
+                        "notifications/message",
+                        json!({"level": level, "logger": "edge", "data": data}),
+                    );
+                };
+                log("debug", "starting".into());
+                for i in 1..=steps {
+                    if i > 1 {
+                        std::thread::sleep(Duration::from_millis(ms));
+                    }
+                    call.progress(i, steps, Some(format!("step {i} of {steps}")));
+                    log("info", format!("step {i} of {steps}"));
+                }
+                text(format!("did {steps} steps"))
+            }
+            "announce" => {
+                call.notify("notifications/tools/list_changed", json!({}));
+                text("announced".into())
+            }
+            "huge" => {
+                let n = args["bytes"].as_u64().unwrap_or(0) as usize;
+                text("x".repeat(n))
+            }
+            name => {
+                json!({"content": [{"type": "text", "text": format!("no tool {name}")}], "isError": true})
+            }
+        }
+    }
+}
+
+/// Serves the misbehaving server until `input` ends.
 pub fn serve(input: impl BufRead, output: impl Write + Send + 'static, log: Option<&Path>) {
-    let out: Arc<Mutex<dyn Write + Send>> = Arc::new(Mutex::new(output));
+    serve_with(Edge, input, output, log);
+}
+
+/// Serves `tools` until `input` ends. Each `tools/call` runs on a thread of
+/// its own, so a slow call does not hold up the next message, and an answer
+/// of the client to a call's request reaches the call that is waiting for it.
+pub fn serve_with(
+    tools: impl Tools,
+    input: impl BufRead,
+    output: impl Write + Send + 'static,
+    log: Option<&Path>,
+) {
+    let tools = Arc::new(tools);
+    let peer = Peer {
+        out: Arc::new(Mutex::new(output)),
+        waiting: Arc::default(),
+        next_id: Arc::default(),
+    };
     let log = log.map(Path::to_path_buf);
+    let mut client_capabilities = Value::Null;
     for line in input.lines() {
         let Ok(line) = line else { break };
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
@@ -130,92 +310,48 @@ pub fn serve(input: impl BufRead, output: impl Write + Send + 'static, log: Opti
         };
         let id = msg["id"].clone();
         let answer = |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result});
-        match msg["method"].as_str().unwrap_or_default() {
-            "initialize" => {
-                let version = msg["params"]["protocolVersion"].clone();
-                send(
-                    &out,
-                    answer(json!({
-                        "protocolVersion": version,
-                        "capabilities": {"tools": {"listChanged": true}},
-                        "serverInfo": {"name": "edge-upstream", "version": "1"},
-                    })),
-                );
+        let Some(method) = msg["method"].as_str() else {
+            // An answer of the client to one of the calls' requests.
+            if let Some(waiting) = lock(&peer.waiting).get(&id.to_string()) {
+                let _ = waiting.send(msg);
             }
-            "ping" => send(&out, answer(json!({}))),
-            "tools/list" => send(&out, answer(json!({"tools": tools()}))),
+            continue;
+        };
+        match method {
+            "initialize" => {
+                client_capabilities = msg["params"]["capabilities"].clone();
+                let version = msg["params"]["protocolVersion"].clone();
+                peer.send(answer(json!({
+                    "protocolVersion": version,
+                    "capabilities": tools.capabilities(),
+                    "serverInfo": {"name": tools.server_name(), "version": "1"},
+                })));
+            }
+            "ping" | "logging/setLevel" => peer.send(answer(json!({}))),
+            "tools/list" => peer.send(answer(json!({"tools": tools.list()}))),
             "notifications/cancelled" => {
                 note(&log, &format!("cancelled {}", msg["params"]["requestId"]));
             }
             "tools/call" => {
-                let (out, log) = (out.clone(), log.clone());
+                let call = Call {
+                    name: msg["params"]["name"].as_str().unwrap_or_default().into(),
+                    arguments: msg["params"]["arguments"].clone(),
+                    meta: msg["params"]["_meta"].clone(),
+                    client_capabilities: client_capabilities.clone(),
+                    peer: peer.clone(),
+                };
+                let (tools, log) = (tools.clone(), log.clone());
                 std::thread::spawn(move || {
-                    let name = msg["params"]["name"].as_str().unwrap_or_default();
-                    let args = &msg["params"]["arguments"];
-                    note(&log, &format!("call {name} {id}"));
-                    let text = |t: String| json!({"content": [{"type": "text", "text": t}]});
-                    let result = match name {
-                        "echo" => text(args["text"].as_str().unwrap_or_default().into()),
-                        "slow" => {
-                            let ms = args["ms"].as_u64().unwrap_or(0);
-                            std::thread::sleep(Duration::from_millis(ms));
-                            text(format!("slept {ms} ms"))
-                        }
-                        "crash" => {
-                            eprintln!("edge-upstream: crashing on purpose");
-                            std::process::exit(3);
-                        }
-                        "malformed" => json!({"content": MALFORMED_MARK, "isError": "perhaps"}),
-                        "progress" => {
-                            let steps = args["steps"].as_u64().unwrap_or(0);
-                            let ms = args["ms"].as_u64().unwrap_or(0);
-                            let token = msg["params"]["_meta"]["progressToken"].clone();
-                            let log = |level: &str, data: String| {
-                                json!({"jsonrpc": "2.0", "method": "notifications/message",
-                                       "params": {"level": level, "logger": "edge", "data": data}})
-                            };
-                            send(&out, log("debug", "starting".into()));
-                            for i in 1..=steps {
-                                if i > 1 {
-                                    std::thread::sleep(Duration::from_millis(ms));
-                                }
-                                if !token.is_null() {
-                                    send(
-                                        &out,
-                                        json!({"jsonrpc": "2.0", "method": "notifications/progress",
-                                               "params": {"progressToken": token, "progress": i, "total": steps,
-                                                          "message": format!("step {i} of {steps}")}}),
-                                    );
-                                }
-                                send(&out, log("info", format!("step {i} of {steps}")));
-                            }
-                            text(format!("did {steps} steps"))
-                        }
-                        "announce" => {
-                            send(
-                                &out,
-                                json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
-                            );
-                            text("announced".into())
-                        }
-                        "huge" => {
-                            let n = args["bytes"].as_u64().unwrap_or(0) as usize;
-                            text("x".repeat(n))
-                        }
-                        _ => {
-                            json!({"content": [{"type": "text", "text": format!("no tool {name}")}], "isError": true})
-                        }
-                    };
-                    send(&out, json!({"jsonrpc": "2.0", "id": id, "result": result}));
+                    note(&log, &format!("call {} {id}", call.name));
+                    let result = tools.call(&call);
+                    call.peer
+                        .send(json!({"jsonrpc": "2.0", "id": id, "result": result}));
                 });
             }
             // Notifications need no answer; an unknown request gets an error.
             m if id.is_null() || m.starts_with("notifications/") => {}
-            m => send(
-                &out,
-                json!({"jsonrpc": "2.0", "id": id,
-                       "error": {"code": -32601, "message": format!("no method {m}")}}),
-            ),
+            m => peer.send(json!({"jsonrpc": "2.0", "id": id,
+                                  "error": {"code": -32601, "message": format!("no method {m}")}})),
         }
     }
 }
