@@ -206,6 +206,7 @@ impl Reloader {
         // Never looser than `regent check`: what it refuses with an error
         // does not serve (the tools that changed are run; see
         // `check::on_load`).
+        let checking = Instant::now();
         let mut checked = crate::check::on_load::on_load(
             &source,
             &catalog,
@@ -220,6 +221,7 @@ impl Reloader {
         }
         tracing::debug!(
             tools = checked.ran,
+            took_ms = checking.elapsed().as_millis() as u64,
             "checked the changed tools as regent check does"
         );
         self.settings.checked = checked.checked;
