@@ -139,7 +139,7 @@ pub fn decision_json(id: Option<&str>, reasons: &[String]) -> Value {
 
 /// Where a call's answers come from and go to, beside its arguments.
 pub struct CallContext<'a> {
-    pub log: &'a DecisionLog,
+    pub log: &'a Arc<DecisionLog>,
     pub states: &'a RequestStates,
     /// Whether the request uses the 2026-07-28 protocol (multi round-trip input).
     pub mrtr: bool,
@@ -494,6 +494,17 @@ pub async fn call(
             peer: ctx.peer.clone(),
             progress_token: ctx.meta.get_progress_token(),
             log_level: cc.log_level,
+            asker: Some(Arc::new(super::upstream_requests::CallAsker {
+                catalog: now.clone(),
+                tool: name.to_string(),
+                args: Value::Object(arguments.clone()),
+                caller: caller.clone(),
+                id: entry.id.clone(),
+                log: cc.log.clone(),
+                peer: ctx.peer.clone(),
+                mrtr: cc.mrtr,
+                ct: ctx.ct.clone(),
+            })),
         };
         let answer = connected
             .call(target, arguments, &to, ctx.ct.cancelled())

@@ -42,4 +42,5 @@ mod upstream_filesystem;
 mod upstream_git;
 mod upstream_http;
 mod upstream_relay;
+mod upstream_requests;
 mod upstream_stdio;

@@ -18,6 +18,13 @@
 //!   and an `info` log message `step i of steps` (logger `edge`); then answers
 //!   `did {steps} steps` (as the conformance suite's
 //!   `test_tool_with_progress` and `test_tool_with_logging`).
+//! - `ask {ask: [..]}`: during the call, sends regent (as the client) each
+//!   request named, in order, and waits for its answer: `elicit` an
+//!   `elicitation/create` in form mode (message `pick a colour`, one string
+//!   field `colour`), `elicit_url` one in URL mode, `roots` a `roots/list`,
+//!   `sample` a `sampling/createMessage` (one user message `say hi`); then
+//!   answers with a JSON object of what each got (`{"result": ..}` or
+//!   `{"error": ..}`), as text. Other words are left for the policy.
 //!
 //! Each call and each cancellation is appended to the log file, if given:
 //! `call NAME ID` and `cancelled ID` (the JSON of the request id), one a line.
@@ -68,6 +75,8 @@ fn fixed_tools() -> Value {
          "inputSchema": object(json!({"bytes": {"type": "integer"}}))},
         {"name": "progress", "description": "Reports progress and logs, then answers.",
          "inputSchema": object(json!({"steps": {"type": "integer"}, "ms": {"type": "integer"}}))},
+        {"name": "ask", "description": "Asks the client, then answers with what it got.",
+         "inputSchema": object(json!({"ask": {"type": "array", "items": {"type": "string"}}}))},
     ])
 }
 
@@ -88,17 +97,50 @@ fn send(out: &Mutex<dyn Write + Send>, message: Value) {
     let _ = o.flush();
 }
 
+/// `ask`'s requests waiting for their answers, by id (as JSON text).
+type Pending = Arc<Mutex<std::collections::HashMap<String, std::sync::mpsc::Sender<Value>>>>;
+
+/// Sends regent a request and waits for its answer (the whole message).
+fn request(
+    out: &Arc<Mutex<dyn Write + Send>>,
+    pending: &Pending,
+    method: &str,
+    params: Value,
+) -> Value {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let id = json!(format!(
+        "ask-{}",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let (tx, rx) = std::sync::mpsc::channel();
+    pending.lock().unwrap().insert(id.to_string(), tx);
+    send(
+        out,
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+    );
+    rx.recv_timeout(Duration::from_secs(30))
+        .unwrap_or_else(|_| json!({"error": {"code": 0, "message": "no answer within 30 s"}}))
+}
+
 /// Serves until `input` ends. Each `tools/call` runs on a thread of its own,
 /// so a slow call does not hold up the next message.
 pub fn serve(input: impl BufRead, output: impl Write + Send + 'static, log: Option<&Path>) {
     let out: Arc<Mutex<dyn Write + Send>> = Arc::new(Mutex::new(output));
     let log = log.map(Path::to_path_buf);
+    let pending: Pending = Default::default();
     for line in input.lines() {
         let Ok(line) = line else { break };
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
             continue;
         };
         let id = msg["id"].clone();
+        // An answer to one of `ask`'s requests.
+        if msg.get("method").is_none() {
+            if let Some(tx) = pending.lock().unwrap().remove(&id.to_string()) {
+                let _ = tx.send(msg);
+            }
+            continue;
+        }
         let answer = |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result});
         match msg["method"].as_str().unwrap_or_default() {
             "initialize" => {
@@ -118,7 +160,7 @@ pub fn serve(input: impl BufRead, output: impl Write + Send + 'static, log: Opti
                 note(&log, &format!("cancelled {}", msg["params"]["requestId"]));
             }
             "tools/call" => {
-                let (out, log) = (out.clone(), log.clone());
+                let (out, log, pending) = (out.clone(), log.clone(), pending.clone());
                 std::thread::spawn(move || {
                     let name = msg["params"]["name"].as_str().unwrap_or_default();
                     let args = &msg["params"]["arguments"];
@@ -160,6 +202,46 @@ pub fn serve(input: impl BufRead, output: impl Write + Send + 'static, log: Opti
                                 send(&out, log("info", format!("step {i} of {steps}")));
                             }
                             text(format!("did {steps} steps"))
+                        }
+                        "ask" => {
+                            let mut got = serde_json::Map::new();
+                            for what in args["ask"].as_array().into_iter().flatten() {
+                                let what = what.as_str().unwrap_or_default();
+                                let (method, params) = match what {
+                                    "elicit" => (
+                                        "elicitation/create",
+                                        json!({
+                                        "mode": "form", "message": "pick a colour",
+                                        "requestedSchema": {"type": "object",
+                                            "properties": {"colour": {"type": "string"}},
+                                            "required": ["colour"]}}),
+                                    ),
+                                    "elicit_url" => (
+                                        "elicitation/create",
+                                        json!({
+                                        "mode": "url", "message": "sign in",
+                                        "url": "https://example.com/sign-in",
+                                        "elicitationId": "e-1"}),
+                                    ),
+                                    "roots" => ("roots/list", json!({})),
+                                    "sample" => (
+                                        "sampling/createMessage",
+                                        json!({
+                                        "messages": [{"role": "user",
+                                            "content": {"type": "text", "text": "say hi"}}],
+                                        "maxTokens": 10}),
+                                    ),
+                                    // A word for the policy under test.
+                                    _ => continue,
+                                };
+                                let answer = request(&out, &pending, method, params);
+                                let answer = match answer.get("error") {
+                                    Some(e) => json!({"error": e}),
+                                    None => json!({"result": answer["result"]}),
+                                };
+                                got.insert(what.to_string(), answer);
+                            }
+                            text(Value::Object(got).to_string())
                         }
                         "huge" => {
                             let n = args["bytes"].as_u64().unwrap_or(0) as usize;
