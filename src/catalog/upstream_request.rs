@@ -95,3 +95,116 @@ impl Tool {
         self.upstream_request.is_some()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+    use serde_json::json;
+
+    /// A catalog with tool `a` (policy `p` when `rego` is given, an
+    /// argument `n`) and tool `b` (no policy).
+    fn catalog(rego: Option<&str>) -> Catalog {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = if rego.is_some() {
+            "\n    policy: p"
+        } else {
+            ""
+        };
+        std::fs::write(
+            dir.path().join("tools.yaml"),
+            format!(
+                "tools:\n  - name: a\n    inputSchema: {{type: object, properties: {{n: {{type: integer}}}}}}{policy}\n  - name: b\n    inputSchema: {{type: object}}\n"
+            ),
+        )
+        .unwrap();
+        if let Some(rego) = rego {
+            std::fs::write(
+                dir.path().join("p.rego"),
+                format!("package p\n\nimport rego.v1\n\n{rego}\n"),
+            )
+            .unwrap();
+        }
+        let source = crate::source::Source::load(&[dir.path().to_path_buf()]).unwrap();
+        crate::catalog::build(&source, &Default::default()).unwrap()
+    }
+
+    fn decide(
+        c: &Catalog,
+        tool: &str,
+        args: Value,
+        method: &str,
+        params: Value,
+    ) -> RequestDecision {
+        c.tool_as(tool, None)
+            .unwrap()
+            .upstream_request(&args, None, method, &params)
+    }
+
+    #[test]
+    fn without_a_rule_elicitation_and_roots_are_relayed_and_the_rest_refused() {
+        let c = catalog(Some("deny contains \"no\" if input.arguments.n == 0"));
+        for tool in ["a", "b"] {
+            assert!(!c.tool_as(tool, None).unwrap().has_upstream_request_rule());
+            for (method, relays) in [
+                ("elicitation/create", true),
+                ("roots/list", true),
+                ("sampling/createMessage", false),
+                ("something/else", false),
+            ] {
+                let d = decide(&c, tool, json!({}), method, json!({}));
+                assert_eq!(d.relays(), relays, "{tool} {method}: {d:?}");
+                assert!(!matches!(d, RequestDecision::Failed(_)));
+            }
+        }
+    }
+
+    #[test]
+    fn the_rule_decides_on_the_call_and_the_request_and_undefined_is_the_default() {
+        let c = catalog(Some(
+            "upstream_request := \"relay\" if {\n\tinput.request.method == \"sampling/createMessage\"\n\tinput.arguments.n > 1\n}\n\n\
+             upstream_request := \"refuse\" if input.request.params.mode == \"url\"",
+        ));
+        assert!(c.tool_as("a", None).unwrap().has_upstream_request_rule());
+        let sample = "sampling/createMessage";
+        assert_eq!(
+            decide(&c, "a", json!({"n": 2}), sample, json!({})),
+            RequestDecision::Relay { by_policy: true }
+        );
+        assert_eq!(
+            decide(&c, "a", json!({"n": 1}), sample, json!({})),
+            RequestDecision::Refuse { by_policy: false }
+        );
+        let elicit = "elicitation/create";
+        assert_eq!(
+            decide(&c, "a", json!({}), elicit, json!({"mode": "url"})),
+            RequestDecision::Refuse { by_policy: true }
+        );
+        assert_eq!(
+            decide(&c, "a", json!({}), elicit, json!({"mode": "form"})),
+            RequestDecision::Relay { by_policy: false }
+        );
+    }
+
+    #[test]
+    fn any_other_answer_or_a_failure_refuses() {
+        let c = catalog(Some("upstream_request := \"yes\""));
+        let d = decide(&c, "a", json!({}), "roots/list", json!({}));
+        assert!(
+            matches!(&d, RequestDecision::Failed(m) if m.contains("must be \"relay\" or \"refuse\", got \"yes\"")),
+            "{d:?}"
+        );
+        assert!(!d.relays());
+        // Two definitions disagreeing on this request: an evaluation error.
+        let c = catalog(Some(
+            "upstream_request := \"relay\" if input.request.method == \"roots/list\"\n\n\
+             upstream_request := \"refuse\" if input.arguments.n == 3",
+        ));
+        let d = decide(&c, "a", json!({"n": 3}), "roots/list", json!({}));
+        assert!(matches!(d, RequestDecision::Failed(_)), "{d:?}");
+        assert_eq!(
+            decide(&c, "a", json!({"n": 2}), "roots/list", json!({})),
+            RequestDecision::Relay { by_policy: true }
+        );
+    }
+}

@@ -495,6 +495,39 @@ mod tests {
         assert!(matches!(d.rx.try_recv(), Ok(Relayed::Log(_))));
     }
 
+    struct Nobody;
+    impl Asker for Nobody {
+        fn ask(
+            &self,
+            _method: &'static str,
+            _params: serde_json::Value,
+        ) -> std::pin::Pin<
+            Box<dyn Future<Output = Result<serde_json::Value, rmcp::ErrorData>> + Send + '_>,
+        > {
+            Box::pin(async { Ok(serde_json::json!({})) })
+        }
+    }
+
+    #[test]
+    fn a_request_goes_only_to_a_call_that_had_the_connection_to_itself() {
+        let relays = Relays::new("u");
+        let asker = || Some(Arc::new(Nobody) as Arc<dyn Asker>);
+        let why = relays.asker("roots/list").err().unwrap();
+        assert!(why.contains("no forwarded call was running"), "{why}");
+        let a = relays.open(false, None, asker());
+        assert!(relays.asker("roots/list").is_ok());
+        let b = relays.open(false, None, asker());
+        let why = relays.asker("roots/list").err().unwrap();
+        assert!(why.contains("several calls were in flight"), "{why}");
+        drop(b);
+        // `a` shared the connection: a request now may be `b`'s, late.
+        assert!(relays.asker("roots/list").is_err());
+        drop(a);
+        let _c = relays.open(false, None, None);
+        let why = relays.asker("roots/list").err().unwrap();
+        assert!(why.contains("cannot relay"), "{why}");
+    }
+
     #[test]
     fn relayed_notifications_are_bounded() {
         let relays = Relays::new("u");
