@@ -34,7 +34,7 @@ upstream_request := "refuse" if {
 "#;
 
 fn write_catalog(dir: &std::path::Path) {
-    let tools = "    tools:\n      - name: ask\n        policy: tools.ask\n";
+    let tools = "    tools:\n      - name: ask\n        policy: tools.ask\n      - name: slow\n";
     let upstream = declaration("edge", &dir.join("calls.log"), tools);
     std::fs::write(
         dir.join("upstreams.yaml"),
@@ -162,6 +162,7 @@ async fn relayed_and_refused(http: bool) {
     assert_eq!(*handler.asked.lock().unwrap(), ["pick a colour"]);
     assert_eq!(*handler.roots_listed.lock().unwrap(), 1);
     let lines = request_lines(dir.path(), 3);
+    assert_eq!(lines.len(), 3, "{lines:?}");
     let seen: Vec<(&str, &str, &str, bool)> = lines
         .iter()
         .map(|l| {
@@ -281,5 +282,127 @@ async fn on_2026_07_28_the_upstream_is_told_regent_cannot_relay_yet() {
     assert!(handler.asked.lock().unwrap().is_empty());
     let lines = request_lines(dir.path(), 1);
     assert_eq!(lines[0]["decision"], "error", "{lines:?}");
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn a_url_mode_elicitation_needs_the_url_capability() {
+    let dir = tempfile::tempdir().unwrap();
+    // The kit's client declares `elicitation: {form: {}}` only.
+    let handler = TestClient {
+        elicit: Some(ElicitationAction::Accept),
+        ..Default::default()
+    };
+    let (client, _serving) = connect(dir.path(), handler.clone(), Era::Legacy, false).await;
+    let (got, _) = ask(&client, &["elicit_url"]).await;
+    let why = error(&got, "elicit_url");
+    assert!(why.contains("elicitation (url mode) capability"), "{why}");
+    assert!(handler.asked.lock().unwrap().is_empty());
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn while_calls_overlap_on_the_connection_a_request_is_refused_as_unattributed() {
+    let dir = tempfile::tempdir().unwrap();
+    let handler = TestClient {
+        roots: Some(vec!["file:///work".into()]),
+        ..Default::default()
+    };
+    write_catalog(dir.path());
+    let mut cmd = regent();
+    cmd.arg("serve")
+        .arg("--http")
+        .arg("127.0.0.1:0")
+        .arg("--no-watch")
+        .arg(dir.path());
+    let server = HttpServer::spawn(cmd);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let open = || async {
+        let transport =
+            rmcp::transport::StreamableHttpClientTransport::from_uri(server.url("/mcp"));
+        handler
+            .clone()
+            .serve_with_lifecycle(transport, mode(Era::Legacy))
+            .await
+            .expect("connect over http")
+    };
+    let (other, client) = (open().await, open().await);
+    let mut params = CallToolRequestParams::new("slow");
+    params.arguments = json!({"ms": 3000}).as_object().cloned();
+    let slow = tokio::spawn(async move {
+        let r = other.peer().call_tool(params).await;
+        other.cancel().await.ok();
+        r
+    });
+    // The slow call is in flight on the upstream's one connection.
+    let log = dir.path().join("calls.log");
+    let deadline = std::time::Instant::now() + common::WAIT;
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("call slow")
+    {
+        assert!(std::time::Instant::now() < deadline, "slow never started");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let (got, _) = ask(&client, &["roots"]).await;
+    let why = error(&got, "roots");
+    assert!(why.contains("several calls were in flight"), "{why}");
+    assert_eq!(
+        got["roots"]["error"]["data"]["reason"], "unattributed",
+        "{got}"
+    );
+    assert_eq!(*handler.roots_listed.lock().unwrap(), 0);
+    slow.await.unwrap().expect("the slow call");
+    // Alone again (a new call): relayed.
+    let (got, _) = ask(&client, &["roots"]).await;
+    assert_eq!(
+        got["roots"]["result"]["roots"][0]["uri"], "file:///work",
+        "{got}"
+    );
+    client.cancel().await.ok();
+}
+
+#[tokio::test]
+async fn through_a_url_upstream_they_are_relayed_again() {
+    // regent A serves the kit's upstream over HTTP; regent B declares A as
+    // a `url:` upstream and is driven over stdio: the kit's upstream's
+    // elicitation reaches B's client through both, decided by each.
+    let a_dir = tempfile::tempdir().unwrap();
+    write_catalog(a_dir.path());
+    let mut cmd = regent();
+    cmd.arg("serve")
+        .arg("--http")
+        .arg("127.0.0.1:0")
+        .arg("--no-watch")
+        .arg(a_dir.path());
+    let a = HttpServer::spawn(cmd);
+    let b_dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        b_dir.path().join("b.yaml"),
+        format!("upstreams:\n  - name: a\n    url: http://{}/mcp\n", a.addr),
+    )
+    .unwrap();
+    let mut answers = serde_json::Map::new();
+    answers.insert("colour".into(), json!("green"));
+    let handler = TestClient {
+        elicit: Some(ElicitationAction::Accept),
+        answers,
+        ..Default::default()
+    };
+    let mut cmd = tokio::process::Command::from(regent());
+    cmd.arg("serve")
+        .arg("--no-watch")
+        .arg(b_dir.path())
+        .stderr(std::process::Stdio::null());
+    let (client, _child) = connect_stdio(cmd, handler.clone(), mode(Era::Legacy)).await;
+    let (got, _) = ask(&client, &["elicit", "sample"]).await;
+    assert_eq!(
+        got["elicit"]["result"]["content"],
+        json!({"colour": "green"}),
+        "{got}"
+    );
+    // Refused by A's default: B never sees it.
+    assert!(error(&got, "sample").contains("by default"), "{got}");
+    assert_eq!(*handler.asked.lock().unwrap(), ["pick a colour"]);
     client.cancel().await.ok();
 }
