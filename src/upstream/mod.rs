@@ -138,14 +138,22 @@ impl Listener {
         method: &'static str,
         params: Value,
     ) -> Result<T, rmcp::ErrorData> {
-        let asker = self.relays.asker(method).map_err(|why| {
+        let (asker, ended) = self.relays.asker(method).map_err(|why| {
             rmcp::ErrorData::new(
                 rmcp::model::ErrorCode::INVALID_REQUEST,
                 why,
                 Some(serde_json::json!({"reason": "unattributed"})),
             )
         })?;
-        let answer = asker.ask(method, params).await?;
+        // A call that ends (its result, its timeout, its cancellation)
+        // abandons what it was asking its client.
+        let answer = tokio::select! {
+            a = asker.ask(method, params) => a?,
+            _ = ended.cancelled() => return Err(rmcp::ErrorData::internal_error(
+                format!("the forwarded call ended before its client answered `{method}`"),
+                None,
+            )),
+        };
         serde_json::from_value(answer).map_err(|e| {
             rmcp::ErrorData::internal_error(
                 format!("the client's answer to `{method}` is malformed: {e}"),

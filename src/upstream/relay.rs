@@ -118,6 +118,9 @@ struct Sink {
     /// Who answers the upstream's requests during the call; `None`: they
     /// are refused.
     asker: Option<Arc<dyn Asker>>,
+    /// Cancelled when the call ends: a request of the upstream still
+    /// waiting for the client is then abandoned.
+    ended: tokio_util::sync::CancellationToken,
     progress: usize,
     logs: usize,
     dropped: usize,
@@ -160,6 +163,7 @@ impl Drop for Registration {
     fn drop(&mut self) {
         let mut calls = self.relays.lock();
         if let Some(sink) = calls.sinks.remove(&self.id) {
+            sink.ended.cancel();
             if let Some(t) = &sink.token {
                 calls.by_token.remove(t);
             }
@@ -227,6 +231,7 @@ impl Relays {
                 level,
                 alone,
                 asker,
+                ended: Default::default(),
                 progress: 0,
                 logs: 0,
                 dropped: 0,
@@ -244,7 +249,11 @@ impl Relays {
     /// Who answers an upstream's request `method` now: the asker of the call
     /// in flight that has had the connection to itself (as for a log
     /// message); else why none can, for the upstream's error.
-    pub fn asker(&self, method: &str) -> Result<Arc<dyn Asker>, String> {
+    /// With it, the token cancelled when that call ends.
+    pub fn asker(
+        &self,
+        method: &str,
+    ) -> Result<(Arc<dyn Asker>, tokio_util::sync::CancellationToken), String> {
         let calls = self.lock();
         let only = (calls.sinks.len() == 1)
             .then(|| calls.sinks.values().next())
@@ -253,10 +262,10 @@ impl Relays {
             None if calls.sinks.is_empty() => Err(format!(
                 "regent got `{method}` while no forwarded call was running on this connection: there is no client to ask"
             )),
-            Some(sink) if sink.alone => sink
-                .asker
-                .clone()
-                .ok_or_else(|| format!("regent cannot relay `{method}` for this call")),
+            Some(sink) if sink.alone => match &sink.asker {
+                Some(a) => Ok((a.clone(), sink.ended.clone())),
+                None => Err(format!("regent cannot relay `{method}` for this call")),
+            },
             _ => Err(format!(
                 "regent cannot relay `{method}`: several calls were in flight on this connection, and the request does not say whose it is (regent relays an upstream's requests only for a call that has the connection to itself)"
             )),
@@ -515,7 +524,8 @@ mod tests {
         let why = relays.asker("roots/list").err().unwrap();
         assert!(why.contains("no forwarded call was running"), "{why}");
         let a = relays.open(false, None, asker());
-        assert!(relays.asker("roots/list").is_ok());
+        let (_, ended) = relays.asker("roots/list").unwrap();
+        assert!(!ended.is_cancelled());
         let b = relays.open(false, None, asker());
         let why = relays.asker("roots/list").err().unwrap();
         assert!(why.contains("several calls were in flight"), "{why}");
@@ -523,6 +533,7 @@ mod tests {
         // `a` shared the connection: a request now may be `b`'s, late.
         assert!(relays.asker("roots/list").is_err());
         drop(a);
+        assert!(ended.is_cancelled(), "the call ended");
         let _c = relays.open(false, None, None);
         let why = relays.asker("roots/list").err().unwrap();
         assert!(why.contains("cannot relay"), "{why}");
