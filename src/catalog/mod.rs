@@ -255,7 +255,8 @@ impl Tool {
     }
 
     /// Each rule set a request evaluates, as `(what, steps, input)`: the
-    /// plan and the shadow plan on `args`, `visible` on the listing input.
+    /// plan and the shadow plan on `args`, `visible` on the listing input,
+    /// `upstream_request` on the arguments and an upstream's request.
     /// For the differential test against OPA, which evaluates them through
     /// [`Tool::eval_steps`], the request's own path.
     #[cfg(test)]
@@ -266,6 +267,9 @@ impl Tool {
         }
         if let Some(v) = &self.visible {
             out.push(("visible", vec![v]));
+        }
+        if let Some(u) = &self.upstream_request {
+            out.push(("upstream_request", vec![u]));
         }
         out
     }
