@@ -22,7 +22,9 @@
 //!    it, with regent's `_meta` keys added; an upstream that is down
 //!    refuses the call before anything is sent. The upstream's progress
 //!    and log messages during the call go to this client
-//!    (`crate::upstream::relay`).
+//!    (`crate::upstream::relay`); its requests to the client are decided
+//!    by the tool's `upstream_request` rule, logged with the call's id, and
+//!    relayed to this client when allowed ([`super::upstream_requests`]).
 //! 6. Turn the outcome into a result: output as text, JSON output validated
 //!    against `outputSchema` as `structuredContent`, failures as
 //!    `isError: true` with the status and the tail of stderr or the body.
