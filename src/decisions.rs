@@ -369,6 +369,11 @@ pub fn parse_label(text: &str) -> Result<(String, String), String> {
 pub enum Kind {
     Resolve,
     Call,
+    /// A request an upstream sent during a forwarded call (its `method`:
+    /// `elicitation/create`, `roots/list`, `sampling/createMessage`),
+    /// decided by the tool's `upstream_request` rule or its default; the
+    /// line carries the call's id, and `allowed` means relayed.
+    UpstreamRequest,
 }
 
 /// Where a call's line stands relative to what the call does. A call that
@@ -404,7 +409,8 @@ pub struct Entry {
     pub kind: Kind,
     /// `intent` or `outcome` for a call that runs something (see [`Phase`]).
     pub phase: Option<Phase>,
-    /// The JSON-RPC method: `tools/resolve`, `tools/annotations`, `tools/call`.
+    /// The JSON-RPC method: `tools/resolve`, `tools/annotations`,
+    /// `tools/call`; for [`Kind::UpstreamRequest`], the upstream's method.
     pub method: &'static str,
     pub tool: String,
     /// Who asked, when a transport verified it (HTTP with a JWT): the line
@@ -673,6 +679,7 @@ impl Entry {
         let kind = match self.kind {
             Kind::Resolve => "resolve",
             Kind::Call => "call",
+            Kind::UpstreamRequest => "upstream_request",
         };
         member(out, "kind", kind);
         if let Some(phase) = self.phase {

@@ -540,6 +540,7 @@ fn compile_tool(
     let mut engines = None;
     let mut plan = Vec::new();
     let mut visible = None;
+    let mut upstream_request = None;
     let mut shadow_plan = Vec::new();
     if needs_engine && !blocking(&diags) {
         let rule_refs: Vec<&str> = resolver_rules.iter().map(|(_, r)| r.as_str()).collect();
@@ -550,12 +551,13 @@ fn compile_tool(
                 plan: p,
                 resolver_steps: steps,
                 visible: v,
+                upstream_request: ur,
                 shadow: (sp, shadow_errors),
             }) => {
                 let pool = EnginePool::new(engine, opts.policy_limits);
                 let lowered = p.iter().map(|(_, s)| s).chain(steps.iter().flatten());
                 let lowered = lowered.chain(sp.iter().map(|(_, s)| s));
-                let lowered: Vec<&Step> = lowered.chain(v.iter()).collect();
+                let lowered: Vec<&Step> = lowered.chain(v.iter()).chain(ur.iter()).collect();
                 let pool = pool.with_native(lowered.iter().copied());
                 // A construct where regorus answers differently from OPA:
                 // native answers as OPA and, where it hands a request to
@@ -576,6 +578,7 @@ fn compile_tool(
                     .map(|(_, s)| s)
                     .chain(steps.iter().flatten())
                     .chain(v.iter())
+                    .chain(ur.iter())
                     .collect();
                 let own_findings = decl
                     .policy
@@ -596,6 +599,7 @@ fn compile_tool(
                 engines = Some(pool.with_flagged(flagged));
                 plan = p;
                 visible = v;
+                upstream_request = ur;
                 shadow_plan = sp;
                 // A shadow rule that fails on the sample arguments is worth
                 // knowing, but never stops the enforced policy from loading.
@@ -684,6 +688,7 @@ fn compile_tool(
                 upstream: decl.upstream.clone(),
                 plan,
                 visible,
+                upstream_request,
                 fences,
                 fingerprint: [0; 32],
             },
@@ -1073,11 +1078,37 @@ fn tool_engine(
         }
         None => None,
     };
+    // `upstream_request` likewise, on the input of an upstream's request
+    // during a call (the sample arguments, an elicitation without params).
+    let upstream_request = match &decl.policy {
+        Some(pkg)
+            if declares(
+                &engine,
+                &modules,
+                &format!("{pkg}.{}", generate::UPSTREAM_REQUEST_RULE),
+            ) =>
+        {
+            engine.set_input(policy::upstream_request_input(
+                &decl.name,
+                &schema::sample(&decl.input_schema),
+                None,
+                "elicitation/create",
+                &serde_json::json!({}),
+            ));
+            let path = generate::rule_ref(pkg, generate::UPSTREAM_REQUEST_RULE);
+            Some(
+                warmed_step(path, &mut engine, limits)
+                    .map_err(|(e, _)| LocatedError::Eval(e.location, e.message))?,
+            )
+        }
+        _ => None,
+    };
     Ok(ToolEngine {
         engine,
         plan,
         resolver_steps: steps,
         visible,
+        upstream_request,
         shadow: (shadow_plan, shadow_errors),
     })
 }
@@ -1115,6 +1146,7 @@ struct ToolEngine {
     plan: Vec<(Field, policy::Step)>,
     resolver_steps: Vec<Result<policy::Step, LocatedError>>,
     visible: Option<policy::Step>,
+    upstream_request: Option<policy::Step>,
     shadow: (Vec<(Field, policy::Step)>, Vec<LocatedError>),
 }
 

@@ -41,6 +41,12 @@ pub const CONTRACT_RULES: &[&str] = &[
 /// `catalog::visibility`).
 pub const VISIBLE_RULE: &str = "visible";
 
+/// The rule that decides a request an upstream sends during a forwarded
+/// call (see `catalog::upstream_request`). Like `visible`, it is not a
+/// contract rule of the plan: it is evaluated on an input of its own, when
+/// such a request comes.
+pub const UPSTREAM_REQUEST_RULE: &str = "upstream_request";
+
 /// Rego source for one tool's mapping module; `None` when it has no rules.
 pub fn mapping_module(tool: &str, rules: &[MappingRule]) -> Option<String> {
     if rules.is_empty() {

@@ -31,6 +31,7 @@ mod resolve;
 pub mod resolvers;
 pub mod run;
 pub mod schema;
+pub mod upstream_request;
 pub mod visibility;
 
 use std::collections::HashMap;
@@ -129,6 +130,10 @@ pub struct Tool {
     /// The package's `visible` rule, evaluated per caller for listing (see
     /// `visibility`); `None` when it declares none (visible to everyone).
     visible: Option<policy::Step>,
+    /// The package's `upstream_request` rule, evaluated for each request an
+    /// upstream sends during a forwarded call (see `upstream_request`);
+    /// `None` when it declares none (the defaults decide).
+    upstream_request: Option<policy::Step>,
     /// Arguments fenced under a root (`paths:`), canonicalized by
     /// `protocol` through `fence` before every decision.
     pub fences: Vec<crate::fence::Fence>,
@@ -250,7 +255,8 @@ impl Tool {
     }
 
     /// Each rule set a request evaluates, as `(what, steps, input)`: the
-    /// plan and the shadow plan on `args`, `visible` on the listing input.
+    /// plan and the shadow plan on `args`, `visible` on the listing input,
+    /// `upstream_request` on the arguments and an upstream's request.
     /// For the differential test against OPA, which evaluates them through
     /// [`Tool::eval_steps`], the request's own path.
     #[cfg(test)]
@@ -261,6 +267,9 @@ impl Tool {
         }
         if let Some(v) = &self.visible {
             out.push(("visible", vec![v]));
+        }
+        if let Some(u) = &self.upstream_request {
+            out.push(("upstream_request", vec![u]));
         }
         out
     }

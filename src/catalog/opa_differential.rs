@@ -227,7 +227,21 @@ fn every_shipped_policy_answers_as_opa() {
                             invalid += 1;
                             continue;
                         }
-                        policy::input_as(&tool.name, &args, who.as_ref())
+                        if what == "upstream_request" {
+                            // Each method an upstream may send, in turn.
+                            let method =
+                                ["elicitation/create", "roots/list", "sampling/createMessage"]
+                                    [i % 3];
+                            policy::upstream_request_input(
+                                &tool.name,
+                                &args,
+                                who.as_ref(),
+                                method,
+                                &serde_json::json!({"mode": "form"}),
+                            )
+                        } else {
+                            policy::input_as(&tool.name, &args, who.as_ref())
+                        }
                     };
                     let json = serde_json::to_value(&input).expect("input is json");
                     let run = std::panic::AssertUnwindSafe(|| tool.eval_steps(&steps, input));

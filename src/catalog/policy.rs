@@ -505,6 +505,26 @@ pub fn listing_input(tool: &str, caller: Option<&Caller>) -> regorus::Value {
     input_doc(tool, None, caller)
 }
 
+/// The input of a tool's `upstream_request` rule, evaluated when an
+/// upstream sends a request during a forwarded call of the tool:
+/// `{"tool", "arguments", "caller"?, "request": {"method", "params"}}`.
+pub fn upstream_request_input(
+    tool: &str,
+    args: &Value,
+    caller: Option<&Caller>,
+    method: &str,
+    params: &Value,
+) -> regorus::Value {
+    use serde::Deserialize;
+    let mut input = input_doc(tool, Some(args), caller);
+    if let Ok(obj) = input.as_object_mut() {
+        let request = serde_json::json!({"method": method, "params": params});
+        let request = regorus::Value::deserialize(&request).unwrap_or(regorus::Value::Undefined);
+        obj.insert(regorus::Value::from("request"), request);
+    }
+    input
+}
+
 /// `{"tool", "arguments"?, "caller"?}`, the one builder of policy inputs.
 fn input_doc(tool: &str, args: Option<&Value>, caller: Option<&Caller>) -> regorus::Value {
     use serde::Deserialize;

@@ -209,6 +209,9 @@ fn tool_findings(
     if tool.has_visible_rule() {
         out.extend(visible_failure(tool, callers));
     }
+    if tool.has_upstream_request_rule() {
+        out.extend(upstream_request_failure(tool));
+    }
     out.extend(environment(tool));
     if !tool.is_resolvable() {
         return (out, None);
@@ -366,6 +369,38 @@ fn visible_failure(
                 format!("the visible rule of `{}` fails {who}: {message}", tool.name),
             )
             .with_help("a failing `visible` hides the tool from that caller and logs an error on every listing; make it true or false (`default visible := false`)"),
+        );
+    }
+    None
+}
+
+/// The first failure of an `upstream_request` rule (an error, or a value
+/// other than `"relay"` and `"refuse"`) on the tool's sample arguments, for
+/// each method an upstream may send: every such request of the upstream
+/// would be refused, whatever the rule meant.
+fn upstream_request_failure(tool: &crate::catalog::Tool) -> Option<Diagnostic> {
+    use crate::catalog::upstream_request::RequestDecision;
+    let pkg = tool.policy.as_deref().unwrap_or("");
+    let args = crate::catalog::schema::sample(&tool.input_schema);
+    for method in ["elicitation/create", "roots/list", "sampling/createMessage"] {
+        let RequestDecision::Failed(message) =
+            tool.upstream_request(&args, None, method, &serde_json::json!({}))
+        else {
+            continue;
+        };
+        let location = tool
+            .rule_location(&format!("{pkg}.upstream_request"))
+            .unwrap_or_else(|| tool.location.clone());
+        return Some(
+            Diagnostic::error(
+                "upstream-request-failed",
+                location,
+                format!(
+                    "the upstream_request rule of `{}` fails on `{method}` with the sample arguments: {message}",
+                    tool.name
+                ),
+            )
+            .with_help("a failing `upstream_request` refuses the upstream's request (fail closed); make it \"relay\" or \"refuse\", or leave it undefined for the default"),
         );
     }
     None

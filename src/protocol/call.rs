@@ -22,7 +22,9 @@
 //!    it, with regent's `_meta` keys added; an upstream that is down
 //!    refuses the call before anything is sent. The upstream's progress
 //!    and log messages during the call go to this client
-//!    (`crate::upstream::relay`).
+//!    (`crate::upstream::relay`); its requests to the client are decided
+//!    by the tool's `upstream_request` rule, logged with the call's id, and
+//!    relayed to this client when allowed ([`super::upstream_requests`]).
 //! 6. Turn the outcome into a result: output as text, JSON output validated
 //!    against `outputSchema` as `structuredContent`, failures as
 //!    `isError: true` with the status and the tail of stderr or the body.
@@ -139,7 +141,7 @@ pub fn decision_json(id: Option<&str>, reasons: &[String]) -> Value {
 
 /// Where a call's answers come from and go to, beside its arguments.
 pub struct CallContext<'a> {
-    pub log: &'a DecisionLog,
+    pub log: &'a Arc<DecisionLog>,
     pub states: &'a RequestStates,
     /// Whether the request uses the 2026-07-28 protocol (multi round-trip input).
     pub mrtr: bool,
@@ -505,6 +507,17 @@ pub async fn call(
             peer: ctx.peer.clone(),
             progress_token: ctx.meta.get_progress_token(),
             log_level: cc.log_level,
+            asker: Some(Arc::new(super::upstream_requests::CallAsker {
+                catalog: now.clone(),
+                tool: name.to_string(),
+                args: Value::Object(arguments.clone()),
+                caller: caller.clone(),
+                id: entry.id.clone(),
+                log: cc.log.clone(),
+                peer: ctx.peer.clone(),
+                mrtr: cc.mrtr,
+                ct: ctx.ct.clone(),
+            })),
         };
         let answer = connected
             .call(target, arguments, &to, ctx.ct.cancelled())

@@ -17,6 +17,7 @@ pub mod input;
 pub mod negotiation;
 mod notify;
 pub mod transport;
+pub mod upstream_requests;
 pub mod wire;
 
 use std::sync::Arc;

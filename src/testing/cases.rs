@@ -19,6 +19,10 @@
 //!       confirm: "Delete notes.txt?"      # the question a call would ask; `true`:
 //!                                          # any question; `false`: none
 //!       error: "invalid arguments"         # resolution fails; message contains this
+//!       upstream_request: refuse           # with `request:` below: relay or refuse
+//!     request:                             # optional: an upstream's request during
+//!       method: sampling/createMessage     # the call (`upstream_request`'s input)
+//!       params: {maxTokens: 10}            # optional, default {}
 //! ```
 //!
 //! A case resolves its tool exactly as `tools/resolve` does (the same
@@ -58,7 +62,31 @@ pub struct Case {
     /// enforced one.
     #[serde(default)]
     pub shadow: bool,
+    /// An upstream's request during the call, for `expect.upstream_request`.
+    #[serde(default)]
+    pub request: Option<RequestCase>,
     pub expect: Expect,
+}
+
+/// A case's `request`: what an upstream sends during the call.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestCase {
+    pub method: String,
+    #[serde(default = "empty_object")]
+    pub params: Value,
+}
+
+fn empty_object() -> Value {
+    json!({})
+}
+
+/// `expect.upstream_request`.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RequestExpect {
+    Relay,
+    Refuse,
 }
 
 /// What a case expects. At least one key must be given.
@@ -83,6 +111,11 @@ pub struct Expect {
     /// expected hidden answers as an unknown one, which is then no failure.
     #[serde(default)]
     pub visible: Option<bool>,
+    /// What the tool's `upstream_request` rule (or its default) makes of
+    /// the case's `request`. A case that expects only this does not judge
+    /// the resolution (unless it expects an `error`).
+    #[serde(default)]
+    pub upstream_request: Option<RequestExpect>,
 }
 
 /// `expect.confirm`: a message, or whether there is one at all.
@@ -174,6 +207,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Parsed, Diagnostic> {
             && e.error.is_none()
             && e.confirm.is_none()
             && e.visible.is_none()
+            && e.upstream_request.is_none()
         {
             let (line, column) = index.locate(&at.key("expect"));
             out.malformed.push(
@@ -183,8 +217,20 @@ pub fn parse(path: &Path, text: &str) -> Result<Parsed, Diagnostic> {
                     format!("case {} expects nothing, so it could never fail", i + 1),
                 )
                 .with_help(
-                    "add `annotations`, `meta`, `securitySchemes`, `deny`, `confirm`, `visible` or `error` under `expect`",
+                    "add `annotations`, `meta`, `securitySchemes`, `deny`, `confirm`, `visible`, `upstream_request` or `error` under `expect`",
                 ),
+            );
+            continue;
+        }
+        if e.upstream_request.is_some() && case.request.is_none() {
+            let (line, column) = index.locate(&at.key("expect").key("upstream_request"));
+            out.malformed.push(
+                Diagnostic::error(
+                    "upstream-request-without-request",
+                    Location::new(path, line, column),
+                    format!("case {} expects `upstream_request` but gives no `request`", i + 1),
+                )
+                .with_help("add `request: {method: elicitation/create, params: {...}}` to the case: the upstream's request the rule decides"),
             );
             continue;
         }
@@ -351,7 +397,45 @@ pub fn run(catalog: &Catalog, c: &Case, caller: Option<&Caller>) -> Outcome {
             ok: visible == Some(want),
         });
     }
+    if let (Some(want), Some(request)) = (e.upstream_request, &c.request) {
+        use crate::catalog::upstream_request::RequestDecision;
+        let decision = catalog
+            .tool_as(&c.tool, caller)
+            .map(|t| t.upstream_request(&args, caller, &request.method, &request.params));
+        let (actual, relays) = match &decision {
+            None => ("(unknown tool)".to_string(), None),
+            Some(RequestDecision::Relay { by_policy }) => (
+                format!("relay{}", if *by_policy { "" } else { " (default)" }),
+                Some(true),
+            ),
+            Some(RequestDecision::Refuse { by_policy }) => (
+                format!("refuse{}", if *by_policy { "" } else { " (default)" }),
+                Some(false),
+            ),
+            Some(RequestDecision::Failed(why)) => (format!("refuse (failed: {why})"), Some(false)),
+        };
+        rows.push(Row {
+            field: "upstream_request".into(),
+            expected: match want {
+                RequestExpect::Relay => "relay",
+                RequestExpect::Refuse => "refuse",
+            }
+            .into(),
+            actual,
+            ok: relays == Some(want == RequestExpect::Relay),
+        });
+    }
+    // A case about an upstream's request alone does not judge the
+    // resolution (a tool may have nothing to resolve: no policy, no rules).
+    let request_only = e.upstream_request.is_some()
+        && e.annotations.is_none()
+        && e.meta.is_none()
+        && e.security_schemes.is_none()
+        && e.deny.is_none()
+        && e.confirm.is_none()
+        && e.visible.is_none();
     match (&answer, &e.error) {
+        (Err(_), None) if request_only => {}
         // A tool expected hidden, and hidden, answers as an unknown one: the
         // `visible` row says so.
         (Err(_), None) if e.visible == Some(false) && visible == Some(false) => {}

@@ -25,7 +25,9 @@
 //! each connection.
 //!
 //! What an upstream sends during a forwarded call, progress and log
-//! messages, goes to the client that made the call ([`relay`]).
+//! messages, goes to the client that made the call ([`relay`]); its
+//! requests to the client (elicitation, roots, sampling) go to the call's
+//! [`relay::Asker`], which `protocol` gives, through [`Listener`].
 
 pub mod oversize;
 pub mod relay;
@@ -116,16 +118,94 @@ impl Conn {
     }
 }
 
-/// Receives the upstream's notifications: a `notifications/tools/list_changed`
-/// wakes its supervisor, which lists the tools again.
+/// Receives the upstream's notifications and requests: a
+/// `notifications/tools/list_changed` wakes its supervisor, which lists the
+/// tools again; a request to the client during a forwarded call goes to
+/// that call's [`relay::Asker`] (found by [`relay::Relays::asker`]), which
+/// decides it and asks the call's client.
 #[derive(Clone)]
 struct Listener {
     tools_changed: Arc<Notify>,
+    relays: Arc<relay::Relays>,
 }
 
+impl Listener {
+    /// Carries the upstream's `method` request to the client of the call it
+    /// belongs to, and its answer back as `T`; an error for the upstream
+    /// when no call can take it, when it is refused, or when the client
+    /// cannot answer.
+    async fn relay<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: Value,
+    ) -> Result<T, rmcp::ErrorData> {
+        let (asker, ended) = self.relays.asker(method).map_err(|why| {
+            rmcp::ErrorData::new(
+                rmcp::model::ErrorCode::INVALID_REQUEST,
+                why,
+                Some(serde_json::json!({"reason": "unattributed"})),
+            )
+        })?;
+        // A call that ends (its result, its timeout, its cancellation)
+        // abandons what it was asking its client.
+        let answer = tokio::select! {
+            a = asker.ask(method, params) => a?,
+            _ = ended.cancelled() => return Err(rmcp::ErrorData::internal_error(
+                format!("the forwarded call ended before its client answered `{method}`"),
+                None,
+            )),
+        };
+        serde_json::from_value(answer).map_err(|e| {
+            rmcp::ErrorData::internal_error(
+                format!("the client's answer to `{method}` is malformed: {e}"),
+                None,
+            )
+        })
+    }
+}
+
+#[allow(deprecated)] // roots and sampling (SEP-2577); 2025-11-25 carries them
 impl ClientHandler for Listener {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.notify_one();
+    }
+
+    /// regent declares what it can relay; whether one call's client can
+    /// answer is decided per request (the upstream gets an error when not).
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut caps = rmcp::model::ClientCapabilities::default();
+        caps.elicitation = serde_json::from_value(serde_json::json!({"form": {}, "url": {}})).ok();
+        caps.roots = Some(Default::default());
+        caps.sampling = Some(Default::default());
+        rmcp::model::InitializeRequestParams::new(
+            caps,
+            rmcp::model::Implementation::new("regent", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let params = serde_json::to_value(&request).unwrap_or_default();
+        self.relay("elicitation/create", params).await
+    }
+
+    async fn list_roots(
+        &self,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        self.relay("roots/list", serde_json::json!({})).await
+    }
+
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        let params = serde_json::to_value(&params).unwrap_or_default();
+        self.relay("sampling/createMessage", params).await
     }
 }
 
@@ -446,7 +526,9 @@ impl Connected {
             limit,
             max_output,
         } = self;
-        let mut registration = conn.relays.open(to.progress_token.is_some(), to.log_level);
+        let mut registration =
+            conn.relays
+                .open(to.progress_token.is_some(), to.log_level, to.asker.clone());
         let mut params = CallToolRequestParams::new(target.tool.clone());
         params.arguments = Some(arguments);
         // Which registration the request is: the tap reads it (and takes it
@@ -564,6 +646,9 @@ pub struct RelayTo {
     /// The least severe level the client wants; `None`: no log messages.
     #[allow(deprecated)]
     pub log_level: Option<rmcp::model::LoggingLevel>,
+    /// Who answers the upstream's requests during the call (see
+    /// [`relay::Asker`]); `None`: each is refused.
+    pub asker: Option<Arc<dyn relay::Asker>>,
 }
 
 impl RelayTo {
@@ -803,7 +888,11 @@ async fn connect_child(
         .with_max_line_length(limit),
         relays.clone(),
     );
-    let client = match (Listener { tools_changed }).serve(transport).await {
+    let listener = Listener {
+        tools_changed,
+        relays: relays.clone(),
+    };
+    let client = match listener.serve(transport).await {
         Ok(c) => c,
         Err(e) => {
             give_up(&kill);
@@ -881,7 +970,11 @@ async fn connect_http(
         StreamableHttpClientTransport::with_client(oversize::Http(http), config),
         relays.clone(),
     );
-    let client = (Listener { tools_changed })
+    let listener = Listener {
+        tools_changed,
+        relays: relays.clone(),
+    };
+    let client = listener
         .serve(transport)
         .await
         .map_err(|e| format!("the mcp handshake failed: {}", error_chain(&e)))?;

@@ -40,8 +40,15 @@
 //! message at most [`MAX_PROGRESS_MESSAGE`] bytes (cut at a character).
 //! What is dropped is counted in the debug log.
 //!
-//! Not relayed yet: the upstream's requests (elicitation, roots, sampling),
-//! which rmcp's client answers as it does today.
+//! The upstream's requests to the client during a call
+//! (`elicitation/create`, `roots/list`, `sampling/createMessage`) reach
+//! regent's client handler (`super::Listener`), which asks [`Relays::asker`]
+//! whose they are: a request names no call either (rmcp 3.9's client gets
+//! no related request id from either transport), so it is attributed as a
+//! log message is, to the call in flight that has had the connection to
+//! itself, and refused with an error to the upstream otherwise. The call's
+//! [`Asker`], given by `protocol`, decides it (policy, decision log, the
+//! client's capability) and carries it to the client.
 
 #![allow(deprecated)] // logging is deprecated (SEP-2577); both eras still carry it
 
@@ -75,6 +82,21 @@ const MARK: &str = "regent/relay";
 /// Tokens regent sends upstream: unique across connections and restarts.
 static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
 
+/// Answers an upstream's request made during one forwarded call, on behalf
+/// of the call's client: `protocol` decides it by policy, logs the
+/// decision, and sends it to the client when allowed. `method` and `params`
+/// are the request as the upstream sent it; the answer is the client's
+/// result as JSON, or the error the upstream gets.
+pub trait Asker: Send + Sync {
+    fn ask(
+        &self,
+        method: &'static str,
+        params: serde_json::Value,
+    ) -> std::pin::Pin<
+        Box<dyn Future<Output = Result<serde_json::Value, rmcp::ErrorData>> + Send + '_>,
+    >;
+}
+
 /// Something an upstream said during a call, for its client.
 #[derive(Debug)]
 pub enum Relayed {
@@ -93,6 +115,12 @@ struct Sink {
     /// Whether no other call has been in flight on the connection since it
     /// started: only then are log messages attributed to it.
     alone: bool,
+    /// Who answers the upstream's requests during the call; `None`: they
+    /// are refused.
+    asker: Option<Arc<dyn Asker>>,
+    /// Cancelled when the call ends: a request of the upstream still
+    /// waiting for the client is then abandoned.
+    ended: tokio_util::sync::CancellationToken,
     progress: usize,
     logs: usize,
     dropped: usize,
@@ -135,6 +163,7 @@ impl Drop for Registration {
     fn drop(&mut self) {
         let mut calls = self.relays.lock();
         if let Some(sink) = calls.sinks.remove(&self.id) {
+            sink.ended.cancel();
             if let Some(t) = &sink.token {
                 calls.by_token.remove(t);
             }
@@ -173,7 +202,12 @@ impl Relays {
 
     /// Registers a call about to be sent: with a token of regent's own when
     /// its client wants `progress`, and its client's log `level`.
-    pub fn open(self: &Arc<Self>, progress: bool, level: Option<LoggingLevel>) -> Registration {
+    pub fn open(
+        self: &Arc<Self>,
+        progress: bool,
+        level: Option<LoggingLevel>,
+        asker: Option<Arc<dyn Asker>>,
+    ) -> Registration {
         let (tx, rx) = mpsc::channel(BUFFER);
         let token =
             progress.then(|| format!("regent-{}", NEXT_TOKEN.fetch_add(1, Ordering::Relaxed)));
@@ -196,6 +230,8 @@ impl Relays {
                 token: token.clone(),
                 level,
                 alone,
+                asker,
+                ended: Default::default(),
                 progress: 0,
                 logs: 0,
                 dropped: 0,
@@ -207,6 +243,32 @@ impl Relays {
             id,
             token: token.map(|t| ProgressToken(NumberOrString::String(t.into()))),
             rx,
+        }
+    }
+
+    /// Who answers an upstream's request `method` now: the asker of the call
+    /// in flight that has had the connection to itself (as for a log
+    /// message); else why none can, for the upstream's error.
+    /// With it, the token cancelled when that call ends.
+    pub fn asker(
+        &self,
+        method: &str,
+    ) -> Result<(Arc<dyn Asker>, tokio_util::sync::CancellationToken), String> {
+        let calls = self.lock();
+        let only = (calls.sinks.len() == 1)
+            .then(|| calls.sinks.values().next())
+            .flatten();
+        match only {
+            None if calls.sinks.is_empty() => Err(format!(
+                "regent got `{method}` while no forwarded call was running on this connection: there is no client to ask"
+            )),
+            Some(sink) if sink.alone => match &sink.asker {
+                Some(a) => Ok((a.clone(), sink.ended.clone())),
+                None => Err(format!("regent cannot relay `{method}` for this call")),
+            },
+            _ => Err(format!(
+                "regent cannot relay `{method}`: several calls were in flight on this connection, and the request does not say whose it is (regent relays an upstream's requests only for a call that has the connection to itself)"
+            )),
         }
     }
 
@@ -387,8 +449,8 @@ mod tests {
     #[test]
     fn progress_goes_to_the_call_that_owns_the_token_and_stops_with_it() {
         let relays = Relays::new("u");
-        let mut a = relays.open(true, None);
-        let mut b = relays.open(true, None);
+        let mut a = relays.open(true, None, None);
+        let mut b = relays.open(true, None, None);
         let (ta, tb) = (a.token.clone().unwrap(), b.token.clone().unwrap());
         assert_ne!(ta, tb);
         relays.progress(progress(&ta, 1.0));
@@ -413,7 +475,7 @@ mod tests {
     fn a_log_message_goes_only_to_a_call_that_had_the_connection_to_itself_at_its_level() {
         let relays = Relays::new("u");
         let log = |level| LoggingMessageNotificationParam::new(level, serde_json::json!("m"));
-        let mut a = relays.open(false, Some(LoggingLevel::Warning));
+        let mut a = relays.open(false, Some(LoggingLevel::Warning), None);
         relays.log(log(LoggingLevel::Info));
         relays.log(log(LoggingLevel::Error));
         let mut levels = Vec::new();
@@ -422,7 +484,7 @@ mod tests {
             levels.push(m.level);
         }
         assert_eq!(levels, [LoggingLevel::Error]);
-        let mut b = relays.open(false, Some(LoggingLevel::Debug));
+        let mut b = relays.open(false, Some(LoggingLevel::Debug), None);
         // Two in flight: attributed to neither.
         relays.log(log(LoggingLevel::Error));
         assert!(b.rx.try_recv().is_err());
@@ -431,21 +493,56 @@ mod tests {
         // be `b`'s, late.
         relays.log(log(LoggingLevel::Error));
         assert!(a.rx.try_recv().is_err());
-        let mut c = relays.open(false, Some(LoggingLevel::Debug));
+        let mut c = relays.open(false, Some(LoggingLevel::Debug), None);
         drop(a);
         // `c` started while `a` was in flight: never alone.
         relays.log(log(LoggingLevel::Error));
         assert!(c.rx.try_recv().is_err());
         drop(c);
-        let mut d = relays.open(false, Some(LoggingLevel::Debug));
+        let mut d = relays.open(false, Some(LoggingLevel::Debug), None);
         relays.log(log(LoggingLevel::Debug));
         assert!(matches!(d.rx.try_recv(), Ok(Relayed::Log(_))));
+    }
+
+    struct Nobody;
+    impl Asker for Nobody {
+        fn ask(
+            &self,
+            _method: &'static str,
+            _params: serde_json::Value,
+        ) -> std::pin::Pin<
+            Box<dyn Future<Output = Result<serde_json::Value, rmcp::ErrorData>> + Send + '_>,
+        > {
+            Box::pin(async { Ok(serde_json::json!({})) })
+        }
+    }
+
+    #[test]
+    fn a_request_goes_only_to_a_call_that_had_the_connection_to_itself() {
+        let relays = Relays::new("u");
+        let asker = || Some(Arc::new(Nobody) as Arc<dyn Asker>);
+        let why = relays.asker("roots/list").err().unwrap();
+        assert!(why.contains("no forwarded call was running"), "{why}");
+        let a = relays.open(false, None, asker());
+        let (_, ended) = relays.asker("roots/list").unwrap();
+        assert!(!ended.is_cancelled());
+        let b = relays.open(false, None, asker());
+        let why = relays.asker("roots/list").err().unwrap();
+        assert!(why.contains("several calls were in flight"), "{why}");
+        drop(b);
+        // `a` shared the connection: a request now may be `b`'s, late.
+        assert!(relays.asker("roots/list").is_err());
+        drop(a);
+        assert!(ended.is_cancelled(), "the call ended");
+        let _c = relays.open(false, None, None);
+        let why = relays.asker("roots/list").err().unwrap();
+        assert!(why.contains("cannot relay"), "{why}");
     }
 
     #[test]
     fn relayed_notifications_are_bounded() {
         let relays = Relays::new("u");
-        let mut a = relays.open(true, Some(LoggingLevel::Debug));
+        let mut a = relays.open(true, Some(LoggingLevel::Debug), None);
         let t = a.token.clone().unwrap();
         for i in 0..(BUFFER + 10) {
             relays.progress(progress(&t, i as f64));

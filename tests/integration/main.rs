@@ -43,5 +43,6 @@ mod upstream_filesystem;
 mod upstream_git;
 mod upstream_http;
 mod upstream_relay;
+mod upstream_requests;
 mod upstream_stdio;
 mod upstream_suite;

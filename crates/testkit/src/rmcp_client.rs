@@ -36,6 +36,9 @@ pub struct TestClient {
     pub answers: serde_json::Map<String, Value>,
     /// How many times `roots/list` was answered.
     pub roots_listed: Arc<Mutex<usize>>,
+    /// When set, declares the sampling capability; `sampling/createMessage`
+    /// answers with this text (model `test-model`).
+    pub sample: Option<String>,
     /// Every `notifications/progress` received, as received (rmcp handles
     /// each notification on a task of its own: not necessarily in order).
     pub progress: Arc<Mutex<Vec<rmcp::model::ProgressNotificationParam>>>,
@@ -52,6 +55,9 @@ impl ClientHandler for TestClient {
         }
         if self.roots.is_some() {
             caps.roots = Some(Default::default());
+        }
+        if self.sample.is_some() {
+            caps.sampling = Some(Default::default());
         }
         InitializeRequestParams::new(caps, Implementation::new("regent-tests", "1"))
     }
@@ -107,6 +113,20 @@ impl ClientHandler for TestClient {
         _ctx: rmcp::service::NotificationContext<RoleClient>,
     ) {
         self.logs.lock().unwrap().push(params);
+    }
+
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        _params: rmcp::model::CreateMessageRequestParams,
+        _ctx: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, rmcp::ErrorData> {
+        let text = self.sample.clone().expect("sampled without the capability");
+        Ok(serde_json::from_value(json!({
+            "role": "assistant", "model": "test-model",
+            "content": {"type": "text", "text": text}
+        }))
+        .unwrap())
     }
 
     #[allow(deprecated)]

@@ -23,6 +23,13 @@
 //!   and an `info` log message `step i of steps` (logger `edge`); then answers
 //!   `did {steps} steps`.
 //! - `announce`: sends `notifications/tools/list_changed`, then answers.
+//! - `ask {ask: [..]}`: during the call, sends regent (as the client) each
+//!   request named, in order, and waits for its answer: `elicit` an
+//!   `elicitation/create` in form mode (message `pick a colour`, one string
+//!   field `colour`), `elicit_url` one in URL mode, `roots` a `roots/list`,
+//!   `sample` a `sampling/createMessage` (one user message `say hi`); then
+//!   answers with a JSON object of what each got (`{"result": ..}` or
+//!   `{"error": ..}`), as text. Other words are left for the policy.
 //!
 //! Its listing can change while it runs: [`TOOLS_FILE_ENV`] names a JSON
 //! file read at each `tools/list`, whose fields are merged into the tools
@@ -104,6 +111,8 @@ fn fixed_tools() -> Value {
          "inputSchema": object(json!({"steps": {"type": "integer"}, "ms": {"type": "integer"}}))},
         {"name": "announce", "description": "Says its tools changed, then answers.",
          "inputSchema": object(json!({}))},
+        {"name": "ask", "description": "Asks the client, then answers with what it got.",
+         "inputSchema": object(json!({"ask": {"type": "array", "items": {"type": "string"}}}))},
     ])
 }
 
@@ -269,6 +278,45 @@ impl Tools for Edge {
             "announce" => {
                 call.notify("notifications/tools/list_changed", json!({}));
                 text("announced".into())
+            }
+            "ask" => {
+                let mut got = serde_json::Map::new();
+                for what in args["ask"].as_array().into_iter().flatten() {
+                    let what = what.as_str().unwrap_or_default();
+                    let (method, params) = match what {
+                        "elicit" => (
+                            "elicitation/create",
+                            json!({
+                            "mode": "form", "message": "pick a colour",
+                            "requestedSchema": {"type": "object",
+                                "properties": {"colour": {"type": "string"}},
+                                "required": ["colour"]}}),
+                        ),
+                        "elicit_url" => (
+                            "elicitation/create",
+                            json!({
+                            "mode": "url", "message": "sign in",
+                            "url": "https://example.com/sign-in",
+                            "elicitationId": "e-1"}),
+                        ),
+                        "roots" => ("roots/list", json!({})),
+                        "sample" => (
+                            "sampling/createMessage",
+                            json!({
+                            "messages": [{"role": "user",
+                                "content": {"type": "text", "text": "say hi"}}],
+                            "maxTokens": 10}),
+                        ),
+                        // A word for the policy under test.
+                        _ => continue,
+                    };
+                    let answer = match call.request(method, params, Duration::from_secs(30)) {
+                        Ok(result) => json!({"result": result}),
+                        Err(error) => json!({"error": error}),
+                    };
+                    got.insert(what.to_string(), answer);
+                }
+                text(Value::Object(got).to_string())
             }
             "huge" => {
                 let n = args["bytes"].as_u64().unwrap_or(0) as usize;

@@ -70,13 +70,15 @@ fn reads_of(
 }
 
 /// The contract rules whose value is not a hint: arguments only they read
-/// cannot change the annotations (`visible` sees no arguments at all).
+/// cannot change the annotations (`visible` sees no arguments at all;
+/// `upstream_request` decides an upstream's request, never a hint).
 const NOT_HINTS: &[&str] = &[
     "deny",
     "confirm",
     "meta",
     "security_schemes",
     crate::catalog::generate::VISIBLE_RULE,
+    crate::catalog::generate::UPSTREAM_REQUEST_RULE,
 ];
 
 /// Which tool arguments can change the annotations of the tool whose policy
@@ -168,7 +170,9 @@ fn reads_in(
                         ));
                     }
                 },
-                Some("tool") => {}
+                // The tool's name; an upstream's request (`upstream_request`'s
+                // input), which is no argument.
+                Some("tool" | "request") => {}
                 // The caller (a verified JWT over HTTP) is not an argument
                 // the proof can enumerate: its claims are anything.
                 Some("caller") => {

@@ -346,6 +346,9 @@ fn check_input(scope: &Scope<'_, '_>, parts: &[Part]) -> Option<Diagnostic> {
             "decide visibility from `input.caller` alone; refuse calls by their arguments with `deny`",
         )),
         "arguments" => check_arguments(scope.schemas, parts),
+        // The upstream's request, in the input of `upstream_request` (the
+        // request's params are the upstream's: any shape).
+        "request" => None,
         "tool" => {
             let third = parts.get(2)?;
             third.name.as_ref()?;
@@ -401,10 +404,11 @@ fn check_input(scope: &Scope<'_, '_>, parts: &[Part]) -> Option<Diagnostic> {
             parts,
             &Miss {
                 at: 1,
-                why: "the policy input has only `tool`, `arguments` and `caller`".to_string(),
+                why: "the policy input has only `tool`, `arguments`, `caller` and (in `upstream_request`) `request`".to_string(),
                 candidates: vec![
                     "arguments".to_string(),
                     "caller".to_string(),
+                    "request".to_string(),
                     "tool".to_string(),
                 ],
             },
