@@ -340,7 +340,7 @@ fn may_be_undefined(e: &Expr, bound: &[String], cx: &Cx) -> bool {
         // the policies may be undefined whatever its arguments.
         Expr::Call { fcn, params, .. } => {
             let written = path_of(fcn);
-            match resolve_call(&written, &cx.package, &cx.aliases, &cx.functions) {
+            match resolve_call(&written, &cx.package, &cx.aliases, cx.functions) {
                 Callee::Builtin(..) => params.iter().any(|p| may(p)),
                 _ => true,
             }
@@ -357,9 +357,11 @@ struct Cx<'a> {
     module: usize,
     package: String,
     aliases: HashMap<String, String>,
-    functions: HashMap<String, BTreeSet<usize>>,
+    functions: &'a HashMap<String, BTreeSet<usize>>,
     /// The rules of the package, across its modules.
     rules: Vec<Ref<Rule>>,
+    /// The rules of every package, by package (without `data.`).
+    all_rules: &'a HashMap<String, Vec<Ref<Rule>>>,
     /// The rule being read: its locals bound by `:=`, to their values.
     assigned: std::cell::RefCell<HashMap<String, Ref<Expr>>>,
     depth: std::cell::Cell<u32>,
@@ -411,6 +413,53 @@ impl Cx<'_> {
         })
     }
 
+    /// Whether `e` names a partial set rule of a package, through `data.` or
+    /// an import (`repo_root.option_like` after `import data.repo_root`):
+    /// a set, the empty one at worst.
+    fn other_partial_set(&self, e: &Expr) -> bool {
+        let path = path_of(e);
+        let Some(first) = path.first() else {
+            return false;
+        };
+        let full: Vec<String> = if first == "data" {
+            path[1..].to_vec()
+        } else if let Some(target) = self.aliases.get(first) {
+            let Some(rest) = target.strip_prefix("data.") else {
+                return false;
+            };
+            rest.split('.')
+                .map(str::to_string)
+                .chain(path[1..].iter().cloned())
+                .collect()
+        } else {
+            return false;
+        };
+        // The package is all but the last segment; the rule, the last.
+        let Some((rule, package)) = full.split_last() else {
+            return false;
+        };
+        if rule.starts_with('[') {
+            return false;
+        }
+        let defs: Vec<&Ref<Rule>> = self
+            .all_rules
+            .get(&package.join("."))
+            .into_iter()
+            .flatten()
+            .filter(|r| path_of(head(r)) == [rule.as_str()])
+            .collect();
+        !defs.is_empty()
+            && defs.iter().all(|r| {
+                matches!(
+                    r.as_ref(),
+                    Rule::Spec {
+                        head: RuleHead::Set { .. },
+                        ..
+                    }
+                )
+            })
+    }
+
     /// Whether every value the rule `name` can have is a collection.
     fn rule_collection(&self, name: &str) -> bool {
         let defs = self.defs(name);
@@ -453,7 +502,9 @@ fn is_collection(e: &Expr, bound: &[String], cx: &Cx) -> bool {
             }
             _ => cx.facts.reference(cx.module, e, bound).1,
         },
-        Expr::RefDot { .. } | Expr::RefBrack { .. } => cx.facts.reference(cx.module, e, bound).1,
+        Expr::RefDot { .. } | Expr::RefBrack { .. } => {
+            cx.facts.reference(cx.module, e, bound).1 || cx.other_partial_set(e)
+        }
         Expr::Array { .. }
         | Expr::Set { .. }
         | Expr::Object { .. }
@@ -519,18 +570,24 @@ fn may_hold_set(e: &Expr) -> bool {
 pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
     let mut out = Vec::new();
     let functions = user_functions(modules);
+    // Gathered once: one scan of every module per module would be
+    // quadratic in the number of tools.
+    let mut all_rules: HashMap<String, Vec<Ref<Rule>>> = HashMap::new();
+    for m in modules {
+        all_rules
+            .entry(m.package.clone())
+            .or_default()
+            .extend(m.module.policy.iter().cloned());
+    }
     for (mi, m) in modules.iter().enumerate() {
         let cx = Cx {
             facts,
             module: mi,
             package: m.package.clone(),
             aliases: aliases(m),
-            functions: functions.clone(),
-            rules: modules
-                .iter()
-                .filter(|o| o.package == m.package)
-                .flat_map(|o| o.module.policy.iter().cloned())
-                .collect(),
+            functions: &functions,
+            rules: all_rules.get(&m.package).cloned().unwrap_or_default(),
+            all_rules: &all_rules,
             assigned: Default::default(),
             depth: Default::default(),
         };
