@@ -543,25 +543,18 @@ impl Entry {
             }
             _ => None,
         };
-        fn arguments<'a>(
-            format: &Format,
-            shown: &'a Option<Value>,
-            masked: &'a Masked<'_>,
-        ) -> Option<&'a Value> {
-            format
-                .log_arguments
-                .then(|| shown.as_ref().unwrap_or(&*masked.arguments))
-        }
-        self.write(
-            time,
-            &id,
-            format,
-            &masked,
-            &digest,
-            arguments(format, &shown, &masked),
-            &truncated,
-            out,
-        );
+        // One line of `entry`, with the arguments as `shown` (the marker
+        // that stands for them) or whole.
+        let write =
+            |entry: &Entry, shown: &Option<Value>, truncated: &[&str], out: &mut Vec<u8>| {
+                let arguments = format
+                    .log_arguments
+                    .then(|| shown.as_ref().unwrap_or(&*masked.arguments));
+                entry.write(
+                    time, &id, format, &masked, &digest, arguments, truncated, out,
+                );
+            };
+        write(self, &shown, &truncated, out);
         if out.len() - start <= limit {
             return;
         }
@@ -571,16 +564,7 @@ impl Entry {
             out.truncate(start);
             truncated.push("arguments");
             shown = Some(marker(size));
-            self.write(
-                time,
-                &id,
-                format,
-                &masked,
-                &digest,
-                arguments(format, &shown, &masked),
-                &truncated,
-                out,
-            );
+            write(self, &shown, &truncated, out);
             if out.len() - start <= limit {
                 return;
             }
@@ -588,16 +572,7 @@ impl Entry {
         out.truncate(start);
         let (small, cut) = self.cut_down();
         truncated.extend(cut);
-        small.write(
-            time,
-            &id,
-            format,
-            &masked,
-            &digest,
-            arguments(format, &shown, &masked),
-            &truncated,
-            out,
-        );
+        write(&small, &shown, &truncated, out);
     }
 
     /// This entry with every field a client or a policy can make large cut

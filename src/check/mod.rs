@@ -145,18 +145,7 @@ pub fn check_with(paths: &[PathBuf], opts: &BuildOptions, started: &Started) -> 
     out.extend(started.problems.iter().cloned());
     out.extend(upstream::findings(&source, started.attempted));
 
-    // Rego tests are loaded only by `regent test`, but a parse error in one
-    // is still a broken catalog.
-    for f in source
-        .policies
-        .iter()
-        .filter(|f| f.kind == FileKind::PolicyTest)
-    {
-        let mut scratch = policy::new_engine(opts.policy_limits);
-        if let Err(d) = policy::add_policy(&mut scratch, &f.path.to_string_lossy(), &f.text) {
-            out.push(d);
-        }
-    }
+    out.extend(test_file_errors(&source, opts));
 
     let build_opts = BuildOptions {
         keep_riskier_rules: true,
@@ -184,6 +173,9 @@ pub fn check_with(paths: &[PathBuf], opts: &BuildOptions, started: &Started) -> 
     let cases = case_arguments(&source);
     let callers = case_callers(&source);
     for tool in catalog.tools() {
+        // What `run:` needs from this machine: warnings only, so not part
+        // of `tool_findings`, which `serve` runs too (and looks once itself).
+        out.extend(environment(tool));
         let (found, proof) = tool_findings(&source, &catalog, tool, &cases, &callers);
         out.extend(found);
         report.proofs.extend(proof);
@@ -193,8 +185,8 @@ pub fn check_with(paths: &[PathBuf], opts: &BuildOptions, started: &Started) -> 
     report
 }
 
-/// What `check` finds about one tool by running it: its `visible` rule,
-/// what its `run:` needs from the machine, its rules exercised on samples
+/// What `check` finds about one tool by running it: its `visible` and
+/// `upstream_request` rules, its rules exercised on samples
 /// (schema-generated, the catalog's own test cases, the proof's
 /// combinations), and the worst-case proof, which a tool without anything
 /// to resolve has none of.
@@ -212,7 +204,6 @@ fn tool_findings(
     if tool.has_upstream_request_rule() {
         out.extend(upstream_request_failure(tool));
     }
-    out.extend(environment(tool));
     if !tool.is_resolvable() {
         return (out, None);
     }
@@ -404,6 +395,23 @@ fn upstream_request_failure(tool: &crate::catalog::Tool) -> Option<Diagnostic> {
         );
     }
     None
+}
+
+/// Rego tests are loaded only by `regent test`, but a parse error in one is
+/// still a broken catalog.
+fn test_file_errors(source: &Source, opts: &BuildOptions) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for f in source
+        .policies
+        .iter()
+        .filter(|f| f.kind == FileKind::PolicyTest)
+    {
+        let mut scratch = policy::new_engine(opts.policy_limits);
+        if let Err(d) = policy::add_policy(&mut scratch, &f.path.to_string_lossy(), &f.text) {
+            out.push(d);
+        }
+    }
+    out
 }
 
 /// Lints every serving policy in one engine (packages of all tools side by

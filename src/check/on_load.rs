@@ -25,10 +25,10 @@ use std::collections::HashMap;
 
 use sha2::{Digest, Sha256};
 
-use super::{case_arguments, case_callers, lint_policies, tool_findings};
-use crate::catalog::{BuildOptions, Catalog, policy};
+use super::{case_arguments, case_callers, lint_policies, test_file_errors, tool_findings};
+use crate::catalog::{BuildOptions, Catalog};
 use crate::diag::{Diagnostic, Severity};
-use crate::source::{FileKind, Source};
+use crate::source::Source;
 
 /// What was run for each tool of the serving catalog, by name: the digest
 /// of its fingerprint and the test cases and callers it was run with.
@@ -84,16 +84,7 @@ pub fn on_load(
 
     let mut all: Vec<Diagnostic> = found.into_iter().flatten().collect();
     all.extend(lint_policies(source, opts));
-    for f in source
-        .policies
-        .iter()
-        .filter(|f| f.kind == FileKind::PolicyTest)
-    {
-        let mut scratch = policy::new_engine(opts.policy_limits);
-        if let Err(d) = policy::add_policy(&mut scratch, &f.path.to_string_lossy(), &f.text) {
-            all.push(d);
-        }
-    }
+    all.extend(test_file_errors(source, opts));
 
     let mut out = OnLoad {
         checked,
@@ -130,16 +121,5 @@ impl OnLoad {
             );
             self.warnings.push(d);
         }
-    }
-}
-
-impl Checked {
-    /// How many tools it holds.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
     }
 }

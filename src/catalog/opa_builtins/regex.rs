@@ -104,6 +104,24 @@ impl Translator {
         }
     }
 
+    /// A repetition operator `op` read from `start` (`*`, `+`, `?` or a
+    /// count): its lazy `?` if one follows, Go's checks, then the output.
+    fn repetition(
+        &mut self,
+        mut op: String,
+        last: Last,
+        last_op_start: usize,
+        start: usize,
+    ) -> Result<(), Refused> {
+        if self.peek() == Some('?') {
+            self.pos += 1;
+            op.push('?');
+        }
+        self.repeat(last, &op, last_op_start, start)?;
+        self.out.push_str(&op);
+        Ok(())
+    }
+
     fn run(&mut self) -> Result<(), Refused> {
         let mut last = Last::None;
         // The text of the last repetition operator, for Go's message.
@@ -113,13 +131,7 @@ impl Translator {
             self.pos += 1;
             match c {
                 '*' | '+' | '?' => {
-                    let mut op = String::from(c);
-                    if self.peek() == Some('?') {
-                        self.pos += 1;
-                        op.push('?');
-                    }
-                    self.repeat(last, &op, last_op_start, start)?;
-                    self.out.push_str(&op);
+                    self.repetition(String::from(c), last, last_op_start, start)?;
                     last = Last::Repeat;
                     last_op_start = start;
                 }
@@ -129,13 +141,8 @@ impl Translator {
                             let text: String = self.chars[start..self.pos].iter().collect();
                             return Err(go(format!("invalid repeat count: `{text}`")));
                         }
-                        let mut op: String = self.chars[start..self.pos].iter().collect();
-                        if self.peek() == Some('?') {
-                            self.pos += 1;
-                            op.push('?');
-                        }
-                        self.repeat(last, &op, last_op_start, start)?;
-                        self.out.push_str(&op);
+                        let op: String = self.chars[start..self.pos].iter().collect();
+                        self.repetition(op, last, last_op_start, start)?;
                         last = Last::Repeat;
                         last_op_start = start;
                     }
