@@ -348,3 +348,33 @@ impl Catalog {
         &self.revision[..12.min(self.revision.len())]
     }
 }
+
+/// For the unit tests of per-tool rules outside the plan (`visibility`,
+/// `upstream_request`): a catalog of tool `a`, whose inputSchema is
+/// `a_schema` (YAML) and whose policy is package `p` holding `rego` when it
+/// is given, and tool `b`, without a policy.
+#[cfg(test)]
+pub(crate) fn two_tool_catalog(a_schema: &str, rego: Option<&str>) -> Catalog {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = if rego.is_some() {
+        "\n    policy: p"
+    } else {
+        ""
+    };
+    std::fs::write(
+        dir.path().join("tools.yaml"),
+        format!(
+            "tools:\n  - name: a\n    inputSchema: {a_schema}{policy}\n  - name: b\n    inputSchema: {{type: object}}\n"
+        ),
+    )
+    .unwrap();
+    if let Some(rego) = rego {
+        std::fs::write(
+            dir.path().join("p.rego"),
+            format!("package p\n\nimport rego.v1\n\n{rego}\n"),
+        )
+        .unwrap();
+    }
+    let source = crate::source::Source::load(&[dir.path().to_path_buf()]).unwrap();
+    build(&source, &Default::default()).unwrap()
+}

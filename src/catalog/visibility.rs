@@ -250,31 +250,10 @@ mod tests {
         }
     }
 
-    /// A catalog of `tools.yaml` and, when given, `p.rego` (package `p`,
-    /// policy of tool `a`; tool `b` has none).
+    /// A catalog of tool `a` (policy `p` when `rego` is given) and tool `b`
+    /// (no policy).
     fn catalog(rego: Option<&str>) -> Catalog {
-        let dir = tempfile::tempdir().unwrap();
-        let policy = if rego.is_some() {
-            "\n    policy: p"
-        } else {
-            ""
-        };
-        std::fs::write(
-            dir.path().join("tools.yaml"),
-            format!(
-                "tools:\n  - name: a\n    inputSchema: {{type: object}}{policy}\n  - name: b\n    inputSchema: {{type: object}}\n"
-            ),
-        )
-        .unwrap();
-        if let Some(rego) = rego {
-            std::fs::write(
-                dir.path().join("p.rego"),
-                format!("package p\n\nimport rego.v1\n\n{rego}\n"),
-            )
-            .unwrap();
-        }
-        let source = crate::source::Source::load(&[dir.path().to_path_buf()]).unwrap();
-        crate::catalog::build(&source, &Default::default()).unwrap()
+        crate::catalog::two_tool_catalog("{type: object}", rego)
     }
 
     fn names<'a>(c: &'a Catalog, caller: Option<&Caller>) -> Vec<&'a str> {

@@ -241,20 +241,13 @@ fn a_tool_that_drifts_from_its_pin_is_quarantined_until_pinned_again() {
 
 #[test]
 fn an_unknown_on_drift_is_a_load_error_at_its_place() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("upstreams.yaml"),
+    let stderr = crate::upstream_stdio::serve_refuses(
         "upstreams:\n  - name: edge\n    command: /no/such/program\n    on_drift: ignore\n",
-    )
-    .unwrap();
-    let out = common::serve_once(dir.path());
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+        "upstreams.yaml:4:5",
+        "`on_drift` of upstream `edge` is `ignore`, which regent does not know",
+    );
     assert!(
-        stderr.contains("upstreams.yaml:4:5")
-            && stderr
-                .contains("`on_drift` of upstream `edge` is `ignore`, which regent does not know")
-            && stderr.contains("write `quarantine` (the default) or `warn`"),
+        stderr.contains("write `quarantine` (the default) or `warn`"),
         "{stderr}"
     );
 }

@@ -32,12 +32,31 @@ fn edge_upstream() {
     if std::env::var_os(MODE_ENV).is_none() {
         return;
     }
-    let out = std::fs::OpenOptions::new()
+    let log = std::env::var_os(LOG_ENV).map(std::path::PathBuf::from);
+    common::upstream::serve(std::io::stdin().lock(), pipe_to_regent(), log.as_deref());
+}
+
+/// The pipe to regent, where an upstream hosted in this binary answers
+/// (descriptor 3; see the module doc).
+pub(crate) fn pipe_to_regent() -> std::fs::File {
+    std::fs::OpenOptions::new()
         .write(true)
         .open("/dev/fd/3")
-        .expect("descriptor 3 is the pipe to regent");
-    let log = std::env::var_os(LOG_ENV).map(std::path::PathBuf::from);
-    common::upstream::serve(std::io::stdin().lock(), out, log.as_deref());
+        .expect("descriptor 3 is the pipe to regent")
+}
+
+/// The `command`, `args` and `env` lines of an upstream declaration that
+/// starts the ignored test `test` of this binary as the upstream (see the
+/// module doc), `set` holding `env` (`KEY: VALUE, ...`).
+pub(crate) fn hosted(test: &str, env: &str) -> String {
+    let exe = std::env::current_exe().unwrap();
+    let script =
+        format!("exec \"$0\" --ignored --exact {test} --nocapture --test-threads=1 3>&1 1>&2");
+    format!(
+        "    command: /bin/sh\n    args: [-c, {script}, {exe}]\n    env:\n      set: {{{env}}}\n",
+        script = json!(script),
+        exe = json!(exe.display().to_string()),
+    )
 }
 
 /// A declaration of the kit's upstream as `name`, with `extra` lines.
@@ -47,14 +66,12 @@ pub(crate) fn declaration(name: &str, log: &Path, extra: &str) -> String {
 
 /// [`declaration`] with more environment entries (`, KEY: VALUE`...).
 pub(crate) fn declaration_env(name: &str, log: &Path, env: &str, extra: &str) -> String {
-    let exe = std::env::current_exe().unwrap();
-    let script = "exec \"$0\" --ignored --exact upstream_edges::edge_upstream --nocapture --test-threads=1 3>&1 1>&2";
-    format!(
-        "  - name: {name}\n    command: /bin/sh\n    args: [-c, {script}, {exe}]\n    env:\n      set: {{{MODE_ENV}: \"1\", {LOG_ENV}: {log}{env}}}\n{extra}",
-        script = json!(script),
-        exe = json!(exe.display().to_string()),
-        log = json!(log.display().to_string()),
-    )
+    let log = json!(log.display().to_string());
+    let hosted = hosted(
+        "upstream_edges::edge_upstream",
+        &format!("{MODE_ENV}: \"1\", {LOG_ENV}: {log}{env}"),
+    );
+    format!("  - name: {name}\n{hosted}{extra}")
 }
 
 pub(crate) fn start(dir: &Path, upstreams: &[String]) -> Server {
@@ -329,19 +346,10 @@ fn a_result_past_the_message_limit_says_it_passed_the_cap_at_once() {
 
 #[test]
 fn a_bad_upstream_max_output_is_a_load_error_at_its_place() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("upstreams.yaml"),
+    crate::upstream_stdio::serve_refuses(
         "upstreams:\n  - name: edge\n    command: /no/such/program\n    max_output: lots\n",
-    )
-    .unwrap();
-    let out = common::serve_once(dir.path());
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("upstreams.yaml:4:5")
-            && stderr.contains("`max_output` of upstream `edge` is not a size: `lots`"),
-        "{stderr}"
+        "upstreams.yaml:4:5",
+        "`max_output` of upstream `edge` is not a size: `lots`",
     );
 }
 

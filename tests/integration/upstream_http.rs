@@ -554,19 +554,25 @@ fn an_upstream_needs_exactly_one_of_command_and_url() {
     }
 }
 
+/// A: `upstream_catalog` in `dir` served over HTTP, watching its catalog
+/// (it reloads on a change and tells its sessions
+/// `notifications/tools/list_changed`), with its decision log, whose path
+/// comes back beside it.
+fn watched_upstream(dir: &Path) -> (HttpServer, std::path::PathBuf) {
+    upstream_catalog(dir);
+    let log = dir.join("decisions.jsonl");
+    let mut cmd = regent();
+    cmd.args(["serve", "--http", "127.0.0.1:0", "--decision-log"])
+        .arg(&log)
+        .arg(dir);
+    (HttpServer::spawn(cmd), log)
+}
+
 #[test]
 fn an_upstreams_list_changed_over_http_reimports_its_tools() {
     let a_dir = tempfile::tempdir().unwrap();
     let b_dir = tempfile::tempdir().unwrap();
-    upstream_catalog(a_dir.path());
-    let log = a_dir.path().join("decisions.jsonl");
-    // Watching its catalog: A reloads on a change and tells its sessions
-    // `notifications/tools/list_changed`.
-    let mut cmd = regent();
-    cmd.args(["serve", "--http", "127.0.0.1:0", "--decision-log"])
-        .arg(&log)
-        .arg(a_dir.path());
-    let a = HttpServer::spawn(cmd);
+    let (a, _log) = watched_upstream(a_dir.path());
     std::fs::write(
         b_dir.path().join("b.yaml"),
         format!(
@@ -991,13 +997,7 @@ deny contains "drafts are not echoed" if startswith(input.arguments.text, "draft
 fn a_url_upstreams_tool_that_drifts_from_the_pin_is_quarantined() {
     let a_dir = tempfile::tempdir().unwrap();
     let b_dir = tempfile::tempdir().unwrap();
-    upstream_catalog(a_dir.path());
-    let log = a_dir.path().join("decisions.jsonl");
-    let mut cmd = regent();
-    cmd.args(["serve", "--http", "127.0.0.1:0", "--decision-log"])
-        .arg(&log)
-        .arg(a_dir.path());
-    let a = HttpServer::spawn(cmd);
+    let (a, log) = watched_upstream(a_dir.path());
     std::fs::write(
         b_dir.path().join("b.yaml"),
         format!(

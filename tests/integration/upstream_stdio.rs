@@ -239,14 +239,15 @@ fn an_upstreams_tools_are_governed_and_forwarded() {
 
 /// `serve` on a catalog holding only `upstreams.yaml` with `yaml` must
 /// refuse to start, its standard error naming the place `at` and saying
-/// `says`.
-fn serve_refuses(yaml: &str, at: &str, says: &str) {
+/// `says`; returns that standard error.
+pub(crate) fn serve_refuses(yaml: &str, at: &str, says: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("upstreams.yaml"), yaml).unwrap();
     let out = common::serve_once(dir.path());
     assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(stderr.contains(at) && stderr.contains(says), "{stderr}");
+    stderr
 }
 
 /// One test per row: `name: upstreams.yaml, the place, what it says`.

@@ -12,6 +12,7 @@
 //! `REGENT_SUITE_UPSTREAM` is set.
 
 use crate::common;
+use crate::upstream_edges;
 
 use std::path::Path;
 
@@ -29,11 +30,7 @@ fn suite_upstream() {
     if std::env::var_os(MODE_ENV).is_none() {
         return;
     }
-    let out = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/fd/3")
-        .expect("descriptor 3 is the pipe to regent");
-    common::suite::serve(std::io::stdin().lock(), out);
+    common::suite::serve(std::io::stdin().lock(), upstream_edges::pipe_to_regent());
 }
 
 fn fixture() -> std::path::PathBuf {
@@ -64,15 +61,13 @@ fn the_conformance_fixture_checks_clean_and_pins_what_the_kit_lists() {
 
 /// regent over stdio in `era`, serving the kit's suite upstream whole.
 fn serve(dir: &Path, era: Era) -> Server {
-    let exe = std::env::current_exe().unwrap();
-    let script = "exec \"$0\" --ignored --exact upstream_suite::suite_upstream --nocapture --test-threads=1 3>&1 1>&2";
+    let hosted = upstream_edges::hosted(
+        "upstream_suite::suite_upstream",
+        &format!("{MODE_ENV}: \"1\""),
+    );
     std::fs::write(
         dir.join("upstreams.yaml"),
-        format!(
-            "upstreams:\n  - name: suite\n    command: /bin/sh\n    args: [-c, {script}, {exe}]\n    env:\n      set: {{{MODE_ENV}: \"1\"}}\n",
-            script = json!(script),
-            exe = json!(exe.display().to_string()),
-        ),
+        format!("upstreams:\n  - name: suite\n{hosted}"),
     )
     .unwrap();
     let mut cmd = regent();
