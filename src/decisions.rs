@@ -860,19 +860,7 @@ struct OpaResult<'a> {
 
 /// The size of `v` as compact JSON, without making the text.
 fn json_size(v: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut n = Count(0);
-    let _ = serde_json::to_writer(&mut n, v);
-    n.0
+    crate::diag::json_size(v, usize::MAX)
 }
 
 /// `text`, or its first [`CUT_KEEPS`] bytes (at a character boundary) and

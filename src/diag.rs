@@ -325,6 +325,27 @@ pub fn display_path(path: &Path) -> PathBuf {
         .unwrap_or_else(|| path.to_path_buf())
 }
 
+/// The size of `v` as compact JSON, without making the text; counting stops
+/// once it passes `stop_after` (the answer is then some size over it).
+pub fn json_size(v: &serde_json::Value, stop_after: usize) -> usize {
+    struct Count(usize, usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            if self.0 > self.1 {
+                return Err(std::io::ErrorKind::FileTooLarge.into());
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0, stop_after);
+    let _ = serde_json::to_writer(&mut n, v);
+    n.0
+}
+
 /// A JSON value's kind as a message names it: "a string", "an object", "null".
 pub fn json_kind(v: &serde_json::Value) -> &'static str {
     use serde_json::Value;

@@ -19,11 +19,14 @@
 //! which rmcp checks), and any request that brings `_meta`.
 
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 use rmcp::model::{CustomRequest, Extensions, ServerJsonRpcMessage, ServerResult};
+use tokio::sync::Semaphore;
 
 use super::Regent;
 use super::negotiation::Negotiated;
+use super::pace;
 use super::transport::{Custom, encode};
 
 /// What the session negotiated, set once its 2025-era handshake is over
@@ -31,7 +34,9 @@ use super::transport::{Custom, encode};
 /// server it was split from, and by no other session.
 pub type Session = Arc<OnceLock<Negotiated>>;
 
-/// The stdio transport's way to the server's answers.
+/// The stdio transport's way to the server's answers. Cloned for an answer
+/// computed off the transport's thread (see [`pace`]).
+#[derive(Clone)]
 pub struct Direct {
     regent: Regent,
     session: Session,
@@ -50,10 +55,47 @@ impl Direct {
         request.meta.is_none().then_some(negotiated)
     }
 
+    /// Whether `request`, `bytes` long, is answered in place (its tool's
+    /// [`pace`]), and the tool's record for [`Direct::answer`].
+    pub(super) fn in_place(
+        &self,
+        request: &Custom,
+        bytes: usize,
+    ) -> (bool, Option<Arc<pace::Tool>>) {
+        match pace::tool_name(request.params.as_ref()) {
+            Some(name) if pace::paced(&request.method) => {
+                self.regent
+                    .pace
+                    .in_place(&self.regent.state.current(), name, bytes)
+            }
+            _ => (true, None),
+        }
+    }
+
+    /// The bound on answers computed off the transport's thread at once.
+    pub(super) fn off_thread(&self) -> Arc<Semaphore> {
+        self.regent.pace.off_thread.clone()
+    }
+
     /// The whole answer line to `request`, newline included (empty in the
     /// unreachable case that it cannot be encoded), with what
-    /// [`takes`](Direct::takes) returned for it.
-    pub(super) fn answer(&self, request: Custom, negotiated: Negotiated) -> Vec<u8> {
+    /// [`takes`](Direct::takes) returned for it. The time it took goes to
+    /// the tool's `record`.
+    pub(super) fn answer(
+        &self,
+        request: Custom,
+        negotiated: Negotiated,
+        record: Option<Arc<pace::Tool>>,
+    ) -> Vec<u8> {
+        let started = Instant::now();
+        let line = self.line(request, negotiated);
+        if let Some(record) = record {
+            record.took(started.elapsed());
+        }
+        line
+    }
+
+    fn line(&self, request: Custom, negotiated: Negotiated) -> Vec<u8> {
         let Custom {
             id, method, params, ..
         } = request;

@@ -16,6 +16,7 @@ mod errors;
 pub mod input;
 pub mod negotiation;
 mod notify;
+pub mod pace;
 pub mod transport;
 pub mod upstream_requests;
 pub mod wire;
@@ -74,6 +75,9 @@ pub struct Regent {
     /// the upstream log messages relayed to it. Each clone starts unset:
     /// rmcp makes each HTTP session's handler by cloning this one.
     log_level: SessionLevel,
+    /// Which tools' resolves are evaluated in place and which on a thread
+    /// of their own (see [`pace`]); shared by every session.
+    pace: Arc<pace::Pace>,
 }
 
 /// A session's `logging/setLevel`, unset in every clone (see
@@ -131,6 +135,7 @@ impl Regent {
             metrics: None,
             session: None,
             log_level: SessionLevel::default(),
+            pace: Arc::new(pace::Pace::default()),
         }
     }
 
@@ -368,6 +373,59 @@ impl Regent {
         let r = value.map(CustomResult::new);
         self.record(label, count::custom_timed(label), started, &r, count::ok);
         r
+    }
+}
+
+impl Regent {
+    /// [`Regent::custom`], with a resolve's evaluation in place or on a
+    /// thread of its own as its tool's [`pace`] says, so that a slow policy
+    /// holds up no other request of the session.
+    async fn custom_paced(
+        &self,
+        request: CustomRequest,
+        result_type: bool,
+        negotiated: Negotiated,
+        caller: Option<Arc<Caller>>,
+    ) -> Result<CustomResult, ErrorData> {
+        let (here, record) = match pace::tool_name(request.params.as_ref()) {
+            Some(name) if pace::paced(&request.method) => {
+                // rmcp has parsed the request already; its size is not known
+                // here, and its arguments' size is what matters.
+                let bytes = request
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("arguments"))
+                    .map_or(0, |a| crate::diag::json_size(a, pace::MAX_IN_PLACE_BYTES));
+                self.pace.in_place(&self.state.current(), name, bytes)
+            }
+            _ => (true, None),
+        };
+        if here {
+            let started = Instant::now();
+            let r = self.custom(request, result_type, negotiated, caller);
+            if let Some(record) = record {
+                record.took(started.elapsed());
+            }
+            return r;
+        }
+        let permit = self.pace.off_thread.clone().acquire_owned().await;
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let started = Instant::now();
+            let r = me.custom(request, result_type, negotiated, caller);
+            if let Some(record) = record {
+                record.took(started.elapsed());
+            }
+            r
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(ErrorData::internal_error(
+                format!("the policy evaluation did not finish: {e}"),
+                None,
+            ))
+        })
     }
 }
 
@@ -671,7 +729,8 @@ impl ServerHandler for Regent {
     ) -> Result<CustomResult, ErrorData> {
         let result_type = has_result_type(&ctx);
         let negotiated = Negotiated::for_request(&ctx, result_type);
-        self.custom(request, result_type, negotiated, self.caller(&ctx))
+        self.custom_paced(request, result_type, negotiated, self.caller(&ctx))
+            .await
     }
 
     /// A 2025-11-25-era session is ready: from now on, tell it when the tool

@@ -87,6 +87,11 @@ impl Pending {
         self.ids().len()
     }
 
+    /// Whether `id` still waits for its answer (not cancelled).
+    fn waiting(&self, id: &RequestId) -> bool {
+        self.ids().contains(&id.to_string())
+    }
+
     /// `id` needs no answer any more (answered, or cancelled).
     fn done(&self, id: &RequestId) {
         if self.ids().remove(&id.to_string()) {
@@ -241,6 +246,52 @@ where
         msg
     }
 
+    /// Has `request` answered by [`Direct`] on a thread of its own, while
+    /// this transport goes on reading (see [`super::pace`]). The answer is
+    /// written when ready, in whatever order; one the client cancelled in
+    /// the meantime is not written.
+    fn answer_off_thread(
+        &self,
+        direct: &Direct,
+        request: super::transport::Custom,
+        negotiated: super::Negotiated,
+        record: Option<Arc<super::pace::Tool>>,
+    ) {
+        let id = request.id.clone();
+        self.pending.ids().insert(id.to_string());
+        let direct = direct.clone();
+        let permits = direct.off_thread();
+        let write = self.write.clone();
+        let reader_idle = self.reader_idle.clone();
+        let pending = self.pending.clone();
+        tokio::spawn(async move {
+            let permit = permits.acquire_owned().await;
+            let answer_id = id.clone();
+            let bytes = tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                direct.answer(request, negotiated, record)
+            })
+            .await
+            .unwrap_or_else(|e| {
+                let error = rmcp::ErrorData::internal_error(
+                    format!("the policy evaluation did not finish: {e}"),
+                    None,
+                );
+                let mut bytes =
+                    encode(ServerJsonRpcMessage::error(error, Some(answer_id))).unwrap_or_default();
+                bytes.push(b'\n');
+                bytes
+            });
+            if !bytes.is_empty()
+                && pending.waiting(&id)
+                && let Err(e) = write_answer(&write, &reader_idle, &bytes).await
+            {
+                tracing::debug!("stdout write failed: {e}");
+            }
+            pending.done(&id);
+        });
+    }
+
     /// Writes the answers of our own waiting in `unsent` (also those left
     /// by a dropped `receive`), flushing them when `flush`. Direct answers
     /// are not flushed here: like rmcp's, they go out when the reader runs
@@ -299,14 +350,7 @@ where
             let written = async {
                 let mut bytes = bytes?;
                 bytes.push(b'\n');
-                let mut w = write.lock().await;
-                w.write_all(&bytes).await?;
-                // While the reader still has requests buffered it will flush
-                // when it runs dry (see `reader_idle`); otherwise flush now.
-                if reader_idle.load(Ordering::SeqCst) {
-                    w.flush().await?;
-                }
-                Ok(())
+                write_answer(&write, &reader_idle, &bytes).await
             }
             .await;
             if let Some(id) = answers {
@@ -352,7 +396,12 @@ where
                 if let Some(direct) = &self.direct
                     && let Some(negotiated) = direct.takes(&request)
                 {
-                    let bytes = direct.answer(request, negotiated);
+                    let (here, record) = direct.in_place(&request, self.line.len());
+                    if !here {
+                        self.answer_off_thread(direct, request, negotiated, record);
+                        continue;
+                    }
+                    let bytes = direct.answer(request, negotiated, record);
                     if !bytes.is_empty() {
                         self.unsent.push(bytes);
                     }
@@ -397,6 +446,23 @@ where
         let mut w = self.write.lock().await;
         w.flush().await
     }
+}
+
+/// Writes one whole answer line. While the reader still has requests
+/// buffered it will flush when it runs dry (see `reader_idle`); otherwise
+/// the answer is flushed now. The flag is read under the writer's lock (see
+/// `flush_before_waiting`).
+async fn write_answer<W: AsyncWrite + Unpin>(
+    write: &Mutex<BufWriter<W>>,
+    reader_idle: &AtomicBool,
+    bytes: &[u8],
+) -> std::io::Result<()> {
+    let mut w = write.lock().await;
+    w.write_all(bytes).await?;
+    if reader_idle.load(Ordering::SeqCst) {
+        w.flush().await?;
+    }
+    Ok(())
 }
 
 /// The methods regent serves through rmcp's custom-request hook.

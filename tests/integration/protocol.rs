@@ -801,3 +801,46 @@ fn direct_answers_equal_rmcp_s() {
         "every plain request, and none with _meta, is answered directly:\n{log}"
     );
 }
+
+/// A slow policy evaluation holds up nothing else of the session (issue 28):
+/// a ping sent right after a resolve that runs into the time limit is
+/// answered first, on the direct path (2025-11-25) and through rmcp
+/// (2026-07-28); for a tool never seen, and for one that turned slow after
+/// its evaluations had been fast enough to run in place (`protocol::pace`).
+#[test]
+fn a_slow_evaluation_holds_up_nothing_else() {
+    let catalog = repo_path("tests/cases/runaway_policy");
+    let slow = json!({"name": "spin", "arguments": {"n": 100000}});
+    let fast = json!({"name": "spin", "arguments": {"n": 2}});
+    // The ids of the next two answers, in the order they came.
+    let answered_first = |s: &mut Server, slow: i64, ping: i64| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut ids = Vec::new();
+        while ids.len() < 2 {
+            let m = s.next_message(deadline);
+            if m.get("method").is_none() {
+                ids.push(m["id"].as_i64().unwrap());
+            }
+        }
+        assert_eq!(ids, [ping, slow], "the ping waited for the slow resolve");
+    };
+    for era in Era::ALL {
+        let mut s = Server::start(era, &["--skip-load-check", catalog.to_str().unwrap()]);
+        s.request("ping", json!({}));
+        let id = s.send_request("tools/resolve", slow.clone());
+        let ping = s.send_request("ping", json!({}));
+        answered_first(&mut s, id, ping);
+
+        for _ in 0..2 * 8 {
+            let r = s.request("tools/resolve", fast.clone());
+            assert!(r.get("result").is_some(), "{r}");
+        }
+        // Possibly in place (a tool that had earned it turns slow once)...
+        let e = s.expect_error("tools/resolve", slow.clone());
+        assert_eq!(e["data"]["reason"], json!("policy-timeout"), "{e}");
+        // ...and from then on off the session's thread.
+        let id = s.send_request("tools/resolve", slow.clone());
+        let ping = s.send_request("ping", json!({}));
+        answered_first(&mut s, id, ping);
+    }
+}

@@ -1,0 +1,191 @@
+//! Where a resolve's policy evaluation runs: in place, on the thread that
+//! reads the session's requests, or on a thread of its own while that thread
+//! goes on serving the session.
+//!
+//! Why: stdio serves one session on one thread (a single-threaded runtime,
+//! and `direct` answers resolves as the line is read), which is what makes it
+//! fast, and an evaluation there holds up everything behind it: a policy that
+//! takes 200 ms delays the session's ping, its other resolves, and the
+//! progress and results of its calls by 200 ms. Handing every evaluation to
+//! another thread costs two thread wake-ups per request, more than a whole
+//! resolve takes (a few µs). So a tool earns in-place evaluation: it starts
+//! off the I/O thread, and is evaluated in place once its last [`EARN`]
+//! evaluations all took under [`FAST`]. One slow evaluation sends it back off
+//! the thread and it must earn its place again, four times as long each time
+//! (up to [`MAX_EARN`]). Requests over [`MAX_IN_PLACE_BYTES`] never run in
+//! place: their size alone can make an evaluation slow.
+//!
+//! What it guarantees: a tool whose evaluations have been slow never holds up
+//! the session again while it stays slow; a tool that turns slow on some
+//! arguments (say a policy whose cost depends on the input) holds it up once,
+//! for at most the policy timeout, and then runs off the thread. What it
+//! leaves to others: evaluating (`Regent::custom`), timing out an evaluation
+//! (the catalog's budget), and ordering the answers (JSON-RPC answers may
+//! arrive in any order; the transports write each when it is ready).
+//!
+//! The pace of each tool is kept per catalog revision: a reload may make a
+//! slow tool fast or the reverse, so every tool earns its place anew.
+//! The table is bounded by the catalog's tool count: only names of tools the
+//! catalog has are kept.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+
+use crate::catalog::Catalog;
+
+/// An evaluation under this is fast enough to run in place.
+pub const FAST: Duration = Duration::from_micros(500);
+
+/// How many fast evaluations in a row a tool needs before it runs in place.
+pub const EARN: u32 = 8;
+
+/// The most a tool that keeps turning slow must earn.
+pub const MAX_EARN: u32 = 1 << 16;
+
+/// Requests larger than this are evaluated off the I/O thread.
+pub const MAX_IN_PLACE_BYTES: usize = 64 * 1024;
+
+/// The pace of every tool of the current catalog, shared by every session
+/// of a server, and the bound on evaluations running off the I/O thread.
+pub struct Pace {
+    table: Mutex<Table>,
+    /// Evaluations running on threads of their own at once; more wait for a
+    /// permit (off the I/O thread). Without it, a flood of slow resolves over
+    /// HTTP would start one thread each.
+    pub(super) off_thread: Arc<Semaphore>,
+}
+
+#[derive(Default)]
+struct Table {
+    revision: String,
+    tools: HashMap<String, Arc<Tool>>,
+}
+
+/// One tool's record: fast evaluations in a row, and how many it needs.
+pub struct Tool {
+    streak: AtomicU32,
+    needed: AtomicU32,
+}
+
+impl Default for Pace {
+    fn default() -> Pace {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Pace {
+            table: Mutex::new(Table::default()),
+            off_thread: Arc::new(Semaphore::new(2 * cores)),
+        }
+    }
+}
+
+impl Pace {
+    /// The record of tool `name` of `catalog`, `None` for a name the catalog
+    /// does not have (answered at once with an error, in place).
+    pub fn tool(&self, catalog: &Catalog, name: &str) -> Option<Arc<Tool>> {
+        catalog.tool(name)?;
+        let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        if table.revision != catalog.revision {
+            table.revision.clone_from(&catalog.revision);
+            table.tools.clear();
+        }
+        if let Some(t) = table.tools.get(name) {
+            return Some(t.clone());
+        }
+        let t = Arc::new(Tool {
+            streak: AtomicU32::new(0),
+            needed: AtomicU32::new(EARN),
+        });
+        table.tools.insert(name.to_string(), t.clone());
+        Some(t)
+    }
+
+    /// Whether a request for `name`, `bytes` long, is evaluated in place.
+    /// Returns the tool's record to pass to [`Tool::took`] either way.
+    pub fn in_place(
+        &self,
+        catalog: &Catalog,
+        name: &str,
+        bytes: usize,
+    ) -> (bool, Option<Arc<Tool>>) {
+        let Some(tool) = self.tool(catalog, name) else {
+            return (true, None);
+        };
+        (bytes <= MAX_IN_PLACE_BYTES && tool.earned(), Some(tool))
+    }
+}
+
+impl Tool {
+    fn earned(&self) -> bool {
+        self.streak.load(Ordering::Relaxed) >= self.needed.load(Ordering::Relaxed)
+    }
+
+    /// Records how long one evaluation of this tool took.
+    pub fn took(&self, elapsed: Duration) {
+        if elapsed < FAST {
+            // Saturating: a long run of fast ones must not wrap to 0.
+            let _ = self
+                .streak
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| s.checked_add(1));
+        } else {
+            self.streak.store(0, Ordering::Relaxed);
+            let needed = self.needed.load(Ordering::Relaxed);
+            self.needed
+                .store((needed.saturating_mul(4)).min(MAX_EARN), Ordering::Relaxed);
+        }
+    }
+}
+
+/// Whether requests of `method` are paced: the two that evaluate a policy
+/// (everything else `Regent::custom` answers is answered in place).
+pub fn paced(method: &str) -> bool {
+    matches!(method, "tools/resolve" | "tools/annotations")
+}
+
+/// The `name` of a `tools/resolve`-shaped request's params, if it has one.
+pub fn tool_name(params: Option<&serde_json::Value>) -> Option<&str> {
+    params?.get("name")?.as_str()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> Tool {
+        Tool {
+            streak: AtomicU32::new(0),
+            needed: AtomicU32::new(EARN),
+        }
+    }
+
+    #[test]
+    fn a_tool_earns_its_place_and_loses_it_for_longer() {
+        let t = record();
+        for _ in 0..EARN {
+            assert!(!t.earned());
+            t.took(Duration::from_micros(5));
+        }
+        assert!(t.earned());
+        t.took(Duration::from_millis(20));
+        assert!(!t.earned());
+        for _ in 0..EARN {
+            t.took(Duration::from_micros(5));
+        }
+        assert!(!t.earned(), "a tool that turned slow must earn 4× longer");
+        for _ in 0..3 * EARN {
+            t.took(Duration::from_micros(5));
+        }
+        assert!(t.earned());
+    }
+
+    #[test]
+    fn what_a_tool_must_earn_is_bounded() {
+        let t = record();
+        for _ in 0..40 {
+            t.took(Duration::from_secs(1));
+        }
+        assert_eq!(t.needed.load(Ordering::Relaxed), MAX_EARN);
+    }
+}
