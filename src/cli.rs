@@ -339,6 +339,20 @@ pub struct HttpArgs {
     #[arg(long = "jwt-audience", value_name = "AUD", requires = "jwks")]
     pub jwt_audiences: Vec<String>,
 
+    /// The JWT signature algorithms accepted (public-key ones only: `none` and HS* are refused)
+    #[arg(
+        long,
+        value_name = "ALG,...",
+        value_delimiter = ',',
+        default_value = crate::http::jwt::DEFAULT_ALGORITHMS,
+        requires = "jwks"
+    )]
+    pub jwt_algorithms: Vec<String>,
+
+    /// Clock skew allowed when checking a JWT's `exp` and `nbf`, in seconds
+    #[arg(long, value_name = "SECS", default_value_t = 60, requires = "jwks")]
+    pub jwt_leeway_seconds: u64,
+
     /// This server's OAuth resource identifier (e.g. https://mcp.example.com/mcp): serves its protected resource metadata (RFC 9728), names it in every 401, and is an audience tokens may name; needs a JWT key set
     #[arg(long, value_name = "URL", requires = "http")]
     pub oauth_resource: Option<String>,
@@ -363,20 +377,6 @@ pub struct HttpArgs {
     /// A page for people about this server, for the metadata's resource_documentation
     #[arg(long, value_name = "URL", requires = "http")]
     pub oauth_resource_documentation: Option<String>,
-
-    /// The JWT signature algorithms accepted (public-key ones only: `none` and HS* are refused)
-    #[arg(
-        long,
-        value_name = "ALG,...",
-        value_delimiter = ',',
-        default_value = crate::http::jwt::DEFAULT_ALGORITHMS,
-        requires = "jwks"
-    )]
-    pub jwt_algorithms: Vec<String>,
-
-    /// Clock skew allowed when checking a JWT's `exp` and `nbf`, in seconds
-    #[arg(long, value_name = "SECS", default_value_t = 60, requires = "jwks")]
-    pub jwt_leeway_seconds: u64,
 
     /// The largest request body accepted, in bytes
     #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024, requires = "http")]

@@ -92,6 +92,20 @@ impl ResourceMetadata {
         };
         let resource = resource.trim().to_string();
         let parsed = check_url("--oauth-resource", &resource, false)?;
+        // Clients compare the identifier as a string (the document's
+        // `resource`, a token's `aud`) and build the well-known URL from
+        // it: it must already be in the form a URL parser gives back, or
+        // the two sides would disagree about `https://MCP.example.com/a/../mcp`.
+        let normal = parsed.as_str();
+        if normal != resource && normal != format!("{resource}/") {
+            return Err(format!(
+                "error: --oauth-resource {resource:?} is not in normal form, so clients would compare it differently\n  help: write it as {:?}",
+                normal
+                    .strip_suffix('/')
+                    .filter(|_| parsed.path() == "/")
+                    .unwrap_or(normal)
+            ));
+        }
         let mut servers = Vec::new();
         for s in &flags.authorization_servers {
             let s = s.trim();
@@ -102,8 +116,9 @@ impl ResourceMetadata {
         }
         if servers.is_empty() {
             check_url("--jwt-issuer", issuer, false).map_err(|e| {
+                let why = e.lines().next().unwrap_or_default();
                 format!(
-                    "{e}\n  note: without --oauth-authorization-server, the issuer is advertised as the authorization server\n  help: or give --oauth-authorization-server URL"
+                    "{why}, and without --oauth-authorization-server the issuer is the authorization server the metadata names\n  help: give --oauth-authorization-server URL, the identity provider's issuer URL"
                 )
             })?;
             servers.push(issuer.to_string());
@@ -177,8 +192,20 @@ impl ResourceMetadata {
     }
 }
 
-/// `GET` (and `HEAD`) of the document: 200, `application/json`, cacheable.
-pub async fn serve(State(meta): State<Arc<ResourceMetadata>>) -> Response {
+/// The routes the document needs: the plain well-known path and every path
+/// under it. [`serve`] answers only the document's two paths; matching
+/// them there, not in axum's route table, keeps a resource path with
+/// characters axum's route syntax reserves (`:`, `*`) from mattering.
+pub const ROUTES: [&str; 2] = [WELL_KNOWN, "/.well-known/oauth-protected-resource/{*rest}"];
+
+/// `GET` (and `HEAD`) of the document at its paths: 200, `application/json`,
+/// cacheable; 404 under the well-known prefix otherwise.
+pub async fn serve(State(meta): State<Arc<ResourceMetadata>>, uri: http::Uri) -> Response {
+    if !meta.paths().iter().any(|p| p == uri.path()) {
+        let mut r = Response::new(Body::from("Not Found"));
+        *r.status_mut() = StatusCode::NOT_FOUND;
+        return r;
+    }
     let mut r = Response::new(Body::from(meta.body.to_string()));
     *r.status_mut() = StatusCode::OK;
     let h = r.headers_mut();
@@ -306,6 +333,28 @@ mod tests {
                 "{ok}"
             );
         }
+    }
+
+    #[test]
+    fn the_resource_must_be_written_in_normal_form() {
+        for (given, normal) in [
+            ("https://MCP.example.com/mcp", "https://mcp.example.com/mcp"),
+            ("https://x/a/../mcp", "https://x/mcp"),
+            ("https://x:443/mcp", "https://x/mcp"),
+            ("HTTPS://x", "https://x"),
+        ] {
+            let e = ResourceMetadata::build(&flags(given), "https://idp").unwrap_err();
+            assert!(
+                e.contains(&format!("write it as {normal:?}")),
+                "{given}: {e}"
+            );
+        }
+        let e = ResourceMetadata::build(&flags("https://x/mcp"), "idp").unwrap_err();
+        assert!(
+            e.starts_with(r#"error: --jwt-issuer "idp" is not a URL"#)
+                && e.contains("give --oauth-authorization-server URL"),
+            "{e}"
+        );
     }
 
     #[test]

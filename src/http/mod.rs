@@ -263,9 +263,9 @@ where
     // read the document could not call the server anyway.
     let mut metadata_route = Router::new();
     if let Some(meta) = oauth {
-        for path in meta.paths() {
+        for path in metadata::ROUTES {
             metadata_route =
-                metadata_route.route(&path, get(metadata::serve).with_state(meta.clone()));
+                metadata_route.route(path, get(metadata::serve).with_state(meta.clone()));
         }
     }
     let metadata_route =
