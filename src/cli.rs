@@ -311,11 +311,11 @@ pub struct HttpArgs {
     pub auth_token_file: Option<PathBuf>,
 
     /// Require a JWT bearer token signed by a key of the JWKS (JSON Web Key Set) at PATH; its claims reach policies as `input.caller`
-    #[arg(long, value_name = "PATH", group = "jwks", requires_all = ["http", "jwt_issuer", "jwt_audiences"])]
+    #[arg(long, value_name = "PATH", group = "jwks", requires_all = ["http", "jwt_issuer"])]
     pub jwt_jwks_file: Option<PathBuf>,
 
     /// As --jwt-jwks-file, with the JWKS fetched from an https:// URL (the identity provider's jwks_uri), refetched periodically and when a token names an unknown key id
-    #[arg(long, value_name = "URL", group = "jwks", requires_all = ["http", "jwt_issuer", "jwt_audiences"])]
+    #[arg(long, value_name = "URL", group = "jwks", requires_all = ["http", "jwt_issuer"])]
     pub jwt_jwks_url: Option<String>,
 
     /// How often the JWKS of --jwt-jwks-url is refetched, in seconds
@@ -335,7 +335,7 @@ pub struct HttpArgs {
     #[arg(long, value_name = "ISS", requires = "jwks")]
     pub jwt_issuer: Option<String>,
 
-    /// An audience (`aud`) a JWT may name; repeatable; the token must name one of them
+    /// An audience (`aud`) a JWT may name; repeatable; the token must name one of them (--oauth-resource is one too)
     #[arg(long = "jwt-audience", value_name = "AUD", requires = "jwks")]
     pub jwt_audiences: Vec<String>,
 
@@ -352,6 +352,31 @@ pub struct HttpArgs {
     /// Clock skew allowed when checking a JWT's `exp` and `nbf`, in seconds
     #[arg(long, value_name = "SECS", default_value_t = 60, requires = "jwks")]
     pub jwt_leeway_seconds: u64,
+
+    /// This server's OAuth resource identifier (e.g. https://mcp.example.com/mcp): serves its protected resource metadata (RFC 9728), names it in every 401, and is an audience tokens may name; needs a JWT key set
+    #[arg(long, value_name = "URL", requires = "http")]
+    pub oauth_resource: Option<String>,
+
+    /// An authorization server (issuer URL) clients get tokens from, for the metadata; repeatable; default: --jwt-issuer
+    #[arg(
+        long = "oauth-authorization-server",
+        value_name = "URL",
+        requires = "http"
+    )]
+    pub oauth_authorization_servers: Vec<String>,
+
+    /// A scope this server understands, for the metadata and the 401's scope; repeatable or comma-separated
+    #[arg(
+        long = "oauth-scopes-supported",
+        value_name = "SCOPE,...",
+        value_delimiter = ',',
+        requires = "http"
+    )]
+    pub oauth_scopes_supported: Vec<String>,
+
+    /// A page for people about this server, for the metadata's resource_documentation
+    #[arg(long, value_name = "URL", requires = "http")]
+    pub oauth_resource_documentation: Option<String>,
 
     /// The largest request body accepted, in bytes
     #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024, requires = "http")]

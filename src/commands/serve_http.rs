@@ -12,6 +12,7 @@ use rmcp::ServerHandler;
 
 use super::{Failure, exit};
 use crate::cli::HttpArgs;
+use crate::http::metadata::{OAuthFlags, ResourceMetadata};
 use crate::http::{self, HttpOptions, jwt};
 use crate::metrics::Metrics;
 use crate::state::CatalogState;
@@ -125,7 +126,8 @@ pub fn options(args: &HttpArgs, env_token: Option<String>) -> Result<HttpOptions
             port = addr.port()
         ));
     }
-    let jwt = jwt(args)?;
+    let flags = oauth_flags(args);
+    let (jwt, oauth) = jwt(args, &flags)?;
     if jwt.is_some() && env_token.is_some() {
         return Err(format!(
             "error: both a JWT key set (--jwt-jwks-file or --jwt-jwks-url) and {TOKEN_ENV} are set\n  help: a server checks either a static token or JWTs; unset {TOKEN_ENV}"
@@ -173,6 +175,7 @@ pub fn options(args: &HttpArgs, env_token: Option<String>) -> Result<HttpOptions
         allowed_origins,
         auth_token,
         jwt,
+        oauth,
         max_body_bytes: args.max_body_bytes,
         max_connections: args.max_connections,
         request_timeout: Duration::from_secs(args.request_timeout_secs),
@@ -192,10 +195,27 @@ fn add_bound_ip(hosts: &mut Vec<String>, addr: SocketAddr) {
     }
 }
 
+fn oauth_flags(args: &HttpArgs) -> OAuthFlags {
+    OAuthFlags {
+        resource: args.oauth_resource.clone(),
+        authorization_servers: args.oauth_authorization_servers.clone(),
+        scopes_supported: args.oauth_scopes_supported.clone(),
+        resource_documentation: args.oauth_resource_documentation.clone(),
+    }
+}
+
 /// The JWT verifier, when `--jwt-jwks-file` or `--jwt-jwks-url` is given:
 /// the allow-list is checked and the key set read (or fetched) now, so a
-/// bad one fails start-up.
-fn jwt(args: &HttpArgs) -> Result<Option<Arc<jwt::Verifier>>, String> {
+/// bad one fails start-up; and the protected resource metadata, when
+/// `--oauth-resource` is given too. The `--oauth-*` flags without a key set
+/// are refused: they would advertise tokens nobody checks.
+///
+/// The audiences a token may name are `--jwt-audience`'s and the resource
+/// identifier (RFC 8707: a token for this server names it in `aud`); one of
+/// the two is needed.
+type Jwt = (Option<Arc<jwt::Verifier>>, Option<Arc<ResourceMetadata>>);
+
+fn jwt(args: &HttpArgs, flags: &OAuthFlags) -> Result<Jwt, String> {
     let (jwks, flag) = match (&args.jwt_jwks_file, &args.jwt_jwks_url) {
         (Some(_), Some(_)) => {
             return Err(
@@ -211,7 +231,13 @@ fn jwt(args: &HttpArgs) -> Result<Option<Arc<jwt::Verifier>>, String> {
             },
             "--jwt-jwks-url",
         ),
-        (None, None) => return Ok(None),
+        (None, None) if flags.any() => {
+            return Err(format!(
+                "error: {} given without JWT verification, so the server would advertise OAuth protection it does not check\n  help: add --jwt-jwks-file PATH or --jwt-jwks-url URL (with --jwt-issuer), or drop the --oauth-* flags",
+                flags.given().join(", ")
+            ));
+        }
+        (None, None) => return Ok((None, None)),
     };
     let issuer = args
         .jwt_issuer
@@ -220,19 +246,40 @@ fn jwt(args: &HttpArgs) -> Result<Option<Arc<jwt::Verifier>>, String> {
         .ok_or(format!(
             "error: {flag} needs --jwt-issuer ISS, the issuer tokens must name"
         ))?;
-    if args.jwt_audiences.iter().all(|a| a.trim().is_empty()) {
+    let oauth = match flags.any() {
+        true => Some(Arc::new(ResourceMetadata::build(flags, &issuer)?)),
+        false => None,
+    };
+    let mut audiences: Vec<String> = args
+        .jwt_audiences
+        .iter()
+        .filter(|a| !a.trim().is_empty())
+        .cloned()
+        .collect();
+    if let Some(meta) = &oauth
+        && !audiences.contains(&meta.resource)
+    {
+        audiences.push(meta.resource.clone());
+    }
+    if audiences.is_empty() {
         return Err(format!(
-            "error: {flag} needs --jwt-audience AUD, an audience tokens must name (this server's identifier at the identity provider)"
+            "error: {flag} needs --jwt-audience AUD or --oauth-resource URL, an audience tokens must name (this server's identifier at the identity provider)"
         ));
+    }
+    if oauth.is_none() {
+        tracing::warn!(
+            "JWTs are verified but no --oauth-resource is given: clients get no resource_metadata in a 401 and cannot discover the authorization server on their own (MCP clients need it; see docs/http.md, Authorization)"
+        );
     }
     let cfg = jwt::JwtConfig {
         jwks,
         issuer,
-        audiences: args.jwt_audiences.clone(),
+        audiences,
         algorithms: jwt::parse_algorithms(&args.jwt_algorithms)?,
         leeway_seconds: args.jwt_leeway_seconds,
     };
-    jwt::Verifier::load(&cfg).map(|v| Some(Arc::new(v)))
+    let verifier = jwt::Verifier::load(&cfg)?;
+    Ok((Some(Arc::new(verifier)), oauth))
 }
 
 fn token(args: &HttpArgs, env_token: Option<String>) -> Result<Option<String>, String> {

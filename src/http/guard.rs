@@ -3,7 +3,7 @@
 //!
 //! - [`authenticate`]: optional bearer token, compared in constant time, or
 //!   a JWT verified against the JWKS, whose caller the request then carries
-//!   (401 with RFC 6750's `WWW-Authenticate`);
+//!   (401 with RFC 6750's `WWW-Authenticate`, written by [`super::challenge`]);
 //! - [`host_and_origin`]: the DNS-rebinding and cross-origin checks for the
 //!   operator routes (rmcp makes the same checks on `/mcp` itself);
 //! - [`deadline_and_track`]: one deadline per MCP request, covering its body,
@@ -36,6 +36,7 @@ use tokio::sync::Notify;
 use tokio::time::{Instant, Sleep};
 
 use super::HttpOptions;
+use super::challenge::Challenger;
 use super::jwt::{Refused, Verifier};
 use crate::metrics::Metrics;
 use crate::state::CatalogState;
@@ -47,6 +48,9 @@ pub struct Shared {
     token_digest: Option<[u8; 32]>,
     /// JWT verification; never together with a static token.
     jwt: Option<Arc<Verifier>>,
+    /// Writes the 401s' `WWW-Authenticate` (with the resource metadata's
+    /// URL and scopes under `--oauth-resource`).
+    challenger: Challenger,
     hosts: Vec<HostRule>,
     origins: Vec<OriginRule>,
     request_timeout: Duration,
@@ -63,6 +67,7 @@ impl Shared {
         Shared {
             token_digest: opts.auth_token.as_deref().map(digest),
             jwt: opts.jwt.clone(),
+            challenger: Challenger::new(opts.oauth.as_deref()),
             hosts: opts
                 .allowed_hosts
                 .iter()
@@ -143,21 +148,15 @@ pub async fn authenticate(State(s): State<Arc<Shared>>, mut req: Request, next: 
                 req.extensions_mut().insert(caller);
                 next.run(req).await
             }
-            Some(Err(why)) => jwt_refused(Some(why)),
-            None => jwt_refused(None),
+            Some(Err(why)) => jwt_refused(&s.challenger, Some(why)),
+            None => jwt_refused(&s.challenger, None),
         };
     }
     let Some(want) = &s.token_digest else {
         return next.run(req).await;
     };
     let presented = bearer(req.headers());
-    let (ok, challenge) = match presented {
-        None => (false, r#"Bearer realm="regent""#),
-        Some(token) => (
-            bool::from(digest(token).ct_eq(want)),
-            r#"Bearer realm="regent", error="invalid_token""#,
-        ),
-    };
+    let ok = presented.is_some_and(|token| bool::from(digest(token).ct_eq(want)));
     if ok {
         return next.run(req).await;
     }
@@ -169,32 +168,29 @@ pub async fn authenticate(State(s): State<Arc<Shared>>, mut req: Request, next: 
             "Unauthorized: the bearer token is not valid"
         },
     );
+    let error = presented.map(|_| "invalid_token");
     r.headers_mut().insert(
         header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(challenge),
+        s.challenger.header(error, None, None),
     );
     r
 }
 
 /// The 401 for a JWT that is missing (`None`: a challenge without an error,
-/// RFC 6750 section 3.1) or refused.
-fn jwt_refused(why: Option<Refused>) -> Response {
+/// RFC 6750 section 3.1) or refused (the description is a fixed text).
+fn jwt_refused(challenger: &Challenger, why: Option<Refused>) -> Response {
     let (text, challenge) = match why {
         None => (
             "Unauthorized: send `Authorization: Bearer <JWT>`".to_string(),
-            r#"Bearer realm="regent""#.to_string(),
+            challenger.header(None, None, None),
         ),
         Some(Refused(why)) => (
             format!("Unauthorized: {why}"),
-            // The descriptions are fixed texts without quotes or
-            // backslashes, so they fit a quoted-string as they are.
-            format!(r#"Bearer realm="regent", error="invalid_token", error_description="{why}""#),
+            challenger.header(Some("invalid_token"), Some(why), None),
         ),
     };
     let mut r = plain(StatusCode::UNAUTHORIZED, text);
-    if let Ok(v) = HeaderValue::from_str(&challenge) {
-        r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
-    }
+    r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
     r
 }
 
@@ -360,6 +356,7 @@ pub async fn count_responses(State(s): State<Arc<Shared>>, req: Request, next: N
         "/mcp" => "/mcp",
         "/healthz" => "/healthz",
         "/metrics" => "/metrics",
+        p if p.starts_with(super::metadata::WELL_KNOWN) => super::metadata::WELL_KNOWN,
         _ => "other",
     };
     let r = next.run(req).await;

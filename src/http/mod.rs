@@ -2,7 +2,11 @@
 //!
 //! Routes: `/mcp` is rmcp's `StreamableHttpService` (both protocol eras:
 //! 2025-11-25 sessions with `Mcp-Session-Id` and SSE, 2026-07-28 stateless
-//! POSTs); `/healthz` and `/metrics` are for operators ([`ops`]).
+//! POSTs); `/healthz` and `/metrics` are for operators ([`ops`]); with
+//! `--oauth-resource`, [`metadata`] serves the OAuth protected resource
+//! metadata (RFC 9728) at `/.well-known/oauth-protected-resource[/PATH]`,
+//! behind the Host/Origin checks but not authentication (a client reads it
+//! to learn where to get a token).
 //!
 //! What is checked, and by whom:
 //! - rmcp checks, on `/mcp`: `Host` and `Origin` against the allow-lists
@@ -16,7 +20,9 @@
 //!   413 from `Content-Length` before the body is read, JSON-RPC errors
 //!   (400, -32700/-32600) for bodies that are not JSON-RPC, refusing new
 //!   requests once shutdown has begun (503), and the count of requests in
-//!   flight that shutdown waits for.
+//!   flight that shutdown waits for. Every 401's `WWW-Authenticate` is
+//!   written by [`challenge`] (naming the metadata document when there is
+//!   one).
 //! - `end_session` makes a `DELETE` of an unknown session 404.
 //! - [`binding`] binds each session to the verified caller who opened it: a
 //!   request into it under another identity is 404, as for an unknown one.
@@ -30,11 +36,13 @@
 //! job; this module only carries MCP over HTTP and guards the door.
 
 mod binding;
+pub mod challenge;
 mod guard;
 mod hoist;
 pub mod jwks;
 pub mod jwt;
 mod listener;
+pub mod metadata;
 mod ops;
 pub mod verified;
 
@@ -72,6 +80,9 @@ pub struct HttpOptions {
     /// JWT verification, when `--jwt-jwks-file` or `--jwt-jwks-url` is
     /// given (never with `auth_token`): a verified token's claims become the request's caller.
     pub jwt: Option<Arc<jwt::Verifier>>,
+    /// The protected resource metadata (`--oauth-resource`), only with
+    /// `jwt`: served at its well-known paths and named by every 401.
+    pub oauth: Option<Arc<metadata::ResourceMetadata>>,
     pub max_body_bytes: usize,
     /// Connections open at once; one more is closed as soon as it is accepted.
     pub max_connections: usize,
@@ -131,7 +142,7 @@ where
     let mcp = StreamableHttpService::new(move || Ok(handler.clone()), sessions.clone(), config);
 
     let shared = Arc::new(guard::Shared::new(&opts, state.clone(), metrics.clone()));
-    let app = router(mcp, sessions, shared.clone());
+    let app = router(mcp, sessions, shared.clone(), opts.oauth.clone());
     let bound = listener::bind(opts.addr).await?;
     // A remote key set is refetched while the server runs.
     let refresh = opts
@@ -205,7 +216,12 @@ async fn end_session(
     resp
 }
 
-fn router<S>(mcp: S, sessions: Sessions, shared: Arc<guard::Shared>) -> Router
+fn router<S>(
+    mcp: S,
+    sessions: Sessions,
+    shared: Arc<guard::Shared>,
+    oauth: Option<Arc<metadata::ResourceMetadata>>,
+) -> Router
 where
     S: tower::Service<
             axum::extract::Request,
@@ -242,10 +258,23 @@ where
     let health_route = Router::new()
         .route("/healthz", get(ops::healthz))
         .layer(from_fn_with_state(shared.clone(), guard::host_and_origin));
+    // Not behind `authenticate`: a client reads it before it has a token.
+    // No CORS headers, as on `/mcp` (rmcp sends none): a page that could
+    // read the document could not call the server anyway.
+    let mut metadata_route = Router::new();
+    if let Some(meta) = oauth {
+        for path in metadata::ROUTES {
+            metadata_route =
+                metadata_route.route(path, get(metadata::serve).with_state(meta.clone()));
+        }
+    }
+    let metadata_route =
+        metadata_route.layer(from_fn_with_state(shared.clone(), guard::host_and_origin));
     Router::new()
         .merge(mcp_routes)
         .merge(metrics_route)
         .merge(health_route)
+        .merge(metadata_route)
         .with_state(shared.clone())
         .layer(from_fn_with_state(
             shared.clone(),

@@ -29,6 +29,7 @@ mod exec_policy;
 mod http;
 mod http_jwks;
 mod http_jwt;
+mod http_oauth;
 mod interop;
 mod plan;
 mod protocol;
