@@ -29,6 +29,7 @@ mod exec_policy;
 mod http;
 mod http_jwks;
 mod http_jwt;
+mod http_scopes;
 mod interop;
 mod plan;
 mod protocol;
