@@ -529,7 +529,7 @@ impl Entry {
     /// and ending in `…`, at most 4 deny reasons, objects over 1 KiB replaced
     /// by the same kind of marker). The line then lists what it lost in
     /// `truncated` (`arguments`, `tool`, `annotations`, `reasons`, `error`,
-    /// `refused`, `confirm`, `outcome`, `shadow`): it stays valid JSON, and
+    /// `refused`, `insufficientScope`, `confirm`, `outcome`, `shadow`): it stays valid JSON, and
     /// `argumentsDigest` is always of the whole (masked) arguments.
     pub fn line(&self, time: SystemTime, format: &Format, out: &mut Vec<u8>) {
         let masked = self.masked(&format.mask);
