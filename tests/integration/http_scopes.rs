@@ -190,13 +190,18 @@ fn ran_ok(answer: &Value, what: &str) {
 
 /// Asserts `answer` is the scope refusal naming `scopes` and `missing`.
 fn refused(answer: &Value, scopes: Value, missing: Value, what: &str) -> String {
+    refused_as(answer, "git", scopes, missing, what)
+}
+
+/// [`refused`], for `tool`.
+fn refused_as(answer: &Value, tool: &str, scopes: Value, missing: Value, what: &str) -> String {
     let e = answer
         .get("error")
         .unwrap_or_else(|| panic!("{what} should be refused: {answer}"));
     assert_eq!(e["code"], json!(-32003), "{what}: {answer}");
     assert_eq!(
         e["data"],
-        json!({"reason": "insufficient_scope", "tool": "git", "scopes": scopes, "missing": missing}),
+        json!({"reason": "insufficient_scope", "tool": tool, "scopes": scopes, "missing": missing}),
         "{what}: {answer}"
     );
     e["message"].as_str().unwrap().to_string()
@@ -251,7 +256,11 @@ fn a_token_without_the_scope_runs_only_what_its_scopes_allow() {
 
         // tools/resolve still tells the client what push needs.
         let r = c.resolve("git", json!({"action": "push"}));
-        assert!(r.to_string().contains("repo:write"), "{era:?}: {r}");
+        assert_eq!(
+            r["tool"]["securitySchemes"],
+            json!([{"type": "oauth2", "scopes": ["repo:write"]}]),
+            "{era:?}: {r}"
+        );
     }
     // Each refusal is in the decision log: the policy allowed, the scope
     // check refused, with the scopes.
@@ -270,6 +279,13 @@ fn a_token_without_the_scope_runs_only_what_its_scopes_allow() {
     }
     assert_eq!(
         http.metric(Some(&read), "regent_calls_scope_refused_total"),
+        Some(2.0)
+    );
+    assert_eq!(
+        http.metric(
+            Some(&read),
+            r#"regent_requests_total{method="tools/call",outcome="insufficient_scope"}"#
+        ),
         Some(2.0)
     );
 }
@@ -397,5 +413,90 @@ fn over_stdio_the_caller_files_claims_grant_the_scopes() {
     );
     assert!(message.contains("there is no caller"), "{message}");
     assert!(!s.ran("fetch"));
+    assert!(server.finish().success());
+}
+
+/// `deploy` asks for a confirmation; its policy's `security_schemes`
+/// rule says which scope it needs.
+const DEPLOY: &str = r#"tools:
+  - name: deploy
+    description: deploys
+    inputSchema: {type: object, properties: {marker: {type: string}}, required: [marker]}
+    annotations: {readOnlyHint: false, destructiveHint: true}
+    policy: tools.deploy
+    run: {cli: {program: touch, args: ["--", "{marker}"], cwd: .}}
+"#;
+
+fn deploy_policy(scope: &str) -> String {
+    format!(
+        r#"package tools.deploy
+
+import rego.v1
+
+confirm := "Deploy?"
+
+security_schemes := [{{"type": "oauth2", "scopes": ["{scope}"]}}]
+"#
+    )
+}
+
+#[test]
+fn a_call_decided_again_after_a_reload_is_held_to_the_new_scopes() {
+    let dir = common::catalog(&[
+        ("deploy.yaml", DEPLOY),
+        ("deploy.rego", &deploy_policy("deploy:read")),
+    ]);
+    // The caller file lives outside the catalog, which reads every file.
+    let outside = tempfile::tempdir().unwrap();
+    let caller = outside.path().join("caller.yaml");
+    std::fs::write(&caller, "subject: ci\nclaims: {scope: deploy:read}\n").unwrap();
+    let mut server = Server::start_with(
+        Era::Legacy,
+        &[
+            "--enforce-scopes",
+            "--caller-file",
+            caller.to_str().unwrap(),
+            dir.path().to_str().unwrap(),
+        ],
+        json!({"elicitation": {"form": {}}}),
+    );
+    let marker = dir.path().join("deployed");
+    let args = json!({"marker": marker.to_str().unwrap()});
+    let id = server.send_request("tools/call", json!({"name": "deploy", "arguments": args}));
+    // The caller's scope met the policy: regent asks to confirm.
+    let deadline = std::time::Instant::now() + common::WAIT;
+    let asked = loop {
+        let m = server.next_message(deadline);
+        if m["method"] == json!("elicitation/create") {
+            break m;
+        }
+    };
+    // While the question is open, the policy comes to need deploy:write.
+    std::fs::write(
+        dir.path().join("deploy.rego"),
+        deploy_policy("deploy:write"),
+    )
+    .unwrap();
+    loop {
+        let r = server.resolve("deploy", args.clone());
+        if r["tool"]["securitySchemes"][0]["scopes"] == json!(["deploy:write"]) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not reloaded: {r}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    server.send_line(
+        &json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {}}})
+            .to_string(),
+    );
+    let r = server.wait_for_id(&json!(id));
+    refused_as(
+        &r,
+        "deploy",
+        json!(["deploy:write"]),
+        json!(["deploy:write"]),
+        "deploy after the reload",
+    );
+    assert!(!marker.exists(), "the call ran on the stale decision");
     assert!(server.finish().success());
 }
