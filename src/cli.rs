@@ -282,6 +282,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = crate::protocol::call::DEFAULT_MAX_CONCURRENT_CALLS)]
     pub max_concurrent_calls: usize,
 
+    /// Refuse a tools/call whose resolved securitySchemes need OAuth scopes the caller's token
+    /// (or --caller-file claims) does not grant (`scope` or `scp`); over HTTP a 403 with
+    /// WWW-Authenticate: Bearer error="insufficient_scope"
+    #[arg(long)]
+    pub enforce_scopes: bool,
+
     #[command(flatten)]
     pub http: HttpArgs,
 }

@@ -424,6 +424,10 @@ pub struct Entry {
     /// Calls only: why an allowed call did not start (an argument refused by
     /// the command-line rules, a missing secret).
     pub refused: Option<String>,
+    /// Calls only, refused for scope (`serve --enforce-scopes`):
+    /// `{"scopes": [all the call needs], "missing": [...]}`, the line's
+    /// `insufficientScope`.
+    pub insufficient_scope: Option<Value>,
     /// Calls only: how execution ended (see `exec::Status::to_json`).
     pub outcome: Option<Value>,
     pub duration: Option<Duration>,
@@ -486,6 +490,7 @@ impl Entry {
             verdict: Verdict::Error("undecided".into()),
             revision: revision.to_string(),
             refused: None,
+            insufficient_scope: None,
             outcome: None,
             duration: None,
             confirm: None,
@@ -524,7 +529,7 @@ impl Entry {
     /// and ending in `…`, at most 4 deny reasons, objects over 1 KiB replaced
     /// by the same kind of marker). The line then lists what it lost in
     /// `truncated` (`arguments`, `tool`, `annotations`, `reasons`, `error`,
-    /// `refused`, `confirm`, `outcome`, `shadow`): it stays valid JSON, and
+    /// `refused`, `insufficientScope`, `confirm`, `outcome`, `shadow`): it stays valid JSON, and
     /// `argumentsDigest` is always of the whole (masked) arguments.
     pub fn line(&self, time: SystemTime, format: &Format, out: &mut Vec<u8>) {
         let masked = self.masked(&format.mask);
@@ -592,6 +597,10 @@ impl Entry {
             verdict: cut_verdict(&self.verdict, &mut cut),
             revision: self.revision.clone(),
             refused: self.refused.as_ref().map(|r| clip(r, "refused", &mut cut)),
+            insufficient_scope: self
+                .insufficient_scope
+                .as_ref()
+                .map(|o| cut_value(o, "insufficientScope", &mut cut)),
             outcome: self
                 .outcome
                 .as_ref()
@@ -693,6 +702,9 @@ impl Entry {
         member(out, "revision", &self.revision);
         if let Some(r) = &self.refused {
             member(out, "refused", r);
+        }
+        if let Some(s) = &self.insufficient_scope {
+            member(out, "insufficientScope", s);
         }
         if let Some(o) = &self.outcome {
             member(out, "outcome", o);

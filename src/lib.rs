@@ -18,6 +18,7 @@ pub mod par;
 pub mod protocol;
 pub mod reload;
 pub mod run_plan;
+pub mod scopes;
 pub mod source;
 pub mod state;
 pub mod testing;

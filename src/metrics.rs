@@ -102,6 +102,9 @@ pub struct Metrics {
     /// Requests refused because they named an upstream tool quarantined for
     /// drifting from its pin (`data.reason` `upstream-drift`).
     pub drift_refused: Counter,
+    /// `tools/call` refused because the caller's token lacks the OAuth
+    /// scopes the call needs (`serve --enforce-scopes`).
+    pub scope_refused: Counter,
 }
 
 /// A gauge that goes up and down.
@@ -162,6 +165,7 @@ impl Metrics {
             decision_log_failed: Counter::default(),
             decision_log_dropped: Counter::default(),
             drift_refused: Counter::default(),
+            scope_refused: Counter::default(),
         }
     }
 
@@ -277,6 +281,12 @@ impl Metrics {
                 "tools/call and tools/resolve refused because the tool is quarantined: its upstream lists it differently from the pin",
                 "counter",
                 self.drift_refused.get().to_string(),
+            ),
+            (
+                "regent_calls_scope_refused_total",
+                "tools/call refused because the token lacks the OAuth scopes the resolved securitySchemes need (--enforce-scopes)",
+                "counter",
+                self.scope_refused.get().to_string(),
             ),
         ] {
             header(out, name, help, kind);

@@ -50,6 +50,17 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         ));
     }
     let caller = caller(args)?;
+    if args.enforce_scopes {
+        let nobody = match args.http.http {
+            Some(_) => args.http.jwt_jwks_file.is_none() && args.http.jwt_jwks_url.is_none(),
+            None => caller.is_none(),
+        };
+        if nobody {
+            tracing::warn!(
+                "--enforce-scopes without a caller (no --jwt-jwks-file or --jwt-jwks-url over HTTP, no --caller-file over stdio): every call whose securitySchemes need an OAuth scope will be refused"
+            );
+        }
+    }
     let http = match args.http.http {
         Some(_) => Some(super::serve_http::prepare(&args.http)?),
         None => None,
@@ -238,6 +249,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
             .with_decision_log(decisions.clone())
             .with_request_states(states)
             .with_call_limit(calls)
+            .with_scope_enforcement(args.enforce_scopes)
             .with_upstreams(upstreams.clone())
             .with_metrics(metrics.clone());
         let outcome = runtime.block_on(async move {
@@ -270,6 +282,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
             .with_decision_log(log)
             .with_request_states(states)
             .with_call_limit(calls)
+            .with_scope_enforcement(args.enforce_scopes)
             .with_upstreams(upstreams.clone())
             .with_text_answers()
             .with_direct();

@@ -1,7 +1,7 @@
 //! The one place `WWW-Authenticate: Bearer ...` challenges are written
 //! (RFC 6750 section 3, with RFC 9728 section 5.1's `resource_metadata`):
-//! the 401 of `guard::authenticate` now, a 403 `insufficient_scope` later,
-//! both through [`Challenger::header`].
+//! the 401 of `guard::authenticate` and the 403 `insufficient_scope` of
+//! `scope::challenge`, both through [`Challenger::header`].
 //!
 //! What it owns: the parameters' order and quoting, and which parameters a
 //! server with protected resource metadata adds. What it leaves to others:

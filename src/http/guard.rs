@@ -89,6 +89,11 @@ impl Shared {
     }
 
     /// From now on every new request is answered 503.
+    /// Writes this server's `WWW-Authenticate` challenges.
+    pub(super) fn challenger(&self) -> &Challenger {
+        &self.challenger
+    }
+
     pub fn start_draining(&self) {
         self.draining.store(true, Ordering::SeqCst);
     }

@@ -28,6 +28,8 @@
 //!   request into it under another identity is 404, as for an unknown one.
 //! - [`hoist`] rewrites `/mcp` response bodies so the wire shape matches the
 //!   stdio transport's (the tool-resolution fields rmcp's types drop).
+//! - [`scope`] answers a call refused for scope (`--enforce-scopes`) with
+//!   403 and its `WWW-Authenticate` challenge, recognised in the JSON body.
 //! - [`listener`] accepts connections (at most `--max-connections`, header
 //!   read timeout from the moment of connecting) and runs the graceful
 //!   shutdown.
@@ -44,6 +46,7 @@ pub mod jwt;
 mod listener;
 pub mod metadata;
 mod ops;
+mod scope;
 pub mod verified;
 
 use std::net::SocketAddr;
@@ -239,6 +242,7 @@ where
     let mcp_routes = Router::new()
         .route_service("/mcp", mcp)
         .layer(axum::middleware::from_fn(hoist::rewrite))
+        .layer(from_fn_with_state(shared.clone(), scope::challenge))
         .layer(axum::middleware::from_fn(guard::json_rpc_parse_errors))
         .layer(from_fn_with_state(sessions.clone(), end_session))
         .layer(from_fn_with_state(

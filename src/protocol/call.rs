@@ -4,6 +4,11 @@
 //!    tool or invalid arguments are JSON-RPC errors (-32602), a failing
 //!    policy is -32603, and nothing runs.
 //! 2. A non-empty `deny` refuses the call: `isError: true` listing the reasons.
+//!    With `serve --enforce-scopes`, so does a caller whose token lacks the
+//!    OAuth scopes the decision's `securitySchemes` need (`crate::scopes`),
+//!    as a JSON-RPC error ([`errors::scope_refusal`]) that the HTTP layer
+//!    turns into a 403 challenge; a call decided again after a reload
+//!    (step 4) is checked again.
 //! 3. A `confirm` message in the decision asks the user first (see
 //!    [`confirm`](super::confirm)); decline or cancel refuses the call with
 //!    `isError: true`, and a 2026-07-28 request may end here with
@@ -150,6 +155,9 @@ pub struct CallContext<'a> {
     pub limit: &'a CallLimit,
     /// Who is calling: the transport's verified caller or the configured one.
     pub caller: Option<std::sync::Arc<crate::caller::Caller>>,
+    /// Whether the caller's scopes must meet the resolved `securitySchemes`
+    /// (`serve --enforce-scopes`).
+    pub enforce_scopes: bool,
     /// The connected upstream MCP servers imported tools forward to.
     pub upstreams: &'a crate::upstream::Upstreams,
     /// The live catalog, to decide again on the one current when a call
@@ -184,14 +192,15 @@ async fn intend(log: &DecisionLog, entry: &mut Entry) -> Result<(), ErrorData> {
 /// Decides `name` again on `now`, the catalog that replaced the one a call
 /// was decided on while it waited; the call may run only if the decision
 /// stands as it was made (`before`): still allowed, and asking the same
-/// confirmation the user answered.
+/// confirmation the user answered. Its answer is the `securitySchemes` the
+/// current catalog resolves, which the call's scopes must meet in turn.
 fn redecide(
     now: &Catalog,
     name: &str,
     args: &Value,
     caller: Option<&crate::caller::Caller>,
     before: &crate::catalog::Resolution<'_>,
-) -> Result<(), String> {
+) -> Result<Option<Vec<Value>>, String> {
     let changed = "the policy changed while the user was asked";
     let r = now
         .resolve_as(name, args, caller)
@@ -208,7 +217,28 @@ fn redecide(
             None => format!("{changed}; call again"),
         });
     }
-    Ok(())
+    Ok(r.security_schemes)
+}
+
+/// Refuses a call whose resolved `securitySchemes` the caller does not
+/// meet: the decision-log line (the policy's decision, `refused` saying
+/// why, `insufficientScope` with the scopes) and the JSON-RPC error
+/// (`errors::scope_refusal`), which over HTTP becomes a 403 challenge.
+fn scope_refused(
+    log: &DecisionLog,
+    mut entry: Entry,
+    name: &str,
+    short: &crate::scopes::Shortfall,
+) -> ErrorData {
+    entry.refused = Some(short.describe());
+    if let crate::scopes::Shortfall::InsufficientScope {
+        required, missing, ..
+    } = short
+    {
+        entry.insufficient_scope = Some(json!({"scopes": required, "missing": missing}));
+    }
+    record(log, &entry);
+    errors::scope_refusal(name, short)
 }
 
 /// Queues a call's decision-log line. The call checked that the log takes
@@ -373,6 +403,15 @@ pub async fn call(
     }
     entry.verdict = Verdict::Allowed;
 
+    // With `--enforce-scopes`, the scopes the decision's `securitySchemes`
+    // need are checked before the user is asked anything or anything runs:
+    // a caller who could not run the call is not asked to confirm it.
+    if cc.enforce_scopes
+        && let Err(short) = crate::scopes::check(r.security_schemes.as_deref(), caller.as_deref())
+    {
+        return Err(scope_refused(log, entry, name, &short));
+    }
+
     // 3. Ask for the confirmation the decision requires, once.
     if let Some(message) = &r.confirm {
         let reply = match replies.get(input::CONFIRM_KEY) {
@@ -468,8 +507,14 @@ pub async fn call(
         tool
     } else {
         entry.revision.clone_from(&now.revision);
-        if let Err(why) = redecide(&now, name, &args, caller.as_deref(), &r) {
-            return Ok(refuse(entry, meta, why).into());
+        match redecide(&now, name, &args, caller.as_deref(), &r) {
+            Err(why) => return Ok(refuse(entry, meta, why).into()),
+            Ok(schemes) if cc.enforce_scopes => {
+                if let Err(short) = crate::scopes::check(schemes.as_deref(), caller.as_deref()) {
+                    return Err(scope_refused(log, entry, name, &short));
+                }
+            }
+            Ok(_) => {}
         }
         match now.tool_as(name, caller.as_deref()) {
             Some(t) => t,

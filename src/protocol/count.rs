@@ -61,6 +61,7 @@ fn error_outcome(e: &ErrorData) -> &'static str {
         ErrorCode::METHOD_NOT_FOUND => "method_not_found",
         ErrorCode::INTERNAL_ERROR => "internal_error",
         ErrorCode::INVALID_REQUEST => "invalid_request",
+        ErrorCode(super::errors::INSUFFICIENT_SCOPE_CODE) => "insufficient_scope",
         _ => "error",
     }
 }
@@ -120,8 +121,10 @@ pub fn record<T>(
             if let Some(reason) = policy_failure(e) {
                 metrics.count_policy_error(reason);
             }
-            if reason_of(e) == Some("upstream-drift") {
-                metrics.drift_refused.inc();
+            match reason_of(e) {
+                Some("upstream-drift") => metrics.drift_refused.inc(),
+                Some(super::errors::INSUFFICIENT_SCOPE) => metrics.scope_refused.inc(),
+                _ => {}
             }
             error_outcome(e)
         }

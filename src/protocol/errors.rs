@@ -75,6 +75,56 @@ pub fn quarantined(q: &crate::source::upstream::Quarantined) -> ErrorData {
     )
 }
 
+/// The JSON-RPC error code of a `tools/call` refused because the caller's
+/// token lacks the OAuth scopes the call's resolved `securitySchemes` need
+/// (`serve --enforce-scopes`). MCP pairs insufficient scope with HTTP 403
+/// and a `WWW-Authenticate` challenge, and allocates no JSON-RPC code for
+/// it; 2026-07-28 reserves -32020..-32099 for the specification, and SDKs
+/// use -32000 and -32001 (connection closed, request timeout) and -32002
+/// (an earlier revision's resource not found), so regent takes the next
+/// free code of the implementation-defined range. The HTTP layer
+/// recognises it, with `data.reason`, to answer 403 (`http::scope`).
+pub const INSUFFICIENT_SCOPE_CODE: i32 = -32003;
+/// `data.reason` of that error.
+pub const INSUFFICIENT_SCOPE: &str = "insufficient_scope";
+
+/// The refusal of a call whose resolved `securitySchemes` the caller does
+/// not meet. For scope: [`INSUFFICIENT_SCOPE_CODE`], data `{reason, tool,
+/// scopes (all the call needs), missing}`; a requirement no token can meet
+/// or a malformed one: -32603, as a policy failure is.
+pub fn scope_refusal(tool: &str, short: &crate::scopes::Shortfall) -> ErrorData {
+    use crate::scopes::Shortfall;
+    match short {
+        Shortfall::InsufficientScope {
+            required, missing, ..
+        } => {
+            let help = if required.is_empty() {
+                "call with a verified token"
+            } else {
+                "obtain a token that grants these scopes and call again"
+            };
+            ErrorData::new(
+                rmcp::model::ErrorCode(INSUFFICIENT_SCOPE_CODE),
+                format!("regent did not run {tool}: {}; {help}", short.describe()),
+                Some(json!({
+                    "reason": INSUFFICIENT_SCOPE,
+                    "tool": tool,
+                    "scopes": required,
+                    "missing": missing,
+                })),
+            )
+        }
+        Shortfall::Unsatisfiable(why) => ErrorData::internal_error(
+            format!("regent did not run {tool}: {why}"),
+            Some(json!({"reason": "unsatisfiable-security-schemes", "tool": tool})),
+        ),
+        Shortfall::Malformed(why) => ErrorData::internal_error(
+            format!("regent did not run {tool}: the resolved {why}"),
+            Some(json!({"reason": "invalid-security-schemes", "tool": tool})),
+        ),
+    }
+}
+
 /// The JSON-RPC error for a failed resolution.
 /// A client sent a value for a parameter the server fills itself.
 pub fn server_filled(

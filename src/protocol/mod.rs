@@ -45,7 +45,7 @@ use crate::metrics::Metrics;
 use crate::state::CatalogState;
 use answer::Answer;
 use count::Timed;
-pub use errors::{Refusal, resolve_error};
+pub use errors::{INSUFFICIENT_SCOPE, INSUFFICIENT_SCOPE_CODE, Refusal, resolve_error};
 pub use negotiation::Negotiated;
 
 /// regent's MCP server: a view of the live catalog.
@@ -63,6 +63,9 @@ pub struct Regent {
     /// The caller of every request that brings none of its own: the stdio
     /// server's `--caller-file`, trusted configuration.
     caller: Option<Arc<Caller>>,
+    /// `serve --enforce-scopes`: a call runs only when the caller's token
+    /// grants the OAuth scopes its resolved `securitySchemes` need.
+    enforce_scopes: bool,
     /// The connected upstream MCP servers imported tools forward to.
     upstreams: Arc<crate::upstream::Upstreams>,
     /// Where answered requests are counted (`count`), when this server
@@ -131,6 +134,7 @@ impl Regent {
                 Arc::new(crate::metrics::Metrics::new()),
             )),
             caller: None,
+            enforce_scopes: false,
             upstreams: Arc::new(crate::upstream::Upstreams::default()),
             metrics: None,
             session: None,
@@ -151,6 +155,13 @@ impl Regent {
     /// configured one, else none.
     fn caller(&self, ctx: &RequestContext<RoleServer>) -> Option<Arc<Caller>> {
         caller_of(ctx).or_else(|| self.caller.clone())
+    }
+
+    /// Refuses a `tools/call` whose resolved `securitySchemes` the caller's
+    /// scopes do not meet (`serve --enforce-scopes`, see `crate::scopes`).
+    pub fn with_scope_enforcement(mut self, on: bool) -> Regent {
+        self.enforce_scopes = on;
+        self
     }
 
     /// Bounds tool executions with `limit` (shared by every clone).
@@ -704,6 +715,7 @@ impl ServerHandler for Regent {
             },
             limit: &self.calls,
             caller: self.caller(&ctx),
+            enforce_scopes: self.enforce_scopes,
             upstreams: &self.upstreams,
             state: &self.state,
             log_level: if has_result_type(&ctx) {

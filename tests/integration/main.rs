@@ -30,6 +30,7 @@ mod http;
 mod http_jwks;
 mod http_jwt;
 mod http_oauth;
+mod http_scopes;
 mod interop;
 mod plan;
 mod protocol;
