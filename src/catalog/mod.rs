@@ -41,7 +41,7 @@ use serde_json::{Map, Value};
 use crate::diag::{Diagnostic, Location};
 pub use build::{build, build_partial};
 pub use hints::{Hint, Hints};
-pub use resolve::{Origin, Resolution, ResolveError, Shadow};
+pub use resolve::{Detached, Origin, Resolution, ResolveError, Shadow};
 pub use schema::ArgError;
 
 /// The default limit on one policy evaluation. Policies take microseconds;

@@ -46,7 +46,73 @@ pub struct Resolution<'a> {
     pub confirm: Option<String>,
 }
 
+/// A [`Resolution`] without its tool, to carry across threads: a call's
+/// decision evaluated off the session's thread (`protocol::pace`) comes back
+/// as one and is [`attached`](Detached::attach) to the tool again.
+pub struct Detached {
+    hints: Hints,
+    hint_origins: [Origin; 4],
+    extra_annotations: Map<String, Value>,
+    meta: Map<String, Value>,
+    security_schemes: Option<Vec<Value>>,
+    rule: Option<usize>,
+    deny: Vec<String>,
+    confirm: Option<String>,
+}
+
+impl Detached {
+    /// The resolution of `tool`, which must be the tool it was made for.
+    pub fn attach(self, tool: &Tool) -> Resolution<'_> {
+        let Detached {
+            hints,
+            hint_origins,
+            extra_annotations,
+            meta,
+            security_schemes,
+            rule,
+            deny,
+            confirm,
+        } = self;
+        Resolution {
+            tool,
+            hints,
+            hint_origins,
+            extra_annotations,
+            meta,
+            security_schemes,
+            rule,
+            deny,
+            confirm,
+        }
+    }
+}
+
 impl Resolution<'_> {
+    /// This resolution without its tool (see [`Detached`]).
+    pub fn detach(self) -> Detached {
+        let Resolution {
+            tool: _,
+            hints,
+            hint_origins,
+            extra_annotations,
+            meta,
+            security_schemes,
+            rule,
+            deny,
+            confirm,
+        } = self;
+        Detached {
+            hints,
+            hint_origins,
+            extra_annotations,
+            meta,
+            security_schemes,
+            rule,
+            deny,
+            confirm,
+        }
+    }
+
     /// Whether a call with these arguments may run.
     pub fn allowed(&self) -> bool {
         self.deny.is_empty()

@@ -60,6 +60,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
 use super::input::{self, RequestStates, Retry};
+use super::pace::Pace;
 use super::{errors, wire};
 use crate::catalog::{Catalog, ResolveError};
 use crate::decisions::{DecisionLog, Entry, Kind, Phase, ShadowEntry, Verdict};
@@ -158,6 +159,8 @@ pub struct CallContext<'a> {
     /// Whether the caller's scopes must meet the resolved `securitySchemes`
     /// (`serve --enforce-scopes`).
     pub enforce_scopes: bool,
+    /// Where the call's decision is evaluated (see `pace`).
+    pub pace: &'a Pace,
     /// The connected upstream MCP servers imported tools forward to.
     pub upstreams: &'a crate::upstream::Upstreams,
     /// The live catalog, to decide again on the one current when a call
@@ -374,12 +377,11 @@ pub async fn call(
     let as_sent = (!tool.fences.is_empty()).then(|| full.clone());
     let mut full = full;
     let fenced = crate::fence::apply(&tool.fences, &mut full);
-    let started = std::time::Instant::now();
-    let r = catalog.resolve_as(name, &full, caller.as_deref());
-    entry.eval = Some(started.elapsed());
-    entry.shadow = shadow(&catalog, name, &full, caller.as_deref());
-    let mut r = match r {
-        Ok(r) => r,
+    let decided = decide(cc.pace, &catalog, name, &full, &caller).await;
+    entry.eval = Some(decided.eval);
+    entry.shadow = decided.shadow;
+    let mut r = match decided.resolution {
+        Ok(r) => r.attach(tool),
         Err(e) => return Err(fail(entry, e)),
     };
     r.add_deny(fenced);
@@ -661,6 +663,76 @@ pub async fn call(
 /// It costs the request one more evaluation of the tool's plan (the shadow
 /// package's rules and the YAML mapping rule, on the native evaluator when
 /// they lower), at most the policy time limit.
+/// A call's decision, made in place or off the session's thread.
+struct Decided {
+    resolution: Result<crate::catalog::Detached, ResolveError>,
+    shadow: Option<ShadowEntry>,
+    /// How long the enforced policy took.
+    eval: std::time::Duration,
+}
+
+/// Decides a call (its enforced policy, then its shadow policy) in place,
+/// or on a thread of its own when the tool's pace says so, so that a slow
+/// policy holds up no other request of the session (see `pace`; the same
+/// record as the tool's resolves).
+async fn decide(
+    pace: &Pace,
+    catalog: &Arc<Catalog>,
+    name: &str,
+    args: &Value,
+    caller: &Option<Arc<crate::caller::Caller>>,
+) -> Decided {
+    let bytes = crate::diag::json_size(args, super::pace::MAX_IN_PLACE_BYTES);
+    let (here, record) = pace.in_place(catalog, name, bytes);
+    if here {
+        return decide_here(catalog, name, args, caller.as_deref(), record);
+    }
+    let permit = pace.off_thread.clone().acquire_owned().await;
+    let (catalog, tool, args, caller) = (
+        catalog.clone(),
+        name.to_string(),
+        args.clone(),
+        caller.clone(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        decide_here(&catalog, &tool, &args, caller.as_deref(), record)
+    })
+    .await
+    .unwrap_or_else(|e| Decided {
+        resolution: Err(ResolveError::Policy {
+            tool: name.to_string(),
+            message: format!("the policy evaluation did not finish: {e}"),
+            location: None,
+        }),
+        shadow: None,
+        eval: std::time::Duration::ZERO,
+    })
+}
+
+fn decide_here(
+    catalog: &Catalog,
+    name: &str,
+    args: &Value,
+    caller: Option<&crate::caller::Caller>,
+    record: Option<Arc<super::pace::Tool>>,
+) -> Decided {
+    let started = std::time::Instant::now();
+    let resolution = catalog
+        .resolve_as(name, args, caller)
+        .map(crate::catalog::Resolution::detach);
+    let eval = started.elapsed();
+    let shadow = shadow(catalog, name, args, caller);
+    if let Some(record) = record {
+        record.took(started.elapsed());
+    }
+    Decided {
+        resolution,
+        shadow,
+        eval,
+    }
+}
+
 pub(super) fn shadow(
     catalog: &Catalog,
     name: &str,

@@ -716,6 +716,7 @@ impl ServerHandler for Regent {
             limit: &self.calls,
             caller: self.caller(&ctx),
             enforce_scopes: self.enforce_scopes,
+            pace: &self.pace,
             upstreams: &self.upstreams,
             state: &self.state,
             log_level: if has_result_type(&ctx) {

@@ -843,4 +843,21 @@ fn a_slow_evaluation_holds_up_nothing_else() {
         let ping = s.send_request("ping", json!({}));
         answered_first(&mut s, id, ping);
     }
+
+    // A call's own decision too: the same policy on a tool that runs
+    // something (`true`), its decision running into the time limit.
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(catalog.join("spin.rego"), tmp.path().join("spin.rego")).unwrap();
+    std::fs::write(
+        tmp.path().join("tools.yaml"),
+        "tools:\n  - name: spin\n    description: runs nothing of note\n    inputSchema:\n      type: object\n      properties:\n        n: {type: integer}\n    policy: tools.spin\n    run:\n      cli:\n        program: \"true\"\n",
+    )
+    .unwrap();
+    for era in Era::ALL {
+        let mut s = Server::start(era, &["--skip-load-check", tmp.path().to_str().unwrap()]);
+        s.request("ping", json!({}));
+        let id = s.send_request("tools/call", slow.clone());
+        let ping = s.send_request("ping", json!({}));
+        answered_first(&mut s, id, ping);
+    }
 }
