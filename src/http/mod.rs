@@ -30,6 +30,8 @@
 //! job; this module only carries MCP over HTTP and guards the door.
 
 mod binding;
+mod claims;
+
 mod guard;
 mod hoist;
 pub mod jwks;
