@@ -8,7 +8,9 @@
 //! - rmcp checks, on `/mcp`: `Host` and `Origin` against the allow-lists
 //!   (403), the body size (413), the protocol-version, `Mcp-Method` and
 //!   `Mcp-Name` headers, sessions.
-//! - [`guard`] adds what rmcp lacks: the same `Host`/`Origin` checks on the
+//! - [`guard`] adds what rmcp lacks: 400 for a request naming its host
+//!   twice (two `Host` headers, or a `Host` and another target authority),
+//!   before anything else; the same `Host`/`Origin` checks on the
 //!   operator routes, bearer authentication (401: a static token, or a
 //!   JWT verified by [`jwt`] against a key set from a file or fetched
 //!   and kept current by [`jwks`], whose claims travel on as the request's
@@ -253,5 +255,6 @@ where
             shared.clone(),
             guard::refuse_when_draining,
         ))
+        .layer(axum::middleware::from_fn(guard::one_host))
         .layer(from_fn_with_state(shared, guard::count_responses))
 }

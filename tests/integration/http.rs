@@ -1288,3 +1288,96 @@ fn the_extension_draft_is_negotiated_per_request_over_http_too() {
     c.capabilities = json!({});
     assert!(c.resolve("manage_files", args).get("tool").is_some());
 }
+
+#[test]
+fn a_request_naming_its_host_twice_is_400_before_anything_else() {
+    // With a token, so the 400 is seen to come before the 401.
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    let http = HttpServer::start(&[
+        "--auth-token-file",
+        token_file.to_str().unwrap(),
+        &catalog("examples/manage_files"),
+    ]);
+    let addr = http.addr.to_string();
+    let mut c = McpHttp::connect_with(
+        http.addr,
+        Era::Modern,
+        vec![("Authorization".into(), "Bearer s3cret-token".into())],
+    );
+    let list = c.message("tools/list", json!({}));
+    let mcp = c.req(&list, "tools/list");
+    let with_path = |req: &Req, path: &str| Req {
+        path: path.into(),
+        ..req.clone()
+    };
+    // (label, request, status): the raw client writes the headers as given
+    // (no HTTP client sends two Hosts).
+    let cases: Vec<(&str, Req, u16)> = vec![
+        ("one Host", Req::get("/healthz"), 200),
+        (
+            "two equal Hosts, /healthz",
+            Req::get("/healthz")
+                .header("Host", &addr)
+                .header("Host", &addr),
+            400,
+        ),
+        (
+            "two Hosts, the second elsewhere, /metrics",
+            Req::get("/metrics")
+                .header("Host", &addr)
+                .header("Host", "evil.example"),
+            400,
+        ),
+        (
+            "two Hosts, without a token, /mcp",
+            Req::mcp(&list)
+                .header("Host", "evil.example")
+                .header("Host", &addr),
+            400,
+        ),
+        (
+            "two Hosts, with the token, /mcp",
+            mcp.clone()
+                .header("Host", &addr)
+                .header("Host", "localhost"),
+            400,
+        ),
+        (
+            "an absolute-form target naming another authority",
+            with_path(&Req::get("/healthz"), "http://evil.example/healthz").header("Host", &addr),
+            400,
+        ),
+        (
+            "an absolute-form /mcp target naming another authority",
+            with_path(&mcp, "http://evil.example/mcp").header("Host", &addr),
+            400,
+        ),
+        (
+            "an absolute-form target naming the Host's authority",
+            with_path(&Req::get("/healthz"), &format!("http://{addr}/healthz"))
+                .header("Host", &addr),
+            200,
+        ),
+        ("one Host, with the token, /mcp", mcp.clone(), 200),
+    ];
+    for (label, req, status) in &cases {
+        let resp = http.send(req);
+        assert_eq!(resp.status, *status, "{label}: {}", resp.text());
+        if *status == 400 {
+            assert!(
+                resp.text().contains("Bad Request: the request"),
+                "{label}: {}",
+                resp.text()
+            );
+            assert_eq!(resp.header("connection"), Some("close"), "{label}");
+        }
+    }
+    assert!(
+        http.stderr()
+            .contains("the request has more than one Host header"),
+        "{}",
+        http.stderr()
+    );
+}
