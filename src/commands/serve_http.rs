@@ -164,6 +164,8 @@ pub fn options(args: &HttpArgs, env_token: Option<String>) -> Result<HttpOptions
     if args.max_connections == 0 {
         return Err("error: --max-connections must be at least 1".into());
     }
+    let max_connections_per_peer =
+        per_peer_limit(args.max_connections, args.max_connections_per_peer)?;
     if args.request_timeout_secs == 0 {
         return Err("error: --request-timeout-secs must be at least 1".into());
     }
@@ -175,9 +177,35 @@ pub fn options(args: &HttpArgs, env_token: Option<String>) -> Result<HttpOptions
         jwt,
         max_body_bytes: args.max_body_bytes,
         max_connections: args.max_connections,
+        max_connections_per_peer,
         request_timeout: Duration::from_secs(args.request_timeout_secs),
         shutdown_grace: Duration::from_secs(args.shutdown_grace_secs),
     })
+}
+
+/// The per-address connection limit `listener` enforces, 0 for none.
+///
+/// By default a quarter of `--max-connections`, so that one address (one
+/// misbehaving client) can never hold more than a quarter of the server;
+/// but at least 16, because one well-behaved client may
+/// hold several connections at once (a 2025-11-25 session's event stream
+/// beside its POSTs, HTTP/1.1's one request per connection). A limit at or
+/// above `--max-connections` never binds before the global one, so it is
+/// turned off; one given explicitly above it is refused as a mistake.
+fn per_peer_limit(global: usize, given: Option<usize>) -> Result<usize, String> {
+    let limit = match given {
+        Some(0) => return Ok(0),
+        Some(n) if n > global => {
+            return Err(format!(
+                "error: --max-connections-per-peer {n} is more than --max-connections {global}, so it would never apply\n  \
+                 help: give at most {global}, or 0 to turn the per-address limit off (as behind a load balancer or proxy, \
+                 where every connection comes from its address)"
+            ));
+        }
+        Some(n) => n,
+        None => global.div_ceil(4).max(16),
+    };
+    Ok(if limit >= global { 0 } else { limit })
 }
 
 /// A specific address the server binds is a name clients may use: it was
@@ -280,6 +308,29 @@ fn warn_about_exposure(opts: &HttpOptions, args: &HttpArgs) {
         tracing::warn!(
             "bound to {} but only loopback Host names are allowed; remote clients get 403 until you add --allowed-host",
             opts.addr
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::per_peer_limit;
+
+    #[test]
+    fn the_per_peer_limit_defaults_to_a_quarter_of_the_global_one_and_at_least_16() {
+        assert_eq!(per_peer_limit(1024, None), Ok(256));
+        assert_eq!(per_peer_limit(100, None), Ok(25));
+        // 16 or more of 4 (or of 16): it could never bind, so it is off.
+        assert_eq!(per_peer_limit(4, None), Ok(0));
+        assert_eq!(per_peer_limit(16, None), Ok(0));
+        assert_eq!(per_peer_limit(40, None), Ok(16));
+        assert_eq!(per_peer_limit(1024, Some(0)), Ok(0));
+        assert_eq!(per_peer_limit(1024, Some(1024)), Ok(0));
+        assert_eq!(per_peer_limit(1024, Some(3)), Ok(3));
+        assert!(
+            per_peer_limit(8, Some(9))
+                .unwrap_err()
+                .contains("never apply")
         );
     }
 }

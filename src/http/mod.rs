@@ -24,7 +24,8 @@
 //!   request into it under another identity is 404, as for an unknown one.
 //! - [`hoist`] rewrites `/mcp` response bodies so the wire shape matches the
 //!   stdio transport's (the tool-resolution fields rmcp's types drop).
-//! - [`listener`] accepts connections (at most `--max-connections`, header
+//! - [`listener`] accepts connections (at most `--max-connections`, and
+//!   `--max-connections-per-peer` from one IP address; header
 //!   read timeout from the moment of connecting) and runs the graceful
 //!   shutdown.
 //!
@@ -79,6 +80,9 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// Connections open at once; one more is closed as soon as it is accepted.
     pub max_connections: usize,
+    /// Connections open at once from one IP address, the same way; 0: no
+    /// such limit (behind a load balancer every connection is its).
+    pub max_connections_per_peer: usize,
     pub request_timeout: Duration,
     pub shutdown_grace: Duration,
 }
@@ -150,7 +154,10 @@ where
         shared,
         rmcp_cancel,
         opts.shutdown_grace,
-        opts.max_connections,
+        listener::Limits {
+            global: opts.max_connections,
+            per_peer: opts.max_connections_per_peer,
+        },
         shutdown,
     )
     .await;
