@@ -310,6 +310,17 @@ fn warn_about_exposure(opts: &HttpOptions, args: &HttpArgs) {
             opts.addr
         );
     }
+    // Remote clients reach regent through a TLS-terminating proxy or load
+    // balancer (docs/http.md), whose one address every connection then has.
+    if args.allow_remote
+        && args.max_connections_per_peer.is_none()
+        && opts.max_connections_per_peer > 0
+    {
+        tracing::warn!(
+            "--allow-remote with the default per-address limit: at most {} connections from one IP address; behind a load balancer or proxy every connection comes from its address, so give --max-connections-per-peer 0 there (or give the limit to keep it)",
+            opts.max_connections_per_peer
+        );
+    }
 }
 
 #[cfg(test)]

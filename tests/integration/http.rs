@@ -1501,3 +1501,30 @@ fn a_per_address_limit_above_the_global_one_is_refused_at_start_up() {
         "{stderr}"
     );
 }
+
+#[test]
+fn allow_remote_with_the_default_per_address_limit_warns_about_load_balancers() {
+    let warning = "--allow-remote with the default per-address limit: at most 256 connections from one IP address";
+    let http = HttpServer::start(&["--allow-remote", &catalog("examples/manage_files")]);
+    assert!(http.stderr().contains(warning), "{}", http.stderr());
+    assert!(
+        http.stderr()
+            .contains("give --max-connections-per-peer 0 there"),
+        "{}",
+        http.stderr()
+    );
+    // Given explicitly, the limit is the operator's choice: no warning.
+    for given in ["0", "256"] {
+        let http = HttpServer::start(&[
+            "--allow-remote",
+            "--max-connections-per-peer",
+            given,
+            &catalog("examples/manage_files"),
+        ]);
+        assert!(
+            !http.stderr().contains("per-address limit"),
+            "{given}: {}",
+            http.stderr()
+        );
+    }
+}
