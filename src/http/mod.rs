@@ -34,7 +34,6 @@
 
 mod binding;
 mod claims;
-
 mod guard;
 mod hoist;
 pub mod jwks;
@@ -81,7 +80,8 @@ pub struct HttpOptions {
     /// Connections open at once; one more is closed as soon as it is accepted.
     pub max_connections: usize,
     /// Connections open at once from one IP address, the same way; 0: no
-    /// such limit (behind a load balancer every connection is its).
+    /// such limit (behind a load balancer every connection comes from its
+    /// address).
     pub max_connections_per_peer: usize,
     pub request_timeout: Duration,
     pub shutdown_grace: Duration,
