@@ -392,6 +392,10 @@ pub struct HttpArgs {
     #[arg(long, value_name = "N", default_value_t = 1024, requires = "http")]
     pub max_connections: usize,
 
+    /// The most HTTP connections open at once from one IP address (default and 0: no per-address limit, as behind a load balancer or proxy, where every connection comes from its address; for clients that connect directly)
+    #[arg(long, value_name = "N", requires = "http")]
+    pub max_connections_per_peer: Option<usize>,
+
     /// The longest one MCP request may take, from its first byte to the end of its response, in seconds
     #[arg(long, value_name = "SECS", default_value_t = 120, requires = "http")]
     pub request_timeout_secs: u64,

@@ -92,6 +92,9 @@ pub struct Metrics {
     pub connections_open: Gauge,
     /// HTTP connections closed at once because `--max-connections` were open.
     pub connections_refused: Counter,
+    /// HTTP connections closed at once because `--max-connections-per-peer`
+    /// were open from their IP address (not counted in `connections_refused`).
+    pub connections_refused_per_peer: Counter,
     /// Decisions the decision-log HTTP sink delivered (`--decision-log-url`).
     pub decision_log_sent: Counter,
     /// Decision-log uploads that failed (each retried, or dropped at exit).
@@ -161,6 +164,7 @@ impl Metrics {
             calls_refused: Counter::default(),
             connections_open: Gauge::default(),
             connections_refused: Counter::default(),
+            connections_refused_per_peer: Counter::default(),
             decision_log_sent: Counter::default(),
             decision_log_failed: Counter::default(),
             decision_log_dropped: Counter::default(),
@@ -257,6 +261,12 @@ impl Metrics {
                 "HTTP connections closed at once because --max-connections were open",
                 "counter",
                 self.connections_refused.get().to_string(),
+            ),
+            (
+                "regent_http_connections_refused_per_peer_total",
+                "HTTP connections closed at once because --max-connections-per-peer were open from their IP address",
+                "counter",
+                self.connections_refused_per_peer.get().to_string(),
             ),
             (
                 "regent_decision_log_sent_total",

@@ -166,6 +166,8 @@ pub fn options(args: &HttpArgs, env_token: Option<String>) -> Result<HttpOptions
     if args.max_connections == 0 {
         return Err("error: --max-connections must be at least 1".into());
     }
+    let max_connections_per_peer =
+        per_peer_limit(args.max_connections, args.max_connections_per_peer)?;
     if args.request_timeout_secs == 0 {
         return Err("error: --request-timeout-secs must be at least 1".into());
     }
@@ -178,9 +180,35 @@ pub fn options(args: &HttpArgs, env_token: Option<String>) -> Result<HttpOptions
         oauth,
         max_body_bytes: args.max_body_bytes,
         max_connections: args.max_connections,
+        max_connections_per_peer,
         request_timeout: Duration::from_secs(args.request_timeout_secs),
         shutdown_grace: Duration::from_secs(args.shutdown_grace_secs),
     })
+}
+
+/// The per-address connection limit `listener` enforces, 0 for none.
+///
+/// Off by default: regent is reached through a TLS-terminating proxy or a
+/// load balancer (docs/deploying.md), or from the same machine, and either
+/// way every connection comes from one address, which a per-address limit
+/// below `--max-connections` would starve. It is for a server that clients
+/// reach directly. A limit at or above `--max-connections` never binds
+/// before the global one, so it is turned off; one given above it is
+/// refused as a mistake.
+fn per_peer_limit(global: usize, given: Option<usize>) -> Result<usize, String> {
+    let limit = match given {
+        Some(0) => return Ok(0),
+        Some(n) if n > global => {
+            return Err(format!(
+                "error: --max-connections-per-peer {n} is more than --max-connections {global}, so it would never apply\n  \
+                 help: give at most {global}, or 0 to turn the per-address limit off (as behind a load balancer or proxy, \
+                 where every connection comes from its address)"
+            ));
+        }
+        Some(n) => n,
+        None => return Ok(0),
+    };
+    Ok(if limit >= global { 0 } else { limit })
 }
 
 /// A specific address the server binds is a name clients may use: it was
@@ -327,6 +355,25 @@ fn warn_about_exposure(opts: &HttpOptions, args: &HttpArgs) {
         tracing::warn!(
             "bound to {} but only loopback Host names are allowed; remote clients get 403 until you add --allowed-host",
             opts.addr
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::per_peer_limit;
+
+    #[test]
+    fn the_per_peer_limit_is_off_unless_given_and_below_the_global_one() {
+        assert_eq!(per_peer_limit(1024, None), Ok(0));
+        assert_eq!(per_peer_limit(4, None), Ok(0));
+        assert_eq!(per_peer_limit(1024, Some(0)), Ok(0));
+        assert_eq!(per_peer_limit(1024, Some(1024)), Ok(0));
+        assert_eq!(per_peer_limit(1024, Some(3)), Ok(3));
+        assert!(
+            per_peer_limit(8, Some(9))
+                .unwrap_err()
+                .contains("never apply")
         );
     }
 }

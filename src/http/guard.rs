@@ -14,6 +14,9 @@
 //! - [`json_rpc_parse_errors`]: a body that is not a JSON-RPC message gets
 //!   400 with a JSON-RPC error (-32700, or -32600 for JSON that is not a
 //!   message), as on stdio, instead of rmcp's 415 with plain text;
+//! - [`one_host`]: 400 for a request with more than one `Host` header, or
+//!   whose absolute-form target (or HTTP/2 `:authority`) names another
+//!   authority than its `Host`, before any other check;
 //! - [`refuse_when_draining`]: 503 for anything new once shutdown began;
 //! - [`count_responses`]: HTTP responses by route and status, for `/metrics`.
 
@@ -334,6 +337,43 @@ impl http_body::Body for Keep {
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
     }
+}
+
+/// 400 for a request that names its host twice: two `Host` headers, or a
+/// `Host` that differs from the authority of an absolute-form target
+/// (`GET http://a.example/mcp HTTP/1.1`) or of HTTP/2's `:authority`. The
+/// Host and Origin checks (rmcp's on `/mcp`, [`host_and_origin`] on the
+/// operator routes) read one of them; a proxy or log in front may read the
+/// other, so a request that says two things is refused before anything
+/// reads either. The connection is closed after the answer.
+pub async fn one_host(req: Request, next: Next) -> Response {
+    let mut hosts = req.headers().get_all(header::HOST).iter();
+    let first = hosts.next();
+    let why = if hosts.next().is_some() {
+        Some("the request has more than one Host header")
+    } else {
+        match (first, req.uri().authority()) {
+            (Some(host), Some(authority))
+                if !host
+                    .as_bytes()
+                    .eq_ignore_ascii_case(authority.as_str().as_bytes()) =>
+            {
+                Some("the request's Host header names another authority than its request target")
+            }
+            _ => None,
+        }
+    };
+    let Some(why) = why else {
+        return next.run(req).await;
+    };
+    tracing::warn!("refused {} {}: {why}", req.method(), req.uri().path());
+    let mut r = plain(
+        StatusCode::BAD_REQUEST,
+        format!("Bad Request: {why}; send exactly one Host, the same as the request target's"),
+    );
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    r
 }
 
 /// 503 for every request that arrives after shutdown began; the connection

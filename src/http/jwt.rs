@@ -16,7 +16,8 @@
 //!   `kid`, when not exactly one key fits its algorithm, whose signature
 //!   does not verify, that has expired or is not yet valid (with `--jwt-leeway-seconds` of skew), whose issuer or
 //!   audience is not the configured one, or that lacks `exp`, `iss`, `aud`
-//!   or `sub`.
+//!   or `sub`; and, by [`super::claims`], a token with a `crit` header or
+//!   with ill-typed registered claims (checked once the signature verified).
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -30,6 +31,7 @@ use jsonwebtoken::jwk::{
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
 
+use super::claims;
 use super::jwks::Remote;
 use super::verified::{self, Verified};
 use crate::caller::Caller;
@@ -232,7 +234,10 @@ impl Verifier {
         if let Some(caller) = self.verified.get(&digest, generation, self.leeway_seconds) {
             return Ok(caller);
         }
-        let (caller, used) = self.verify_signed(token).await?;
+        let (caller, used) = self.verify_signed(token).await.inspect_err(|why| {
+            // The fixed text only: never the token or anything in it.
+            tracing::info!("refused a bearer token: {}", why.0);
+        })?;
         let caller = Arc::new(caller);
         let expires = caller.claims.get("exp").and_then(Value::as_u64);
         // Remembered under the set that verified it (after a refetch for an
@@ -247,6 +252,9 @@ impl Verifier {
     /// Verifies `token`'s signature and claims; with a remote key set, also
     /// the set that verified it.
     async fn verify_signed(&self, token: &str) -> Result<(Caller, Option<Arc<KeySet>>), Refused> {
+        // Before `decode_header`, which reads an ill-typed `crit` as a
+        // malformed token and a well-typed one as nothing at all.
+        claims::check_crit(token)?;
         let header = jsonwebtoken::decode_header(token).map_err(|_| {
             Refused(
                 "the token is not a signed JWT with an algorithm regent verifies (alg none is never accepted)",
@@ -258,7 +266,12 @@ impl Verifier {
         let kid = header.kid.as_deref();
         let (data, used) = match &self.keys {
             Keys::Fixed(set) => (
-                decode(token, set.key_for(kid, header.alg)?, validation)?,
+                decode(
+                    token,
+                    set.key_for(kid, header.alg)?,
+                    validation,
+                    self.leeway_seconds,
+                )?,
                 None,
             ),
             Keys::Remote(remote) => {
@@ -270,7 +283,12 @@ impl Verifier {
                     set = remote.current();
                 }
                 (
-                    decode(token, set.key_for(kid, header.alg)?, validation)?,
+                    decode(
+                        token,
+                        set.key_for(kid, header.alg)?,
+                        validation,
+                        self.leeway_seconds,
+                    )?,
                     Some(set),
                 )
             }
@@ -290,14 +308,52 @@ impl Verifier {
     }
 }
 
+/// Verifies `token` with `key` and checks its claims: their types first
+/// ([`claims::check_claims`]), then `validation`'s checks. `jsonwebtoken`
+/// checks the signature before any claim, so when it refuses a claim the
+/// signature has verified, and the claims are looked at again for a type
+/// problem, which is what the refusal then names (a string `exp` would
+/// otherwise read as "the token has no expiry").
 fn decode(
     token: &str,
     key: &DecodingKey,
     validation: &Validation,
+    leeway: u64,
 ) -> Result<Map<String, Value>, Refused> {
-    jsonwebtoken::decode::<Map<String, Value>>(token, key, validation)
-        .map(|d| d.claims)
-        .map_err(|e| Refused(describe(e.kind())))
+    let now = jsonwebtoken::get_current_timestamp();
+    match jsonwebtoken::decode::<Map<String, Value>>(token, key, validation) {
+        Ok(data) => {
+            claims::check_claims(&data.claims, now, leeway)?;
+            Ok(data.claims)
+        }
+        Err(e) => {
+            if claims_refused(e.kind())
+                && let Ok(claims) =
+                    jsonwebtoken::dangerous::insecure_decode_claims::<Map<String, Value>>(token)
+            {
+                claims::check_claims(&claims, now, leeway)?;
+            }
+            Err(Refused(describe(e.kind())))
+        }
+    }
+}
+
+/// Whether `jsonwebtoken` refused a claim, which it does only after the
+/// signature verified. `Json` is its reading of the claims (a claim of a
+/// type its validation cannot skip, such as an array `sub`, fails the whole
+/// read); the header, the only other JSON, was read before `decode`.
+fn claims_refused(kind: &ErrorKind) -> bool {
+    matches!(
+        kind,
+        ErrorKind::Json(_)
+            | ErrorKind::ExpiredSignature
+            | ErrorKind::ImmatureSignature
+            | ErrorKind::InvalidIssuer
+            | ErrorKind::InvalidAudience
+            | ErrorKind::InvalidSubject
+            | ErrorKind::MissingRequiredClaim(_)
+            | ErrorKind::InvalidClaimFormat(_)
+    )
 }
 
 impl KeySet {

@@ -12,7 +12,9 @@
 //! - rmcp checks, on `/mcp`: `Host` and `Origin` against the allow-lists
 //!   (403), the body size (413), the protocol-version, `Mcp-Method` and
 //!   `Mcp-Name` headers, sessions.
-//! - [`guard`] adds what rmcp lacks: the same `Host`/`Origin` checks on the
+//! - [`guard`] adds what rmcp lacks: 400 for a request naming its host
+//!   twice (two `Host` headers, or a `Host` and another target authority),
+//!   before anything else; the same `Host`/`Origin` checks on the
 //!   operator routes, bearer authentication (401: a static token, or a
 //!   JWT verified by [`jwt`] against a key set from a file or fetched
 //!   and kept current by [`jwks`], whose claims travel on as the request's
@@ -30,7 +32,8 @@
 //!   stdio transport's (the tool-resolution fields rmcp's types drop).
 //! - [`scope`] answers a call refused for scope (`--enforce-scopes`) with
 //!   403 and its `WWW-Authenticate` challenge, recognised in the JSON body.
-//! - [`listener`] accepts connections (at most `--max-connections`, header
+//! - [`listener`] accepts connections (at most `--max-connections`, and
+//!   `--max-connections-per-peer` from one IP address; header
 //!   read timeout from the moment of connecting) and runs the graceful
 //!   shutdown.
 //!
@@ -39,6 +42,7 @@
 
 mod binding;
 pub mod challenge;
+mod claims;
 mod guard;
 mod hoist;
 pub mod jwks;
@@ -89,6 +93,10 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// Connections open at once; one more is closed as soon as it is accepted.
     pub max_connections: usize,
+    /// Connections open at once from one IP address, the same way; 0: no
+    /// such limit (behind a load balancer every connection comes from its
+    /// address).
+    pub max_connections_per_peer: usize,
     pub request_timeout: Duration,
     pub shutdown_grace: Duration,
 }
@@ -160,7 +168,10 @@ where
         shared,
         rmcp_cancel,
         opts.shutdown_grace,
-        opts.max_connections,
+        listener::Limits {
+            global: opts.max_connections,
+            per_peer: opts.max_connections_per_peer,
+        },
         shutdown,
     )
     .await;
@@ -284,5 +295,6 @@ where
             shared.clone(),
             guard::refuse_when_draining,
         ))
+        .layer(axum::middleware::from_fn(guard::one_host))
         .layer(from_fn_with_state(shared, guard::count_responses))
 }

@@ -1045,7 +1045,11 @@ fn deleting_an_unknown_session_is_404() {
 /// A connection that has been served one keep-alive `GET /healthz`, so it
 /// certainly holds one of the server's connection places.
 fn hold(addr: std::net::SocketAddr) -> TcpStream {
-    let mut s = connect(addr);
+    hold_stream(connect(addr), addr)
+}
+
+/// [`hold`] over `s`, a connection to `addr`.
+fn hold_stream(mut s: TcpStream, addr: std::net::SocketAddr) -> TcpStream {
     s.write_all(format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
         .unwrap();
     // Nothing follows the answer on a kept-alive connection, so a buffered
@@ -1057,17 +1061,11 @@ fn hold(addr: std::net::SocketAddr) -> TcpStream {
     s
 }
 
-#[test]
-fn connections_past_the_limit_are_closed_at_once() {
-    let http = HttpServer::start(&["--max-connections", "4", &catalog("examples/manage_files")]);
-    // Four connections, each proven to hold a place by a served request (an
-    // idle connect alone proves nothing: a scrape the server has not yet seen
-    // closed could still hold a place, and one of these be the refused one).
-    let mut held: Vec<TcpStream> = (0..4).map(|_| hold(http.addr)).collect();
-    // The fifth is told and closed, without sending anything.
-    // (Rarely, on a loaded machine, the close arrives as a reset after the
-    // text; what was received before it is what the client was told.)
-    let mut s = connect(http.addr);
+/// What a connection refused at accept is told, read to its close, without
+/// sending anything. (Rarely, on a loaded machine, the close arrives as a
+/// reset after the text; what was received before it is what the client
+/// was told.)
+fn refusal(mut s: TcpStream) -> common::http::Resp {
     let mut raw = Vec::new();
     let mut buf = [0u8; 1024];
     loop {
@@ -1081,7 +1079,40 @@ fn connections_past_the_limit_are_closed_at_once() {
             ),
         }
     }
-    let resp = common::http::parse_response(&raw);
+    common::http::parse_response(&raw)
+}
+
+/// A connection to `addr` from the local address `from` (Linux routes all
+/// of 127.0.0.0/8 to the loopback interface, so 127.0.0.2 is a second peer
+/// on the same machine).
+fn connect_from(addr: std::net::SocketAddr, from: std::net::IpAddr) -> TcpStream {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .unwrap();
+    let s = rt.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(std::net::SocketAddr::new(from, 0)).unwrap();
+        socket.connect(addr).await
+    });
+    let s = s
+        .unwrap_or_else(|e| panic!("connect {addr} from {from}: {e}"))
+        .into_std()
+        .unwrap();
+    s.set_nonblocking(false).unwrap();
+    s.set_read_timeout(Some(WAIT)).unwrap();
+    s
+}
+
+#[test]
+fn connections_past_the_limit_are_closed_at_once() {
+    let http = HttpServer::start(&["--max-connections", "4", &catalog("examples/manage_files")]);
+    // Four connections, each proven to hold a place by a served request (an
+    // idle connect alone proves nothing: a scrape the server has not yet seen
+    // closed could still hold a place, and one of these be the refused one).
+    let mut held: Vec<TcpStream> = (0..4).map(|_| hold(http.addr)).collect();
+    // The fifth is told and closed, without sending anything.
+    let resp = refusal(connect(http.addr));
     assert_eq!(resp.status, 503, "{}", resp.text());
     assert!(resp.text().contains("--max-connections"), "{}", resp.text());
     // One closes; the server serves again, and counted the refusal. (Until
@@ -1287,4 +1318,186 @@ fn the_extension_draft_is_negotiated_per_request_over_http_too() {
     );
     c.capabilities = json!({});
     assert!(c.resolve("manage_files", args).get("tool").is_some());
+}
+
+#[test]
+fn a_request_naming_its_host_twice_is_400_before_anything_else() {
+    // With a token, so the 400 is seen to come before the 401.
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "s3cret-token\n").unwrap();
+    let http = HttpServer::start(&[
+        "--auth-token-file",
+        token_file.to_str().unwrap(),
+        &catalog("examples/manage_files"),
+    ]);
+    let addr = http.addr.to_string();
+    let mut c = McpHttp::connect_with(
+        http.addr,
+        Era::Modern,
+        vec![("Authorization".into(), "Bearer s3cret-token".into())],
+    );
+    let list = c.message("tools/list", json!({}));
+    let mcp = c.req(&list, "tools/list");
+    let with_path = |req: &Req, path: &str| Req {
+        path: path.into(),
+        ..req.clone()
+    };
+    // (label, request, status): the raw client writes the headers as given
+    // (no HTTP client sends two Hosts).
+    let cases: Vec<(&str, Req, u16)> = vec![
+        ("one Host", Req::get("/healthz"), 200),
+        (
+            "two equal Hosts, /healthz",
+            Req::get("/healthz")
+                .header("Host", &addr)
+                .header("Host", &addr),
+            400,
+        ),
+        (
+            "two Hosts, the second elsewhere, /metrics",
+            Req::get("/metrics")
+                .header("Host", &addr)
+                .header("Host", "evil.example"),
+            400,
+        ),
+        (
+            "two Hosts, without a token, /mcp",
+            Req::mcp(&list)
+                .header("Host", "evil.example")
+                .header("Host", &addr),
+            400,
+        ),
+        (
+            "two Hosts, with the token, /mcp",
+            mcp.clone()
+                .header("Host", &addr)
+                .header("Host", "localhost"),
+            400,
+        ),
+        (
+            "an absolute-form target naming another authority",
+            with_path(&Req::get("/healthz"), "http://evil.example/healthz").header("Host", &addr),
+            400,
+        ),
+        (
+            "an absolute-form /mcp target naming another authority",
+            with_path(&mcp, "http://evil.example/mcp").header("Host", &addr),
+            400,
+        ),
+        (
+            "an absolute-form target naming the Host's authority",
+            with_path(&Req::get("/healthz"), &format!("http://{addr}/healthz"))
+                .header("Host", &addr),
+            200,
+        ),
+        ("one Host, with the token, /mcp", mcp.clone(), 200),
+    ];
+    for (label, req, status) in &cases {
+        let resp = http.send(req);
+        assert_eq!(resp.status, *status, "{label}: {}", resp.text());
+        if *status == 400 {
+            assert!(
+                resp.text().contains("Bad Request: the request"),
+                "{label}: {}",
+                resp.text()
+            );
+            assert_eq!(resp.header("connection"), Some("close"), "{label}");
+        }
+    }
+    assert!(
+        http.stderr()
+            .contains("the request has more than one Host header"),
+        "{}",
+        http.stderr()
+    );
+}
+
+#[test]
+fn connections_past_the_per_address_limit_are_closed_while_other_addresses_get_in() {
+    let http = HttpServer::start(&[
+        "--max-connections",
+        "8",
+        "--max-connections-per-peer",
+        "2",
+        &catalog("examples/manage_files"),
+    ]);
+    let local: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+    let second: std::net::IpAddr = "127.0.0.2".parse().unwrap();
+    // Two from 127.0.0.1, each proven to hold its place by a served request.
+    let mut held: Vec<TcpStream> = (0..2).map(|_| hold(http.addr)).collect();
+    // A third from the same address (another port) is told and closed,
+    // though the server has room.
+    let resp = refusal(connect_from(http.addr, local));
+    assert_eq!(resp.status, 503, "{}", resp.text());
+    assert!(
+        resp.text()
+            .contains("too many connections from this address (--max-connections-per-peer)"),
+        "{}",
+        resp.text()
+    );
+    // Another address gets in, twice, and is counted apart.
+    let others: Vec<TcpStream> = (0..2)
+        .map(|_| hold_stream(connect_from(http.addr, second), http.addr))
+        .collect();
+    let resp = refusal(connect_from(http.addr, second));
+    assert_eq!(resp.status, 503, "{}", resp.text());
+    // The refusals are counted apart from --max-connections' (scraped from
+    // a third address, since the other two are full).
+    let mut s = connect_from(http.addr, "127.0.0.3".parse().unwrap());
+    s.write_all(&Req::get("/metrics").head(http.addr)).unwrap();
+    let metrics = read_response(&mut s).text();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "regent_http_connections_refused_per_peer_total 2"),
+        "{metrics}"
+    );
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == "regent_http_connections_refused_total 0"),
+        "{metrics}"
+    );
+    // When one of 127.0.0.1's closes, it gets in again (once the server has
+    // seen the close).
+    drop(held.pop());
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let mut s = connect_from(http.addr, local);
+        let _ = s.write_all(&Req::get("/healthz").head(http.addr));
+        let mut raw = Vec::new();
+        if std::io::Read::read_to_end(&mut s, &mut raw).is_ok()
+            && common::http::parse_response(&raw).status == 200
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "127.0.0.1 never got in again");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop((held, others));
+}
+
+#[test]
+fn a_per_address_limit_above_the_global_one_is_refused_at_start_up() {
+    let out = regent()
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--max-connections",
+            "8",
+            "--max-connections-per-peer",
+            "9",
+            &catalog("examples/manage_files"),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--max-connections-per-peer 9 is more than --max-connections 8")
+            && stderr.contains("0 to turn the per-address limit off"),
+        "{stderr}"
+    );
 }

@@ -567,3 +567,242 @@ fn a_session_answers_only_the_caller_who_opened_it() {
     let msg = alice.message("tools/list", json!({}));
     assert_eq!(alice.post(&msg, "tools/list").status, 404);
 }
+
+/// Registered claims of the wrong type or value, one case per row: the
+/// claim, the JSON it is set to (`null` is sent as `null`; `ABSENT` removes
+/// it; `NOW+N` is now plus N seconds), and the `error_description` of the
+/// 401 (`ok` when the token is accepted). Every token is validly signed, so
+/// each refusal is the claim check's, not the signature's.
+const CLAIM_CASES: &[(&str, &str, &str)] = &[
+    ("sub", r#""""#, "the token's sub claim is an empty string"),
+    ("sub", "42", "the token's sub claim is not a string"),
+    (
+        "sub",
+        r#"["alice"]"#,
+        "the token's sub claim is not a string",
+    ),
+    ("sub", "null", "the token's sub claim is not a string"),
+    ("iss", r#""""#, "the token's iss claim is an empty string"),
+    (
+        "iss",
+        r#"["https://idp.example"]"#,
+        "the token's iss claim is not a string",
+    ),
+    ("iss", "true", "the token's iss claim is not a string"),
+    ("aud", "[]", "the token's aud claim is an empty array"),
+    ("aud", r#""""#, "the token's aud claim is an empty string"),
+    (
+        "aud",
+        r#"["regent-tests", ""]"#,
+        "the token's aud claim holds an empty string",
+    ),
+    (
+        "aud",
+        r#"["regent-tests", 7]"#,
+        "the token's aud claim is not a string or an array of strings",
+    ),
+    (
+        "aud",
+        "7",
+        "the token's aud claim is not a string or an array of strings",
+    ),
+    (
+        "aud",
+        r#"{"regent-tests": true}"#,
+        "the token's aud claim is not a string or an array of strings",
+    ),
+    ("aud", r#"["someone-else", "regent-tests"]"#, "ok"),
+    (
+        "exp",
+        r#""NOW+300""#,
+        "the token's exp claim is not a number (NumericDate)",
+    ),
+    (
+        "exp",
+        "true",
+        "the token's exp claim is not a number (NumericDate)",
+    ),
+    (
+        "exp",
+        "[NOW+300]",
+        "the token's exp claim is not a number (NumericDate)",
+    ),
+    (
+        "exp",
+        r#"{"at": NOW+300}"#,
+        "the token's exp claim is not a number (NumericDate)",
+    ),
+    (
+        "exp",
+        "null",
+        "the token's exp claim is not a number (NumericDate)",
+    ),
+    (
+        "exp",
+        "-1",
+        "the token's exp claim is negative or too large",
+    ),
+    (
+        "exp",
+        "1e300",
+        "the token's exp claim is negative or too large",
+    ),
+    ("exp", "NOW+300.75", "ok"),
+    (
+        "nbf",
+        r#""0""#,
+        "the token's nbf claim is not a number (NumericDate)",
+    ),
+    (
+        "nbf",
+        "false",
+        "the token's nbf claim is not a number (NumericDate)",
+    ),
+    (
+        "nbf",
+        "null",
+        "the token's nbf claim is not a number (NumericDate)",
+    ),
+    (
+        "nbf",
+        "-5",
+        "the token's nbf claim is negative or too large",
+    ),
+    ("nbf", "NOW+0.5", "ok"),
+    (
+        "iat",
+        r#""NOW+0""#,
+        "the token's iat claim is not a number (NumericDate)",
+    ),
+    (
+        "iat",
+        "[NOW+0]",
+        "the token's iat claim is not a number (NumericDate)",
+    ),
+    (
+        "iat",
+        "null",
+        "the token's iat claim is not a number (NumericDate)",
+    ),
+    (
+        "iat",
+        "-1",
+        "the token's iat claim is negative or too large",
+    ),
+    ("iat", "NOW+600", "the token's iat claim is in the future"),
+    ("iat", "NOW+30", "ok"),
+    ("iat", "ABSENT", "ok"),
+    ("iat", "NOW+0.25", "ok"),
+];
+
+/// `text` with every `NOW+N` replaced by now plus N (N may have a fraction).
+fn at_now(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("NOW+") {
+        out.push_str(&rest[..i]);
+        rest = &rest[i + 4..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (n, tail) = rest.split_at(end);
+        match n.split_once('.') {
+            Some((whole, frac)) => {
+                out.push_str(&format!("{}.{frac}", now() + whole.parse::<u64>().unwrap()))
+            }
+            None => out.push_str(&(now() + n.parse::<u64>().unwrap()).to_string()),
+        }
+        rest = tail;
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn ill_typed_claims_are_401_naming_the_claim_and_the_problem() {
+    let keys = Keys::new();
+    let http = keys.serve();
+    for (claim, value, want) in CLAIM_CASES {
+        let mut c = claims("mallory", &["oncall"]);
+        if *value == "ABSENT" {
+            c.as_object_mut().unwrap().remove(*claim);
+        } else {
+            c[*claim] = serde_json::from_str(&at_now(value))
+                .unwrap_or_else(|e| panic!("{claim} = {value}: {e}"));
+        }
+        let token = keys.sign(&header("EdDSA", Some("ed-1")), &c);
+        let (status, challenge) = refused(&http, Some(&format!("Bearer {token}")));
+        let label = format!("{claim} = {value}");
+        if *want == "ok" {
+            assert_eq!(status, 200, "{label}: {challenge}");
+            continue;
+        }
+        assert_eq!(status, 401, "{label}");
+        assert!(
+            challenge.starts_with(&format!(
+                r#"Bearer realm="regent", error="invalid_token", error_description="{want}"#
+            )),
+            "{label}: {challenge}"
+        );
+    }
+    // The log line says the same, without the token.
+    let stderr = http.stderr();
+    assert!(
+        stderr.contains(
+            "refused a bearer token: the token's exp claim is not a number (NumericDate)"
+        ),
+        "{stderr}"
+    );
+    let log = std::fs::read_to_string(keys.decision_log()).unwrap_or_default();
+    assert!(!log.contains("mallory"), "{log}");
+}
+
+#[test]
+fn a_token_with_a_crit_header_is_refused() {
+    let keys = Keys::new();
+    let http = keys.serve();
+    let with_crit = |crit: Value, extra: &[(&str, Value)]| {
+        let mut h = header("EdDSA", Some("ed-1"));
+        h["crit"] = crit;
+        for (k, v) in extra {
+            h[*k] = v.clone();
+        }
+        keys.sign(&h, &claims("mallory", &["oncall"]))
+    };
+    for (label, token, want) in [
+        (
+            "an extension regent does not know (RFC 7797's b64)",
+            with_crit(json!(["b64"]), &[("b64", json!(false))]),
+            "the token's crit header lists an extension regent does not understand",
+        ),
+        (
+            "an extension absent from the header",
+            with_crit(json!(["exp"]), &[]),
+            "the token's crit header lists an extension regent does not understand",
+        ),
+        (
+            "empty",
+            with_crit(json!([]), &[]),
+            "the token's crit header is an empty array",
+        ),
+        (
+            "a registered parameter",
+            with_crit(json!(["alg"]), &[]),
+            "the token's crit header lists a header parameter RFC 7515 registers",
+        ),
+        (
+            "not an array",
+            with_crit(json!("b64"), &[("b64", json!(false))]),
+            "the token's crit header is not an array of header parameter names",
+        ),
+        (
+            "an array of numbers",
+            with_crit(json!([1]), &[]),
+            "the token's crit header is not an array of header parameter names",
+        ),
+    ] {
+        let (status, challenge) = refused(&http, Some(&format!("Bearer {token}")));
+        assert_eq!(status, 401, "{label}");
+        assert!(challenge.contains(want), "{label}: {challenge}");
+    }
+}
