@@ -6,14 +6,12 @@
 
 use crate::common;
 
-use crate::jwt_support::{AUDIENCE, ISSUER, bearer, ec_jwk, jwt, now, p256, write_catalog};
+use crate::jwt_support::{AUDIENCE, ISSUER, Signer, bearer, now, write_catalog};
 
 use common::Era;
 use common::draft_client::DECISION;
 use common::http::{HttpServer, Req};
 use common::regent;
-use ring::rand::SystemRandom;
-use ring::signature::EcdsaKeyPair;
 use serde_json::{Value, json};
 
 const RESOURCE: &str = "https://mcp.example.com/mcp";
@@ -22,23 +20,17 @@ const DOCUMENT: &str = "https://mcp.example.com/.well-known/oauth-protected-reso
 /// A P-256 key, its JWKS file and the `restart` catalog, in one directory.
 struct Setup {
     dir: tempfile::TempDir,
-    rng: SystemRandom,
-    key: EcdsaKeyPair,
+    signer: Signer,
 }
 
 impl Setup {
     fn new() -> Setup {
-        let rng = SystemRandom::new();
-        let key = p256(&rng);
+        let signer = Signer::new("ec-1");
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("catalog")).unwrap();
         write_catalog(&dir.path().join("catalog"));
-        std::fs::write(
-            dir.path().join("jwks.json"),
-            json!({"keys": [ec_jwk(&key, "ec-1")]}).to_string(),
-        )
-        .unwrap();
-        Setup { dir, rng, key }
+        std::fs::write(dir.path().join("jwks.json"), signer.jwks().to_string()).unwrap();
+        Setup { dir, signer }
     }
 
     fn path(&self, name: &str) -> String {
@@ -68,11 +60,7 @@ impl Setup {
             "sub": "alice", "iss": ISSUER, "aud": aud,
             "iat": now(), "exp": now() + 300, "groups": ["oncall"],
         });
-        jwt(
-            &json!({"alg": "ES256", "typ": "JWT", "kid": "ec-1"}),
-            &claims,
-            |input| self.key.sign(&self.rng, input).unwrap().as_ref().to_vec(),
-        )
+        self.signer.sign(&claims)
     }
 }
 

@@ -7,12 +7,10 @@
 
 use crate::common;
 
-use crate::jwt_support::{AUDIENCE, ISSUER, ec_jwk, jwt, now, p256};
+use crate::jwt_support::{AUDIENCE, ISSUER, Signer, now};
 
 use common::http::{HttpServer, McpHttp};
 use common::{Era, Server};
-use ring::rand::SystemRandom;
-use ring::signature::EcdsaKeyPair;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -44,21 +42,20 @@ fn tools(dir: &Path) -> String {
 /// A catalog, a key and its JWKS, a decision log, in one directory.
 struct Setup {
     dir: tempfile::TempDir,
-    rng: SystemRandom,
-    key: EcdsaKeyPair,
+    signer: Signer,
 }
 
 impl Setup {
     fn new() -> Setup {
         let dir = tempfile::tempdir().unwrap();
-        let rng = SystemRandom::new();
-        let key = p256(&rng);
-        let s = Setup { dir, rng, key };
+        let s = Setup {
+            dir,
+            signer: Signer::new("k1"),
+        };
         std::fs::create_dir(s.path("catalog")).unwrap();
         std::fs::create_dir(s.path("out")).unwrap();
         std::fs::write(s.path("catalog/git.yaml"), tools(&s.path("out"))).unwrap();
-        let jwks = json!({"keys": [ec_jwk(&s.key, "k1")]});
-        std::fs::write(s.path("jwks.json"), jwks.to_string()).unwrap();
+        std::fs::write(s.path("jwks.json"), s.signer.jwks().to_string()).unwrap();
         s
     }
 
@@ -79,10 +76,7 @@ impl Setup {
         for (k, v) in extra.as_object().unwrap() {
             claims[k] = v.clone();
         }
-        let header = json!({"alg": "ES256", "typ": "JWT", "kid": "k1"});
-        jwt(&header, &claims, |input| {
-            self.key.sign(&self.rng, input).unwrap().as_ref().to_vec()
-        })
+        self.signer.sign(&claims)
     }
 
     fn serve(&self, enforce: bool) -> HttpServer {

@@ -90,6 +90,35 @@ pub fn jwt(header: &Value, claims: &Value, sign: impl FnOnce(&[u8]) -> Vec<u8>) 
     format!("{input}.{}", B64.encode(sig))
 }
 
+/// A P-256 key named `kid` that signs the tests' ES256 tokens, and its
+/// key set.
+pub struct Signer {
+    rng: SystemRandom,
+    key: EcdsaKeyPair,
+    kid: &'static str,
+}
+
+impl Signer {
+    pub fn new(kid: &'static str) -> Signer {
+        let rng = SystemRandom::new();
+        let key = p256(&rng);
+        Signer { rng, key, kid }
+    }
+
+    /// The JWKS document holding this key's public JWK.
+    pub fn jwks(&self) -> Value {
+        json!({"keys": [ec_jwk(&self.key, self.kid)]})
+    }
+
+    /// The token of `claims`, signed with this key.
+    pub fn sign(&self, claims: &Value) -> String {
+        let header = json!({"alg": "ES256", "typ": "JWT", "kid": self.kid});
+        jwt(&header, claims, |input| {
+            self.key.sign(&self.rng, input).unwrap().as_ref().to_vec()
+        })
+    }
+}
+
 /// A client of `http` in `era` that sends `token` as its bearer and
 /// declares the decision extension.
 pub fn bearer(http: &HttpServer, era: Era, token: &str) -> McpHttp {
