@@ -248,10 +248,14 @@ async fn requests_are_decided_logged_and_relayed_over_stdio_and_http() {
 
 #[tokio::test]
 async fn a_client_without_the_capability_is_not_asked() {
-    for http in [false, true] {
+    for (http, era) in [
+        (false, Era::Legacy),
+        (true, Era::Legacy),
+        (false, Era::Modern),
+        (true, Era::Modern),
+    ] {
         let dir = tempfile::tempdir().unwrap();
-        let (client, _serving) =
-            connect(dir.path(), TestClient::default(), Era::Legacy, http).await;
+        let (client, _serving) = connect(dir.path(), TestClient::default(), era, http).await;
         let (got, _) = ask(&client, &["elicit", "roots", "sample", "allow_sample"]).await;
         for (what, capability) in [
             ("elicit", "elicitation"),
@@ -342,6 +346,7 @@ async fn rounds_on_2026_07_28(http: bool) {
         elicit: Some(ElicitationAction::Accept),
         roots: Some(vec!["file:///work".into()]),
         answers,
+        sample: Some("hi there".into()),
         ..Default::default()
     };
     let (client, _serving) = connect(dir.path(), handler.clone(), Era::Modern, http).await;
@@ -401,6 +406,20 @@ async fn rounds_on_2026_07_28(http: bool) {
     );
     assert_eq!(asks_run(dir.path()), 1);
 
+    // The policy allows sampling for this call: a round of its own.
+    let mut params = CallToolRequestParams::new("ask");
+    params.arguments = json!({ "ask": ["sample", "allow_sample"] })
+        .as_object()
+        .cloned();
+    let r = client.call_tool(params).await.expect("tools/call");
+    let got: Value =
+        serde_json::from_str(&common::text(&serde_json::to_value(&r).unwrap())).unwrap();
+    assert_eq!(
+        got["sample"]["result"]["content"]["text"], "hi there",
+        "{got}"
+    );
+    assert_eq!(got["sample"]["result"]["model"], "test-model", "{got}");
+
     // By hand: the round carries the upstream's question as it asked it.
     let first = ask_once(&client, &["elicit"], None, None).await.unwrap();
     assert_eq!(first["resultType"], "input_required", "{first}");
@@ -436,7 +455,7 @@ async fn rounds_on_2026_07_28(http: bool) {
     // The state opens once.
     let e = refused(ask_once(&client, &["elicit"], Some(decline), Some(&state)).await);
     assert!(e.message.contains("already used"), "{}", e.message);
-    assert_eq!(asks_run(dir.path()), 2, "nothing ran twice");
+    assert_eq!(asks_run(dir.path()), 3, "nothing ran twice");
     client.cancel().await.ok();
 }
 
