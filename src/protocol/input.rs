@@ -497,3 +497,40 @@ pub async fn ask_live(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn states() -> RequestStates {
+        RequestStates::new(vec![7; 32]).unwrap()
+    }
+
+    fn retry(state: &str) -> Retry {
+        Retry {
+            responses: None,
+            state: Some(state.to_string()),
+        }
+    }
+
+    #[test]
+    fn a_parked_calls_state_names_its_handle_once_and_only_for_its_arguments() {
+        let states = states();
+        let sealed = seal_parked(&states, "h1", "regent/upstream", "ask", "d1");
+        // Bound to the tool and the arguments' digest.
+        assert!(open_any(&states, &retry(&sealed), "ask", "d2").is_err());
+        assert!(open_any(&states, &retry(&sealed), "other", "d1").is_err());
+        match open_any(&states, &retry(&sealed), "ask", "d1").unwrap() {
+            Opened::Parked { handle, key } => {
+                assert_eq!((handle.as_str(), key.as_str()), ("h1", "regent/upstream"))
+            }
+            other => panic!("{other:?}"),
+        }
+        // Opened once.
+        let e = open_any(&states, &retry(&sealed), "ask", "d1").unwrap_err();
+        assert_eq!(e.data.unwrap()["reason"], "invalid-request-state");
+        // Never taken for replies to regent's own questions.
+        let sealed = seal_parked(&states, "h2", "regent/upstream", "ask", "d1");
+        assert!(open(&states, &retry(&sealed), "ask", "d1").is_err());
+    }
+}

@@ -352,14 +352,16 @@ impl Rounds {
                 None,
             )
         };
-        self.tx
-            .send(Asked {
-                method,
-                params,
-                answer,
-            })
-            .await
-            .map_err(|_| gone())?;
+        let asked = Asked {
+            method,
+            params,
+            answer,
+        };
+        // One question at a time: a second waits here for its round.
+        tokio::select! {
+            sent = self.tx.send(asked) => sent.map_err(|_| gone())?,
+            _ = ended.cancelled() => return Err(gone()),
+        }
         tokio::select! {
             r = rx => r.unwrap_or_else(|_| Err(gone())),
             _ = ended.cancelled() => Err(gone()),

@@ -427,6 +427,12 @@ async fn rounds_on_2026_07_28(http: bool) {
     assert_eq!(asked["method"], "elicitation/create", "{first}");
     assert_eq!(asked["params"]["message"], "pick a colour", "{first}");
     let state = first["requestState"].as_str().unwrap().to_string();
+    let parked = |n: f64| {
+        if let Some(server) = _serving.downcast_ref::<HttpServer>() {
+            assert_eq!(server.metric(None, "regent_calls_parked"), Some(n));
+        }
+    };
+    parked(1.0);
     // A tampered state is refused, and nothing runs again.
     let mut tampered = state.clone();
     let last = tampered.pop().unwrap();
@@ -452,6 +458,7 @@ async fn rounds_on_2026_07_28(http: bool) {
     let got: Value = serde_json::from_str(&common::text(&done)).unwrap();
     assert_eq!(got["elicit"]["result"]["action"], "decline", "{done}");
     assert_ne!(done["isError"], true, "{done}");
+    parked(0.0);
     // The state opens once.
     let e = refused(ask_once(&client, &["elicit"], Some(decline), Some(&state)).await);
     assert!(e.message.contains("already used"), "{}", e.message);
