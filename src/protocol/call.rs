@@ -29,7 +29,11 @@
 //!    and log messages during the call go to this client
 //!    (`crate::upstream::relay`); its requests to the client are decided
 //!    by the tool's `upstream_request` rule, logged with the call's id, and
-//!    relayed to this client when allowed ([`super::upstream_requests`]).
+//!    relayed to this client when allowed ([`super::upstream_requests`]):
+//!    live on 2025-11-25; on 2026-07-28 as `input_required` rounds, the
+//!    upstream call running on a task of its own and parked between them
+//!    ([`super::parked`]), its retries carrying the answers (a retry is no
+//!    new decision: it writes no intent line).
 //! 6. Turn the outcome into a result: output as text, JSON output validated
 //!    against `outputSchema` as `structuredContent`, failures as
 //!    `isError: true` with the status and the tail of stderr or the body.
