@@ -331,10 +331,12 @@ pub async fn call(
                 // the client's answer to it (`protocol/parked`).
                 input::Opened::Parked { handle, key } => {
                     let round = super::parked::Round {
-                        states: cc.states,
-                        tool: name,
-                        digest: digest(),
-                        caller: caller.as_deref(),
+                        seal: super::parked::Seal {
+                            states: cc.states,
+                            tool: name,
+                            digest: digest(),
+                            caller: caller.as_deref(),
+                        },
                         ctx,
                     };
                     return cc
@@ -635,13 +637,15 @@ pub async fn call(
             questions,
             done: tokio::spawn(job),
             cancel,
-            to,
+            retarget: Box::new(move |peer, token| to.retarget(peer, token)),
         };
         let round = super::parked::Round {
-            states: cc.states,
-            tool: name,
-            digest: digest(),
-            caller: caller.as_deref(),
+            seal: super::parked::Seal {
+                states: cc.states,
+                tool: name,
+                digest: digest(),
+                caller: caller.as_deref(),
+            },
             ctx,
         };
         return cc.parked.wait(running, &round).await;

@@ -37,8 +37,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResponse, InputRequest, InputRequests, InputRequiredResult};
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::model::{
+    CallToolResponse, InputRequest, InputRequests, InputRequiredResult, ProgressToken,
+};
+use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -71,8 +73,9 @@ pub struct Running {
     pub done: tokio::task::JoinHandle<CallToolResponse>,
     /// Cancels the upstream call.
     pub cancel: CancellationToken,
-    /// Where its progress and log messages go, moved to each retry.
-    pub to: Arc<crate::upstream::RelayTo>,
+    /// Moves where its progress and log messages go to a retry's request
+    /// (its peer and progress token).
+    pub retarget: Box<dyn Fn(Peer<RoleServer>, Option<ProgressToken>) + Send + Sync>,
 }
 
 /// Who may continue a parked call: the caller that started it (the tool
@@ -99,12 +102,17 @@ pub struct ParkedCalls {
     metrics: Arc<Metrics>,
 }
 
-/// The request a round answers, and what its state is bound to.
-pub struct Round<'a> {
+/// What a round's state is sealed with and bound to.
+pub struct Seal<'a> {
     pub states: &'a RequestStates,
     pub tool: &'a str,
     pub digest: &'a str,
     pub caller: Option<&'a Caller>,
+}
+
+/// The request a round answers.
+pub struct Round<'a> {
+    pub seal: Seal<'a>,
     pub ctx: &'a RequestContext<RoleServer>,
 }
 
@@ -142,14 +150,14 @@ impl ParkedCalls {
                 _ = round.ctx.ct.cancelled() => Next::Cancelled,
             };
             match next {
-                Next::Asked(asked) => match self.park(running, asked, round) {
+                Next::Asked(asked) => match self.park(running, asked, &round.seal) {
                     Ok(ir) => return Ok(ir.into()),
                     Err(r) => running = r,
                 },
                 Next::Done(done) => {
                     return done.map_err(|e| {
                         ErrorData::internal_error(
-                            format!("the forwarded call of {} failed: {e}", round.tool),
+                            format!("the forwarded call of {} failed: {e}", round.seal.tool),
                             None,
                         )
                     });
@@ -159,7 +167,7 @@ impl ParkedCalls {
                     return Err(ErrorData::internal_error(
                         format!(
                             "the call of {} was cancelled; it was cancelled upstream",
-                            round.tool
+                            round.seal.tool
                         ),
                         None,
                     ));
@@ -175,7 +183,7 @@ impl ParkedCalls {
         self: &Arc<Self>,
         running: Running,
         asked: Asked,
-        round: &Round<'_>,
+        round: &Seal<'_>,
     ) -> Result<InputRequiredResult, Running> {
         let refuse = |asked: Asked, why: String| {
             let _ = asked.answer.send(Err(ErrorData::internal_error(why, None)));
@@ -208,7 +216,7 @@ impl ParkedCalls {
                 "a forwarded call's question was refused: the parked calls are full"
             );
             let why = format!(
-                "regent cannot put `{}` to its client now: {} calls are already waiting for their clients' answers; try again later",
+                "regent cannot put `{}` to its client now: it already holds its limit of {} calls waiting for their clients' answers; try again later",
                 asked.method, self.max
             );
             refuse(asked, why);
@@ -286,7 +294,7 @@ impl ParkedCalls {
         responses: Option<&std::collections::BTreeMap<String, Value>>,
         round: &Round<'_>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let tool = round.tool;
+        let tool = round.seal.tool;
         let Some(parked) = self.take(handle) else {
             return Err(ErrorData::invalid_params(
                 format!(
@@ -295,7 +303,7 @@ impl ParkedCalls {
                 Some(json!({"tool": tool, "reason": "call-not-parked"})),
             ));
         };
-        if parked.owner != owner(round.caller) {
+        if parked.owner != owner(round.seal.caller) {
             let _ = parked.asked.answer.send(Err(ErrorData::internal_error(
                 "the call was cancelled: another caller tried to continue it".to_string(),
                 None,
@@ -309,13 +317,11 @@ impl ParkedCalls {
             ));
         }
         let Parked { running, asked, .. } = parked;
-        running
-            .to
-            .retarget(round.ctx.peer.clone(), round.ctx.meta.get_progress_token());
+        (running.retarget)(round.ctx.peer.clone(), round.ctx.meta.get_progress_token());
         match responses.and_then(|r| r.get(key)) {
             // Not answered: asked again (SEP-2322 asks servers to
             // re-request rather than fail).
-            None => match self.park(running, asked, round) {
+            None => match self.park(running, asked, &round.seal) {
                 Ok(ir) => Ok(ir.into()),
                 Err(running) => self.wait(running, round).await,
             },
@@ -366,5 +372,80 @@ impl Rounds {
             r = rx => r.unwrap_or_else(|_| Err(gone())),
             _ = ended.cancelled() => Err(gone()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn running() -> Running {
+        let (_tx, questions) = mpsc::channel(1);
+        Running {
+            questions,
+            done: tokio::spawn(async { rmcp::model::CallToolResult::success(vec![]).into() }),
+            cancel: CancellationToken::new(),
+            retarget: Box::new(|_, _| {}),
+        }
+    }
+
+    fn asked() -> (Asked, oneshot::Receiver<Result<Value, ErrorData>>) {
+        let (answer, rx) = oneshot::channel();
+        let params = json!({"mode": "form", "message": "m",
+            "requestedSchema": {"type": "object", "properties": {}}});
+        let asked = Asked {
+            method: "elicitation/create",
+            params,
+            answer,
+        };
+        (asked, rx)
+    }
+
+    #[tokio::test]
+    async fn past_the_bound_the_upstream_is_refused_and_a_deadline_frees_the_slot() {
+        let metrics = Arc::new(Metrics::new());
+        let parked = ParkedCalls::new(1, metrics.clone());
+        let states = RequestStates::new(vec![7; 32]).unwrap();
+        let seal = Seal {
+            states: &states,
+            tool: "ask",
+            digest: "d",
+            caller: None,
+        };
+        let (a, mut a_answer) = asked();
+        let first = running();
+        let cancelled = first.cancel.clone();
+        let ir = parked.park(first, a, &seal).ok().expect("parked");
+        let ir = serde_json::to_value(&ir).unwrap();
+        assert_eq!(
+            ir["inputRequests"][UPSTREAM_KEY]["method"],
+            "elicitation/create"
+        );
+        assert_eq!(metrics.calls_parked.get(), 1);
+        // Full: the upstream is told, the call goes on.
+        let (b, b_answer) = asked();
+        assert!(parked.park(running(), b, &seal).is_err());
+        let e = b_answer.await.unwrap().unwrap_err();
+        assert!(
+            e.message.contains("1 calls are already waiting"),
+            "{}",
+            e.message
+        );
+        assert!(a_answer.try_recv().is_err(), "the parked one still waits");
+        // Its deadline: cancelled upstream, the upstream's request answered
+        // with an error, the slot freed and counted.
+        let handle = parked.lock().keys().next().cloned().unwrap();
+        parked.expire(&handle, std::time::Duration::from_secs(1));
+        assert!(cancelled.is_cancelled());
+        let e = a_answer.await.unwrap().unwrap_err();
+        assert!(
+            e.message.contains("did not answer within 1s"),
+            "{}",
+            e.message
+        );
+        assert_eq!(metrics.calls_parked.get(), 0);
+        assert_eq!(metrics.parked_expired.get(), 1);
+        let (c, _c) = asked();
+        assert!(parked.park(running(), c, &seal).is_ok(), "room again");
     }
 }
