@@ -427,7 +427,7 @@ mod tests {
         assert!(parked.park(running(), b, &seal).is_err());
         let e = b_answer.await.unwrap().unwrap_err();
         assert!(
-            e.message.contains("1 calls are already waiting"),
+            e.message.contains("its limit of 1 calls waiting"),
             "{}",
             e.message
         );
