@@ -682,3 +682,63 @@ async fn through_a_url_upstream_they_are_relayed_again() {
     assert_eq!(*handler.asked.lock().unwrap(), ["pick a colour"]);
     client.cancel().await.ok();
 }
+
+#[test]
+fn a_parked_call_is_continued_only_by_the_caller_that_started_it() {
+    use crate::jwt_support::{AUDIENCE, ISSUER, ec_jwk, jwt, now, p256};
+    use common::http::McpHttp;
+    let dir = tempfile::tempdir().unwrap();
+    write_catalog(dir.path());
+    let rng = ring::rand::SystemRandom::new();
+    let key = p256(&rng);
+    let jwks = dir.path().join("jwks.json");
+    std::fs::write(&jwks, json!({"keys": [ec_jwk(&key, "ec-1")]}).to_string()).unwrap();
+    let token = |sub: &str| {
+        let header = json!({"alg": "ES256", "kid": "ec-1", "typ": "JWT"});
+        let claims = json!({"sub": sub, "iss": ISSUER, "aud": AUDIENCE,
+                            "iat": now(), "exp": now() + 300});
+        jwt(&header, &claims, |input| {
+            key.sign(&rng, input).unwrap().as_ref().to_vec()
+        })
+    };
+    let log = dir.path().join("decisions.log");
+    let server = HttpServer::start(&[
+        "--no-watch",
+        "--jwt-jwks-file",
+        jwks.to_str().unwrap(),
+        "--jwt-issuer",
+        ISSUER,
+        "--jwt-audience",
+        AUDIENCE,
+        "--decision-log",
+        log.to_str().unwrap(),
+        dir.path().to_str().unwrap(),
+    ]);
+    let client = |sub: &str| {
+        McpHttp::connect_caps(
+            server.addr,
+            Era::Modern,
+            vec![("Authorization".into(), format!("Bearer {}", token(sub)))],
+            json!({"elicitation": {"form": {}}}),
+        )
+    };
+    let (mut alice, mut bob) = (client("alice"), client("bob"));
+    let call = json!({"name": "ask", "arguments": {"ask": ["elicit"]}});
+    let first = alice.request("tools/call", call.clone());
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let state = first["result"]["requestState"].clone();
+    let mut retry = call.clone();
+    retry["requestState"] = state;
+    retry["inputResponses"] =
+        json!({"regent/upstream": {"action": "accept", "content": {"colour": "red"}}});
+    // Bob has Alice's state: refused, and Alice's call is cancelled.
+    let r = bob.request("tools/call", retry.clone());
+    let message = r["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"));
+    assert!(message.contains("started by another caller"), "{r}");
+    // The state was spent: Alice calls again.
+    let r = alice.request("tools/call", retry);
+    assert_eq!(r["error"]["data"]["reason"], "invalid-request-state", "{r}");
+    assert_eq!(asks_run(dir.path()), 1, "nothing ran again");
+}
