@@ -108,6 +108,11 @@ pub struct Metrics {
     /// `tools/call` refused because the caller's token lacks the OAuth
     /// scopes the call needs (`serve --enforce-scopes`).
     pub scope_refused: Counter,
+    /// Forwarded 2026-07-28 calls waiting for their client's answer to an
+    /// upstream's request (`protocol/parked`).
+    pub calls_parked: Gauge,
+    /// Parked calls cancelled because no retry came before their deadline.
+    pub parked_expired: Counter,
 }
 
 /// A gauge that goes up and down.
@@ -170,6 +175,8 @@ impl Metrics {
             decision_log_dropped: Counter::default(),
             drift_refused: Counter::default(),
             scope_refused: Counter::default(),
+            calls_parked: Gauge::default(),
+            parked_expired: Counter::default(),
         }
     }
 
@@ -243,6 +250,18 @@ impl Metrics {
                 "Tool executions running now (tools/call past its decision)",
                 "gauge",
                 self.calls_in_flight.get().to_string(),
+            ),
+            (
+                "regent_calls_parked",
+                "Forwarded 2026-07-28 calls waiting for the client's answer to an upstream's request",
+                "gauge",
+                self.calls_parked.get().to_string(),
+            ),
+            (
+                "regent_parked_calls_expired_total",
+                "Parked calls cancelled upstream because no retry came before their deadline",
+                "counter",
+                self.parked_expired.get().to_string(),
             ),
             (
                 "regent_calls_refused_total",

@@ -29,7 +29,11 @@
 //!    and log messages during the call go to this client
 //!    (`crate::upstream::relay`); its requests to the client are decided
 //!    by the tool's `upstream_request` rule, logged with the call's id, and
-//!    relayed to this client when allowed ([`super::upstream_requests`]).
+//!    relayed to this client when allowed ([`super::upstream_requests`]):
+//!    live on 2025-11-25; on 2026-07-28 as `input_required` rounds, the
+//!    upstream call running on a task of its own and parked between them
+//!    ([`super::parked`]), its retries carrying the answers (a retry is no
+//!    new decision: it writes no intent line).
 //! 6. Turn the outcome into a result: output as text, JSON output validated
 //!    against `outputSchema` as `structuredContent`, failures as
 //!    `isError: true` with the status and the tail of stderr or the body.
@@ -163,6 +167,9 @@ pub struct CallContext<'a> {
     pub pace: &'a Pace,
     /// The connected upstream MCP servers imported tools forward to.
     pub upstreams: &'a crate::upstream::Upstreams,
+    /// 2026-07-28 forwarded calls waiting between rounds for their
+    /// client's answer to an upstream's request (`protocol/parked`).
+    pub parked: &'a Arc<super::parked::ParkedCalls>,
     /// The live catalog, to decide again on the one current when a call
     /// that waited is about to run.
     pub state: &'a crate::state::CatalogState,
@@ -316,10 +323,35 @@ pub async fn call(
         || -> &str { digest_cell.get_or_init(|| crate::decisions::arguments_digest(&args)) };
     let (mut replies, asked_confirm) =
         if cc.mrtr && (cc.retry.state.is_some() || cc.retry.responses.is_some()) {
-            input::open(cc.states, &cc.retry, name, digest()).inspect_err(|e| {
+            let opened = input::open_any(cc.states, &cc.retry, name, digest());
+            match opened.inspect_err(|e| {
                 entry.refused = Some(e.message.to_string());
                 record(log, &entry);
-            })?
+            })? {
+                input::Opened::Replies(replies, confirm) => (replies, confirm),
+                // A forwarded call parked in an earlier round: decided,
+                // its intent written and running; the retry only carries
+                // the client's answer to it (`protocol/parked`).
+                input::Opened::Parked { handle, key } => {
+                    let round = super::parked::Round {
+                        seal: super::parked::Seal {
+                            states: cc.states,
+                            tool: name,
+                            digest: digest(),
+                            caller: caller.as_deref(),
+                        },
+                        ctx,
+                    };
+                    return cc
+                        .parked
+                        .resume(&handle, &key, cc.retry.responses.as_ref(), &round)
+                        .await
+                        .inspect_err(|e| {
+                            entry.refused = Some(e.message.to_string());
+                            record(log, &entry);
+                        });
+                }
+            }
         } else {
             (Replies::new(), None)
         };
@@ -546,73 +578,79 @@ pub async fn call(
             Value::Object(m) => m,
             _ => Map::new(),
         };
-        let _permit = cc.limit.try_enter().map_err(|e| busy(entry.clone(), e))?;
+        let permit = cc.limit.try_enter().map_err(|e| busy(entry.clone(), e))?;
         intend(log, &mut entry).await?;
         let started = std::time::Instant::now();
-        // What the upstream says during the call goes to this client alone.
-        let to = crate::upstream::RelayTo {
+        let mut asker = super::upstream_requests::CallAsker {
+            catalog: now.clone(),
+            tool: name.to_string(),
+            args: Value::Object(arguments.clone()),
+            caller: caller.clone(),
+            id: entry.id.clone(),
+            log: cc.log.clone(),
             peer: ctx.peer.clone(),
-            progress_token: ctx.meta.get_progress_token(),
-            log_level: cc.log_level,
-            asker: Some(Arc::new(super::upstream_requests::CallAsker {
-                catalog: now.clone(),
-                tool: name.to_string(),
-                args: Value::Object(arguments.clone()),
-                caller: caller.clone(),
-                id: entry.id.clone(),
-                log: cc.log.clone(),
-                peer: ctx.peer.clone(),
-                mrtr: cc.mrtr,
-                ct: ctx.ct.clone(),
-            })),
+            rounds: None,
+            ct: ctx.ct.clone(),
         };
-        let answer = connected
-            .call(target, arguments, &to, ctx.ct.cancelled())
-            .await;
-        let took = started.elapsed();
-        entry.duration = Some(took);
-        let mut execution = json!({
-            "upstream": target.upstream,
-            "durationMs": crate::decisions::millis(took),
-        });
-        return Ok(match answer {
-            Ok(crate::upstream::Forwarded {
-                result: mut r,
-                capped,
-            }) => {
-                execution["isError"] = json!(r.is_error.unwrap_or(false));
-                if let Some(cap) = capped {
-                    execution["outputCapped"] = json!(cap);
-                }
-                entry.outcome = Some(execution.clone());
-                record(log, &entry);
-                meta.insert(EXECUTION_META.into(), execution);
-                // regent's keys join the upstream's own `_meta`.
-                let mut m = r.meta.take().map(|m| m.0).unwrap_or_default();
-                m.extend(meta);
-                r.meta = Some(MetaObject(m));
-                // The upstream's answer is complete (anything else is an
-                // error by now), whichever era it spoke: a 2025-11-25
-                // upstream's result has no `resultType`, which a 2026-07-28
-                // client requires (the Python SDK refuses the result
-                // without it). Like regent's own results, it says so.
-                r.result_type = Some(ResultType::COMPLETE);
-                r
-            }
-            Err(e) => {
-                execution["error"] = json!(e.0);
-                entry.outcome = Some(execution.clone());
-                record(log, &entry);
-                meta.insert(EXECUTION_META.into(), execution);
-                result(
-                    vec![format!("the call to {name} did not complete: {e}")],
-                    None,
-                    true,
-                    meta,
-                )
-            }
+        let progress = ctx.meta.get_progress_token();
+        let target = target.clone();
+        if !cc.mrtr {
+            // What the upstream says during the call goes to this client alone.
+            let to = crate::upstream::RelayTo::new(
+                ctx.peer.clone(),
+                progress,
+                cc.log_level,
+                Some(Arc::new(asker)),
+            );
+            let answer = connected
+                .call(&target, arguments, &to, ctx.ct.cancelled())
+                .await;
+            drop(permit);
+            return Ok(forwarded(log, entry, meta, name, &target, started, answer));
         }
-        .into());
+        // 2026-07-28: the upstream's questions are rounds of this call, so
+        // the upstream call runs on a task of its own, past this request,
+        // parked between rounds (`protocol/parked`).
+        let (tx, questions) = tokio::sync::mpsc::channel(1);
+        let cancel = tokio_util::sync::CancellationToken::new();
+        asker.ct = cancel.clone();
+        asker.rounds = Some(super::parked::Rounds {
+            tx,
+            caps: ctx.client_capabilities().unwrap_or_default(),
+        });
+        let to = Arc::new(crate::upstream::RelayTo::new(
+            ctx.peer.clone(),
+            progress,
+            cc.log_level,
+            Some(Arc::new(asker)),
+        ));
+        let job = {
+            let (to, cancel, log) = (to.clone(), cancel.clone(), log.clone());
+            let name = name.to_string();
+            async move {
+                let answer = connected
+                    .call(&target, arguments, &to, cancel.cancelled())
+                    .await;
+                drop(permit);
+                forwarded(&log, entry, meta, &name, &target, started, answer)
+            }
+        };
+        let running = super::parked::Running {
+            questions,
+            done: tokio::spawn(job),
+            cancel,
+            retarget: Box::new(move |peer, token| to.retarget(peer, token)),
+        };
+        let round = super::parked::Round {
+            seal: super::parked::Seal {
+                states: cc.states,
+                tool: name,
+                digest: digest(),
+                caller: caller.as_deref(),
+            },
+            ctx,
+        };
+        return cc.parked.wait(running, &round).await;
     }
     let Some(plan) = &tool.run else {
         let why = "the tool declares no `run` section, so regent can describe it but not run it";
@@ -653,6 +691,64 @@ pub async fn call(
     }
     meta.insert(EXECUTION_META.into(), execution);
     Ok(report(tool, spec, outcome, meta).into())
+}
+
+/// A forwarded call's answer to the client, its outcome line written: the
+/// upstream's result as it gave it, with regent's `_meta` keys added, or
+/// the error that ended the call.
+fn forwarded(
+    log: &DecisionLog,
+    mut entry: Entry,
+    mut meta: Map<String, Value>,
+    name: &str,
+    target: &crate::source::upstream::UpstreamRef,
+    started: std::time::Instant,
+    answer: Result<crate::upstream::Forwarded, crate::upstream::CallError>,
+) -> CallToolResponse {
+    let took = started.elapsed();
+    entry.duration = Some(took);
+    let mut execution = json!({
+        "upstream": target.upstream,
+        "durationMs": crate::decisions::millis(took),
+    });
+    match answer {
+        Ok(crate::upstream::Forwarded {
+            result: mut r,
+            capped,
+        }) => {
+            execution["isError"] = json!(r.is_error.unwrap_or(false));
+            if let Some(cap) = capped {
+                execution["outputCapped"] = json!(cap);
+            }
+            entry.outcome = Some(execution.clone());
+            record(log, &entry);
+            meta.insert(EXECUTION_META.into(), execution);
+            // regent's keys join the upstream's own `_meta`.
+            let mut m = r.meta.take().map(|m| m.0).unwrap_or_default();
+            m.extend(meta);
+            r.meta = Some(MetaObject(m));
+            // The upstream's answer is complete (anything else is an
+            // error by now), whichever era it spoke: a 2025-11-25
+            // upstream's result has no `resultType`, which a 2026-07-28
+            // client requires (the Python SDK refuses the result
+            // without it). Like regent's own results, it says so.
+            r.result_type = Some(ResultType::COMPLETE);
+            r
+        }
+        Err(e) => {
+            execution["error"] = json!(e.0);
+            entry.outcome = Some(execution.clone());
+            record(log, &entry);
+            meta.insert(EXECUTION_META.into(), execution);
+            result(
+                vec![format!("the call to {name} did not complete: {e}")],
+                None,
+                true,
+                meta,
+            )
+        }
+    }
+    .into()
 }
 
 /// The decision of `name`'s shadow policy, for the log line only; `None`

@@ -107,6 +107,11 @@ impl RequestStates {
         self
     }
 
+    /// How long a state sealed now stays valid.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
     fn seal(&self, payload: &Value, bound_to: &[u8]) -> String {
         let bytes = serde_json::to_vec(payload).unwrap_or_default();
         self.codec.seal_with(
@@ -172,6 +177,62 @@ fn bad_state(tool: &str) -> ErrorData {
     )
 }
 
+/// What a retry's `requestState` continues.
+#[derive(Debug)]
+pub enum Opened {
+    /// A call regent asks questions of itself (a resolver, a confirmation):
+    /// the replies so far, and the confirmation message the state asked.
+    Replies(Replies, Option<String>),
+    /// A forwarded call waiting in this process for its client's answer to
+    /// the upstream's request asked under `key` (see `protocol/parked`).
+    Parked { handle: String, key: String },
+}
+
+/// 2026-07-28: the state for a forwarded call parked under `handle`, whose
+/// upstream's request is asked under `key`; bound to the tool and the
+/// arguments as every state is, and opened once.
+pub fn seal_parked(
+    states: &RequestStates,
+    handle: &str,
+    key: &str,
+    tool: &str,
+    args_digest: &str,
+) -> String {
+    let payload = json!({"parked": handle, "key": key, "nonce": nonce()});
+    states.seal(&payload, &binding(tool, args_digest))
+}
+
+/// 2026-07-28: what a retry's state continues ([`open`]), or a parked
+/// call's handle.
+pub fn open_any(
+    states: &RequestStates,
+    retry: &Retry,
+    tool: &str,
+    args_digest: &str,
+) -> Result<Opened, ErrorData> {
+    let Some(state) = &retry.state else {
+        let (replies, confirm) = open(states, retry, tool, args_digest)?;
+        return Ok(Opened::Replies(replies, confirm));
+    };
+    let payload = states
+        .open(state, &binding(tool, args_digest))
+        .map_err(|why| {
+            tracing::info!(tool, why, "refused a requestState");
+            bad_state(tool)
+        })?;
+    if let Some(handle) = payload.get("parked") {
+        let (Some(handle), Some(key)) = (handle.as_str(), payload["key"].as_str()) else {
+            return Err(bad_state(tool));
+        };
+        return Ok(Opened::Parked {
+            handle: handle.to_string(),
+            key: key.to_string(),
+        });
+    }
+    let (replies, confirm) = replies_of(&payload, retry, tool)?;
+    Ok(Opened::Replies(replies, confirm))
+}
+
 /// 2026-07-28: the replies a retry carries: those of earlier rounds, sealed
 /// in its state, and its `inputResponses` to the questions that state asked.
 /// Answers to questions that were not asked are ignored; answers to
@@ -206,6 +267,19 @@ pub fn open(
             tracing::info!(tool, why, "refused a requestState");
             bad_state(tool)
         })?;
+    // A parked call's state continues no questions of regent's own.
+    if payload.get("parked").is_some() {
+        return Err(bad_state(tool));
+    }
+    replies_of(&payload, retry, tool)
+}
+
+/// The replies an opened state and the retry's `inputResponses` make.
+fn replies_of(
+    payload: &Value,
+    retry: &Retry,
+    tool: &str,
+) -> Result<(Replies, Option<String>), ErrorData> {
     let mut replies: Replies = payload
         .get("replies")
         .cloned()
@@ -422,4 +496,41 @@ pub async fn ask_live(
         out.push((q.key().to_string(), reply));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn states() -> RequestStates {
+        RequestStates::new(vec![7; 32]).unwrap()
+    }
+
+    fn retry(state: &str) -> Retry {
+        Retry {
+            responses: None,
+            state: Some(state.to_string()),
+        }
+    }
+
+    #[test]
+    fn a_parked_calls_state_names_its_handle_once_and_only_for_its_arguments() {
+        let states = states();
+        let sealed = seal_parked(&states, "h1", "regent/upstream", "ask", "d1");
+        // Bound to the tool and the arguments' digest.
+        assert!(open_any(&states, &retry(&sealed), "ask", "d2").is_err());
+        assert!(open_any(&states, &retry(&sealed), "other", "d1").is_err());
+        match open_any(&states, &retry(&sealed), "ask", "d1").unwrap() {
+            Opened::Parked { handle, key } => {
+                assert_eq!((handle.as_str(), key.as_str()), ("h1", "regent/upstream"))
+            }
+            other => panic!("{other:?}"),
+        }
+        // Opened once.
+        let e = open_any(&states, &retry(&sealed), "ask", "d1").unwrap_err();
+        assert_eq!(e.data.unwrap()["reason"], "invalid-request-state");
+        // Never taken for replies to regent's own questions.
+        let sealed = seal_parked(&states, "h2", "regent/upstream", "ask", "d1");
+        assert!(open(&states, &retry(&sealed), "ask", "d1").is_err());
+    }
 }

@@ -17,6 +17,7 @@ pub mod input;
 pub mod negotiation;
 mod notify;
 pub mod pace;
+pub mod parked;
 pub mod transport;
 pub mod upstream_requests;
 pub mod wire;
@@ -68,6 +69,8 @@ pub struct Regent {
     enforce_scopes: bool,
     /// The connected upstream MCP servers imported tools forward to.
     upstreams: Arc<crate::upstream::Upstreams>,
+    /// 2026-07-28 forwarded calls parked between rounds, over every session.
+    parked: Arc<parked::ParkedCalls>,
     /// Where answered requests are counted (`count`), when this server
     /// exports metrics.
     metrics: Option<Arc<Metrics>>,
@@ -136,6 +139,10 @@ impl Regent {
             caller: None,
             enforce_scopes: false,
             upstreams: Arc::new(crate::upstream::Upstreams::default()),
+            parked: parked::ParkedCalls::new(
+                parked::MAX_PARKED,
+                Arc::new(crate::metrics::Metrics::new()),
+            ),
             metrics: None,
             session: None,
             log_level: SessionLevel::default(),
@@ -209,6 +216,7 @@ impl Regent {
     /// Counts every answered request in `metrics` (see `count`). Off by
     /// default: only the HTTP server renders metrics.
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Regent {
+        self.parked = parked::ParkedCalls::new(parked::MAX_PARKED, metrics.clone());
         self.metrics = Some(metrics);
         self
     }
@@ -718,6 +726,7 @@ impl ServerHandler for Regent {
             enforce_scopes: self.enforce_scopes,
             pace: &self.pace,
             upstreams: &self.upstreams,
+            parked: &self.parked,
             state: &self.state,
             log_level: if has_result_type(&ctx) {
                 #[allow(deprecated)]

@@ -13,8 +13,11 @@
 //! with `url` for a URL-mode one; `roots`; `sampling`); otherwise, and when
 //! refused, the upstream gets a JSON-RPC error saying so and the client
 //! gets nothing. On a 2026-07-28 call (no server-to-client requests: its
-//! questions are `input_required` rounds) every such request is refused
-//! with an error saying regent cannot relay it yet (not built).
+//! questions are `input_required` rounds) a relayed request goes to the
+//! call's waiting request instead, which answers the client with an
+//! `input_required` round and parks the call until the retry
+//! (`protocol/parked`); the capability checked is the one the call's first
+//! request declared.
 //!
 //! Wire types are mapped here; the catalog sees the request as JSON.
 
@@ -46,8 +49,10 @@ pub struct CallAsker {
     pub id: Option<String>,
     pub log: Arc<DecisionLog>,
     pub peer: Peer<RoleServer>,
-    /// Whether the call is a 2026-07-28 request.
-    pub mrtr: bool,
+    /// On a 2026-07-28 call: where a relayed request goes (an
+    /// `input_required` round, `protocol/parked`) and what the client
+    /// declared; `None` on 2025-11-25 (asked live on `peer`).
+    pub rounds: Option<super::parked::Rounds>,
     /// The call's cancellation: a client gone answers nothing.
     pub ct: CancellationToken,
 }
@@ -88,14 +93,6 @@ impl CallAsker {
             entry.refused = refused.map(str::to_string);
             let _ = self.log.record(entry);
         };
-        if self.mrtr {
-            let why = format!(
-                "regent cannot relay this request on a 2026-07-28 call yet: `{method}` during a call of {tool_name} was not sent to the client"
-            );
-            entry.verdict = Verdict::Error(why.clone());
-            record(entry, false, None, None);
-            return Err(not_relayed(ErrorCode::INVALID_REQUEST, why, "unsupported"));
-        }
         let Some(tool) = self.catalog.tool_as(tool_name, self.caller.as_deref()) else {
             let why = format!("regent cannot decide `{method}`: tool {tool_name} is gone");
             entry.verdict = Verdict::Error(why.clone());
@@ -157,6 +154,9 @@ impl CallAsker {
             ));
         }
         record(entry, true, by, None);
+        if let Some(rounds) = &self.rounds {
+            return rounds.ask(method, params, &self.ct).await;
+        }
         let failed = |e: rmcp::service::ServiceError| match e {
             rmcp::service::ServiceError::McpError(e) => e,
             other => ErrorData::internal_error(
@@ -199,8 +199,13 @@ impl CallAsker {
 
     /// The capability the call's client lacks for `method`, if it does.
     fn missing_capability(&self, method: &str, params: &Value) -> Option<&'static str> {
-        let caps = self.peer.peer_info().map(|i| i.capabilities.clone());
-        let caps = caps.unwrap_or_default();
+        let caps = match &self.rounds {
+            Some(r) => r.caps.clone(),
+            None => {
+                let caps = self.peer.peer_info().map(|i| i.capabilities.clone());
+                caps.unwrap_or_default()
+            }
+        };
         match method {
             "elicitation/create" => {
                 let url = params["mode"] == "url";

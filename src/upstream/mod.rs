@@ -526,9 +526,11 @@ impl Connected {
             limit,
             max_output,
         } = self;
-        let mut registration =
-            conn.relays
-                .open(to.progress_token.is_some(), to.log_level, to.asker.clone());
+        let mut registration = conn.relays.open(
+            to.target().progress_token.is_some(),
+            to.log_level,
+            to.asker.clone(),
+        );
         let mut params = CallToolRequestParams::new(target.tool.clone());
         params.arguments = Some(arguments);
         // Which registration the request is: the tap reads it (and takes it
@@ -640,9 +642,10 @@ impl Connected {
 /// client's connection (or, on 2026-07-28 over HTTP, its request's
 /// stream), with the client's progress token and log level.
 pub struct RelayTo {
-    pub peer: rmcp::service::Peer<rmcp::service::RoleServer>,
-    /// The client's `_meta.progressToken`: without it no progress is relayed.
-    pub progress_token: Option<rmcp::model::ProgressToken>,
+    /// The client's peer and its `_meta.progressToken` (without one no
+    /// progress is relayed); a 2026-07-28 call parked between rounds
+    /// (`protocol/parked`) is moved to each retry's request.
+    target: std::sync::Mutex<Target>,
     /// The least severe level the client wants; `None`: no log messages.
     #[allow(deprecated)]
     pub log_level: Option<rmcp::model::LoggingLevel>,
@@ -651,20 +654,70 @@ pub struct RelayTo {
     pub asker: Option<Arc<dyn relay::Asker>>,
 }
 
+#[derive(Clone)]
+struct Target {
+    peer: rmcp::service::Peer<rmcp::service::RoleServer>,
+    progress_token: Option<rmcp::model::ProgressToken>,
+}
+
 impl RelayTo {
+    #[allow(deprecated)]
+    pub fn new(
+        peer: rmcp::service::Peer<rmcp::service::RoleServer>,
+        progress_token: Option<rmcp::model::ProgressToken>,
+        log_level: Option<rmcp::model::LoggingLevel>,
+        asker: Option<Arc<dyn relay::Asker>>,
+    ) -> RelayTo {
+        RelayTo {
+            target: std::sync::Mutex::new(Target {
+                peer,
+                progress_token,
+            }),
+            log_level,
+            asker,
+        }
+    }
+
+    fn target(&self) -> Target {
+        self.target
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// From now on, what the upstream says goes to `peer`, its progress
+    /// under `progress_token` (a retry's request; progress is relayed only
+    /// when the first request asked for it, as the upstream's token was
+    /// chosen then).
+    pub fn retarget(
+        &self,
+        peer: rmcp::service::Peer<rmcp::service::RoleServer>,
+        progress_token: Option<rmcp::model::ProgressToken>,
+    ) {
+        let mut t = self.target.lock().unwrap_or_else(|p| p.into_inner());
+        t.peer = peer;
+        if progress_token.is_some() {
+            t.progress_token = progress_token;
+        }
+    }
+
     /// Sends `said` to the client; a client gone is the call's business
     /// (its cancellation), not the relay's.
     async fn send(&self, said: relay::Relayed) {
+        let Target {
+            peer,
+            progress_token,
+        } = self.target();
         let sent = match said {
             relay::Relayed::Progress(mut p) => {
-                let Some(token) = &self.progress_token else {
+                let Some(token) = progress_token else {
                     return;
                 };
-                p.progress_token = token.clone();
-                self.peer.notify_progress(p).await
+                p.progress_token = token;
+                peer.notify_progress(p).await
             }
             #[allow(deprecated)]
-            relay::Relayed::Log(m) => self.peer.notify_logging_message(m).await,
+            relay::Relayed::Log(m) => peer.notify_logging_message(m).await,
         };
         if let Err(e) = sent {
             tracing::debug!("a relayed notification was not sent: {e}");

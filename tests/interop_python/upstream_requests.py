@@ -11,8 +11,10 @@ Checked, on 2025-11-25 sessions: the elicitation reaches the client's
 callback and its answer reaches the upstream; roots likewise; sampling is
 refused by default (the callback is never called) and relayed when the
 tool's `upstream_request` rule allows it; each decision is a decision-log
-line with the call's id; a client without the callbacks is not asked. On
-2026-07-28 (mode="auto") the upstream is told regent cannot relay yet.
+line with the call's id; a client without the callbacks is not asked. The
+same on 2026-07-28 (mode="auto"), where each relayed request is an
+`input_required` round the SDK's client drives through the same callbacks
+(regent parks the upstream call between rounds).
 """
 
 from __future__ import annotations
@@ -179,12 +181,6 @@ async def session(binary: str, mode: str, over_http: bool, capable: bool) -> Non
                         got = {"unparsed": body}
                     return got, body.get("_meta", {}).get("regent/decision", {}).get("id", "")
 
-                if mode == "auto":
-                    got, _ = await ask("elicit")
-                    message = got.get("elicit", {}).get("error", {}).get("message", "")
-                    check(f"{label} the upstream is told regent cannot relay on 2026-07-28 yet",
-                          "on a 2026-07-28 call yet" in message and not asked, got)
-                    return
                 if not capable:
                     got, _ = await ask("elicit", "roots", "sample", "allow_sample")
                     for what, capability in (("elicit", "elicitation"), ("roots", "roots"), ("sample", "sampling")):
@@ -218,7 +214,7 @@ async def main() -> int:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     binary = args[0] if args else str(base.ROOT / "target" / "debug" / "regent")
     for over_http in (False, True):
-        for mode, capable in (("legacy", True), ("legacy", False), ("auto", True)):
+        for mode, capable in (("legacy", True), ("legacy", False), ("auto", True), ("auto", False)):
             try:
                 with anyio.fail_after(60):
                     await session(binary, mode, over_http, capable)
