@@ -357,7 +357,16 @@ fn show(v: Option<&Value>) -> String {
 pub fn run(catalog: &Catalog, c: &Case, caller: Option<&Caller>) -> Outcome {
     let params = json!({"name": c.tool, "arguments": c.arguments});
     let args = Value::Object(c.arguments.clone());
-    let (answer, mapping) = if c.shadow {
+    // A tool with listed annotations only (no rules, no policy) has no
+    // resolution: `tools/resolve` refuses it (-32602, not-resolvable) and a
+    // client falls back to its `tools/list` entry. That entry is what such a
+    // case judges, unless it expects the refusal itself (`error`).
+    let listed_only = catalog
+        .tool_as(&c.tool, caller)
+        .filter(|t| !t.is_resolvable() && !c.shadow && c.expect.error.is_none());
+    let (answer, mapping) = if let Some(tool) = listed_only {
+        (listing(catalog, tool, &args, caller), None)
+    } else if c.shadow {
         let answer = crate::protocol::shadow_result(catalog, Some(&params), caller);
         let mapping = catalog
             .shadow_as(&c.tool, &args, caller)
@@ -534,6 +543,42 @@ pub fn run(catalog: &Catalog, c: &Case, caller: Option<&Caller>) -> Outcome {
         note,
         mapping,
     }
+}
+
+/// What a client knows of a listed-only tool, shaped as `tools/resolve`'s
+/// answer so that one comparison judges both: the `tools/list` entry (its
+/// annotations, `_meta` and `securitySchemes`), and under
+/// `_meta["regent/decision"]` the decision a call with `args` would get
+/// (no rules and no policy, so only a path fence can deny it, and nothing
+/// asks for a confirmation). Arguments the `inputSchema` refuses are the
+/// refusal a call would get.
+fn listing(
+    catalog: &Catalog,
+    tool: &crate::catalog::Tool,
+    args: &Value,
+    caller: Option<&Caller>,
+) -> Result<Value, crate::protocol::Refusal> {
+    let mut fenced = args.clone();
+    let reasons = crate::fence::apply(&tool.fences, &mut fenced);
+    let mut r = catalog
+        .resolve_as(&tool.name, &fenced, caller)
+        .map_err(|e| crate::protocol::Refusal::from(crate::protocol::resolve_error(catalog, &e)))?;
+    r.add_deny(reasons);
+    let listed = crate::protocol::wire::tool_json(tool, None);
+    let mut meta = listed
+        .get("_meta")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    meta.insert(
+        "regent/decision".into(),
+        json!({"allowed": r.allowed(), "reasons": r.deny}),
+    );
+    Ok(json!({
+        "annotations": listed.get("annotations").cloned().unwrap_or_else(|| json!({})),
+        "_meta": meta,
+        "tool": listed,
+    }))
 }
 
 fn compare_keys(
