@@ -4,6 +4,7 @@
 //! people write for `regent test`:
 //!
 //! ```yaml
+//! defaults: {caller: {...}, arguments: {...}}   # optional: for cases without their own
 //! cases:
 //!   - name: read is read-only          # optional
 //!     tool: manage_files
@@ -39,7 +40,33 @@ use serde_json::{Value, json};
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CaseFile {
+    #[serde(default)]
+    defaults: Option<Defaults>,
     cases: Vec<Case>,
+}
+
+/// What every case that does not set its own gets: the caller, and
+/// arguments merged shallowly under the case's (its keys win).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Defaults {
+    #[serde(default)]
+    caller: Option<Value>,
+    #[serde(default = "empty_object")]
+    arguments: Value,
+}
+
+impl Defaults {
+    fn apply(&self, case: &mut Case) {
+        if case.caller.is_none() {
+            case.caller.clone_from(&self.caller);
+        }
+        if let (Some(base), Some(own)) = (self.arguments.as_object(), case.arguments.as_object()) {
+            let mut merged = base.clone();
+            merged.extend(own.clone());
+            case.arguments = Value::Object(merged);
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -121,8 +148,12 @@ fn declares_upstreams(dir: &Path) -> bool {
 fn run_file(path: &Path, era: Era) -> Result<(), Failed> {
     let text =
         std::fs::read_to_string(path).map_err(|e| format!("read {}: {e}", path.display()))?;
-    let file: CaseFile =
+    let mut file: CaseFile =
         yaml_serde::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let defaults = file.defaults.take().unwrap_or_default();
+    for case in &mut file.cases {
+        defaults.apply(case);
+    }
     if file.cases.is_empty() {
         return Err(format!("{} holds no cases", path.display()).into());
     }
