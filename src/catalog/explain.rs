@@ -1,12 +1,15 @@
 //! Why a resolution differs from the listing: for each field that changed,
-//! the YAML rule or the Rego rule definition that produced it.
+//! the YAML rule or the Rego rule definition that produced it; and for the
+//! decision, which the listing does not have, each `deny` reason and the
+//! `confirm` question with what produced it.
 //!
 //! YAML origins come from the resolution itself. For Rego, each definition
 //! of the contract rule (`annotations`, `meta`, `security_schemes`) in the
 //! tool's package is copied, under a fresh name, into a probe module of the
 //! same package with the same imports, and evaluated on the same input: the
 //! definitions whose copy is defined and yields the field's value are the
-//! ones that produced it. A `default` definition is named when no other
+//! ones that produced it (for `deny`, a partial set: the definitions whose
+//! set holds the reason; for `confirm`, those that give the message). A `default` definition is named when no other
 //! definition applies. Evaluation stays side-effect free: probes run on a
 //! copy of the tool's engine.
 
@@ -43,10 +46,12 @@ impl std::fmt::Display for Producer {
     }
 }
 
-/// One field of the resolved tool that differs from the listing.
+/// One field of the resolved tool that differs from the listing, or one
+/// part of the decision (`deny`, `confirm`), which nothing lists.
 #[derive(Debug, Clone)]
 pub struct Change {
-    /// `annotations.destructiveHint`, `_meta.region`, `securitySchemes`.
+    /// `annotations.destructiveHint`, `_meta.region`, `securitySchemes`,
+    /// `deny` (one change per reason), `confirm`.
     pub field: String,
     pub listed: Option<Value>,
     pub resolved: Value,
@@ -126,7 +131,57 @@ pub fn explain(
             producers,
         });
     }
+    // The decision: each reason a call is refused for, by every layer that
+    // gave it (a YAML rule and a policy may give the same one).
+    let policy_deny = policy_result
+        .get("deny")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for reason in &r.deny {
+        let mut producers = Vec::new();
+        if let Some(i) = r.rule
+            && tool.rules[i].deny.contains(reason)
+        {
+            producers.push(yaml(tool, i));
+        }
+        let reason = Value::String(reason.clone());
+        if policy_deny.contains(&reason) {
+            producers.extend(probe.producers_by("deny", |got| {
+                got.as_array().is_some_and(|set| set.contains(&reason))
+            }));
+        }
+        out.push(Change {
+            field: "deny".to_string(),
+            listed: None,
+            resolved: reason,
+            producers,
+        });
+    }
+    // A deny wins: a denied decision has no question to explain.
+    if let Some(message) = &r.confirm {
+        let message = Value::String(message.clone());
+        let producers = if policy_result.get("confirm") == Some(&message) {
+            probe.producers("confirm", None, &message)
+        } else {
+            r.rule.map(|i| vec![yaml(tool, i)]).unwrap_or_default()
+        };
+        out.push(Change {
+            field: "confirm".to_string(),
+            listed: None,
+            resolved: message,
+            producers,
+        });
+    }
     out
+}
+
+impl Change {
+    /// Whether this is part of the decision (`deny`, `confirm`), which has
+    /// no listed value to differ from.
+    pub fn is_decision(&self) -> bool {
+        self.field == "deny" || self.field == "confirm"
+    }
 }
 
 fn yaml(tool: &Tool, i: usize) -> Producer {
@@ -162,6 +217,18 @@ impl<'a> Probe<'a> {
     /// The definitions of `rule` (in the tool's package) that yield `value`
     /// at `key` (or as a whole when `key` is `None`) for this input.
     fn producers(&mut self, rule: &str, key: Option<&str>, value: &Value) -> Vec<Producer> {
+        // The probe holds what this definition contributes, shaped like
+        // the whole rule: `annotations.destructiveHint := v` gives
+        // {"destructiveHint": v}, like `annotations := {...}` does.
+        self.producers_by(rule, |got| match key {
+            Some(k) => got.get(k).is_some_and(|g| contained(g, value)),
+            None => contained(got, value),
+        })
+    }
+
+    /// The definitions of `rule` (in the tool's package) whose value for
+    /// this input `contributes` says produced the field.
+    fn producers_by(&mut self, rule: &str, contributes: impl Fn(&Value) -> bool) -> Vec<Producer> {
         let Some(package) = self.tool.policy.clone() else {
             return Vec::new();
         };
@@ -206,15 +273,8 @@ impl<'a> Probe<'a> {
                 Ok(v) => v,
                 Err(_) => return fallback,
             };
-            // The probe holds what this definition contributes, shaped like
-            // the whole rule: `annotations.destructiveHint := v` gives
-            // {"destructiveHint": v}, like `annotations := {...}` does.
             let Some(got) = got else { continue };
-            let contributes = match key {
-                Some(k) => got.get(k).is_some_and(|g| contained(g, value)),
-                None => contained(&got, value),
-            };
-            if contributes {
+            if contributes(&got) {
                 found.push(Producer::Rego {
                     rule: format!("{package}.{}", def.path.join(".")),
                     location: def.location.clone(),

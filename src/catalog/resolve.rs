@@ -42,7 +42,9 @@ pub struct Resolution<'a> {
     /// `deny` and the policy's `deny` set, sorted. Empty means allowed.
     pub deny: Vec<String>,
     /// The question the user must accept before a call runs: the policy's
-    /// `confirm` message, else the matched YAML rule's. `None`: no question.
+    /// `confirm` message, else the matched YAML rule's. `None`: no question,
+    /// and always `None` when `deny` is not empty: a refused call asks
+    /// nothing, so a denied decision carries no question.
     pub confirm: Option<String>,
 }
 
@@ -127,6 +129,8 @@ impl Resolution<'_> {
         self.deny.extend(reasons);
         self.deny.sort();
         self.deny.dedup();
+        // A deny wins: nothing would be asked.
+        self.confirm = None;
     }
 }
 
@@ -378,6 +382,13 @@ fn layers<'a>(
             r.confirm.clone_from(&rule.confirm);
         }
         apply_policy(tool, pkg, result, &mut r)?;
+        // A deny wins over a confirmation: a call that is refused asks the
+        // user nothing, so the decision (tools/resolve's, the log's) holds
+        // no question. The rule is still evaluated, so a malformed one
+        // fails closed either way.
+        if !r.deny.is_empty() {
+            r.confirm = None;
+        }
         Ok(r)
     }
 }

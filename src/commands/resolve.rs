@@ -160,18 +160,39 @@ fn explanation(
     let Some(t) = catalog.tool(tool) else {
         return String::new();
     };
-    let r = match catalog.resolve_layers_as(tool, args, caller) {
+    // Decided as the answer was: on the paths as a `paths:` fence resolves
+    // them, with the fence's own reasons, each kept with its fence.
+    let mut fenced = args.clone();
+    let mut by_fence = Vec::new();
+    for f in &t.fences {
+        for reason in crate::fence::apply(std::slice::from_ref(f), &mut fenced) {
+            by_fence.push((reason, f));
+        }
+    }
+    let mut r = match catalog.resolve_layers_as(tool, &fenced, caller) {
         Ok(r) => r,
         Err(e) => return format!("explain: nothing to explain: {e}\n"),
     };
-    let changes = explain::explain(t, args, caller, &r);
+    r.add_deny(by_fence.iter().map(|(reason, _)| reason.clone()).collect());
+    let changes = explain::explain(t, &fenced, caller, &r);
     if changes.is_empty() {
         return "explain: every field is as listed\n".to_string();
     }
     let mut out = String::from("explain:\n");
     for c in changes {
-        let listed = c.listed.map_or("(absent)".to_string(), |v| v.to_string());
-        let by = if c.producers.is_empty() {
+        let fence = by_fence
+            .iter()
+            .find(|(reason, _)| c.field == "deny" && c.resolved == reason.as_str());
+        let by = if let Some((_, f)) = fence {
+            format!(
+                "the paths: fence of argument `{}` (root {})",
+                f.argument,
+                f.root.display()
+            )
+        } else if c.producers.is_empty() && c.is_decision() {
+            // Nothing in the layers could be named for it.
+            "(no rule)".to_string()
+        } else if c.producers.is_empty() {
             "(no rule: listed)".to_string()
         } else {
             c.producers
@@ -180,12 +201,14 @@ fn explanation(
                 .collect::<Vec<_>>()
                 .join("; ")
         };
-        out.push_str(&format!(
-            "  {}: {listed} -> {}  {}\n",
-            style.bold(&c.field),
-            c.resolved,
-            by
-        ));
+        // The decision has no listed value: what it holds, and by whom.
+        let value = if c.is_decision() {
+            c.resolved.to_string()
+        } else {
+            let listed = c.listed.map_or("(absent)".to_string(), |v| v.to_string());
+            format!("{listed} -> {}", c.resolved)
+        };
+        out.push_str(&format!("  {}: {value}  {by}\n", style.bold(&c.field)));
     }
     out
 }

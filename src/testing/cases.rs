@@ -1,6 +1,9 @@
 //! The `*.test.yaml` case format and how one case is judged.
 //!
 //! ```yaml
+//! defaults:                                # optional: for every case that
+//!   caller: {subject: alice}               # gives no `caller`, and arguments
+//!   arguments: {path: notes.txt}           # under each case's (its keys win)
 //! cases:
 //!   - name: reading is read-only          # optional
 //!     tool: manage_files
@@ -42,7 +45,36 @@ use crate::source::{LocationIndex, YamlPath, yaml_error};
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CaseFile {
+    #[serde(default)]
+    pub defaults: Option<Defaults>,
     pub cases: Vec<Case>,
+}
+
+/// A file's `defaults`: what every case that does not set its own gets.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Defaults {
+    /// The caller of every case without `caller`.
+    #[serde(default)]
+    pub caller: Option<CallerDocument>,
+    /// Merged shallowly under each case's `arguments`: a case's keys
+    /// replace these, the others are added.
+    #[serde(default)]
+    pub arguments: Map<String, Value>,
+}
+
+impl Defaults {
+    /// `case` with the defaults it does not set itself.
+    fn apply(&self, mut case: Case) -> Case {
+        if case.caller.is_none() {
+            case.caller.clone_from(&self.caller);
+        }
+        if !self.arguments.is_empty() {
+            let own = std::mem::replace(&mut case.arguments, self.arguments.clone());
+            case.arguments.extend(own);
+        }
+        case
+    }
 }
 
 /// One case.
@@ -164,29 +196,46 @@ pub struct Parsed {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Outline {
+    #[serde(default)]
+    defaults: Option<Defaults>,
     cases: Vec<serde::de::IgnoredAny>,
 }
 
-/// Parses a case file. `Err` when the file itself is broken (not YAML, no
-/// `cases` list, a key beside `cases`).
+/// Parses a case file, each case with the file's `defaults` applied. `Err`
+/// when the file itself is broken (not YAML, no `cases` list, a key beside
+/// `defaults` and `cases`, malformed `defaults`).
 pub fn parse(path: &Path, text: &str) -> Result<Parsed, Diagnostic> {
-    let cases: Vec<Result<Case, Diagnostic>> = match yaml_serde::from_str::<CaseFile>(text) {
-        Ok(file) => file.cases.into_iter().map(Ok).collect(),
-        Err(whole) => {
-            // Read case by case, so that one bad case does not hide the rest.
-            let outline: Outline =
-                yaml_serde::from_str(text).map_err(|_| yaml_error(path, &whole))?;
-            (0..outline.cases.len())
-                .map(|i| {
-                    use serde::de::DeserializeSeed;
-                    OneCase(i)
-                        .deserialize(yaml_serde::Deserializer::from_str(text))
-                        .map_err(|e| yaml_error(path, &e))
-                })
-                .collect()
-        }
-    };
     let index = LocationIndex::build(text);
+    let (defaults, cases): (_, Vec<Result<Case, Diagnostic>>) =
+        match yaml_serde::from_str::<CaseFile>(text) {
+            Ok(file) => (file.defaults, file.cases.into_iter().map(Ok).collect()),
+            Err(_) => {
+                // Read case by case, so that one bad case does not hide the
+                // rest; what is wrong outside the cases is the file's error.
+                let outline: Outline =
+                    yaml_serde::from_str(text).map_err(|e| yaml_error(path, &e))?;
+                let cases = (0..outline.cases.len())
+                    .map(|i| {
+                        use serde::de::DeserializeSeed;
+                        OneCase(i)
+                            .deserialize(yaml_serde::Deserializer::from_str(text))
+                            .map_err(|e| yaml_error(path, &e))
+                    })
+                    .collect();
+                (outline.defaults, cases)
+            }
+        };
+    let defaults = defaults.unwrap_or_default();
+    // A default caller is checked once, where it is written.
+    if let Some(Err((_, message))) = defaults.caller.clone().map(CallerDocument::into_caller) {
+        let at = YamlPath::root().key("defaults").key("caller");
+        let (line, column) = index.locate(&at);
+        return Err(
+            Diagnostic::error("caller", Location::new(path, line, column), format!("defaults.caller: {message}"))
+                .with_help("give `caller` a non-empty `subject`; `sub` and `iss` under `claims`, when given, must equal `subject` and `issuer`"),
+        );
+    }
+    let cases = cases.into_iter().map(|c| c.map(|c| defaults.apply(c)));
     let mut out = Parsed::default();
     for (i, case) in cases.into_iter().enumerate() {
         let case = match case {
@@ -357,7 +406,16 @@ fn show(v: Option<&Value>) -> String {
 pub fn run(catalog: &Catalog, c: &Case, caller: Option<&Caller>) -> Outcome {
     let params = json!({"name": c.tool, "arguments": c.arguments});
     let args = Value::Object(c.arguments.clone());
-    let (answer, mapping) = if c.shadow {
+    // A tool with listed annotations only (no rules, no policy) has no
+    // resolution: `tools/resolve` refuses it (-32602, not-resolvable) and a
+    // client falls back to its `tools/list` entry. That entry is what such a
+    // case judges, unless it expects the refusal itself (`error`).
+    let listed_only = catalog
+        .tool_as(&c.tool, caller)
+        .filter(|t| !t.is_resolvable() && !c.shadow && c.expect.error.is_none());
+    let (answer, mapping) = if let Some(tool) = listed_only {
+        (listing(catalog, tool, &args, caller), None)
+    } else if c.shadow {
         let answer = crate::protocol::shadow_result(catalog, Some(&params), caller);
         let mapping = catalog
             .shadow_as(&c.tool, &args, caller)
@@ -534,6 +592,42 @@ pub fn run(catalog: &Catalog, c: &Case, caller: Option<&Caller>) -> Outcome {
         note,
         mapping,
     }
+}
+
+/// What a client knows of a listed-only tool, shaped as `tools/resolve`'s
+/// answer so that one comparison judges both: the `tools/list` entry (its
+/// annotations, `_meta` and `securitySchemes`), and under
+/// `_meta["regent/decision"]` the decision a call with `args` would get
+/// (no rules and no policy, so only a path fence can deny it, and nothing
+/// asks for a confirmation). Arguments the `inputSchema` refuses are the
+/// refusal a call would get.
+fn listing(
+    catalog: &Catalog,
+    tool: &crate::catalog::Tool,
+    args: &Value,
+    caller: Option<&Caller>,
+) -> Result<Value, crate::protocol::Refusal> {
+    let mut fenced = args.clone();
+    let reasons = crate::fence::apply(&tool.fences, &mut fenced);
+    let mut r = catalog
+        .resolve_as(&tool.name, &fenced, caller)
+        .map_err(|e| crate::protocol::Refusal::from(crate::protocol::resolve_error(catalog, &e)))?;
+    r.add_deny(reasons);
+    let listed = crate::protocol::wire::tool_json(tool, None);
+    let mut meta = listed
+        .get("_meta")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    meta.insert(
+        "regent/decision".into(),
+        json!({"allowed": r.allowed(), "reasons": r.deny}),
+    );
+    Ok(json!({
+        "annotations": listed.get("annotations").cloned().unwrap_or_else(|| json!({})),
+        "_meta": meta,
+        "tool": listed,
+    }))
 }
 
 fn compare_keys(

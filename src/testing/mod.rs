@@ -25,6 +25,65 @@ use cases::LocatedCase;
 pub struct CaseResult {
     pub case: LocatedCase,
     pub outcome: cases::Outcome,
+    /// What resolving the case logged (a failed policy, a failed `visible`
+    /// rule), one line each, without time: reported with the case instead
+    /// of on stderr, where it came apart from the case and, read after
+    /// stdout, after the summary.
+    pub log: Vec<String>,
+}
+
+/// Collects the log events of code run under it, as text, in place of the
+/// process's logger (stderr). The dispatcher is set for the current thread
+/// only, around one case at a time, so nothing else's lines are taken.
+struct Capture {
+    dispatch: tracing::Dispatch,
+    buffer: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+/// One write into a [`Capture`]'s buffer.
+struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Sink {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Capture {
+    fn new() -> Capture {
+        let buffer = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = buffer.clone();
+        // What the process logs by default (main's `regent=info`), as plain
+        // text: the report adds its own colour.
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || Sink(sink.clone()))
+            .with_max_level(tracing::Level::INFO)
+            .with_ansi(false)
+            .with_target(false)
+            .without_time()
+            .finish();
+        Capture {
+            dispatch: tracing::Dispatch::new(subscriber),
+            buffer,
+        }
+    }
+
+    /// Runs `f`, returning what it returned and the lines it logged.
+    fn run<T>(&self, f: impl FnOnce() -> T) -> (T, Vec<String>) {
+        let out = tracing::dispatcher::with_default(&self.dispatch, f);
+        let mut buffer = self.buffer.lock().unwrap_or_else(|p| p.into_inner());
+        let text = String::from_utf8_lossy(&buffer).into_owned();
+        buffer.clear();
+        (out, text.lines().map(|l| l.trim().to_string()).collect())
+    }
 }
 
 /// Coverage of one policy file.
@@ -158,13 +217,18 @@ pub fn run(paths: &[PathBuf], opts: &BuildOptions, test: &TestOptions) -> TestRe
             Err(d) => report.diagnostics.push(d),
         }
     }
+    let capture = Capture::new();
     for c in all_cases {
         if !test.selects(&c.title()) {
             report.filtered_out += 1;
             continue;
         }
-        let outcome = cases::run(&catalog, &c.case, c.caller.as_ref());
-        report.cases.push(CaseResult { case: c, outcome });
+        let (outcome, log) = capture.run(|| cases::run(&catalog, &c.case, c.caller.as_ref()));
+        report.cases.push(CaseResult {
+            case: c,
+            outcome,
+            log,
+        });
     }
 
     let rego_filtered = std::cell::Cell::new(0);

@@ -24,6 +24,7 @@ pub fn human(r: &TestReport, style: Style, verbose: bool) -> String {
                 c.case.title(),
                 style.dim(&loc)
             ));
+            out.push_str(&log_lines(c, style));
         } else {
             out.push_str(&format!(
                 "{} {} {}\n",
@@ -32,6 +33,7 @@ pub fn human(r: &TestReport, style: Style, verbose: bool) -> String {
                 style.dim(&loc)
             ));
             out.push_str(&diff_table(c, style));
+            out.push_str(&log_lines(c, style));
         }
     }
     for t in &r.rego {
@@ -144,6 +146,14 @@ fn diff_table(c: &CaseResult, style: Style) -> String {
     out
 }
 
+/// What resolving the case logged, under it.
+fn log_lines(c: &CaseResult, style: Style) -> String {
+    c.log
+        .iter()
+        .map(|l| format!("       {} {l}\n", style.cyan("log:")))
+        .collect()
+}
+
 fn percent(covered: usize, total: usize) -> String {
     if total == 0 {
         "100.0%".to_string()
@@ -242,6 +252,9 @@ pub fn junit(r: &TestReport) -> String {
             if let Some(n) = &c.outcome.note {
                 body.push_str(n);
                 body.push('\n');
+            }
+            for l in &c.log {
+                body.push_str(&format!("log: {l}\n"));
             }
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
             s.set_message(format!("case at {} failed", c.case.location))

@@ -4,6 +4,7 @@
 //! people write for `regent test`:
 //!
 //! ```yaml
+//! defaults: {caller: {...}, arguments: {...}}   # optional: for cases without their own
 //! cases:
 //!   - name: read is read-only          # optional
 //!     tool: manage_files
@@ -39,7 +40,33 @@ use serde_json::{Value, json};
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CaseFile {
+    #[serde(default)]
+    defaults: Option<Defaults>,
     cases: Vec<Case>,
+}
+
+/// What every case that does not set its own gets: the caller, and
+/// arguments merged shallowly under the case's (its keys win).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Defaults {
+    #[serde(default)]
+    caller: Option<Value>,
+    #[serde(default = "empty_object")]
+    arguments: Value,
+}
+
+impl Defaults {
+    fn apply(&self, case: &mut Case) {
+        if case.caller.is_none() {
+            case.caller.clone_from(&self.caller);
+        }
+        if let (Some(base), Some(own)) = (self.arguments.as_object(), case.arguments.as_object()) {
+            let mut merged = base.clone();
+            merged.extend(own.clone());
+            case.arguments = Value::Object(merged);
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -121,8 +148,12 @@ fn declares_upstreams(dir: &Path) -> bool {
 fn run_file(path: &Path, era: Era) -> Result<(), Failed> {
     let text =
         std::fs::read_to_string(path).map_err(|e| format!("read {}: {e}", path.display()))?;
-    let file: CaseFile =
+    let mut file: CaseFile =
         yaml_serde::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let defaults = file.defaults.take().unwrap_or_default();
+    for case in &mut file.cases {
+        defaults.apply(case);
+    }
     if file.cases.is_empty() {
         return Err(format!("{} holds no cases", path.display()).into());
     }
@@ -169,6 +200,32 @@ fn run_case(server: &mut Server, case: &Case, label: &str) -> Result<(), Failed>
         );
         (list, call)
     });
+    // A listed-only tool (no rules, no policy) is refused by tools/resolve
+    // as not resolvable; a client falls back to its tools/list entry, which
+    // is what `regent test` judges too.
+    let not_resolvable =
+        response["error"]["data"]["reason"] == "not-resolvable" && case.expect.error.is_none();
+    let response = if not_resolvable {
+        let list = server.request("tools/list", json!({}));
+        let listed = list["result"]["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|t| t["name"] == case.tool.as_str())
+            .cloned()
+            .unwrap_or_else(|| panic!("{label}: {} is not in tools/list: {list}", case.tool));
+        assert!(
+            case.expect.deny.is_none() && case.expect.confirm.is_none(),
+            "{label}: a listed-only tool's decision is not on the wire (tools/resolve refuses it); expect only its annotations, meta or securitySchemes here"
+        );
+        json!({"result": {
+            "annotations": listed["annotations"],
+            "_meta": listed.get("_meta").cloned().unwrap_or_else(|| json!({})),
+            "tool": listed,
+        }})
+    } else {
+        response
+    };
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         if let (Some(want), Some((list, call))) = (case.expect.visible, &seen)
             && !check_visible(want, &case.tool, &response, list, call, label)

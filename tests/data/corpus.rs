@@ -10,6 +10,7 @@
 //!   - {code: unknown-key, location: catalog/tools.yaml:4:7, message: "unknown", help: "did you mean"}
 //! stdout_contains: ["..."]       # substrings, in this order
 //! stderr_contains: ["..."]
+//! stderr: ""                     # stderr exactly ("": nothing at all)
 //! stdout_json: {...}             # stdout parsed as JSON must contain this (objects by subset)
 //! ```
 //!
@@ -50,6 +51,9 @@ struct Expect {
     stdout_contains: Vec<String>,
     #[serde(default)]
     stderr_contains: Vec<String>,
+    /// stderr, exactly (`""`: nothing).
+    #[serde(default)]
+    stderr: Option<String>,
     #[serde(default)]
     stdout_json: Option<Value>,
     #[serde(default)]
@@ -213,6 +217,11 @@ fn run_case(case: &Path) -> Result<(), Failed> {
         .map_err(|e| format!("stdout: {e}\n{}", shown(&run)))?;
     contains_in_order(&run.stderr, &expect.stderr_contains)
         .map_err(|e| format!("stderr: {e}\n{}", shown(&run)))?;
+    if let Some(want) = &expect.stderr
+        && &run.stderr != want
+    {
+        return Err(format!("stderr is not {want:?}\n{}", shown(&run)).into());
+    }
     if let Some(want) = &expect.stdout_json {
         let got: Value = serde_json::from_str(&run.stdout)
             .map_err(|e| format!("stdout is not json ({e})\n{}", shown(&run)))?;

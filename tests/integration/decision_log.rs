@@ -938,3 +938,62 @@ fn large_arguments_with_a_hanging_collector_stay_bounded_and_exit_in_time() {
     // `the_upload_in_flight_counts_against_the_buffer_and_close_abandons_it`.)
     assert!(f.timed_out, "no upload hung: {f:?}");
 }
+
+/// A deny wins over a confirmation: the decision-log line of a denied
+/// resolve carries its reasons and no `confirm`, the allowed one its
+/// question (tests/cases/deny_wins: a policy that asks before every removal
+/// and denies some).
+#[test]
+fn a_denied_decision_is_logged_without_its_confirmation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = common::repo_root().join("tests/cases/deny_wins");
+    let mut input = HANDSHAKE.to_string();
+    for (id, path) in [(1, "/etc/hosts"), (2, "/tmp/old.log")] {
+        input.push_str(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/resolve","params":{{"name":"remove","arguments":{{"path":"{path}"}}}}}}"#
+        ));
+        input.push('\n');
+    }
+    let log = tmp.path().join("decisions.jsonl");
+    let mut child = serve(&log, &cat)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let answers: Vec<Value> = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .filter(|m: &Value| m.get("id").is_some_and(|id| id != 0))
+        .collect();
+    assert!(wait(&mut child).success());
+    let denied = answers.iter().find(|a| a["id"] == 1).unwrap();
+    assert_eq!(
+        denied["result"]["_meta"]["regent/decision"],
+        serde_json::json!({"allowed": false, "reasons": ["system paths are never removed"]}),
+        "{denied}"
+    );
+    let logged = log_lines(&log);
+    assert_eq!(logged.len(), 2, "{logged:?}");
+    // The log keeps a digest of the arguments, not the arguments.
+    let line = |decision: &str| {
+        logged
+            .iter()
+            .find(|l| l["decision"] == decision)
+            .unwrap_or_else(|| panic!("no {decision} line: {logged:?}"))
+    };
+    let denied = line("denied");
+    assert_eq!(
+        denied["reasons"],
+        serde_json::json!(["system paths are never removed"])
+    );
+    assert!(denied.get("confirm").is_none(), "{denied}");
+    assert!(denied["result"].get("confirm").is_none(), "{denied}");
+    assert_eq!(line("allowed")["result"]["confirm"], "Remove /tmp/old.log?");
+}
