@@ -210,8 +210,10 @@ fn reads(
                 .or_insert_with(|| Some(rule.location.clone()));
         }
     }
-    if let Some(mut engine) = tool.engine() {
-        let modules = rego::modules(&mut engine);
+    if tool.is_resolvable() {
+        // Only what the tool reaches: a library package it never imports
+        // cannot change its answers (`rego::reach`).
+        let modules = tool.modules();
         let reads = match (&tool.policy, hints_only) {
             (Some(package), true) => rego::hint_argument_reads(&modules, package),
             _ => rego::argument_reads(&modules),
@@ -392,8 +394,8 @@ pub fn literals(tool: &Tool) -> BTreeMap<String, Vec<Value>> {
             }
         }
     }
-    if let Some(mut engine) = tool.engine() {
-        let modules = rego::modules(&mut engine);
+    if tool.is_resolvable() {
+        let modules = tool.modules();
         for (k, lits) in rego::argument_literals(&modules) {
             for l in lits {
                 add(&k, &Value::String(l));
