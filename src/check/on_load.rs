@@ -79,7 +79,8 @@ pub fn on_load(
     let ran = changed.len();
     // A tool is run in milliseconds; a few per thread already pay.
     let found: Vec<Vec<Diagnostic>> = crate::par::map_ordered(&changed, 4, |tool| {
-        tool_findings(source, catalog, tool, &cases, &callers).0
+        // Every failure: on load, errors are errors whatever their count.
+        tool_findings(source, catalog, tool, &cases, &callers).diagnostics
     });
 
     let mut all: Vec<Diagnostic> = found.into_iter().flatten().collect();
