@@ -12,7 +12,9 @@
 //!
 //! Cost: running a tool is the expensive part, so a reload runs only the
 //! tools whose compiled form, test cases or test callers changed since the
-//! last catalog that passed ([`Checked`], keyed by `Tool::fingerprint`);
+//! last catalog that passed ([`Checked`], keyed by `Tool::fingerprint`,
+//! which covers what the tool reaches: a library package it never imports
+//! can change nothing found about it);
 //! start-up runs every tool, spread over the cores. A tool carried over
 //! unchanged had no errors, or that catalog would not be serving.
 //!
