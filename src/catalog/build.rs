@@ -192,7 +192,17 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
                 .chain(&shadow)
                 .map(|p| p.module.as_ref())
                 .collect();
-            let reached = reach.reached_from(&roots);
+            // A `policy` resolver's rule is evaluated by name, and may be
+            // a library package's.
+            let rules: Vec<&str> = tool
+                .resolvers
+                .iter()
+                .filter_map(|r| match &r.source {
+                    resolvers::Source::Policy { rule, .. } => Some(rule.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let reached = reach.reached_from(&roots, &rules);
             let digests: Vec<&[u8; 32]> = reached.iter().map(|&i| &library_digests[i]).collect();
             tool.fingerprint = fingerprint(&data_digest, &digests, file, decl, &own, &shadow);
             tool.reach = super::Reach {

@@ -61,14 +61,18 @@ impl Library {
 
     /// The indexes of the library modules reached from `roots` (a tool's
     /// own and shadow modules; `None` for one whose syntax tree is
-    /// unknown, which reaches everything).
-    pub fn reached_from(&self, roots: &[Option<&PolicyModule>]) -> BTreeSet<usize> {
+    /// unknown, which reaches everything) and from `rules`, references the
+    /// tool evaluates by name (`data.lib.root`, a `policy` resolver's rule).
+    pub fn reached_from(&self, roots: &[Option<&PolicyModule>], rules: &[&str]) -> BTreeSet<usize> {
         let mut pending: Vec<Prefix> = Vec::new();
         for r in roots {
             match r {
                 Some(m) => pending.extend(data_refs(m)),
                 None => pending.push(Vec::new()),
             }
+        }
+        for rule in rules {
+            pending.push(rule_prefix(rule));
         }
         let mut reached = BTreeSet::new();
         // Each module is added once and its references pushed then, so this
@@ -83,6 +87,22 @@ impl Library {
         }
         reached
     }
+}
+
+/// The prefix of a reference written as text (`data.lib.root`): its
+/// dotted components after `data`, up to anything quoted or indexed (a
+/// reference that is not under `data` reaches everything).
+fn rule_prefix(rule: &str) -> Prefix {
+    let Some(rest) = rule.strip_prefix("data.") else {
+        return Vec::new();
+    };
+    // What comes before a bracket or a quote is whole dotted components.
+    let plain = rest.split(['[', '"']).next().unwrap_or("");
+    plain
+        .split('.')
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// Whether one of `package` and `prefix` lies under the other, component
@@ -169,7 +189,7 @@ mod tests {
             .collect();
         let root = module("root.rego", root);
         let l = Library::new(&lib.iter().map(Some).collect::<Vec<_>>());
-        l.reached_from(&[Some(&root)])
+        l.reached_from(&[Some(&root)], &[])
             .into_iter()
             .map(|i| lib[i].package.clone())
             .collect()
@@ -215,5 +235,21 @@ mod tests {
         // A reference inside an index.
         let index = "package tools.a\nimport rego.v1\ndeny contains 1 if input.arguments[data.team.oncall]\n";
         assert_eq!(reached(index, &[TEAM]), vec!["team".to_string()]);
+    }
+
+    #[test]
+    fn a_rule_named_by_reference_reaches_its_package() {
+        assert_eq!(rule_prefix("data.lib.root"), vec!["lib", "root"]);
+        assert_eq!(rule_prefix("data.lib[\"a.b\"]"), vec!["lib"]);
+        assert_eq!(rule_prefix("data.lib.x[\"a.b\"]"), vec!["lib", "x"]);
+        assert!(rule_prefix("data[\"lib\"]").is_empty());
+        assert!(rule_prefix("input.x").is_empty());
+        let lib = module(
+            "lib.rego",
+            "package lib\nimport rego.v1\nroot := \"/srv\"\n",
+        );
+        let other = module("other.rego", UNRELATED);
+        let l = Library::new(&[Some(&lib), Some(&other)]);
+        assert_eq!(l.reached_from(&[], &["data.lib.root"]), BTreeSet::from([0]));
     }
 }
