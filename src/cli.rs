@@ -104,6 +104,10 @@ pub struct CheckArgs {
     #[arg(long, visible_alias = "strict")]
     pub deny_warnings: bool,
 
+    /// Print every failing decision of each tool (the human report shows the first 3 per tool and counts the rest; JSON and SARIF always carry all)
+    #[arg(long)]
+    pub all_failures: bool,
+
     /// Start each upstream that names no pinned `snapshot:` (its command runs, at most 30 s to list its tools) and check its tools; off by default, so checking a catalog runs nothing it declares
     #[arg(long)]
     pub start_upstreams: bool,

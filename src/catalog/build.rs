@@ -125,7 +125,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         .iter()
         .map(|p| (p.path.as_str(), p.text))
         .collect();
-    for p in library_files {
+    for p in &library_files {
         match policy::add_policy(&mut base, &p.path, p.text) {
             Ok(_) => library.push((p.path.as_str(), p.package.as_str())),
             Err(d) => diags.push(d),
@@ -156,7 +156,21 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         base: &base,
         library: &library,
     };
-    let shared_digest = shared_digest(&library_texts, source);
+    // What each tool reaches of the library (issue 31): read once here,
+    // followed per tool below.
+    let library_paths: std::sync::Arc<BTreeSet<String>> =
+        std::sync::Arc::new(library_files.iter().map(|p| p.path.clone()).collect());
+    let reach = rego::reach::Library::new(
+        &library_files
+            .iter()
+            .map(|p| p.module.as_ref())
+            .collect::<Vec<_>>(),
+    );
+    let library_digests: Vec<[u8; 32]> = library_texts
+        .iter()
+        .map(|(path, text)| library_digest(path, text))
+        .collect();
+    let data_digest = data_digest(source);
     let decls: Vec<_> = source.tools().collect();
     let compiled = crate::par::map_ordered(&decls, 32, |(file, at, decl)| {
         let packages = [decl.policy.as_deref(), decl.shadow_policy.as_deref()];
@@ -173,7 +187,31 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         let own = own_of(decl.policy.as_deref());
         let shadow = own_of(decl.shadow_policy.as_deref());
         compile_tool(file, at, decl, (&own, &shadow), &shared, opts).map(|(mut tool, ds)| {
-            tool.fingerprint = fingerprint(&shared_digest, file, decl, &own, &shadow);
+            let roots: Vec<_> = own
+                .iter()
+                .chain(&shadow)
+                .map(|p| p.module.as_ref())
+                .collect();
+            // A `policy` resolver's rule is evaluated by name, and may be
+            // a library package's.
+            let rules: Vec<&str> = tool
+                .resolvers
+                .iter()
+                .filter_map(|r| match &r.source {
+                    resolvers::Source::Policy { rule, .. } => Some(rule.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let reached = reach.reached_from(&roots, &rules);
+            let digests: Vec<&[u8; 32]> = reached.iter().map(|&i| &library_digests[i]).collect();
+            tool.fingerprint = fingerprint(&data_digest, &digests, file, decl, &own, &shadow);
+            tool.reach = super::Reach {
+                library: library_paths.clone(),
+                reached: reached
+                    .into_iter()
+                    .map(|i| library_files[i].path.clone())
+                    .collect(),
+            };
             (tool, ds)
         })
     });
@@ -691,6 +729,7 @@ fn compile_tool(
                 upstream_request,
                 fences,
                 fingerprint: [0; 32],
+                reach: super::Reach::default(),
             },
             diags,
         )),
@@ -763,16 +802,21 @@ fn compile_paths(
     out
 }
 
-/// What every tool's engine holds besides its own packages: the library
-/// packages and the data documents, digested once per build.
-fn shared_digest(library: &[(&str, &str)], source: &Source) -> [u8; 32] {
+/// One library file, digested once per build: the tools that reach it
+/// take its digest into their fingerprints.
+fn library_digest(path: &str, text: &str) -> [u8; 32] {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
-    for (path, text) in library {
-        h.update(format!("library {} {}\n", path.len(), text.len()));
-        h.update(path);
-        h.update(text);
-    }
+    h.update(format!("library {} {}\n", path.len(), text.len()));
+    h.update(path);
+    h.update(text);
+    h.finalize().into()
+}
+
+/// The data documents every engine holds, digested once per build.
+fn data_digest(source: &Source) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
     for d in &source.data {
         let text = d.value.to_string();
         h.update(format!("data {} {}\n", d.path.display(), text.len()));
@@ -781,11 +825,14 @@ fn shared_digest(library: &[(&str, &str)], source: &Source) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// A digest of everything a tool's compiled form is made from (see
+/// A digest of everything a tool's answers are made from (see
 /// [`Tool::fingerprint`]): its declaration where it stands, its own and
-/// shadow packages' files, and what every engine shares.
+/// shadow packages' files, the library files it reaches and the data. A
+/// library file it does not reach can change nothing it answers (nor what
+/// `check` finds about it), so changing one does not run it again.
 fn fingerprint(
-    shared: &[u8; 32],
+    data: &[u8; 32],
+    library: &[&[u8; 32]],
     file: &ToolSource,
     decl: &ToolDecl,
     own: &[&PolicyFile],
@@ -793,7 +840,10 @@ fn fingerprint(
 ) -> [u8; 32] {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
-    h.update(shared);
+    h.update(data);
+    for l in library {
+        h.update(l);
+    }
     // The declaration as parsed, and the file it is in (diagnostics name
     // its lines).
     h.update(format!("{}\n{decl:?}\n", file.path.display()));

@@ -135,14 +135,16 @@ fn extremes(s: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// Evaluates the decision and every non-function rule the tool's engine
-/// holds on each sample; returns one diagnostic per distinct failure.
+/// Evaluates the decision and every non-function rule the tool reaches
+/// (`Tool::modules`) on each sample; returns one diagnostic per distinct failure.
 pub fn exercise(tool: &Tool, samples: &[Value]) -> Vec<Diagnostic> {
     let Some(template) = tool.engine() else {
         return Vec::new();
     };
     let mut engine = template.clone();
-    let modules = rego::modules(&mut engine);
+    // The rules of what the tool reaches (`rego::reach`); a library package
+    // it never imports is not its to report.
+    let modules = tool.modules();
     let mut rules: Vec<(String, String)> = Vec::new();
     let mut seen = BTreeSet::new();
     for d in rego::rule_defs(&modules) {

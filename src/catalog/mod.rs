@@ -137,11 +137,32 @@ pub struct Tool {
     /// Arguments fenced under a root (`paths:`), canonicalized by
     /// `protocol` through `fence` before every decision.
     pub fences: Vec<crate::fence::Fence>,
-    /// A digest of everything the tool was compiled from (its declaration,
-    /// its packages, the library packages and data every engine holds):
-    /// equal fingerprints in two builds mean the same compiled tool, so
+    /// A digest of everything the tool's answers are made from (its
+    /// declaration, its packages, the library packages it reaches and the
+    /// data): equal fingerprints in two builds mean the same decisions, so
     /// what `check::on_load` found about it still holds.
     pub fingerprint: [u8; 32],
+    /// Which of the library packages its engine holds the tool's policy
+    /// reaches (`rego::reach`): only those count toward its proof, its
+    /// warnings and its exercise ([`Tool::modules`]).
+    pub(crate) reach: Reach,
+}
+
+/// The library modules one tool reaches, by file path, beside every
+/// library module of the build. A module that is not a library one (the
+/// tool's own and shadow packages) is always reached, and so is any module
+/// when nothing was recorded (the default): on doubt, more, not less.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Reach {
+    pub(crate) library: std::sync::Arc<std::collections::BTreeSet<String>>,
+    pub(crate) reached: std::collections::BTreeSet<String>,
+}
+
+impl Reach {
+    /// Whether the module in file `path` counts for the tool.
+    pub(crate) fn keeps(&self, path: &str) -> bool {
+        !self.library.contains(path) || self.reached.contains(path)
+    }
 }
 
 /// What a planned rule evaluation answers.
@@ -296,6 +317,19 @@ impl Tool {
     /// A fresh copy of this tool's prepared engine, for explain, tests and coverage.
     pub fn engine(&self) -> Option<regorus::Engine> {
         self.engines.as_ref().map(policy::EnginePool::engine)
+    }
+
+    /// The policy modules this tool reaches: its own and shadow packages
+    /// and the library packages they reach (`rego::reach`), not the other
+    /// library packages its engine holds. What the proof, the exercise and
+    /// the argument analyses read; evaluation uses the whole engine.
+    pub fn modules(&self) -> Vec<rego::PolicyModule> {
+        let Some(mut engine) = self.engine() else {
+            return Vec::new();
+        };
+        let mut modules = rego::modules(&mut engine);
+        modules.retain(|m| self.reach.keeps(&m.path));
+        modules
     }
 
     /// Where the first definition of rule `dotted` (`tools.files.deny`) is,

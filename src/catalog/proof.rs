@@ -59,7 +59,8 @@ pub enum Outcome {
     /// `tightest` is the least risky listing that is still safe.
     Proved { tightest: Hints },
     /// Some combinations are riskier than listed (one example per hint), or
-    /// make the policy fail.
+    /// make the policy fail (every distinct failure, with its first
+    /// arguments).
     Refuted {
         counterexamples: Vec<Counterexample>,
         failures: Vec<Failure>,
@@ -210,8 +211,10 @@ fn reads(
                 .or_insert_with(|| Some(rule.location.clone()));
         }
     }
-    if let Some(mut engine) = tool.engine() {
-        let modules = rego::modules(&mut engine);
+    if tool.is_resolvable() {
+        // Only what the tool reaches: a library package it never imports
+        // cannot change its answers (`rego::reach`).
+        let modules = tool.modules();
         let reads = match (&tool.policy, hints_only) {
             (Some(package), true) => rego::hint_argument_reads(&modules, package),
             _ => rego::argument_reads(&modules),
@@ -392,8 +395,8 @@ pub fn literals(tool: &Tool) -> BTreeMap<String, Vec<Value>> {
             }
         }
     }
-    if let Some(mut engine) = tool.engine() {
-        let modules = rego::modules(&mut engine);
+    if tool.is_resolvable() {
+        let modules = tool.modules();
         for (k, lits) in rego::argument_literals(&modules) {
             for l in lits {
                 add(&k, &Value::String(l));
@@ -513,7 +516,8 @@ pub struct Sampled {
     pub rejected: usize,
     pub counterexamples: Vec<Counterexample>,
     /// Samples whose resolution failed (a conflict, an ill-typed value, a
-    /// rule error): the first few, each with its arguments.
+    /// rule error): one per distinct message, each with the first arguments
+    /// it failed on.
     pub failures: Vec<Failure>,
 }
 
@@ -556,6 +560,9 @@ fn evaluate(catalog: &Catalog, tool: &Tool, combos: Vec<Value>) -> Evaluation {
     let mut tightest = SAFEST;
     let mut counterexamples: Vec<Counterexample> = Vec::new();
     let mut failures: Vec<Failure> = Vec::new();
+    // Every distinct failure is kept (issue 31): how many of them a person
+    // is shown is `check`'s report's business, not the proof's.
+    let mut failed: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut rejected = 0;
     let mut rejected_example = None;
     for args in combos {
@@ -587,7 +594,7 @@ fn evaluate(catalog: &Catalog, tool: &Tool, combos: Vec<Value>) -> Evaluation {
                 message, location, ..
             }) => {
                 evaluated += 1;
-                if failures.len() < 3 && !failures.iter().any(|f| f.message == message) {
+                if failed.insert(message.clone()) {
                     failures.push(Failure {
                         arguments: args,
                         message,

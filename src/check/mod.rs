@@ -35,7 +35,19 @@ pub struct Report {
     pub tools: usize,
     /// `--deny-warnings`: warnings fail the check as errors do.
     pub deny_warnings: bool,
+    /// Which of `diagnostics` are failing decisions (a resolution a client
+    /// would get -32603 for), by index, with the tool they are of. The
+    /// human report shows [`SHOWN_FAILURES`] of them per tool unless
+    /// `all_failures`; JSON and SARIF carry every one.
+    pub failing_decisions: BTreeMap<usize, String>,
+    /// `--all-failures`: the human report shows every failing decision.
+    pub all_failures: bool,
 }
+
+/// How many distinct failing decisions of one tool the human report shows
+/// before it says how many more there are (`--all-failures` shows them). A
+/// few locate the problem; a screenful of them buries everything else.
+pub const SHOWN_FAILURES: usize = 3;
 
 impl Report {
     pub fn errors(&self) -> usize {
@@ -172,17 +184,46 @@ pub fn check_with(paths: &[PathBuf], opts: &BuildOptions, started: &Started) -> 
 
     let cases = case_arguments(&source);
     let callers = case_callers(&source);
+    // Each failing decision, by what tells it apart after `dedupe`, with
+    // its tool (the first, when two tools fail at one spot alike).
+    let mut failing: BTreeMap<(&'static str, String, String), String> = BTreeMap::new();
     for tool in catalog.tools() {
         // What `run:` needs from this machine: warnings only, so not part
         // of `tool_findings`, which `serve` runs too (and looks once itself).
         out.extend(environment(tool));
-        let (found, proof) = tool_findings(&source, &catalog, tool, &cases, &callers);
-        out.extend(found);
-        report.proofs.extend(proof);
+        let found = tool_findings(&source, &catalog, tool, &cases, &callers);
+        for &i in &found.failing {
+            failing
+                .entry(failure_key(&found.diagnostics[i]))
+                .or_insert_with(|| tool.name.clone());
+        }
+        out.extend(found.diagnostics);
+        report.proofs.extend(found.proof);
     }
 
     report.diagnostics = dedupe(out);
+    report.failing_decisions = report
+        .diagnostics
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| Some((i, failing.get(&failure_key(d))?.clone())))
+        .collect();
     report
+}
+
+/// What tells one failing decision apart in a report.
+fn failure_key(d: &Diagnostic) -> (&'static str, String, String) {
+    (d.code, d.location.to_string(), d.message.clone())
+}
+
+/// What [`tool_findings`] found about one tool.
+struct Findings {
+    diagnostics: Vec<Diagnostic>,
+    /// The worst-case proof; none for a tool without anything to resolve.
+    proof: Option<Proof>,
+    /// Which of `diagnostics` are failing decisions (the proof's and the
+    /// samples' resolutions that fail), by index.
+    failing: Vec<usize>,
 }
 
 /// What `check` finds about one tool by running it: its `visible` and
@@ -196,8 +237,12 @@ fn tool_findings(
     tool: &Tool,
     cases: &BTreeMap<String, Vec<Value>>,
     callers: &[crate::caller::Caller],
-) -> (Vec<Diagnostic>, Option<Proof>) {
+) -> Findings {
     let mut out = Vec::new();
+    let mut failing = Vec::new();
+    // Where each rule named by a failure is: every failure is reported
+    // (issue 31), and looking a rule up reads the engine's modules.
+    let mut rules = BTreeMap::new();
     if tool.has_visible_rule() {
         out.extend(visible_failure(tool, callers));
     }
@@ -205,7 +250,11 @@ fn tool_findings(
         out.extend(upstream_request_failure(tool));
     }
     if !tool.is_resolvable() {
-        return (out, None);
+        return Findings {
+            diagnostics: out,
+            proof: None,
+            failing,
+        };
     }
     let mut proof = proof::prove(catalog, tool);
     // The catalog's own test cases for this tool, those inputSchema
@@ -279,7 +328,8 @@ fn tool_findings(
             ));
         }
         for f in &found.failures {
-            out.push(failure(tool, f));
+            failing.push(out.len());
+            out.push(failure(tool, f, &mut rules));
         }
         proof.sampled = Some(found);
     } else {
@@ -287,12 +337,23 @@ fn tool_findings(
         // `confirm`, `meta`) may still fail on arguments it did not
         // vary, which a client would get as -32603.
         for f in &proof::sample(catalog, tool, &samples).failures {
-            out.push(failure(tool, f));
+            failing.push(out.len());
+            out.push(failure(tool, f, &mut rules));
+        }
+    }
+    if let Outcome::Refuted { failures, .. } = &proof.outcome {
+        for f in failures {
+            failing.push(out.len());
+            out.push(failure(tool, f, &mut rules));
         }
     }
     out.extend(proof_diagnostics(source, catalog, tool, &proof));
 
-    (out, Some(proof))
+    Findings {
+        diagnostics: out,
+        proof: Some(proof),
+        failing,
+    }
 }
 
 /// The arguments of every `regent test` case in the catalog, by tool. Case
@@ -573,14 +634,12 @@ fn proof_diagnostics(
             }
         }
         Outcome::Refuted {
-            counterexamples,
-            failures,
+            counterexamples, ..
         } => {
+            // Its failures are `tool_findings`', which marks them as failing
+            // decisions.
             for c in counterexamples {
                 out.push(counterexample(source, catalog, tool, c, ""));
-            }
-            for f in failures {
-                out.push(failure(tool, f));
             }
         }
                 Outcome::Partial { rejected, example } => out.push(
@@ -663,7 +722,12 @@ fn counterexample(
 }
 
 /// A resolution that failed on `f.arguments`: the client would get -32603.
-fn failure(tool: &crate::catalog::Tool, f: &proof::Failure) -> Diagnostic {
+/// `rules` remembers where the rules already looked up are.
+fn failure(
+    tool: &crate::catalog::Tool,
+    f: &proof::Failure,
+    rules: &mut BTreeMap<String, Option<Location>>,
+) -> Diagnostic {
     let name = &tool.name;
     // An ill-typed value has no regorus location: point at the rule the
     // message names (`rule tools.files.deny holds 42; ...`).
@@ -673,7 +737,10 @@ fn failure(tool: &crate::catalog::Tool, f: &proof::Failure) -> Diagnostic {
         .and_then(parse_location)
         .or_else(|| {
             let rule = f.message.strip_prefix("rule ")?.split_whitespace().next()?;
-            tool.rule_location(rule)
+            rules
+                .entry(rule.to_string())
+                .or_insert_with(|| tool.rule_location(rule))
+                .clone()
         })
         .unwrap_or_else(|| tool.location.clone());
     if crate::catalog::policy::is_conflict(&f.message) {

@@ -12,7 +12,9 @@
 //!
 //! Cost: running a tool is the expensive part, so a reload runs only the
 //! tools whose compiled form, test cases or test callers changed since the
-//! last catalog that passed ([`Checked`], keyed by `Tool::fingerprint`);
+//! last catalog that passed ([`Checked`], keyed by `Tool::fingerprint`,
+//! which covers what the tool reaches: a library package it never imports
+//! can change nothing found about it);
 //! start-up runs every tool, spread over the cores. A tool carried over
 //! unchanged had no errors, or that catalog would not be serving.
 //!
@@ -79,7 +81,8 @@ pub fn on_load(
     let ran = changed.len();
     // A tool is run in milliseconds; a few per thread already pay.
     let found: Vec<Vec<Diagnostic>> = crate::par::map_ordered(&changed, 4, |tool| {
-        tool_findings(source, catalog, tool, &cases, &callers).0
+        // Every failure: on load, errors are errors whatever their count.
+        tool_findings(source, catalog, tool, &cases, &callers).diagnostics
     });
 
     let mut all: Vec<Diagnostic> = found.into_iter().flatten().collect();

@@ -1,10 +1,14 @@
 //! Printing a check [`Report`]: for people (rustc style, coloured on a
 //! terminal), as JSON for machines (the stable shape documented in
 //! docs/policy-tooling.md), and as SARIF 2.1.0 for code-scanning in CI.
+//! People see a few failing decisions per tool and how many more there
+//! are; JSON and SARIF carry every diagnostic.
 
 use serde_json::{Map, Value, json};
 
-use super::Report;
+use std::collections::BTreeMap;
+
+use super::{Report, SHOWN_FAILURES};
 use crate::catalog::proof::{Outcome, Proof};
 use crate::diag::{Diagnostic, Style};
 
@@ -15,9 +19,38 @@ pub const JSON_VERSION: u32 = 1;
 /// The report for a terminal.
 pub fn human(r: &Report, style: Style) -> String {
     let mut out = String::new();
-    for d in &r.diagnostics {
+    // The first `SHOWN_FAILURES` failing decisions of each tool, then one
+    // line saying how many more (unless `--all-failures`). The counts and
+    // the exit code are every one's.
+    let mut total: BTreeMap<&str, usize> = BTreeMap::new();
+    for tool in r.failing_decisions.values() {
+        *total.entry(tool).or_default() += 1;
+    }
+    let mut shown: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, d) in r.diagnostics.iter().enumerate() {
+        let tool = r.failing_decisions.get(&i).map(String::as_str);
+        if let Some(tool) = tool
+            && !r.all_failures
+        {
+            let n = shown.entry(tool).or_default();
+            *n += 1;
+            if *n > SHOWN_FAILURES {
+                continue;
+            }
+        }
         out.push_str(&d.render_styled(style));
         out.push('\n');
+        if let Some(tool) = tool
+            && !r.all_failures
+            && shown[tool] == SHOWN_FAILURES
+            && total[tool] > SHOWN_FAILURES
+        {
+            let more = total[tool] - SHOWN_FAILURES;
+            out.push_str(&format!(
+                "and {more} more failing decision{} for `{tool}` (use --all-failures to see them)\n\n",
+                plural(more)
+            ));
+        }
     }
     for p in &r.proofs {
         if let Outcome::Proved { .. } = p.outcome {

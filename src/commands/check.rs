@@ -18,6 +18,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     };
     let mut r = check::check_with(&args.tooling.paths, &opts, &started);
     r.deny_warnings = args.deny_warnings;
+    r.all_failures = args.all_failures;
     let code = r.exit_code();
     let text = match args.format {
         CheckFormat::Human => report::human(&r, Style::for_stdout()),

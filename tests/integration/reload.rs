@@ -780,3 +780,54 @@ fn fast_in_place_rewrites_never_serve_a_half_written_file() {
     assert_eq!(status["ok"], json!(true), "{status}");
     assert!(answers > 100, "only {answers} answers");
 }
+
+/// A library package the tool imports is part of what the tool reaches, so
+/// of its fingerprint: a reload that makes it conflict is refused like one
+/// that breaks the tool's own package (`check::on_load` runs the tool
+/// again), and the fixed library then serves.
+#[test]
+fn a_conflict_in_an_imported_library_keeps_the_previous_catalog() {
+    let (_tmp, dir) = catalog();
+    let library =
+        |answer: &str| format!("package lib\n\nimport rego.v1\n\nanswer := \"{answer}\"\n");
+    std::fs::write(
+        dir.join("deploy.rego"),
+        "package tools.deploy\n\nimport data.lib\nimport rego.v1\n\nmeta := {\"answer\": lib.answer}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("lib.rego"), library("v1")).unwrap();
+    // A library no tool reaches, which changes nothing any tool answers.
+    std::fs::write(
+        dir.join("other.rego"),
+        "package other\n\nimport rego.v1\n\nx := 1\n",
+    )
+    .unwrap();
+    let status = dir.parent().unwrap().join("status.json");
+    let mut s = legacy(&dir, &[arg(&dir), "--status-file", arg(&status)]);
+    assert_eq!(
+        answer(&s.resolve_response("deploy", json!({"env": "dev"}))),
+        Ok(both("1", "v1"))
+    );
+    let revision = read_status_file(&status).expect("status file")["revision"].clone();
+
+    // Conflicts for `prod` only: nothing static finds it, and `dev` would
+    // still answer; running the tool as `regent check` does finds it.
+    std::fs::write(
+        dir.join("lib.rego"),
+        "package lib\n\nimport rego.v1\n\nanswer := \"v2\"\n\nanswer := \"v3\" if input.arguments.env == \"prod\"\n",
+    )
+    .unwrap();
+    let st = eventually("the failed reload in the status file", || {
+        read_status_file(&status).filter(|v| v["ok"] == false)
+    });
+    let err = st["lastError"].as_str().unwrap();
+    assert!(err.contains("lib.rego:7:1: error: rules conflict"), "{err}");
+    assert_eq!(
+        st["revision"], revision,
+        "the previous revision serves: {st}"
+    );
+
+    resolve_across(&mut s, &both("1", "v1"), &both("1", "v2"), || {
+        std::fs::write(dir.join("lib.rego"), library("v2")).unwrap()
+    });
+}

@@ -18,6 +18,7 @@
 //! - [`refs`]: references into `input` and `data` that can never be defined;
 //! - [`safety`]: OPA's safety rule (unbound variables);
 //! - [`portability`]: constructs where regorus answers differently from OPA;
+//! - [`reach`]: which library packages a tool's policy reaches;
 //! - [`partition`]: the finite partition of a free string argument;
 //! - [`coverage`]: the lines regorus' coverage counts;
 //! - [`lower`]: the planned rules as `native`'s terms, when they are in its subset.
@@ -36,6 +37,7 @@ pub mod lint;
 pub(super) mod lower;
 pub mod partition;
 pub mod portability;
+pub mod reach;
 pub mod reads;
 pub mod recursion;
 pub(super) mod refs;

@@ -73,7 +73,7 @@ use serde_json::{Map, Value, json};
 use super::reads::{not_hint_rule, refers_to_not_hints};
 use super::visit::{ref_indexes, walk_expr, walk_rule};
 use super::{PolicyModule, const_string, path_of, span_location};
-use crate::catalog::{Tool, rego, schema};
+use crate::catalog::{Tool, schema};
 use crate::diag::Location;
 
 /// The most contains-literals one argument may have (2^n subsets).
@@ -214,8 +214,8 @@ pub fn uses(tool: &Tool) -> BTreeMap<String, Uses> {
             }
         }
     }
-    if let Some(mut engine) = tool.engine() {
-        let modules = rego::modules(&mut engine);
+    if tool.is_resolvable() {
+        let modules = tool.modules();
         rego_uses(&modules, tool.policy.as_deref(), &mut out);
     }
     out
@@ -991,7 +991,7 @@ mod tests {
     fn uses_of(text: &str, package: &str) -> BTreeMap<String, Uses> {
         let mut e = regorus::Engine::new();
         e.add_policy("p.rego".into(), text.into()).unwrap();
-        let modules = rego::modules(&mut e);
+        let modules = crate::catalog::rego::modules(&mut e);
         let mut out = BTreeMap::new();
         rego_uses(&modules, Some(package), &mut out);
         out
