@@ -19,7 +19,6 @@
 //! which rmcp checks), and any request that brings `_meta`.
 
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
 
 use rmcp::model::{CustomRequest, Extensions, ServerJsonRpcMessage, ServerResult};
 use tokio::sync::Semaphore;
@@ -79,23 +78,14 @@ impl Direct {
 
     /// The whole answer line to `request`, newline included (empty in the
     /// unreachable case that it cannot be encoded), with what
-    /// [`takes`](Direct::takes) returned for it. The time it took goes to
-    /// the tool's `record`.
+    /// [`takes`](Direct::takes) returned for it. How long its evaluation
+    /// took goes to the tool's `record`.
     pub(super) fn answer(
         &self,
         request: Custom,
         negotiated: Negotiated,
         record: Option<Arc<pace::Tool>>,
     ) -> Vec<u8> {
-        let started = Instant::now();
-        let line = self.line(request, negotiated);
-        if let Some(record) = record {
-            record.took(started.elapsed());
-        }
-        line
-    }
-
-    fn line(&self, request: Custom, negotiated: Negotiated) -> Vec<u8> {
         let Custom {
             id, method, params, ..
         } = request;
@@ -109,7 +99,10 @@ impl Direct {
         // A 2025-era session has no `resultType`; its caller is the
         // configured one (stdio has no other).
         let caller = self.regent.caller.clone();
-        let message = match self.regent.custom(custom, false, negotiated, caller) {
+        let message = match self
+            .regent
+            .custom(custom, false, negotiated, caller, record)
+        {
             Ok(result) => ServerJsonRpcMessage::response(ServerResult::CustomResult(result), id),
             Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
         };

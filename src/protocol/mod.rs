@@ -304,23 +304,19 @@ impl Regent {
         &self,
         catalog: &Catalog,
         params: Option<Value>,
-        full: bool,
-        result_type: bool,
-        negotiated: Negotiated,
+        shape: answer::Shape,
         caller: Option<Arc<Caller>>,
+        record: Option<Arc<pace::Tool>>,
     ) -> Result<Answer, ErrorData> {
         resolve_logged(
             catalog,
             params,
-            answer::Shape {
-                full,
-                result_type,
-                negotiated,
-            },
+            shape,
             Some(Serving {
                 log: &self.decisions,
                 listed: &self.listed,
                 text: self.text,
+                pace: record,
             }),
             caller,
             Decider::Enforced,
@@ -334,12 +330,16 @@ impl Regent {
     /// params did not parse), and counts it. The one place these are
     /// answered, whichever way the request arrived: rmcp's custom-request
     /// hook, or on stdio [`direct`].
+    /// `record`: the tool's [`pace`] record, told how long the policy's
+    /// evaluation took (only that: not the answer's encoding, nor a wait on
+    /// the decision log's queue).
     fn custom(
         &self,
         request: CustomRequest,
         result_type: bool,
         negotiated: Negotiated,
         caller: Option<Arc<Caller>>,
+        record: Option<Arc<pace::Tool>>,
     ) -> Result<CustomResult, ErrorData> {
         let started = Instant::now();
         let label = count::custom_label(&request.method);
@@ -349,20 +349,26 @@ impl Regent {
                 .resolve(
                     &catalog,
                     request.params,
-                    true,
-                    result_type,
-                    negotiated,
+                    answer::Shape {
+                        full: true,
+                        result_type,
+                        negotiated,
+                    },
                     caller,
+                    record,
                 )
                 .map(Answer::into_value),
             "tools/annotations" => self
                 .resolve(
                     &catalog,
                     request.params,
-                    false,
-                    result_type,
-                    Negotiated::default(),
+                    answer::Shape {
+                        full: false,
+                        result_type,
+                        negotiated: Negotiated::default(),
+                    },
                     caller,
+                    record,
                 )
                 .map(Answer::into_value),
             // Reload status for operators and tests: the same document as
@@ -420,23 +426,13 @@ impl Regent {
             _ => (true, None),
         };
         if here {
-            let started = Instant::now();
-            let r = self.custom(request, result_type, negotiated, caller);
-            if let Some(record) = record {
-                record.took(started.elapsed());
-            }
-            return r;
+            return self.custom(request, result_type, negotiated, caller, record);
         }
         let permit = self.pace.off_thread.clone().acquire_owned().await;
         let me = self.clone();
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            let started = Instant::now();
-            let r = me.custom(request, result_type, negotiated, caller);
-            if let Some(record) = record {
-                record.took(started.elapsed());
-            }
-            r
+            me.custom(request, result_type, negotiated, caller, record)
         })
         .await
         .unwrap_or_else(|e| {
@@ -462,6 +458,8 @@ struct Serving<'a> {
     log: &'a DecisionLog,
     listed: &'a answer::Listed,
     text: bool,
+    /// The tool's [`pace`] record, told how long the evaluation took.
+    pace: Option<Arc<pace::Tool>>,
 }
 
 /// The verified caller of a request, when its transport put one there: over
@@ -608,6 +606,9 @@ fn resolve_logged(
     let eval = started.elapsed();
     // The shadow decision is for the log: only serving computes it.
     let shadow = log.and_then(|_| call::shadow(catalog, &name, decided_on, caller.as_deref()));
+    if let Some(pace) = serving.as_ref().and_then(|s| s.pace.as_ref()) {
+        pace.took(started.elapsed());
+    }
     let mut r = match r {
         Ok(r) => r,
         Err(e) => {

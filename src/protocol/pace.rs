@@ -9,16 +9,25 @@
 //! progress and results of its calls by 200 ms. Handing every evaluation to
 //! another thread costs two thread wake-ups per request, more than a whole
 //! resolve takes (a few µs). So a tool earns in-place evaluation: it starts
-//! off the I/O thread, and is evaluated in place once its last [`EARN`]
-//! evaluations all took under [`FAST`]. One slow evaluation sends it back off
-//! the thread and it must earn its place again, four times as long each time
-//! (up to [`MAX_EARN`]). Requests over [`MAX_IN_PLACE_BYTES`] never run in
-//! place: their size alone can make an evaluation slow.
+//! off the I/O thread, and is evaluated in place once [`EARN`] evaluations
+//! in a row took under [`FAST`]. Two slow evaluations in a row send it back
+//! off the thread, and it must earn its place again, four times as long each
+//! time (up to [`MAX_EARN`]). Two, not one: what is timed is wall-clock time
+//! (the thread's CPU time costs a system call, half a µs, twice per request),
+//! and a thread the scheduler preempts in the middle of an evaluation sees it
+//! take milliseconds; under load that happened often enough that one slow
+//! evaluation sent tools off the thread for good and cut pipelined resolves
+//! by more than half (BENCHMARKS.md, "Issue 28 item 6"). Two preemptions in a
+//! row are rare; a slow policy is slow every time. Only the evaluation is
+//! timed (the policy and the shadow policy), not the answer's encoding nor a
+//! wait for room in the decision log's queue. Requests over
+//! [`MAX_IN_PLACE_BYTES`] never run in place: their size alone can make an
+//! evaluation slow.
 //!
 //! What it guarantees: a tool whose evaluations have been slow never holds up
 //! the session again while it stays slow; a tool that turns slow on some
-//! arguments (say a policy whose cost depends on the input) holds it up once,
-//! for at most the policy timeout, and then runs off the thread. What it
+//! arguments (say a policy whose cost depends on the input) holds it up
+//! twice, each for at most the policy timeout, and then runs off the thread. What it
 //! leaves to others: evaluating (`Regent::custom`), timing out an evaluation
 //! (the catalog's budget), and ordering the answers (JSON-RPC answers may
 //! arrive in any order; the transports write each when it is ready).
@@ -29,7 +38,7 @@
 //! catalog has are kept.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -65,10 +74,25 @@ struct Table {
     tools: HashMap<String, Arc<Tool>>,
 }
 
-/// One tool's record: fast evaluations in a row, and how many it needs.
+/// One tool's record: whether it runs in place, fast evaluations in a row
+/// and how many it needs, slow ones in a row. Updated without a lock: two
+/// sessions racing may lose a count, which only shifts when a tool moves.
 pub struct Tool {
+    earned: AtomicBool,
     streak: AtomicU32,
     needed: AtomicU32,
+    slow: AtomicU32,
+}
+
+impl Tool {
+    fn new() -> Tool {
+        Tool {
+            earned: AtomicBool::new(false),
+            streak: AtomicU32::new(0),
+            needed: AtomicU32::new(EARN),
+            slow: AtomicU32::new(0),
+        }
+    }
 }
 
 impl Default for Pace {
@@ -94,10 +118,7 @@ impl Pace {
         if let Some(t) = table.tools.get(name) {
             return Some(t.clone());
         }
-        let t = Arc::new(Tool {
-            streak: AtomicU32::new(0),
-            needed: AtomicU32::new(EARN),
-        });
+        let t = Arc::new(Tool::new());
         table.tools.insert(name.to_string(), t.clone());
         Some(t)
     }
@@ -119,21 +140,29 @@ impl Pace {
 
 impl Tool {
     fn earned(&self) -> bool {
-        self.streak.load(Ordering::Relaxed) >= self.needed.load(Ordering::Relaxed)
+        self.earned.load(Ordering::Relaxed)
     }
 
     /// Records how long one evaluation of this tool took.
     pub fn took(&self, elapsed: Duration) {
         if elapsed < FAST {
+            self.slow.store(0, Ordering::Relaxed);
             // Saturating: a long run of fast ones must not wrap to 0.
-            let _ = self
+            let streak = self
                 .streak
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| s.checked_add(1));
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| s.checked_add(1))
+                .map_or(u32::MAX, |s| s + 1);
+            if streak >= self.needed.load(Ordering::Relaxed) {
+                self.earned.store(true, Ordering::Relaxed);
+            }
         } else {
             self.streak.store(0, Ordering::Relaxed);
-            let needed = self.needed.load(Ordering::Relaxed);
-            self.needed
-                .store((needed.saturating_mul(4)).min(MAX_EARN), Ordering::Relaxed);
+            let slow = self.slow.fetch_add(1, Ordering::Relaxed) + 1;
+            if slow >= 2 && self.earned.swap(false, Ordering::Relaxed) {
+                let needed = self.needed.load(Ordering::Relaxed);
+                self.needed
+                    .store(needed.saturating_mul(4).min(MAX_EARN), Ordering::Relaxed);
+            }
         }
     }
 }
@@ -153,38 +182,45 @@ pub fn tool_name(params: Option<&serde_json::Value>) -> Option<&str> {
 mod tests {
     use super::*;
 
-    fn record() -> Tool {
-        Tool {
-            streak: AtomicU32::new(0),
-            needed: AtomicU32::new(EARN),
-        }
-    }
+    const QUICK: Duration = Duration::from_micros(5);
+    const SLOW: Duration = Duration::from_millis(20);
 
     #[test]
     fn a_tool_earns_its_place_and_loses_it_for_longer() {
-        let t = record();
+        let t = Tool::new();
         for _ in 0..EARN {
             assert!(!t.earned());
-            t.took(Duration::from_micros(5));
+            t.took(QUICK);
         }
         assert!(t.earned());
-        t.took(Duration::from_millis(20));
+        // One slow evaluation (a preemption, say) keeps it in place...
+        t.took(SLOW);
+        assert!(t.earned());
+        t.took(QUICK);
+        assert!(t.earned());
+        // ...two in a row send it off the thread.
+        t.took(SLOW);
+        t.took(SLOW);
         assert!(!t.earned());
         for _ in 0..EARN {
-            t.took(Duration::from_micros(5));
+            t.took(QUICK);
         }
         assert!(!t.earned(), "a tool that turned slow must earn 4× longer");
         for _ in 0..3 * EARN {
-            t.took(Duration::from_micros(5));
+            t.took(QUICK);
         }
         assert!(t.earned());
     }
 
     #[test]
     fn what_a_tool_must_earn_is_bounded() {
-        let t = record();
+        let t = Tool::new();
         for _ in 0..40 {
-            t.took(Duration::from_secs(1));
+            for _ in 0..MAX_EARN {
+                t.took(QUICK);
+            }
+            t.took(SLOW);
+            t.took(SLOW);
         }
         assert_eq!(t.needed.load(Ordering::Relaxed), MAX_EARN);
     }

@@ -835,9 +835,12 @@ fn a_slow_evaluation_holds_up_nothing_else() {
             let r = s.request("tools/resolve", fast.clone());
             assert!(r.get("result").is_some(), "{r}");
         }
-        // Possibly in place (a tool that had earned it turns slow once)...
-        let e = s.expect_error("tools/resolve", slow.clone());
-        assert_eq!(e["data"]["reason"], json!("policy-timeout"), "{e}");
+        // Possibly in place (a tool that had earned it turns slow: twice
+        // in a row before it moves)...
+        for _ in 0..2 {
+            let e = s.expect_error("tools/resolve", slow.clone());
+            assert_eq!(e["data"]["reason"], json!("policy-timeout"), "{e}");
+        }
         // ...and from then on off the session's thread.
         let id = s.send_request("tools/resolve", slow.clone());
         let ping = s.send_request("ping", json!({}));
