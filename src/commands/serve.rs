@@ -244,7 +244,9 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
             requester.request();
         }
     };
-    if let Some(opts) = http {
+    if let Some(mut opts) = http {
+        // Only a server that refuses calls for scope reads answers for it.
+        opts.enforce_scopes = args.enforce_scopes;
         let regent = Regent::new(state.clone())
             .with_decision_log(decisions.clone())
             .with_request_states(states)

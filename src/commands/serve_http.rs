@@ -172,6 +172,8 @@ pub fn options(args: &HttpArgs, env_token: Option<String>) -> Result<HttpOptions
         return Err("error: --request-timeout-secs must be at least 1".into());
     }
     Ok(HttpOptions {
+        // Set by `serve`, whose flag it is.
+        enforce_scopes: false,
         addr,
         allowed_hosts,
         allowed_origins,

@@ -77,6 +77,10 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
     pub addr: SocketAddr,
+    /// Whether calls may be refused for scope (`serve --enforce-scopes`):
+    /// only then does [`scope`] read `/mcp` answers, a cost every JSON
+    /// response would pay otherwise.
+    pub enforce_scopes: bool,
     /// `Host` values (name, or name:port) accepted; never empty.
     pub allowed_hosts: Vec<String>,
     /// Browser origins accepted (`scheme://host[:port|:*]`); requests without
@@ -153,7 +157,13 @@ where
     let mcp = StreamableHttpService::new(move || Ok(handler.clone()), sessions.clone(), config);
 
     let shared = Arc::new(guard::Shared::new(&opts, state.clone(), metrics.clone()));
-    let app = router(mcp, sessions, shared.clone(), opts.oauth.clone());
+    let app = router(
+        mcp,
+        sessions,
+        shared.clone(),
+        opts.oauth.clone(),
+        opts.enforce_scopes,
+    );
     let bound = listener::bind(opts.addr).await?;
     // A remote key set is refetched while the server runs.
     let refresh = opts
@@ -235,6 +245,7 @@ fn router<S>(
     sessions: Sessions,
     shared: Arc<guard::Shared>,
     oauth: Option<Arc<metadata::ResourceMetadata>>,
+    enforce_scopes: bool,
 ) -> Router
 where
     S: tower::Service<
@@ -252,8 +263,13 @@ where
     // Layers run outside-in in the reverse order they are added.
     let mcp_routes = Router::new()
         .route_service("/mcp", mcp)
-        .layer(axum::middleware::from_fn(hoist::rewrite))
-        .layer(from_fn_with_state(shared.clone(), scope::challenge))
+        .layer(axum::middleware::from_fn(hoist::rewrite));
+    let mcp_routes = if enforce_scopes {
+        mcp_routes.layer(from_fn_with_state(shared.clone(), scope::challenge))
+    } else {
+        mcp_routes
+    };
+    let mcp_routes = mcp_routes
         .layer(axum::middleware::from_fn(guard::json_rpc_parse_errors))
         .layer(from_fn_with_state(sessions.clone(), end_session))
         .layer(from_fn_with_state(
