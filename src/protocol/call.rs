@@ -163,8 +163,9 @@ pub struct CallContext<'a> {
     /// Whether the caller's scopes must meet the resolved `securitySchemes`
     /// (`serve --enforce-scopes`).
     pub enforce_scopes: bool,
-    /// Where the call's decision is evaluated (see `pace`).
-    pub pace: &'a Pace,
+    /// Where the call's decision is evaluated (see `pace`); `None`: in
+    /// place, always (HTTP).
+    pub pace: Option<&'a Pace>,
     /// The connected upstream MCP servers imported tools forward to.
     pub upstreams: &'a crate::upstream::Upstreams,
     /// 2026-07-28 forwarded calls waiting between rounds for their
@@ -772,12 +773,15 @@ struct Decided {
 /// policy holds up no other request of the session (see `pace`; the same
 /// record as the tool's resolves).
 async fn decide(
-    pace: &Pace,
+    pace: Option<&Pace>,
     catalog: &Arc<Catalog>,
     name: &str,
     args: &Value,
     caller: &Option<Arc<crate::caller::Caller>>,
 ) -> Decided {
+    let Some(pace) = pace else {
+        return decide_here(catalog, name, args, caller.as_deref(), None);
+    };
     let bytes = crate::diag::json_size(args, super::pace::MAX_IN_PLACE_BYTES);
     let (here, record) = pace.in_place(catalog, name, bytes);
     if here {

@@ -39,11 +39,16 @@ pub type Session = Arc<OnceLock<Negotiated>>;
 pub struct Direct {
     regent: Regent,
     session: Session,
+    pace: Arc<pace::Pace>,
 }
 
 impl Direct {
-    pub(super) fn new(regent: Regent, session: Session) -> Direct {
-        Direct { regent, session }
+    pub(super) fn new(regent: Regent, session: Session, pace: Arc<pace::Pace>) -> Direct {
+        Direct {
+            regent,
+            session,
+            pace,
+        }
     }
 
     /// What the session negotiated, when [`Direct::answer`] may answer
@@ -63,8 +68,7 @@ impl Direct {
     ) -> (bool, Option<Arc<pace::Tool>>) {
         match pace::tool_name(request.params.as_ref()) {
             Some(name) if pace::paced(&request.method) => {
-                self.regent
-                    .pace
+                self.pace
                     .in_place(&self.regent.state.current(), name, bytes)
             }
             _ => (true, None),
@@ -73,7 +77,7 @@ impl Direct {
 
     /// The bound on answers computed off the transport's thread at once.
     pub(super) fn off_thread(&self) -> Arc<Semaphore> {
-        self.regent.pace.off_thread.clone()
+        self.pace.off_thread.clone()
     }
 
     /// The whole answer line to `request`, newline included (empty in the

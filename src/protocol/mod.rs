@@ -81,9 +81,14 @@ pub struct Regent {
     /// the upstream log messages relayed to it. Each clone starts unset:
     /// rmcp makes each HTTP session's handler by cloning this one.
     log_level: SessionLevel,
-    /// Which tools' resolves are evaluated in place and which on a thread
-    /// of their own (see [`pace`]); shared by every session.
-    pace: Arc<pace::Pace>,
+    /// Which tools' resolves and call decisions are evaluated in place and
+    /// which on a thread of their own (see [`pace`]): stdio's, whose one
+    /// thread serves the session. `None` over HTTP, where each request is a
+    /// task of its own on a multi-threaded runtime, and a slow evaluation
+    /// holds one worker while the others go on: there, timing evaluations
+    /// cost a fifth of resolve throughput (benches/http_auth.sh) and the
+    /// scheduler's preemptions on a busy machine read as slow policies.
+    pace: Option<Arc<pace::Pace>>,
 }
 
 /// A session's `logging/setLevel`, unset in every clone (see
@@ -146,7 +151,7 @@ impl Regent {
             metrics: None,
             session: None,
             log_level: SessionLevel::default(),
-            pace: Arc::new(pace::Pace::default()),
+            pace: None,
         }
     }
 
@@ -203,7 +208,9 @@ impl Regent {
     pub fn with_direct(mut self) -> (Regent, direct::Direct) {
         let session = direct::Session::default();
         self.session = Some(session.clone());
-        let direct = direct::Direct::new(self.clone(), session);
+        let pace = Arc::new(pace::Pace::default());
+        self.pace = Some(pace.clone());
+        let direct = direct::Direct::new(self.clone(), session, pace);
         (self, direct)
     }
 
@@ -412,6 +419,9 @@ impl Regent {
         negotiated: Negotiated,
         caller: Option<Arc<Caller>>,
     ) -> Result<CustomResult, ErrorData> {
+        let Some(pace) = &self.pace else {
+            return self.custom(request, result_type, negotiated, caller, None);
+        };
         let (here, record) = match pace::tool_name(request.params.as_ref()) {
             Some(name) if pace::paced(&request.method) => {
                 // rmcp has parsed the request already; its size is not known
@@ -421,14 +431,14 @@ impl Regent {
                     .as_ref()
                     .and_then(|p| p.get("arguments"))
                     .map_or(0, |a| crate::diag::json_size(a, pace::MAX_IN_PLACE_BYTES));
-                self.pace.in_place(&self.state.current(), name, bytes)
+                pace.in_place(&self.state.current(), name, bytes)
             }
             _ => (true, None),
         };
         if here {
             return self.custom(request, result_type, negotiated, caller, record);
         }
-        let permit = self.pace.off_thread.clone().acquire_owned().await;
+        let permit = pace.off_thread.clone().acquire_owned().await;
         let me = self.clone();
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
@@ -725,7 +735,7 @@ impl ServerHandler for Regent {
             limit: &self.calls,
             caller: self.caller(&ctx),
             enforce_scopes: self.enforce_scopes,
-            pace: &self.pace,
+            pace: self.pace.as_deref(),
             upstreams: &self.upstreams,
             parked: &self.parked,
             state: &self.state,
