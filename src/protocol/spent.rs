@@ -151,10 +151,10 @@ impl RedisSpent {
     }
 
     async fn spend(&self, nonce: &str, left: Duration) -> Result<(), SpendError> {
-        let outcome = async {
-            let mut conn = self.connection().await?;
-            let ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX).max(1);
-            timed(
+        let ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX).max(1);
+        let set = || async {
+            let mut conn = self.connection().await.map_err(|e| (e, false))?;
+            timed_kind(
                 redis::cmd("SET")
                     .arg(format!("regent:state:{nonce}"))
                     .arg(1)
@@ -164,8 +164,15 @@ impl RedisSpent {
                     .query_async::<Option<String>>(&mut conn),
             )
             .await
-        }
-        .await;
+        };
+        // A connection that broke since the last command (Redis restarted)
+        // fails once and makes the manager reconnect: one more try, so a
+        // blip costs no retry. Safe: a SET that did land before its reply
+        // was lost answers nil the second time, which refuses (fail closed).
+        let outcome = match set().await {
+            Err((_, true)) => set().await.map_err(|(e, _)| e),
+            other => other.map_err(|(e, _)| e),
+        };
         match outcome {
             Ok(Some(_)) => Ok(()),
             Ok(None) => Err(SpendError::Used),
@@ -179,6 +186,25 @@ impl RedisSpent {
                 Err(SpendError::Unavailable(why))
             }
         }
+    }
+}
+
+/// [`timed`], saying beside the error whether the connection broke (worth
+/// one more try on the reconnected manager) rather than Redis refusing or
+/// not answering in time.
+async fn timed_kind<T>(
+    step: impl std::future::Future<Output = redis::RedisResult<T>>,
+) -> Result<T, (String, bool)> {
+    match tokio::time::timeout(COMMAND_TIMEOUT, step).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => {
+            let broken = e.is_io_error() || e.is_connection_dropped();
+            Err((lower(&e.to_string()), broken))
+        }
+        Err(_) => Err((
+            format!("no answer within {} ms", COMMAND_TIMEOUT.as_millis()),
+            false,
+        )),
     }
 }
 
