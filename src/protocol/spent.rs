@@ -272,6 +272,44 @@ mod tests {
         assert!(RedisSpent::new("redis://127.0.0.1:1", None, m).is_ok());
     }
 
+    /// The Redis round trip a confirmed call pays: N spends of fresh
+    /// nonces through the connection manager, p50/p99 printed. Needs a
+    /// Redis: `REGENT_BENCH_REDIS_URL=redis://127.0.0.1:PORT cargo test
+    /// --lib spend_round_trip -- --ignored --nocapture`.
+    #[tokio::test]
+    #[ignore = "measures; needs REGENT_BENCH_REDIS_URL"]
+    async fn spend_round_trip() {
+        let Ok(url) = std::env::var("REGENT_BENCH_REDIS_URL") else {
+            eprintln!("skipped: REGENT_BENCH_REDIS_URL is not set");
+            return;
+        };
+        let store = RedisSpent::new(&url, None, Arc::new(Metrics::new())).unwrap();
+        store.ping().await.unwrap();
+        let n = 5000;
+        let mut took = Vec::with_capacity(n);
+        for i in 0..n {
+            let nonce = format!("bench-{}-{i}", std::process::id());
+            let t = Instant::now();
+            store.spend(&nonce, Duration::from_secs(60)).await.unwrap();
+            took.push(t.elapsed());
+        }
+        // Spending one again is refused (the key is there).
+        let again = format!("bench-{}-0", std::process::id());
+        assert!(matches!(
+            store.spend(&again, Duration::from_secs(60)).await,
+            Err(SpendError::Used)
+        ));
+        took.sort();
+        let at = |q: f64| took[((n as f64) * q) as usize - 1];
+        println!(
+            "{n} spends (SET NX PX) on {}: p50 {:?}, p99 {:?}, max {:?}",
+            store.shown(),
+            at(0.50),
+            at(0.99),
+            took[n - 1]
+        );
+    }
+
     #[tokio::test]
     async fn memory_spends_once() {
         let s = Spent::memory();
