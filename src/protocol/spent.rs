@@ -25,6 +25,10 @@ use crate::metrics::Metrics;
 /// retry it checks is refused: a confirmed call waits at most this long.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// The most a spend may take in all: two tries (a broken connection is
+/// tried once more, reconnected).
+pub const SPEND_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Why a state could not be spent.
 #[derive(Debug)]
 pub enum SpendError {
@@ -169,9 +173,17 @@ impl RedisSpent {
         // fails once and makes the manager reconnect: one more try, so a
         // blip costs no retry. Safe: a SET that did land before its reply
         // was lost answers nil the second time, which refuses (fail closed).
-        let outcome = match set().await {
-            Err((_, true)) => set().await.map_err(|(e, _)| e),
-            other => other.map_err(|(e, _)| e),
+        let tries = async {
+            match set().await {
+                Err((_, true)) => set().await.map_err(|(e, _)| e),
+                other => other.map_err(|(e, _)| e),
+            }
+        };
+        // One bound for the whole spend: retries arriving together while
+        // Redis is down queue for the connection, and none may wait longer.
+        let outcome = match tokio::time::timeout(SPEND_TIMEOUT, tries).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(format!("no answer within {} ms", SPEND_TIMEOUT.as_millis())),
         };
         match outcome {
             Ok(Some(_)) => Ok(()),
