@@ -5,8 +5,8 @@
 //! refused on the other, and the tool ran once (a marker file); with Redis
 //! stopped a retry is refused with the store's error and nothing runs; with
 //! Redis back on the same port retries work again. Also: a password from a
-//! file (`--requirepass`), a password never shown, and the start-up
-//! refusals (no key file, another scheme).
+//! file, the environment or the URL (`--requirepass`), a password never
+//! shown, and the start-up refusals (no key file, another scheme).
 //!
 //! The confirmation catalog and its answer are `confirm`'s.
 //!
@@ -254,7 +254,7 @@ fn a_state_is_spent_once_across_replicas_and_refused_while_redis_is_down() {
 }
 
 #[test]
-fn a_password_protected_store_with_the_password_from_a_file_or_the_url() {
+fn a_password_protected_store_with_the_password_from_a_file_the_environment_or_the_url() {
     let secret = "s3cret-store-pass";
     let Some(redis) = Redis::start(Some(secret)) else {
         return;
@@ -282,6 +282,25 @@ fn a_password_protected_store_with_the_password_from_a_file_or_the_url() {
     );
     let state = first_round(&from_file, &args);
     let r = call(&from_file, &args, Some(accept()), Some(&state));
+    assert_eq!(r["result"]["isError"], json!(false), "{r}");
+    assert!(marker.exists());
+    std::fs::remove_file(&marker).unwrap();
+
+    // From the environment.
+    let mut cmd = common::regent();
+    cmd.arg("serve")
+        .args(["--http", "127.0.0.1:0"])
+        .arg(dir.path())
+        .args([
+            "--request-state-key-file",
+            key,
+            "--request-state-store",
+            &url,
+        ])
+        .env("REGENT_REQUEST_STATE_STORE_PASSWORD", secret);
+    let from_env = HttpServer::spawn(cmd);
+    let state = first_round(&from_env, &args);
+    let r = call(&from_env, &args, Some(accept()), Some(&state));
     assert_eq!(r["result"]["isError"], json!(false), "{r}");
     assert!(marker.exists());
     std::fs::remove_file(&marker).unwrap();
