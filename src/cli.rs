@@ -264,6 +264,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE", requires = "request_state_store")]
     pub request_state_store_password_file: Option<PathBuf>,
 
+    /// PEM certificates to trust for a rediss:// --request-state-store (a private CA) instead
+    /// of the system's roots
+    #[arg(long, value_name = "FILE", requires = "request_state_store")]
+    pub request_state_store_ca: Option<PathBuf>,
+
     /// How long a 2026-07-28 requestState stays valid, in seconds
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     pub request_state_ttl: u64,

@@ -373,7 +373,17 @@ fn state_store(
         }
         None => std::env::var("REGENT_REQUEST_STATE_STORE_PASSWORD").ok(),
     };
-    let store = RedisSpent::new(url, password, metrics.clone()).map_err(cannot_run)?;
+    let ca = match &args.request_state_store_ca {
+        Some(path) => Some(std::fs::read(path).map_err(|e| {
+            cannot_run(format!(
+                "cannot read the request-state store CA file {}: {}",
+                path.display(),
+                crate::source::files::lower_io(&e)
+            ))
+        })?),
+        None => None,
+    };
+    let store = RedisSpent::with_ca(url, password, ca, metrics.clone()).map_err(cannot_run)?;
     match runtime.block_on(store.ping()) {
         Ok(()) => tracing::info!(
             store = store.shown(),

@@ -90,6 +90,17 @@ impl RedisSpent {
         password: Option<String>,
         metrics: Arc<Metrics>,
     ) -> Result<RedisSpent, String> {
+        RedisSpent::with_ca(url, password, None, metrics)
+    }
+
+    /// [`RedisSpent::new`], trusting the PEM certificates `ca` instead of
+    /// the system's roots (`rediss://` only: a private CA).
+    pub fn with_ca(
+        url: &str,
+        password: Option<String>,
+        ca: Option<Vec<u8>>,
+        metrics: Arc<Metrics>,
+    ) -> Result<RedisSpent, String> {
         let shown = redact(url);
         let parsed = url::Url::parse(url).map_err(|e| {
             format!(
@@ -104,7 +115,7 @@ impl RedisSpent {
         }
         crate::outbound::install_crypto();
         let mut info: redis::ConnectionInfo =
-            redis::IntoConnectionInfo::into_connection_info(parsed).map_err(|e| {
+            redis::IntoConnectionInfo::into_connection_info(parsed.clone()).map_err(|e| {
                 format!(
                     "the request-state store {shown} is not a usable redis URL: {}",
                     lower(&e.to_string())
@@ -114,8 +125,22 @@ impl RedisSpent {
             let settings = info.redis_settings().clone().set_password(password);
             info = info.set_redis_settings(settings);
         }
-        let client = redis::Client::open(info)
-            .map_err(|e| format!("the request-state store {shown}: {}", lower(&e.to_string())))?;
+        let client = match ca {
+            None => redis::Client::open(info),
+            Some(_) if parsed.scheme() != "rediss" => {
+                return Err(format!(
+                    "--request-state-store-ca is for a TLS store, but {shown} is not rediss://; use rediss://HOST:PORT or drop the CA"
+                ));
+            }
+            Some(pem) => redis::Client::build_with_tls(
+                info,
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(pem),
+                },
+            ),
+        }
+        .map_err(|e| format!("the request-state store {shown}: {}", lower(&e.to_string())))?;
         Ok(RedisSpent {
             client,
             shown,

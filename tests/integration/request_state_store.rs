@@ -32,12 +32,18 @@ struct Redis {
     port: u16,
     password: Option<String>,
     dir: tempfile::TempDir,
+    /// Serving TLS only (with tests/fixtures/jwks' certificate for 127.0.0.1).
+    tls: bool,
 }
 
 impl Redis {
     /// A server on a free port, or `None` (printed) when `redis-server` is
     /// not installed and `CI` is not set.
     fn start(password: Option<&str>) -> Option<Redis> {
+        Redis::start_with(password, false)
+    }
+
+    fn start_with(password: Option<&str>, tls: bool) -> Option<Redis> {
         if Command::new("redis-server")
             .arg("--version")
             .output()
@@ -52,12 +58,25 @@ impl Redis {
         }
         let port = common::closed_addr().port();
         let dir = tempfile::tempdir().unwrap();
-        Some(Redis::spawn(port, password.map(str::to_string), dir))
+        Some(Redis::spawn(port, password.map(str::to_string), dir, tls))
     }
 
-    fn spawn(port: u16, password: Option<String>, dir: tempfile::TempDir) -> Redis {
+    fn spawn(port: u16, password: Option<String>, dir: tempfile::TempDir, tls: bool) -> Redis {
         let mut cmd = Command::new("redis-server");
-        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        if tls {
+            let fixture = |f: &str| common::repo_path(&format!("tests/fixtures/jwks/{f}"));
+            cmd.args(["--port", "0", "--tls-port", &port.to_string()])
+                .arg("--tls-cert-file")
+                .arg(fixture("server.pem"))
+                .arg("--tls-key-file")
+                .arg(fixture("server.key"))
+                .arg("--tls-ca-cert-file")
+                .arg(fixture("ca.pem"))
+                .args(["--tls-auth-clients", "no"]);
+        } else {
+            cmd.args(["--port", &port.to_string()]);
+        }
+        cmd.args(["--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(dir.path())
@@ -73,6 +92,7 @@ impl Redis {
             port,
             password,
             dir,
+            tls,
         };
         redis.wait_ready();
         redis
@@ -87,6 +107,10 @@ impl Redis {
         let deadline = Instant::now() + WAIT;
         loop {
             if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
+                // The TLS port listens once the server is ready.
+                if self.tls {
+                    return;
+                }
                 let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
                 let mut buf = [0u8; 64];
                 if s.write_all(b"PING\r\n").is_ok()
@@ -104,13 +128,13 @@ impl Redis {
     }
 
     /// Stops the server (SIGKILL: as a crash looks to regent).
-    fn stop(mut self) -> (u16, Option<String>, tempfile::TempDir) {
+    fn stop(mut self) -> (u16, Option<String>, tempfile::TempDir, bool) {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let port = self.port;
         let password = self.password.take();
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
-        (port, password, dir)
+        (port, password, dir, self.tls)
     }
 }
 
@@ -211,7 +235,7 @@ fn a_state_is_spent_once_across_replicas_and_refused_while_redis_is_down() {
     // Redis stopped: a state that was never spent is refused, with the
     // store's error, and nothing runs (fail closed).
     let pending = first_round(&a, &args);
-    let (port, password, rdir) = redis.stop();
+    let (port, password, rdir, tls) = redis.stop();
     let r = call(&b, &args, Some(accept()), Some(&pending));
     assert_eq!(r["error"]["code"], json!(-32603), "{r}");
     assert_eq!(reason(&r), "state-store-unavailable", "{r}");
@@ -232,7 +256,7 @@ fn a_state_is_spent_once_across_replicas_and_refused_while_redis_is_down() {
 
     // Redis back on the same port: the replica reconnects and the state
     // refused while it was down now runs, once.
-    let _redis = Redis::spawn(port, password, rdir);
+    let _redis = Redis::spawn(port, password, rdir, tls);
     let deadline = Instant::now() + WAIT;
     loop {
         let r = call(&b, &args, Some(accept()), Some(&pending));
@@ -401,4 +425,65 @@ fn start_up_needs_a_key_file_and_a_redis_url_and_survives_redis_down() {
     let r = call(&down, &args, Some(accept()), Some(&state));
     assert_eq!(reason(&r), "state-store-unavailable", "{r}");
     assert!(!dir.path().join("down.marker").exists());
+}
+
+#[test]
+fn a_tls_store_with_a_private_ca() {
+    let Some(redis) = Redis::start_with(None, true) else {
+        return;
+    };
+    let dir = tools();
+    let key = key_file(dir.path());
+    let key = key.to_str().unwrap();
+    let url = format!("rediss://127.0.0.1:{}", redis.port);
+    let ca = common::repo_path("tests/fixtures/jwks/ca.pem");
+    let ca = ca.to_str().unwrap();
+    let flags = [
+        "--request-state-key-file",
+        key,
+        "--request-state-store",
+        &url,
+        "--request-state-store-ca",
+        ca,
+    ];
+    let a = replica(dir.path(), &flags);
+    let b = replica(dir.path(), &flags);
+    let args = json!({"marker": "tls.marker", "mode": "danger"});
+    let marker = dir.path().join("tls.marker");
+    let state = first_round(&a, &args);
+    let r = call(&a, &args, Some(accept()), Some(&state));
+    assert_eq!(r["result"]["isError"], json!(false), "{r}");
+    std::fs::remove_file(&marker).unwrap();
+    let r = call(&b, &args, Some(accept()), Some(&state));
+    assert_eq!(reason(&r), "invalid-request-state", "{r}");
+    assert!(!marker.exists());
+
+    // Without the CA the server's certificate is not trusted: fail closed.
+    let untrusted = replica(
+        dir.path(),
+        &[
+            "--request-state-key-file",
+            key,
+            "--request-state-store",
+            &url,
+        ],
+    );
+    let state = first_round(&untrusted, &args);
+    let r = call(&untrusted, &args, Some(accept()), Some(&state));
+    assert_eq!(reason(&r), "state-store-unavailable", "{r}");
+    assert!(!marker.exists());
+
+    // A CA for a store without TLS is refused at start.
+    let out = common::regent()
+        .arg("serve")
+        .arg(dir.path())
+        .args(["--request-state-key-file", key])
+        .args(["--request-state-store", "redis://127.0.0.1:6379"])
+        .args(["--request-state-store-ca", ca])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is not rediss://"), "{err}");
 }
