@@ -487,3 +487,39 @@ fn a_tls_store_with_a_private_ca() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("is not rediss://"), "{err}");
 }
+
+/// `serve` over stdio (a single-threaded runtime) spends in the same store.
+#[test]
+fn a_stdio_replica_shares_the_store_with_an_http_one() {
+    let Some(redis) = Redis::start(None) else {
+        return;
+    };
+    let dir = tools();
+    let key = key_file(dir.path());
+    let key = key.to_str().unwrap();
+    let url = redis.url();
+    let flags = [
+        "--request-state-key-file",
+        key,
+        "--request-state-store",
+        &url,
+    ];
+    let mut args = vec![dir.path().to_str().unwrap()];
+    args.extend_from_slice(&flags);
+    let caps = json!({"elicitation": {"form": {}}});
+    let mut stdio = common::Rounds::new(
+        common::Server::start_with(Era::Modern, &args, caps),
+        "mark_policy",
+    );
+    let http = replica(dir.path(), &flags);
+    let call_args = json!({"marker": "stdio.marker", "mode": "danger"});
+    let marker = dir.path().join("stdio.marker");
+
+    let state = common::state_of(&stdio.call(call_args.clone(), None, None));
+    let r = stdio.call(call_args.clone(), Some(accept()), Some(&state));
+    assert_eq!(r["result"]["isError"], json!(false), "{r}");
+    std::fs::remove_file(&marker).unwrap();
+    let r = call(&http, &call_args, Some(accept()), Some(&state));
+    assert_eq!(reason(&r), "invalid-request-state", "{r}");
+    assert!(!marker.exists());
+}
