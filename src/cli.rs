@@ -257,6 +257,22 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     pub request_state_key_file: Option<PathBuf>,
 
+    /// Redis (or Valkey) that remembers spent 2026-07-28 requestStates for every
+    /// replica, so a state is accepted once across the fleet: redis://[USER[:PASSWORD]@]HOST:PORT[/DB]
+    /// or rediss://… (TLS); needs --request-state-key-file; default: remembered in this process
+    #[arg(long, value_name = "URL")]
+    pub request_state_store: Option<String>,
+
+    /// Password for --request-state-store, read from FILE (one trailing newline removed);
+    /// default: env REGENT_REQUEST_STATE_STORE_PASSWORD, then the URL's
+    #[arg(long, value_name = "FILE", requires = "request_state_store")]
+    pub request_state_store_password_file: Option<PathBuf>,
+
+    /// PEM certificates to trust for a rediss:// --request-state-store (a private CA) instead
+    /// of the system's roots
+    #[arg(long, value_name = "FILE", requires = "request_state_store")]
+    pub request_state_store_ca: Option<PathBuf>,
+
     /// How long a 2026-07-28 requestState stays valid, in seconds
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     pub request_state_ttl: u64,

@@ -108,6 +108,9 @@ pub struct Metrics {
     /// `tools/call` refused because the caller's token lacks the OAuth
     /// scopes the call needs (`serve --enforce-scopes`).
     pub scope_refused: Counter,
+    /// 2026-07-28 retries refused because the shared store of spent
+    /// requestStates (`--request-state-store`) did not answer.
+    pub state_store_errors: Counter,
     /// Forwarded 2026-07-28 calls waiting for their client's answer to an
     /// upstream's request (`protocol/parked`).
     pub calls_parked: Gauge,
@@ -175,6 +178,7 @@ impl Metrics {
             decision_log_dropped: Counter::default(),
             drift_refused: Counter::default(),
             scope_refused: Counter::default(),
+            state_store_errors: Counter::default(),
             calls_parked: Gauge::default(),
             parked_expired: Counter::default(),
         }
@@ -316,6 +320,12 @@ impl Metrics {
                 "tools/call refused because the token lacks the OAuth scopes the resolved securitySchemes need (--enforce-scopes)",
                 "counter",
                 self.scope_refused.get().to_string(),
+            ),
+            (
+                "regent_request_state_store_errors_total",
+                "2026-07-28 retries refused because the --request-state-store did not answer in time or refused the command; nothing ran",
+                "counter",
+                self.state_store_errors.get().to_string(),
             ),
         ] {
             header(out, name, help, kind);

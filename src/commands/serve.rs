@@ -198,6 +198,10 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     .with_ttl(std::time::Duration::from_secs(
         args.request_state_ttl.max(1),
     ));
+    let states = match &args.request_state_store {
+        None => states,
+        Some(url) => states.with_spent(state_store(args, url, &runtime, &metrics)?),
+    };
     // The upstreams each catalog read declares, from the reload thread to
     // the supervisors (which start, restart and stop upstreams to match).
     let (declared, redeclared) = tokio::sync::mpsc::unbounded_channel();
@@ -337,4 +341,61 @@ fn check_status_file(args: &ServeArgs) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// The shared store of spent requestStates (`--request-state-store`). Redis
+/// down at start is a warning, not a refusal: a replica must not die with
+/// Redis; each retry then fails closed until Redis answers.
+fn state_store(
+    args: &ServeArgs,
+    url: &str,
+    runtime: &tokio::runtime::Runtime,
+    metrics: &Arc<Metrics>,
+) -> Result<crate::protocol::spent::Spent, Failure> {
+    use crate::protocol::spent::{RedisSpent, Spent, redact};
+    if args.request_state_key_file.is_none() {
+        return Err(cannot_run(format!(
+            "--request-state-store {} needs --request-state-key-file: the replicas sharing the store must share the key that seals the states; write one with `head -c 32 /dev/urandom > state.key` and give it to every replica",
+            redact(url)
+        )));
+    }
+    let password = match &args.request_state_store_password_file {
+        Some(path) => {
+            let mut text = std::fs::read_to_string(path).map_err(|e| {
+                cannot_run(format!(
+                    "cannot read the request-state store password file {}: {}",
+                    path.display(),
+                    crate::source::files::lower_io(&e)
+                ))
+            })?;
+            if text.ends_with('\n') {
+                text.pop();
+            }
+            Some(text)
+        }
+        None => std::env::var("REGENT_REQUEST_STATE_STORE_PASSWORD").ok(),
+    };
+    let ca = match &args.request_state_store_ca {
+        Some(path) => Some(std::fs::read(path).map_err(|e| {
+            cannot_run(format!(
+                "cannot read the request-state store CA file {}: {}",
+                path.display(),
+                crate::source::files::lower_io(&e)
+            ))
+        })?),
+        None => None,
+    };
+    let store = RedisSpent::with_ca(url, password, ca, metrics.clone()).map_err(cannot_run)?;
+    match runtime.block_on(store.ping()) {
+        Ok(()) => tracing::info!(
+            store = store.shown(),
+            "spent requestStates are kept in the shared store"
+        ),
+        Err(why) => tracing::warn!(
+            store = store.shown(),
+            why,
+            "the request-state store cannot be reached at start; starting anyway, and refusing every 2026-07-28 retry until it answers"
+        ),
+    }
+    Ok(Spent::Redis(Box::new(store)))
 }

@@ -324,7 +324,7 @@ pub async fn call(
         || -> &str { digest_cell.get_or_init(|| crate::decisions::arguments_digest(&args)) };
     let (mut replies, asked_confirm) =
         if cc.mrtr && (cc.retry.state.is_some() || cc.retry.responses.is_some()) {
-            let opened = input::open_any(cc.states, &cc.retry, name, digest());
+            let opened = input::open_any(cc.states, &cc.retry, name, digest()).await;
             match opened.inspect_err(|e| {
                 entry.refused = Some(e.message.to_string());
                 record(log, &entry);

@@ -22,9 +22,7 @@
 //! JSON-RPC error (-32021): a required answer is never skipped. Running the
 //! tool is left to `call`.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rmcp::ErrorData;
 #[allow(deprecated)]
@@ -36,6 +34,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
+use super::spent::{SpendError, Spent};
 use crate::fill::{Action, Question, Replies, Reply};
 
 /// The key of the confirmation question in `inputRequests`/`inputResponses`.
@@ -54,13 +53,21 @@ pub fn confirmation(message: &str) -> Question {
 }
 
 /// Seals and opens `requestState` values with the server's HMAC key, and
-/// remembers which states were used so that none is accepted twice.
+/// remembers which states were used so that none is accepted twice (in this
+/// process, or in a store shared by the replicas: `spent`).
 pub struct RequestStates {
     codec: RequestStateCodec,
     ttl: Duration,
-    /// Nonces of opened states, with when they expire; pruned as states
-    /// expire, so this holds at most one TTL's worth of retries.
-    used: Mutex<HashMap<String, Instant>>,
+    spent: Spent,
+}
+
+/// Why a state did not open.
+enum Refused {
+    /// Altered, expired, bound to other arguments, or spent: one answer.
+    Bad(String),
+    /// The shared store of spent states did not answer: nothing can be
+    /// known about the state, so the retry is refused (fail closed).
+    Store(String),
 }
 
 impl RequestStates {
@@ -70,7 +77,7 @@ impl RequestStates {
         Ok(RequestStates {
             codec,
             ttl: STATE_TTL,
-            used: Mutex::new(HashMap::new()),
+            spent: Spent::memory(),
         })
     }
 
@@ -107,39 +114,69 @@ impl RequestStates {
         self
     }
 
+    /// Remembers spent states in `spent` (a store shared by the replicas)
+    /// instead of this process.
+    pub fn with_spent(mut self, spent: Spent) -> RequestStates {
+        self.spent = spent;
+        self
+    }
+
     /// How long a state sealed now stays valid.
     pub fn ttl(&self) -> Duration {
         self.ttl
     }
 
     fn seal(&self, payload: &Value, bound_to: &[u8]) -> String {
-        let bytes = serde_json::to_vec(payload).unwrap_or_default();
+        // The expiry, in unix milliseconds, beside the codec's own: the
+        // codec checks it but does not return it, and the shared store keeps
+        // a spent nonce exactly as long as its state could still open.
+        let mut payload = payload.clone();
+        if let Some(m) = payload.as_object_mut() {
+            m.insert("exp".into(), json!(unix_ms() + duration_ms(self.ttl)));
+        }
+        let bytes = serde_json::to_vec(&payload).unwrap_or_default();
         self.codec.seal_with(
             &bytes,
             &SealOptions::new().associated_data(bound_to).ttl(self.ttl),
         )
     }
 
-    /// Opens `sealed` and spends it: the same state opens once.
-    fn open(&self, sealed: &str, bound_to: &[u8]) -> Result<Value, String> {
+    /// Opens `sealed` and spends it: the same state opens once. Verifying
+    /// is synchronous; only spending may wait (on the shared store).
+    async fn open(&self, sealed: &str, bound_to: &[u8]) -> Result<Value, Refused> {
         let bytes = self
             .codec
             .open_with(sealed, bound_to)
-            .map_err(|e| e.to_string())?;
-        let payload: Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+            .map_err(|e| Refused::Bad(e.to_string()))?;
+        let payload: Value =
+            serde_json::from_slice(&bytes).map_err(|e| Refused::Bad(e.to_string()))?;
         let nonce = payload
             .get("nonce")
             .and_then(Value::as_str)
-            .ok_or("the state has no nonce")?;
-        let now = Instant::now();
-        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
-        used.retain(|_, expires| *expires > now);
-        if used.contains_key(nonce) {
-            return Err("the state was already used".into());
+            .ok_or_else(|| Refused::Bad("the state has no nonce".into()))?;
+        // What is left of the state's life (a state sealed before `exp`
+        // was added: the whole TTL, which only keeps the nonce longer).
+        let left = match payload.get("exp").and_then(Value::as_u64) {
+            Some(exp) => Duration::from_millis(exp.saturating_sub(unix_ms()).max(1)),
+            None => self.ttl,
+        };
+        match self.spent.spend(nonce, left).await {
+            Ok(()) => Ok(payload),
+            Err(SpendError::Used) => Err(Refused::Bad("the state was already used".into())),
+            Err(SpendError::Unavailable(why)) => Err(Refused::Store(why)),
         }
-        used.insert(nonce.to_string(), now + self.ttl);
-        Ok(payload)
     }
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(duration_ms)
+        .unwrap_or(0)
+}
+
+fn duration_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 fn random_bytes(n: usize) -> Result<Vec<u8>, String> {
@@ -177,6 +214,35 @@ fn bad_state(tool: &str) -> ErrorData {
     )
 }
 
+/// The error for a retry whose state could not be spent because the shared
+/// store of spent states did not answer.
+fn store_unavailable(tool: &str) -> ErrorData {
+    ErrorData::internal_error(
+        format!(
+            "the single-use store of requestStates (--request-state-store) cannot be reached, so this retry of {tool} was refused and nothing ran; try again when the store is back"
+        ),
+        Some(json!({"tool": tool, "reason": "state-store-unavailable"})),
+    )
+}
+
+/// A refused state as the client sees it.
+fn refused(tool: &str, r: Refused) -> ErrorData {
+    match r {
+        Refused::Bad(why) => {
+            tracing::info!(tool, why, "refused a requestState");
+            bad_state(tool)
+        }
+        Refused::Store(why) => {
+            tracing::warn!(
+                tool,
+                why,
+                "refused a requestState: the store is unavailable"
+            );
+            store_unavailable(tool)
+        }
+    }
+}
+
 /// What a retry's `requestState` continues.
 #[derive(Debug)]
 pub enum Opened {
@@ -204,22 +270,20 @@ pub fn seal_parked(
 
 /// 2026-07-28: what a retry's state continues ([`open`]), or a parked
 /// call's handle.
-pub fn open_any(
+pub async fn open_any(
     states: &RequestStates,
     retry: &Retry,
     tool: &str,
     args_digest: &str,
 ) -> Result<Opened, ErrorData> {
     let Some(state) = &retry.state else {
-        let (replies, confirm) = open(states, retry, tool, args_digest)?;
+        let (replies, confirm) = open(states, retry, tool, args_digest).await?;
         return Ok(Opened::Replies(replies, confirm));
     };
     let payload = states
         .open(state, &binding(tool, args_digest))
-        .map_err(|why| {
-            tracing::info!(tool, why, "refused a requestState");
-            bad_state(tool)
-        })?;
+        .await
+        .map_err(|r| refused(tool, r))?;
     if let Some(handle) = payload.get("parked") {
         let (Some(handle), Some(key)) = (handle.as_str(), payload["key"].as_str()) else {
             return Err(bad_state(tool));
@@ -241,7 +305,7 @@ pub fn open_any(
 /// Beside the replies: the confirmation message the state asked, if it
 /// asked one, so that an answer counts only for the question the user saw
 /// (the policy may have changed between the rounds).
-pub fn open(
+pub async fn open(
     states: &RequestStates,
     retry: &Retry,
     tool: &str,
@@ -263,10 +327,8 @@ pub fn open(
     };
     let payload = states
         .open(state, &binding(tool, args_digest))
-        .map_err(|why| {
-            tracing::info!(tool, why, "refused a requestState");
-            bad_state(tool)
-        })?;
+        .await
+        .map_err(|r| refused(tool, r))?;
     // A parked call's state continues no questions of regent's own.
     if payload.get("parked").is_some() {
         return Err(bad_state(tool));
@@ -513,24 +575,37 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_parked_calls_state_names_its_handle_once_and_only_for_its_arguments() {
+    #[tokio::test]
+    async fn a_parked_calls_state_names_its_handle_once_and_only_for_its_arguments() {
         let states = states();
         let sealed = seal_parked(&states, "h1", "regent/upstream", "ask", "d1");
         // Bound to the tool and the arguments' digest.
-        assert!(open_any(&states, &retry(&sealed), "ask", "d2").is_err());
-        assert!(open_any(&states, &retry(&sealed), "other", "d1").is_err());
-        match open_any(&states, &retry(&sealed), "ask", "d1").unwrap() {
+        assert!(
+            open_any(&states, &retry(&sealed), "ask", "d2")
+                .await
+                .is_err()
+        );
+        assert!(
+            open_any(&states, &retry(&sealed), "other", "d1")
+                .await
+                .is_err()
+        );
+        match open_any(&states, &retry(&sealed), "ask", "d1")
+            .await
+            .unwrap()
+        {
             Opened::Parked { handle, key } => {
                 assert_eq!((handle.as_str(), key.as_str()), ("h1", "regent/upstream"))
             }
             other => panic!("{other:?}"),
         }
         // Opened once.
-        let e = open_any(&states, &retry(&sealed), "ask", "d1").unwrap_err();
+        let e = open_any(&states, &retry(&sealed), "ask", "d1")
+            .await
+            .unwrap_err();
         assert_eq!(e.data.unwrap()["reason"], "invalid-request-state");
         // Never taken for replies to regent's own questions.
         let sealed = seal_parked(&states, "h2", "regent/upstream", "ask", "d1");
-        assert!(open(&states, &retry(&sealed), "ask", "d1").is_err());
+        assert!(open(&states, &retry(&sealed), "ask", "d1").await.is_err());
     }
 }

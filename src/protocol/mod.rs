@@ -18,6 +18,7 @@ pub mod negotiation;
 mod notify;
 pub mod pace;
 pub mod parked;
+pub mod spent;
 pub mod transport;
 pub mod upstream_requests;
 pub mod wire;

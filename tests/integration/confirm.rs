@@ -64,7 +64,7 @@ annotations := {"destructiveHint": input.arguments.mode == "danger"}
 confirm := sprintf("Create %s?", [input.arguments.marker]) if annotations.destructiveHint
 "#;
 
-fn tools() -> tempfile::TempDir {
+pub(crate) fn tools() -> tempfile::TempDir {
     catalog(&[("tools.yaml", TOOLS), ("mark.rego", POLICY)])
 }
 
@@ -163,7 +163,7 @@ fn raw(dir: &std::path::Path, extra: &[&str]) -> Rounds {
     Rounds::new(Server::start_with(Era::Modern, &args, caps), "mark_policy")
 }
 
-fn accept() -> Value {
+pub(crate) fn accept() -> Value {
     json!({"regent/confirm": {"action": "accept", "content": {}}})
 }
 

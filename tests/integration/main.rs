@@ -35,6 +35,7 @@ mod interop;
 mod plan;
 mod protocol;
 mod reload;
+mod request_state_store;
 mod resolve_input;
 mod resolvers;
 mod schema_drift;
