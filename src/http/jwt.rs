@@ -264,16 +264,11 @@ impl Verifier {
             return Err(Refused("the token's signing algorithm is not allowed"));
         };
         let kid = header.kid.as_deref();
-        let (data, used) = match &self.keys {
-            Keys::Fixed(set) => (
-                decode(
-                    token,
-                    set.key_for(kid, header.alg)?,
-                    validation,
-                    self.leeway_seconds,
-                )?,
-                None,
-            ),
+        // A remote set is the one current now, or after a refetch for an
+        // unknown `kid`; it is returned as the set that verified the token.
+        let mut used = None;
+        let set = match &self.keys {
+            Keys::Fixed(set) => set,
             Keys::Remote(remote) => {
                 let mut set = remote.current();
                 if let Some(kid) = kid
@@ -282,18 +277,15 @@ impl Verifier {
                     remote.refresh_for_unknown_kid().await;
                     set = remote.current();
                 }
-                (
-                    decode(
-                        token,
-                        set.key_for(kid, header.alg)?,
-                        validation,
-                        self.leeway_seconds,
-                    )?,
-                    Some(set),
-                )
+                &**used.insert(set)
             }
         };
-        let claims = data;
+        let claims = decode(
+            token,
+            set.key_for(kid, header.alg)?,
+            validation,
+            self.leeway_seconds,
+        )?;
         let text = |k: &str| claims.get(k).and_then(Value::as_str).map(str::to_string);
         let subject = text("sub").ok_or(Refused("the token's sub claim is not a string"))?;
         let issuer = text("iss").ok_or(Refused("the token's iss claim is not a string"))?;

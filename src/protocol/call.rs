@@ -322,6 +322,17 @@ pub async fn call(
     let digest_cell = std::sync::OnceLock::new();
     let digest =
         || -> &str { digest_cell.get_or_init(|| crate::decisions::arguments_digest(&args)) };
+    // A round of a forwarded call parked between `input_required` rounds
+    // (`protocol/parked`): resumed by a retry, or parked when it asks.
+    let round = || super::parked::Round {
+        seal: super::parked::Seal {
+            states: cc.states,
+            tool: name,
+            digest: digest(),
+            caller: caller.as_deref(),
+        },
+        ctx,
+    };
     let (mut replies, asked_confirm) =
         if cc.mrtr && (cc.retry.state.is_some() || cc.retry.responses.is_some()) {
             let opened = input::open_any(cc.states, &cc.retry, name, digest()).await;
@@ -334,15 +345,7 @@ pub async fn call(
                 // its intent written and running; the retry only carries
                 // the client's answer to it (`protocol/parked`).
                 input::Opened::Parked { handle, key } => {
-                    let round = super::parked::Round {
-                        seal: super::parked::Seal {
-                            states: cc.states,
-                            tool: name,
-                            digest: digest(),
-                            caller: caller.as_deref(),
-                        },
-                        ctx,
-                    };
+                    let round = round();
                     return cc
                         .parked
                         .resume(&handle, &key, cc.retry.responses.as_ref(), &round)
@@ -642,15 +645,7 @@ pub async fn call(
             cancel,
             retarget: Box::new(move |peer, token| to.retarget(peer, token)),
         };
-        let round = super::parked::Round {
-            seal: super::parked::Seal {
-                states: cc.states,
-                tool: name,
-                digest: digest(),
-                caller: caller.as_deref(),
-            },
-            ctx,
-        };
+        let round = round();
         return cc.parked.wait(running, &round).await;
     }
     let Some(plan) = &tool.run else {
@@ -787,27 +782,23 @@ async fn decide(
     if here {
         return decide_here(catalog, name, args, caller.as_deref(), record);
     }
-    let permit = pace.off_thread.clone().acquire_owned().await;
     let (catalog, tool, args, caller) = (
         catalog.clone(),
         name.to_string(),
         args.clone(),
         caller.clone(),
     );
-    tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        decide_here(&catalog, &tool, &args, caller.as_deref(), record)
-    })
-    .await
-    .unwrap_or_else(|e| Decided {
-        resolution: Err(ResolveError::Policy {
-            tool: name.to_string(),
-            message: format!("the policy evaluation did not finish: {e}"),
-            location: None,
-        }),
-        shadow: None,
-        eval: std::time::Duration::ZERO,
-    })
+    pace.off_thread(move || decide_here(&catalog, &tool, &args, caller.as_deref(), record))
+        .await
+        .unwrap_or_else(|e| Decided {
+            resolution: Err(ResolveError::Policy {
+                tool: name.to_string(),
+                message: format!("the policy evaluation did not finish: {e}"),
+                location: None,
+            }),
+            shadow: None,
+            eval: std::time::Duration::ZERO,
+        })
 }
 
 fn decide_here(

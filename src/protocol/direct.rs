@@ -21,7 +21,6 @@
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{CustomRequest, Extensions, ServerJsonRpcMessage, ServerResult};
-use tokio::sync::Semaphore;
 
 use super::Regent;
 use super::negotiation::Negotiated;
@@ -66,18 +65,17 @@ impl Direct {
         request: &Custom,
         bytes: usize,
     ) -> (bool, Option<Arc<pace::Tool>>) {
-        match pace::tool_name(request.params.as_ref()) {
-            Some(name) if pace::paced(&request.method) => {
-                self.pace
-                    .in_place(&self.regent.state.current(), name, bytes)
-            }
-            _ => (true, None),
-        }
+        self.pace.request(
+            &self.regent.state.current(),
+            &request.method,
+            request.params.as_ref(),
+            || bytes,
+        )
     }
 
-    /// The bound on answers computed off the transport's thread at once.
-    pub(super) fn off_thread(&self) -> Arc<Semaphore> {
-        self.pace.off_thread.clone()
+    /// Where answers computed off the transport's thread run.
+    pub(super) fn pace(&self) -> Arc<pace::Pace> {
+        self.pace.clone()
     }
 
     /// The whole answer line to `request`, newline included (empty in the

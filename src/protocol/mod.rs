@@ -423,35 +423,26 @@ impl Regent {
         let Some(pace) = &self.pace else {
             return self.custom(request, result_type, negotiated, caller, None);
         };
-        let (here, record) = match pace::tool_name(request.params.as_ref()) {
-            Some(name) if pace::paced(&request.method) => {
-                // rmcp has parsed the request already; its size is not known
-                // here, and its arguments' size is what matters.
-                let bytes = request
-                    .params
-                    .as_ref()
-                    .and_then(|p| p.get("arguments"))
-                    .map_or(0, |a| crate::diag::json_size(a, pace::MAX_IN_PLACE_BYTES));
-                pace.in_place(&self.state.current(), name, bytes)
-            }
-            _ => (true, None),
-        };
+        let params = request.params.as_ref();
+        let (here, record) = pace.request(&self.state.current(), &request.method, params, || {
+            // rmcp has parsed the request already; its size is not known
+            // here, and its arguments' size is what matters.
+            params
+                .and_then(|p| p.get("arguments"))
+                .map_or(0, |a| crate::diag::json_size(a, pace::MAX_IN_PLACE_BYTES))
+        });
         if here {
             return self.custom(request, result_type, negotiated, caller, record);
         }
-        let permit = pace.off_thread.clone().acquire_owned().await;
         let me = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            me.custom(request, result_type, negotiated, caller, record)
-        })
-        .await
-        .unwrap_or_else(|e| {
-            Err(ErrorData::internal_error(
-                format!("the policy evaluation did not finish: {e}"),
-                None,
-            ))
-        })
+        pace.off_thread(move || me.custom(request, result_type, negotiated, caller, record))
+            .await
+            .unwrap_or_else(|e| {
+                Err(ErrorData::internal_error(
+                    format!("the policy evaluation did not finish: {e}"),
+                    None,
+                ))
+            })
     }
 }
 

@@ -63,9 +63,9 @@ pub const MAX_IN_PLACE_BYTES: usize = 64 * 1024;
 pub struct Pace {
     table: Mutex<Table>,
     /// Evaluations running on threads of their own at once; more wait for a
-    /// permit (off the I/O thread). Without it, a flood of slow resolves over
-    /// HTTP would start one thread each.
-    pub(super) off_thread: Arc<Semaphore>,
+    /// permit (off the I/O thread). Without it, a flood of slow resolves
+    /// would start one thread each.
+    permits: Arc<Semaphore>,
 }
 
 #[derive(Default)]
@@ -100,7 +100,7 @@ impl Default for Pace {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         Pace {
             table: Mutex::new(Table::default()),
-            off_thread: Arc::new(Semaphore::new(2 * cores)),
+            permits: Arc::new(Semaphore::new(2 * cores)),
         }
     }
 }
@@ -121,6 +121,39 @@ impl Pace {
         let t = Arc::new(Tool::new());
         table.tools.insert(name.to_string(), t.clone());
         Some(t)
+    }
+
+    /// Whether a request of `method` with `params` is evaluated in place,
+    /// and its tool's record (see [`Pace::in_place`]); `bytes` gives its size
+    /// when it names a tool. Methods other than [`paced`] ones, and requests
+    /// naming no tool, are answered in place.
+    pub fn request(
+        &self,
+        catalog: &Catalog,
+        method: &str,
+        params: Option<&serde_json::Value>,
+        bytes: impl FnOnce() -> usize,
+    ) -> (bool, Option<Arc<Tool>>) {
+        match tool_name(params) {
+            Some(name) if paced(method) => self.in_place(catalog, name, bytes()),
+            _ => (true, None),
+        }
+    }
+
+    /// Runs `evaluate` on a blocking thread once a permit is free (waiting
+    /// for one off the I/O thread). `Err` only if it panicked or was
+    /// cancelled: the caller answers that as a failed evaluation.
+    pub async fn off_thread<T: Send + 'static>(
+        &self,
+        evaluate: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, tokio::task::JoinError> {
+        // The semaphore is never closed.
+        let permit = self.permits.clone().acquire_owned().await;
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            evaluate()
+        })
+        .await
     }
 
     /// Whether a request for `name`, `bytes` long, is evaluated in place.
@@ -169,12 +202,12 @@ impl Tool {
 
 /// Whether requests of `method` are paced: the two that evaluate a policy
 /// (everything else `Regent::custom` answers is answered in place).
-pub fn paced(method: &str) -> bool {
+fn paced(method: &str) -> bool {
     matches!(method, "tools/resolve" | "tools/annotations")
 }
 
 /// The `name` of a `tools/resolve`-shaped request's params, if it has one.
-pub fn tool_name(params: Option<&serde_json::Value>) -> Option<&str> {
+fn tool_name(params: Option<&serde_json::Value>) -> Option<&str> {
     params?.get("name")?.as_str()
 }
 

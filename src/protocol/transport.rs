@@ -260,28 +260,25 @@ where
         let id = request.id.clone();
         self.pending.ids().insert(id.to_string());
         let direct = direct.clone();
-        let permits = direct.off_thread();
+        let pace = direct.pace();
         let write = self.write.clone();
         let reader_idle = self.reader_idle.clone();
         let pending = self.pending.clone();
         tokio::spawn(async move {
-            let permit = permits.acquire_owned().await;
             let answer_id = id.clone();
-            let bytes = tokio::task::spawn_blocking(move || {
-                let _permit = permit;
-                direct.answer(request, negotiated, record)
-            })
-            .await
-            .unwrap_or_else(|e| {
-                let error = rmcp::ErrorData::internal_error(
-                    format!("the policy evaluation did not finish: {e}"),
-                    None,
-                );
-                let mut bytes =
-                    encode(ServerJsonRpcMessage::error(error, Some(answer_id))).unwrap_or_default();
-                bytes.push(b'\n');
-                bytes
-            });
+            let bytes = pace
+                .off_thread(move || direct.answer(request, negotiated, record))
+                .await
+                .unwrap_or_else(|e| {
+                    let error = rmcp::ErrorData::internal_error(
+                        format!("the policy evaluation did not finish: {e}"),
+                        None,
+                    );
+                    let mut bytes = encode(ServerJsonRpcMessage::error(error, Some(answer_id)))
+                        .unwrap_or_default();
+                    bytes.push(b'\n');
+                    bytes
+                });
             if !bytes.is_empty()
                 && pending.waiting(&id)
                 && let Err(e) = write_answer(&write, &reader_idle, &bytes).await

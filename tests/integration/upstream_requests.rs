@@ -139,17 +139,23 @@ fn error(got: &Value, what: &str) -> String {
         .to_string()
 }
 
-async fn relayed_and_refused(http: bool) {
-    let dir = tempfile::tempdir().unwrap();
+/// A client that answers everything: elicitation accepted with colour
+/// blue, one root, a sample.
+fn answering_client() -> TestClient {
     let mut answers = serde_json::Map::new();
     answers.insert("colour".into(), json!("blue"));
-    let handler = TestClient {
+    TestClient {
         elicit: Some(ElicitationAction::Accept),
         roots: Some(vec!["file:///work".into()]),
         answers,
         sample: Some("hi there".into()),
         ..Default::default()
-    };
+    }
+}
+
+async fn relayed_and_refused(http: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let handler = answering_client();
     let (client, _serving) = connect(dir.path(), handler.clone(), Era::Legacy, http).await;
 
     // Defaults: elicitation and roots reach the client and its answers the
@@ -340,15 +346,7 @@ fn refused(r: Result<Value, rmcp::ServiceError>) -> rmcp::ErrorData {
 
 async fn rounds_on_2026_07_28(http: bool) {
     let dir = tempfile::tempdir().unwrap();
-    let mut answers = serde_json::Map::new();
-    answers.insert("colour".into(), json!("blue"));
-    let handler = TestClient {
-        elicit: Some(ElicitationAction::Accept),
-        roots: Some(vec!["file:///work".into()]),
-        answers,
-        sample: Some("hi there".into()),
-        ..Default::default()
-    };
+    let handler = answering_client();
     let (client, _serving) = connect(dir.path(), handler.clone(), Era::Modern, http).await;
 
     // rmcp's client drives the rounds: the elicitation, then the roots, each
