@@ -12,6 +12,7 @@ pub mod exec;
 pub mod fence;
 pub mod fill;
 pub mod http;
+pub mod jwt_crypto;
 pub mod metrics;
 pub mod outbound;
 pub mod par;

@@ -312,6 +312,7 @@ fn decode(
     validation: &Validation,
     leeway: u64,
 ) -> Result<Map<String, Value>, Refused> {
+    crate::jwt_crypto::install();
     let now = jsonwebtoken::get_current_timestamp();
     match jsonwebtoken::decode::<Map<String, Value>>(token, key, validation) {
         Ok(data) => {
