@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use regent_testkit::http::read_keepalive;
 use serde_json::Value;
 
+use crate::floor::Floor;
 use crate::stdio::{RunOut, Spawn};
 use crate::workload::{Era, Workload, initialize, is_error, response_id};
 use crate::{Cell, Mode, Opts, all_at_once, peer};
@@ -221,8 +222,9 @@ impl Client {
         })
     }
 
-    /// `n` requests one at a time.
-    fn run_serial(&mut self, w: Workload, n: usize, barrier: &Barrier) -> RunOut {
+    /// `n` requests one at a time; every 997th answer checked against the
+    /// SEP's table when `check` (not the floor's fixed answers).
+    fn run_serial(&mut self, w: Workload, n: usize, check: bool, barrier: &Barrier) -> RunOut {
         let mut line = Vec::with_capacity(1024);
         let name = match w {
             Workload::Resolve | Workload::Annotations => Some("manage_files"),
@@ -257,7 +259,7 @@ impl Client {
             out.samples.record(elapsed);
             if is_error(&msg) {
                 out.note(String::from_utf8_lossy(&msg).into_owned());
-            } else if i % 997 == 0 {
+            } else if check && i % 997 == 0 {
                 match serde_json::from_slice::<Value>(&msg) {
                     Ok(v) => {
                         if let Err(e) = w.check(id, &v) {
@@ -286,8 +288,13 @@ struct Target {
     era: Era,
     workloads: Vec<Workload>,
     clients: Vec<Client>,
-    _process: Server,
+    // What serves it, a process or the floor in this one, held until the
+    // target is dropped (after the clients: fields drop in order).
+    _running: Box<dyn std::any::Any>,
 }
+
+/// The name of the floor's cells.
+pub const FLOOR: &str = "bare axum";
 
 fn connect(port: u16, n: usize, eras: &[Era]) -> Result<(Era, Vec<Client>), String> {
     let mut last = String::new();
@@ -315,7 +322,7 @@ pub fn run(
     peer_ok: bool,
     logs: &Path,
 ) -> (Vec<Cell>, Vec<String>) {
-    let max_clients = opts.clients.iter().copied().max().unwrap_or(1);
+    let max_clients = opts.http_clients.iter().copied().max().unwrap_or(1);
     let mut notes = Vec::new();
     let mut targets = Vec::new();
     let mut add = |server: &'static str,
@@ -332,7 +339,7 @@ pub fn run(
                 era,
                 workloads,
                 clients,
-                _process: process,
+                _running: Box::new(process),
             })
         });
         match started {
@@ -363,20 +370,40 @@ pub fn run(
             vec![Workload::List, Workload::Resolve],
         );
     }
+    // The floor, when regent is measured: the ratio is what it is for.
+    if regent.is_some() {
+        let started = Floor::start().and_then(|floor| {
+            eprintln!("load: starting the bare-axum floor on port {}", floor.port);
+            let (era, clients) = connect(floor.port, max_clients, &[Era::Modern])?;
+            Ok(Target {
+                server: FLOOR,
+                era,
+                workloads: vec![Workload::List, Workload::Resolve],
+                clients,
+                _running: Box::new(floor),
+            })
+        });
+        match started {
+            Ok(t) => targets.push(t),
+            Err(e) => notes.push(format!("{FLOOR} could not be measured: {e}")),
+        }
+    }
     // Warm up each client (the peer's JIT in particular).
     for t in &mut targets {
+        let check = t.server != FLOOR;
         for c in &mut t.clients {
             for &w in &t.workloads {
-                let _ = c.run_serial(w, opts.serial_requests / 5, &Barrier::new(1));
+                let _ = c.run_serial(w, opts.serial_requests / 5, check, &Barrier::new(1));
             }
         }
     }
     let mut cells: Vec<Cell> = Vec::new();
     for round in 0..opts.rounds {
         eprintln!("load: HTTP round {}/{}", round + 1, opts.rounds);
-        for &clients in &opts.clients {
+        for &clients in &opts.http_clients {
             for w in [Workload::List, Workload::Resolve, Workload::Annotations] {
                 for t in &mut targets {
+                    let check = t.server != FLOOR;
                     if !t.workloads.contains(&w) {
                         continue;
                     }
@@ -389,7 +416,9 @@ pub fn run(
                         o.note(format!("reconnect: {e}"));
                         vec![o]
                     } else {
-                        all_at_once(&mut t.clients[..clients], |c, b| c.run_serial(w, n, b))
+                        all_at_once(&mut t.clients[..clients], |c, b| {
+                            c.run_serial(w, n, check, b)
+                        })
                     };
                     // A target speaks one era and HTTP is measured serially
                     // only, so the server, request and clients name the cell.

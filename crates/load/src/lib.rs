@@ -21,6 +21,7 @@
 //! start and reported as "not available in this build".
 
 mod catalogs;
+mod floor;
 mod http;
 mod machine;
 mod peer;
@@ -67,6 +68,10 @@ pub struct Args {
     /// Concurrent clients (one server process each over stdio).
     #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = number, default_value = "1,2")]
     pub clients: Vec<usize>,
+    /// Concurrent connections over HTTP (one request at a time on each), for
+    /// regent, the TypeScript peer and the bare-axum floor.
+    #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = number, default_value = "1,16")]
+    pub http_clients: Vec<usize>,
     /// Catalog sizes for the scale points [default: 1,100,1000,10000; 1,100 with --quick].
     #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = number)]
     pub scale: Option<Vec<usize>>,
@@ -115,6 +120,7 @@ impl Args {
                 .unwrap_or(if q { 1_000 } else { 5_000 }),
             window: self.window,
             clients: self.clients,
+            http_clients: self.http_clients,
             scale: if self.no_scale { Vec::new() } else { scale },
             peer: !self.no_peer,
             write: !(q || self.no_write),
@@ -134,6 +140,7 @@ pub struct Opts {
     pub serial_requests: usize,
     pub window: usize,
     pub clients: Vec<usize>,
+    pub http_clients: Vec<usize>,
     pub scale: Vec<usize>,
     pub peer: bool,
     pub write: bool,

@@ -315,6 +315,34 @@ fn targets(s: &mut String, run: &Run) {
         ),
         verdict(ratio(k_p50.map(|x| x as f64), one.map(|x| x as f64)).map(|r| r <= 2.0))
     );
+    // Over HTTP against the bare-axum floor (issue 32): regent's stateless
+    // 2026-07-28 resolve beside the floor's fixed answer, same connections.
+    let h = |server: &str, clients: usize| {
+        run.http
+            .iter()
+            .find(|c| c.server == server && c.workload == Workload::Resolve && c.clients == clients)
+    };
+    let floor = crate::http::FLOOR;
+    let p50 = |c: Option<&Cell>| c.and_then(|c| c.samples.summary()).map(|x| x.p50 as f64);
+    let p50_ratio = ratio(p50(h(REGENT, 1)), p50(h(floor, 1)));
+    let _ = writeln!(
+        s,
+        "| `tools/resolve` over HTTP, p50 vs the bare-axum floor (1 connection, one request at a time) | ≤ 2× | {} | {} |",
+        fmt_opt(p50_ratio, |r| format!(
+            "{r:.2}× ({} vs {})",
+            fmt_opt(p50(h(REGENT, 1)), |x| fmt_nanos(x as u64)),
+            fmt_opt(p50(h(floor, 1)), |x| fmt_nanos(x as u64))
+        )),
+        verdict(p50_ratio.map(|r| r <= 2.0))
+    );
+    let wide = run.opts.http_clients.iter().copied().max().unwrap_or(1);
+    let rate_ratio = round_ratio(h(REGENT, wide), h(floor, wide));
+    let _ = writeln!(
+        s,
+        "| `tools/resolve` over HTTP, throughput vs the bare-axum floor ({wide} connections; median of per-round ratios) | ≥ 0.5× | {} | {} |",
+        fmt_opt(rate_ratio, |r| format!("{r:.2}×")),
+        verdict(rate_ratio.map(|r| r >= 0.5))
+    );
     let ten_text = match ten {
         Some(p) if p.error.is_none() => format!(
             "starts in {}, {} resident, resolve p50 {}",
@@ -605,7 +633,7 @@ pub fn summary(run: &Run) -> String {
             .iter()
             .find(|c| c.server == server && c.workload == Workload::Resolve && c.clients == clients)
     };
-    for clients in [1, 2] {
+    for &clients in &run.opts.http_clients {
         let (r, p) = (http(REGENT, clients), http(PEER, clients));
         if r.is_none() && p.is_none() {
             continue;
