@@ -243,6 +243,37 @@ mod tests {
     }
 
     #[test]
+    fn sizes_and_counts_past_the_limits_are_refused() {
+        let mut files = Files::new();
+        files.insert("a.rego".into(), vec![b'x'; 4096]);
+        files.insert("b.rego".into(), vec![b'y'; 10]);
+        let bytes = write(&files).unwrap();
+        let small = Limits {
+            max_bytes: 4096,
+            max_files: 10,
+        };
+        let e = read(&bytes, small).unwrap_err();
+        assert_eq!(
+            e.message,
+            "the bundle holds more than 4096 bytes decompressed"
+        );
+        let few = Limits {
+            max_bytes: 1 << 20,
+            max_files: 1,
+        };
+        let e = read(&bytes, few).unwrap_err();
+        assert_eq!(e.message, "the bundle holds more than 1 files");
+        // A gzip bomb: 65 MiB of zeros in some 65 KiB, stopped at 64 MiB.
+        let mut bomb = Files::new();
+        bomb.insert("zeros.rego".into(), vec![0; 65 * 1024 * 1024]);
+        let bytes = write(&bomb).unwrap();
+        assert!(bytes.len() < 1024 * 1024);
+        let e = read(&bytes, Limits::default()).unwrap_err();
+        assert_eq!(e.message, "the bundle holds more than 64 MiB decompressed");
+        assert_eq!(e.file.as_deref(), Some("zeros.rego"));
+    }
+
+    #[test]
     fn writing_is_reproducible_and_reads_back() {
         let mut files = Files::new();
         files.insert("b/x.rego".into(), b"package x\n".to_vec());

@@ -388,8 +388,14 @@ pub fn verify(
     validation.validate_aud = false;
     let payload = jsonwebtoken::decode::<Payload>(&token, &key.key, &validation)
         .map_err(|e| {
+            let why = match e.kind() {
+                jsonwebtoken::errors::ErrorKind::InvalidSignature => {
+                    "it was signed with another key, or changed after signing".to_string()
+                }
+                _ => e.to_string().to_lowercase(),
+            };
             sig_error(&format!(
-                "the signature does not verify with the key in {}: {e}",
+                "the signature does not verify with the key in {}: {why}",
                 keys.from
             ))
         })?
