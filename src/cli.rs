@@ -29,6 +29,43 @@ pub enum Command {
     Resolve(ResolveArgs),
     /// Work with the upstream MCP servers a catalog declares (`upstreams:`)
     Upstream(UpstreamArgs),
+    /// Work with catalogs as OPA bundles (gzip tarballs in OPA's layout, optionally signed)
+    Bundle(BundleArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BundleArgs {
+    #[command(subcommand)]
+    pub command: BundleCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BundleCommand {
+    /// Build the catalog under DIR into an OPA bundle (reproducible; signed with --signing-key); exit 1 when the catalog does not load
+    Build(BundleBuildArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BundleBuildArgs {
+    /// The catalog directory: tool files, policies, data, tests
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+
+    /// Where to write the bundle (a .tar.gz)
+    #[arg(long, short, value_name = "FILE")]
+    pub output: PathBuf,
+
+    /// The manifest's revision (default: a sha256 of the bundle's files)
+    #[arg(long, value_name = "R")]
+    pub revision: Option<String>,
+
+    /// Sign the bundle with this private key (PEM: RSA, or EC P-256/P-384 in PKCS#8), as `opa build --signing-key` does
+    #[arg(long, value_name = "KEY.pem")]
+    pub signing_key: Option<PathBuf>,
+
+    /// The key id the signature names (JWS `kid` and the payload's `keyid`)
+    #[arg(long, value_name = "ID", requires = "signing_key")]
+    pub key_id: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -69,6 +106,10 @@ pub struct ToolingArgs {
     /// The most memory size-driving builtins (numbers.range, sprintf, concat…) may produce in one policy evaluation, in MiB
     #[arg(long, value_name = "MB", default_value_t = crate::catalog::budget::DEFAULT_POLICY_MEMORY_MB)]
     pub policy_memory_mb: u64,
+
+    /// Require every bundle (*.tar.gz) among the paths to be signed and to verify with this public key (PEM, RSA or EC; or a JWK set); without it a bundle's signature is not verified
+    #[arg(long, value_name = "FILE")]
+    pub bundle_public_key: Option<PathBuf>,
 }
 
 impl ToolingArgs {

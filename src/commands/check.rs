@@ -11,12 +11,18 @@ use crate::upstream::{START_TIMEOUT, Upstreams};
 
 pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     let opts = build_options(&args.tooling.catalog());
+    // Bundles among the paths are opened (and verified) first; each stands
+    // in as a directory, and the report names the files inside it.
+    let inputs = super::bundle::Inputs::open(
+        &args.tooling.paths,
+        args.tooling.bundle_public_key.as_deref(),
+    )?;
     let started = if args.start_upstreams {
-        start_unpinned(&args.tooling.paths)
+        start_unpinned(&inputs.paths)
     } else {
         Started::default()
     };
-    let mut r = check::check_with(&args.tooling.paths, &opts, &started);
+    let mut r = check::check_with(&inputs.paths, &opts, &started);
     r.deny_warnings = args.deny_warnings;
     r.all_failures = args.all_failures;
     let code = r.exit_code();
@@ -25,7 +31,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         CheckFormat::Json => pretty(&report::json(&r)),
         CheckFormat::Sarif => pretty(&report::sarif(&r)),
     };
-    print_stdout(&text)?;
+    print_stdout(&inputs.relabel(&text))?;
     Ok(code)
 }
 

@@ -1,6 +1,7 @@
 //! One module per subcommand. Each returns an exit code or an error that
 //! `main` prints; none of them calls `process::exit` itself.
 
+pub mod bundle;
 pub mod check;
 pub mod resolve;
 pub mod serve;

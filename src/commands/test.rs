@@ -21,15 +21,20 @@ pub fn run(args: &TestArgs) -> Result<i32, Failure> {
         coverage: args.coverage,
         filter,
     };
-    let r = testing::run(&args.tooling.paths, &opts, &test);
+    // Bundles among the paths stand in as directories (see `check`).
+    let inputs = super::bundle::Inputs::open(
+        &args.tooling.paths,
+        args.tooling.bundle_public_key.as_deref(),
+    )?;
+    let r = testing::run(&inputs.paths, &opts, &test);
     let text = match args.format {
         TestFormat::Human => report::human(&r, Style::for_stdout(), args.verbose),
         TestFormat::Junit => report::junit(&r),
     };
-    print_stdout(&text)?;
+    print_stdout(&inputs.relabel(&text))?;
     // JUnit has no place for coverage; people still want to see it.
     if let (TestFormat::Junit, Some(cov)) = (args.format, &r.coverage) {
-        eprint!("{}", report::coverage(cov, Style::plain()));
+        eprint!("{}", inputs.relabel(&report::coverage(cov, Style::plain())));
     }
     Ok(r.exit_code())
 }

@@ -17,6 +17,7 @@ mod jwt_support;
 mod reload_support;
 
 mod broken_pipe;
+mod bundle;
 mod caller_stdio;
 mod confirm;
 mod decision_log;
