@@ -40,14 +40,21 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
 
+use crate::caller::Caller;
 use crate::catalog::Catalog;
+use crate::catalog::visibility::Visible;
 
 /// An evaluation under this is fast enough to run in place.
 pub const FAST: Duration = Duration::from_micros(500);
+
+/// An evaluation this long moves its tool off the thread at once: no
+/// preemption lasts that long on a machine that still answers (a busy
+/// 2-core one preempts for a few ms), so it is the policy that is slow.
+pub const SURELY_SLOW: Duration = Duration::from_millis(50);
 
 /// How many fast evaluations in a row a tool needs before it runs in place.
 pub const EARN: u32 = 8;
@@ -156,6 +163,39 @@ impl Pace {
         .await
     }
 
+    /// Runs `evaluate`, one evaluation of tool `name`'s policies on
+    /// `catalog` for a request `bytes` long, in place or on a thread of its
+    /// own as the tool's pace says, and tells the tool's record how long it
+    /// took. The way every evaluation of a stdio session other than a
+    /// resolve's answer is paced: a call's decision, its policy resolvers,
+    /// its decision made again after a reload, an upstream's request during
+    /// a forwarded call. (A resolve's answer times only its evaluation,
+    /// inside `Regent::custom`, not the answer's encoding.) `Err` only if it
+    /// panicked or was cancelled: the caller answers that as a failed
+    /// evaluation.
+    pub async fn evaluate<T: Send + 'static>(
+        &self,
+        catalog: &Arc<Catalog>,
+        name: &str,
+        bytes: usize,
+        evaluate: impl FnOnce(&Catalog) -> T + Send + 'static,
+    ) -> Result<T, tokio::task::JoinError> {
+        let (here, record) = self.in_place(catalog, name, bytes);
+        let timed = move |catalog: &Catalog| {
+            let started = Instant::now();
+            let out = evaluate(catalog);
+            if let Some(record) = record {
+                record.took(started.elapsed());
+            }
+            out
+        };
+        if here {
+            return Ok(timed(catalog));
+        }
+        let catalog = catalog.clone();
+        self.off_thread(move || timed(&catalog)).await
+    }
+
     /// Whether a request for `name`, `bytes` long, is evaluated in place.
     /// Returns the tool's record to pass to [`Tool::took`] either way.
     pub fn in_place(
@@ -191,12 +231,49 @@ impl Tool {
         } else {
             self.streak.store(0, Ordering::Relaxed);
             let slow = self.slow.fetch_add(1, Ordering::Relaxed) + 1;
-            if slow >= 2 && self.earned.swap(false, Ordering::Relaxed) {
+            let moves = slow >= 2 || elapsed >= SURELY_SLOW;
+            if moves && self.earned.swap(false, Ordering::Relaxed) {
                 let needed = self.needed.load(Ordering::Relaxed);
                 self.needed
                     .store(needed.saturating_mul(4).min(MAX_EARN), Ordering::Relaxed);
             }
         }
+    }
+}
+
+/// [`Pace::evaluate`] with `pace`, else (HTTP, where a request is a task of
+/// its own) in place and untimed. `bytes` is asked only with a pace.
+pub async fn evaluate<T: Send + 'static>(
+    pace: Option<&Pace>,
+    catalog: &Arc<Catalog>,
+    name: &str,
+    bytes: impl FnOnce() -> usize,
+    evaluate: impl FnOnce(&Catalog) -> T + Send + 'static,
+) -> Result<T, tokio::task::JoinError> {
+    match pace {
+        Some(pace) => pace.evaluate(catalog, name, bytes(), evaluate).await,
+        None => Ok(evaluate(catalog)),
+    }
+}
+
+/// `caller`'s visibility set on `catalog` (`Catalog::visible_set`): in
+/// place when it evaluates nothing (no `visible` rule, or the set is kept:
+/// over stdio, whose caller is fixed, every request after the first of a
+/// catalog), else on a thread of its own, so that a slow `visible` rule
+/// holds up nothing else of the session. No tool's record: the set
+/// evaluates every tool's rule. In place without a pace (HTTP).
+pub async fn visible_set(
+    pace: Option<&Pace>,
+    catalog: &Arc<Catalog>,
+    caller: Option<&Arc<Caller>>,
+) -> Result<Option<Visible>, tokio::task::JoinError> {
+    match pace {
+        Some(pace) if !catalog.visibility_known(caller.map(|c| &**c)) => {
+            let (catalog, caller) = (catalog.clone(), caller.cloned());
+            pace.off_thread(move || catalog.visible_set(caller.as_deref()))
+                .await
+        }
+        _ => Ok(catalog.visible_set(caller.map(|c| &**c))),
     }
 }
 
@@ -235,11 +312,18 @@ mod tests {
         t.took(SLOW);
         t.took(SLOW);
         assert!(!t.earned());
-        for _ in 0..EARN {
+        for _ in 0..4 * EARN {
+            t.took(QUICK);
+        }
+        assert!(t.earned());
+        // One far longer than a preemption moves it at once.
+        t.took(SURELY_SLOW);
+        assert!(!t.earned());
+        for _ in 0..4 * EARN {
             t.took(QUICK);
         }
         assert!(!t.earned(), "a tool that turned slow must earn 4× longer");
-        for _ in 0..3 * EARN {
+        for _ in 0..12 * EARN {
             t.took(QUICK);
         }
         assert!(t.earned());
