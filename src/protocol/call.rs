@@ -311,10 +311,11 @@ pub async fn call(
     // A tool the caller may not see answers as an unknown one, before
     // anything about it (its resolvers, its questions) can show.
     // Evaluating `visible` rules is paced like the rest (see `pace`).
-    let seen = match super::pace::visible_set(cc.pace.map(|p| &**p), &catalog, caller.as_ref()).await {
-        Ok(seen) => seen,
-        Err(e) => return Err(fail(entry, unfinished(name, &e))),
-    };
+    let seen =
+        match super::pace::visible_set(cc.pace.map(|p| &**p), &catalog, caller.as_ref()).await {
+            Ok(seen) => seen,
+            Err(e) => return Err(fail(entry, unfinished(name, &e))),
+        };
     let Some(tool) = catalog.tool_in(name, seen.as_ref()) else {
         return Err(fail(entry, ResolveError::UnknownTool(name.to_string())));
     };
@@ -380,12 +381,16 @@ pub async fn call(
             // Policy rules, files: paced like the decision (see `pace`).
             let bytes = || crate::diag::json_size(&args, super::pace::MAX_IN_PLACE_BYTES);
             let (tool, a, r) = (name.to_string(), args.clone(), replies.clone());
-            super::pace::evaluate(cc.pace.map(|p| &**p), &catalog, name, bytes, move |catalog| {
-                match catalog.tool(&tool) {
+            super::pace::evaluate(
+                cc.pace.map(|p| &**p),
+                &catalog,
+                name,
+                bytes,
+                move |catalog| match catalog.tool(&tool) {
                     Some(t) => fill::fill(t, &a, &r, fill::Mode::Call),
                     None => Err(ResolveError::UnknownTool(tool)),
-                }
-            })
+                },
+            )
             .await
             .unwrap_or_else(|e| Err(unfinished(name, &e)))
         };
