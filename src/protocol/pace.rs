@@ -1,6 +1,18 @@
-//! Where a resolve's policy evaluation runs: in place, on the thread that
-//! reads the session's requests, or on a thread of its own while that thread
-//! goes on serving the session.
+//! Where a stdio session's policy evaluations run: in place, on the thread
+//! that reads the session's requests, or on a thread of its own while that
+//! thread goes on serving the session.
+//!
+//! Which evaluations: every one a stdio session makes. A resolve's (its
+//! `visible` check, its policy resolvers' preflight, its policy and shadow
+//! policy: `Regent::custom`, timed inside `resolve_logged`); and through
+//! [`Pace::evaluate`], a call's policy resolvers, its decision, its decision
+//! made again after a reload, and an upstream's request during a forwarded
+//! call (its `upstream_request` rule: the upstream's connection is a task
+//! of the same single-threaded runtime, so it too runs on the session's
+//! thread). `tools/list`'s `visible` rules, and a call's check that its
+//! caller sees the tool, go through [`visible_set`]: a set the catalog
+//! keeps for the caller is read in place, one it must evaluate is
+//! evaluated off the thread. All of a tool's evaluations share its record.
 //!
 //! Why: stdio serves one session on one thread (a single-threaded runtime,
 //! and `direct` answers resolves as the line is read), which is what makes it
@@ -10,27 +22,33 @@
 //! another thread costs two thread wake-ups per request, more than a whole
 //! resolve takes (a few µs). So a tool earns in-place evaluation: it starts
 //! off the I/O thread, and is evaluated in place once [`EARN`] evaluations
-//! in a row took under [`FAST`]. Two slow evaluations in a row send it back
-//! off the thread, and it must earn its place again, four times as long each
-//! time (up to [`MAX_EARN`]). Two, not one: what is timed is wall-clock time
+//! in a row took under [`FAST`]. Two slow evaluations in a row, or one of
+//! [`SURELY_SLOW`] or more, send it back off the thread, and it must earn
+//! its place again, four times as long each time (up to [`MAX_EARN`]).
+//! Not one slow evaluation of any length: what is timed is wall-clock time
 //! (the thread's CPU time costs a system call, half a µs, twice per request),
 //! and a thread the scheduler preempts in the middle of an evaluation sees it
 //! take milliseconds; under load that happened often enough that one slow
 //! evaluation sent tools off the thread for good and cut pipelined resolves
-//! by more than half (BENCHMARKS.md, "Issue 28 item 6"). Two preemptions in a
-//! row are rare; a slow policy is slow every time. Only the evaluation is
-//! timed (the policy and the shadow policy), not the answer's encoding nor a
-//! wait for room in the decision log's queue. Requests over
-//! [`MAX_IN_PLACE_BYTES`] never run in place: their size alone can make an
-//! evaluation slow.
+//! by more than half (BENCHMARKS.md, "Issue 28 item 6"): each move makes the
+//! tool earn four times longer, so a few preemptions make the earning longer
+//! than the run between two of them. Two preemptions in a row are rare, and
+//! a preemption does not last [`SURELY_SLOW`] (50 ms, a fifth of the default
+//! policy timeout); a slow policy is slow every time. Only evaluations are
+//! timed, not the answer's encoding nor a wait for room in the decision
+//! log's queue. Requests over [`MAX_IN_PLACE_BYTES`] never run in place:
+//! their size alone can make an evaluation slow.
 //!
 //! What it guarantees: a tool whose evaluations have been slow never holds up
 //! the session again while it stays slow; a tool that turns slow on some
-//! arguments (say a policy whose cost depends on the input) holds it up
-//! twice, each for at most the policy timeout, and then runs off the thread. What it
-//! leaves to others: evaluating (`Regent::custom`), timing out an evaluation
-//! (the catalog's budget), and ordering the answers (JSON-RPC answers may
-//! arrive in any order; the transports write each when it is ready).
+//! arguments (say a policy whose cost depends on the input) holds it up once
+//! for at most the policy timeout when that is 50 ms or more (twice when
+//! each slow evaluation is shorter), and then runs off the thread. What it
+//! leaves to others: evaluating (`Regent::custom`, `call`, the catalog),
+//! timing out an evaluation (the catalog's budget), and ordering the answers
+//! (JSON-RPC answers may arrive in any order; the transports write each when
+//! it is ready). HTTP does not pace: a request is a task of its own on a
+//! multi-threaded runtime there (`Regent::pace` is `None`).
 //!
 //! The pace of each tool is kept per catalog revision: a reload may make a
 //! slow tool fast or the reverse, so every tool earns its place anew.
@@ -327,6 +345,40 @@ mod tests {
             t.took(QUICK);
         }
         assert!(t.earned());
+    }
+
+    /// `Pace::evaluate` runs a tool's evaluations off the calling thread
+    /// until it has earned its place, then on it, and moves it off again
+    /// on one evaluation of `SURELY_SLOW`.
+    #[test]
+    fn evaluate_runs_off_the_thread_until_the_tool_earned_its_place() {
+        let catalog = Arc::new(crate::catalog::two_tool_catalog("{type: object}", None));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let pace = Pace::default();
+        let here = std::thread::current().id();
+        let on_this_thread = |wait: Duration| {
+            runtime.block_on(pace.evaluate(&catalog, "a", 2, move |_| {
+                std::thread::sleep(wait);
+                std::thread::current().id() == here
+            }))
+        };
+        // At least EARN off the thread (more when this busy machine preempts
+        // one), then in place.
+        let mut off = 0;
+        while !on_this_thread(Duration::ZERO).unwrap() {
+            off += 1;
+            assert!(off < 10 * MAX_EARN, "never in place");
+        }
+        assert!(off >= EARN, "{off}");
+        assert!(on_this_thread(SURELY_SLOW).unwrap());
+        assert!(!on_this_thread(Duration::ZERO).unwrap());
+        // A tool the catalog does not have is answered in place.
+        let unknown = runtime.block_on(pace.evaluate(&catalog, "nope", 2, move |_| {
+            std::thread::current().id() == here
+        }));
+        assert!(unknown.unwrap());
     }
 
     #[test]

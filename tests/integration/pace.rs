@@ -120,6 +120,8 @@ fn a_slow_visible_rule_holds_up_nothing_else() {
 
         // A resolve of another tool sees only what the caller may see, so it
         // evaluates the set too: it never earns its place on the thread.
+        // (This part held before the rules were paced too: the policy's
+        // own check of the caller was timed.)
         for _ in 0..8 + 2 {
             let r = s.request("tools/resolve", json!({"name": "plain", "arguments": {}}));
             assert!(r.get("result").is_some(), "{r}");
