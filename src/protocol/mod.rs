@@ -579,7 +579,14 @@ fn resolve_logged(
         ) {
             Ok(crate::fill::Fill::Done(v)) => v,
             Ok(_) => args.clone(),
-            Err(e) => return Err(errors::resolve_error(catalog, &e)),
+            Err(e) => {
+                // A resolver that failed (say, ran into the time limit)
+                // counts as much as one that filled.
+                if let Some(pace) = serving.as_ref().and_then(|s| s.pace.as_ref()) {
+                    pace.took(paced_from.elapsed());
+                }
+                return Err(errors::resolve_error(catalog, &e));
+            }
         };
         &filled
     } else {

@@ -151,7 +151,9 @@ fn a_slow_upstream_request_rule_holds_up_nothing_else() {
         tmp.path().join("ask.rego"),
         format!(
             "package tools.ask\n\nimport rego.v1\n\nupstream_request := \"refuse\" if {{\n\tinput.request.method == \"sampling/createMessage\"\n\t{} > 0\n}}\n",
-            spin("100000")
+            // Slow for the kit's request (`maxTokens: 10`), not for the
+            // start-up check's sample (no params).
+            spin("input.request.params.maxTokens * 10000")
         ),
     )
     .unwrap();
