@@ -163,8 +163,9 @@ pub struct CallContext<'a> {
     /// Whether the caller's scopes must meet the resolved `securitySchemes`
     /// (`serve --enforce-scopes`).
     pub enforce_scopes: bool,
-    /// Where the call's decision is evaluated (see `pace`); `None`: in
-    /// place, always (HTTP).
+    /// Where the call's evaluations run (its resolvers, its decision, its
+    /// decision again after a reload, its upstream's requests, its
+    /// `visible` check; see `pace`); `None`: in place, always (HTTP).
     pub pace: Option<&'a Arc<Pace>>,
     /// The connected upstream MCP servers imported tools forward to.
     pub upstreams: &'a crate::upstream::Upstreams,

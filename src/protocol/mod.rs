@@ -82,8 +82,9 @@ pub struct Regent {
     /// the upstream log messages relayed to it. Each clone starts unset:
     /// rmcp makes each HTTP session's handler by cloning this one.
     log_level: SessionLevel,
-    /// Which tools' resolves and call decisions are evaluated in place and
-    /// which on a thread of their own (see [`pace`]): stdio's, whose one
+    /// Which tools' evaluations (resolves, calls' resolvers and decisions,
+    /// upstream requests, `visible` rules) run in place and which on a
+    /// thread of their own (see [`pace`]): stdio's, whose one
     /// thread serves the session. `None` over HTTP, where each request is a
     /// task of its own on a multi-threaded runtime, and a slow evaluation
     /// holds one worker while the others go on: there, timing evaluations
