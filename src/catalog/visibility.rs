@@ -165,12 +165,27 @@ impl Catalog {
         Some(set)
     }
 
+    /// Whether [`Catalog::visible_set`] for `caller` evaluates nothing: no
+    /// tool declares `visible`, or the caller's set is kept. A server that
+    /// must not be held up by a slow `visible` rule evaluates the set
+    /// elsewhere when not (`protocol::pace::visible_set`).
+    pub fn visibility_known(&self, caller: Option<&Caller>) -> bool {
+        self.visibility
+            .as_ref()
+            .is_none_or(|cache| cache.get(&caller_key(caller)).is_some())
+    }
+
     /// The tools `caller` sees, in declaration order.
     pub fn tools_visible_to<'a>(
         &'a self,
         caller: Option<&Caller>,
     ) -> impl Iterator<Item = &'a Tool> + 'a {
-        let set = self.visible_set(caller);
+        self.tools_in(self.visible_set(caller))
+    }
+
+    /// The tools `set` (this catalog's [`Catalog::visible_set`] for some
+    /// caller) shows, in declaration order.
+    pub fn tools_in<'a>(&'a self, set: Option<Visible>) -> impl Iterator<Item = &'a Tool> + 'a {
         self.tools
             .iter()
             .enumerate()
@@ -181,8 +196,15 @@ impl Catalog {
     /// Tool `name` if `caller` sees it: `None` for an unknown tool and for a
     /// hidden one alike, so that a hidden tool answers as an unknown one.
     pub fn tool_as(&self, name: &str, caller: Option<&Caller>) -> Option<&Tool> {
+        self.by_name.get(name)?;
+        self.tool_in(name, self.visible_set(caller).as_ref())
+    }
+
+    /// Tool `name` if `set` (this catalog's [`Catalog::visible_set`] for
+    /// the caller) shows it, as [`Catalog::tool_as`].
+    pub fn tool_in(&self, name: &str, set: Option<&Visible>) -> Option<&Tool> {
         let i = *self.by_name.get(name)?;
-        match self.visible_set(caller) {
+        match set {
             Some(set) if !set[i] => None,
             _ => Some(&self.tools[i]),
         }

@@ -163,9 +163,10 @@ pub struct CallContext<'a> {
     /// Whether the caller's scopes must meet the resolved `securitySchemes`
     /// (`serve --enforce-scopes`).
     pub enforce_scopes: bool,
-    /// Where the call's decision is evaluated (see `pace`); `None`: in
-    /// place, always (HTTP).
-    pub pace: Option<&'a Pace>,
+    /// Where the call's evaluations run (its resolvers, its decision, its
+    /// decision again after a reload, its upstream's requests, its
+    /// `visible` check; see `pace`); `None`: in place, always (HTTP).
+    pub pace: Option<&'a Arc<Pace>>,
     /// The connected upstream MCP servers imported tools forward to.
     pub upstreams: &'a crate::upstream::Upstreams,
     /// 2026-07-28 forwarded calls waiting between rounds for their
@@ -202,15 +203,15 @@ async fn intend(log: &DecisionLog, entry: &mut Entry) -> Result<(), ErrorData> {
 
 /// Decides `name` again on `now`, the catalog that replaced the one a call
 /// was decided on while it waited; the call may run only if the decision
-/// stands as it was made (`before`): still allowed, and asking the same
-/// confirmation the user answered. Its answer is the `securitySchemes` the
+/// stands as it was made: still allowed, and asking the same confirmation
+/// the user answered (`confirmed`). Its answer is the `securitySchemes` the
 /// current catalog resolves, which the call's scopes must meet in turn.
 fn redecide(
     now: &Catalog,
     name: &str,
     args: &Value,
     caller: Option<&crate::caller::Caller>,
-    before: &crate::catalog::Resolution<'_>,
+    confirmed: Option<&str>,
 ) -> Result<Option<Vec<Value>>, String> {
     let changed = "the policy changed while the user was asked";
     let r = now
@@ -222,7 +223,7 @@ fn redecide(
             r.deny.join("; ")
         ));
     }
-    if r.confirm != before.confirm {
+    if r.confirm.as_deref() != confirmed {
         return Err(match &r.confirm {
             Some(m) => format!("{changed}: it now asks \"{m}\"; call again to be asked"),
             None => format!("{changed}; call again"),
@@ -310,7 +311,13 @@ pub async fn call(
     };
     // A tool the caller may not see answers as an unknown one, before
     // anything about it (its resolvers, its questions) can show.
-    let Some(tool) = catalog.tool_as(name, caller.as_deref()) else {
+    // Evaluating `visible` rules is paced like the rest (see `pace`).
+    let seen =
+        match super::pace::visible_set(cc.pace.map(|p| &**p), &catalog, caller.as_ref()).await {
+            Ok(seen) => seen,
+            Err(e) => return Err(fail(entry, unfinished(name, &e))),
+        };
+    let Some(tool) = catalog.tool_in(name, seen.as_ref()) else {
         return Err(fail(entry, ResolveError::UnknownTool(name.to_string())));
     };
     if let Some(r) = fill::supplied_by_client(tool, &args) {
@@ -368,7 +375,27 @@ pub async fn call(
         return Err(fail(entry, e));
     }
     let full = loop {
-        match fill::fill(tool, &args, &replies, fill::Mode::Call) {
+        let filled = if tool.resolvers.is_empty() {
+            // Nothing to evaluate: the arguments checked against the schema.
+            fill::fill(tool, &args, &replies, fill::Mode::Call)
+        } else {
+            // Policy rules, files: paced like the decision (see `pace`).
+            let bytes = || crate::diag::json_size(&args, super::pace::MAX_IN_PLACE_BYTES);
+            let (tool, a, r) = (name.to_string(), args.clone(), replies.clone());
+            super::pace::evaluate(
+                cc.pace.map(|p| &**p),
+                &catalog,
+                name,
+                bytes,
+                move |catalog| match catalog.tool(&tool) {
+                    Some(t) => fill::fill(t, &a, &r, fill::Mode::Call),
+                    None => Err(ResolveError::UnknownTool(tool)),
+                },
+            )
+            .await
+            .unwrap_or_else(|e| Err(unfinished(name, &e)))
+        };
+        match filled {
             Ok(Fill::Done(full)) => break full,
             Ok(Fill::Refused(why)) => {
                 let mut meta = Map::new();
@@ -413,7 +440,7 @@ pub async fn call(
     let as_sent = (!tool.fences.is_empty()).then(|| full.clone());
     let mut full = full;
     let fenced = crate::fence::apply(&tool.fences, &mut full);
-    let decided = decide(cc.pace, &catalog, name, &full, &caller).await;
+    let decided = decide(cc.pace.map(|p| &**p), &catalog, name, &full, &caller).await;
     entry.eval = Some(decided.eval);
     entry.shadow = decided.shadow;
     let mut r = match decided.resolution {
@@ -545,7 +572,21 @@ pub async fn call(
         tool
     } else {
         entry.revision.clone_from(&now.revision);
-        match redecide(&now, name, &args, caller.as_deref(), &r) {
+        let bytes = || crate::diag::json_size(&args, super::pace::MAX_IN_PLACE_BYTES);
+        let again = {
+            let (tool, a, who, confirm) = (
+                name.to_string(),
+                args.clone(),
+                caller.clone(),
+                r.confirm.clone(),
+            );
+            super::pace::evaluate(cc.pace.map(|p| &**p), &now, name, bytes, move |now| {
+                redecide(now, &tool, &a, who.as_deref(), confirm.as_deref())
+            })
+            .await
+            .unwrap_or_else(|e| Err(format!("the policy evaluation did not finish: {e}")))
+        };
+        match again {
             Err(why) => return Ok(refuse(entry, meta, why).into()),
             Ok(schemes) if cc.enforce_scopes => {
                 if let Err(short) = crate::scopes::check(schemes.as_deref(), caller.as_deref()) {
@@ -587,6 +628,7 @@ pub async fn call(
         let started = std::time::Instant::now();
         let mut asker = super::upstream_requests::CallAsker {
             catalog: now.clone(),
+            pace: cc.pace.cloned(),
             tool: name.to_string(),
             args: Value::Object(arguments.clone()),
             caller: caller.clone(),
@@ -774,31 +816,27 @@ async fn decide(
     args: &Value,
     caller: &Option<Arc<crate::caller::Caller>>,
 ) -> Decided {
-    let Some(pace) = pace else {
-        return decide_here(catalog, name, args, caller.as_deref(), None);
-    };
-    let bytes = crate::diag::json_size(args, super::pace::MAX_IN_PLACE_BYTES);
-    let (here, record) = pace.in_place(catalog, name, bytes);
-    if here {
-        return decide_here(catalog, name, args, caller.as_deref(), record);
+    let bytes = || crate::diag::json_size(args, super::pace::MAX_IN_PLACE_BYTES);
+    let (tool, args, caller) = (name.to_string(), args.clone(), caller.clone());
+    super::pace::evaluate(pace, catalog, name, bytes, move |catalog| {
+        decide_here(catalog, &tool, &args, caller.as_deref())
+    })
+    .await
+    .unwrap_or_else(|e| Decided {
+        resolution: Err(unfinished(name, &e)),
+        shadow: None,
+        eval: std::time::Duration::ZERO,
+    })
+}
+
+/// The error of an evaluation that panicked or was cancelled off the
+/// session's thread: a failed policy evaluation (fail closed).
+fn unfinished(name: &str, e: &tokio::task::JoinError) -> ResolveError {
+    ResolveError::Policy {
+        tool: name.to_string(),
+        message: format!("the policy evaluation did not finish: {e}"),
+        location: None,
     }
-    let (catalog, tool, args, caller) = (
-        catalog.clone(),
-        name.to_string(),
-        args.clone(),
-        caller.clone(),
-    );
-    pace.off_thread(move || decide_here(&catalog, &tool, &args, caller.as_deref(), record))
-        .await
-        .unwrap_or_else(|e| Decided {
-            resolution: Err(ResolveError::Policy {
-                tool: name.to_string(),
-                message: format!("the policy evaluation did not finish: {e}"),
-                location: None,
-            }),
-            shadow: None,
-            eval: std::time::Duration::ZERO,
-        })
 }
 
 fn decide_here(
@@ -806,7 +844,6 @@ fn decide_here(
     name: &str,
     args: &Value,
     caller: Option<&crate::caller::Caller>,
-    record: Option<Arc<super::pace::Tool>>,
 ) -> Decided {
     let started = std::time::Instant::now();
     let resolution = catalog
@@ -814,9 +851,6 @@ fn decide_here(
         .map(crate::catalog::Resolution::detach);
     let eval = started.elapsed();
     let shadow = shadow(catalog, name, args, caller);
-    if let Some(record) = record {
-        record.took(started.elapsed());
-    }
     Decided {
         resolution,
         shadow,

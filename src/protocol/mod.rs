@@ -82,8 +82,9 @@ pub struct Regent {
     /// the upstream log messages relayed to it. Each clone starts unset:
     /// rmcp makes each HTTP session's handler by cloning this one.
     log_level: SessionLevel,
-    /// Which tools' resolves and call decisions are evaluated in place and
-    /// which on a thread of their own (see [`pace`]): stdio's, whose one
+    /// Which tools' evaluations (resolves, calls' resolvers and decisions,
+    /// upstream requests, `visible` rules) run in place and which on a
+    /// thread of their own (see [`pace`]): stdio's, whose one
     /// thread serves the session. `None` over HTTP, where each request is a
     /// task of its own on a multi-threaded runtime, and a slow evaluation
     /// holds one worker while the others go on: there, timing evaluations
@@ -540,6 +541,10 @@ fn resolve_logged(
 ) -> Result<Answer, ErrorData> {
     let log = serving.as_ref().map(|s| s.log);
     let (name, args) = name_and_arguments(params, shape.draft())?;
+    // The pace times every evaluation the resolve makes: the `visible`
+    // rules (once per caller and catalog), the policy resolvers, the
+    // policy and the shadow policy.
+    let paced_from = Instant::now();
     // A tool the caller may not see answers as an unknown one.
     let tool = catalog
         .tool_as(&name, caller.as_deref())
@@ -575,7 +580,14 @@ fn resolve_logged(
         ) {
             Ok(crate::fill::Fill::Done(v)) => v,
             Ok(_) => args.clone(),
-            Err(e) => return Err(errors::resolve_error(catalog, &e)),
+            Err(e) => {
+                // A resolver that failed (say, ran into the time limit)
+                // counts as much as one that filled.
+                if let Some(pace) = serving.as_ref().and_then(|s| s.pace.as_ref()) {
+                    pace.took(paced_from.elapsed());
+                }
+                return Err(errors::resolve_error(catalog, &e));
+            }
         };
         &filled
     } else {
@@ -609,7 +621,7 @@ fn resolve_logged(
     // The shadow decision is for the log: only serving computes it.
     let shadow = log.and_then(|_| call::shadow(catalog, &name, decided_on, caller.as_deref()));
     if let Some(pace) = serving.as_ref().and_then(|s| s.pace.as_ref()) {
-        pace.took(started.elapsed());
+        pace.took(paced_from.elapsed());
     }
     let mut r = match r {
         Ok(r) => r,
@@ -688,8 +700,20 @@ impl ServerHandler for Regent {
         // Only the tools this request's caller sees (all of them unless some
         // tool declares `visible`), each listed exactly as for everyone.
         let caller = self.caller(&ctx);
+        // Evaluated off the session's thread when a `visible` rule must be
+        // (see `pace`): a slow one holds up nothing else.
+        let seen = match pace::visible_set(self.pace.as_deref(), &catalog, caller.as_ref()).await {
+            Ok(seen) => seen,
+            Err(e) => {
+                let e = ErrorData::internal_error(
+                    format!("the evaluation of the tools' visible rules did not finish: {e}"),
+                    None,
+                );
+                return self.counted("tools/list", Err(e));
+            }
+        };
         let tools = catalog
-            .tools_visible_to(caller.as_deref())
+            .tools_in(seen)
             .map(|t| {
                 let mut tool = wire::tool_json(t, None);
                 if !marked {
@@ -727,7 +751,7 @@ impl ServerHandler for Regent {
             limit: &self.calls,
             caller: self.caller(&ctx),
             enforce_scopes: self.enforce_scopes,
-            pace: self.pace.as_deref(),
+            pace: self.pace.as_ref(),
             upstreams: &self.upstreams,
             parked: &self.parked,
             state: &self.state,

@@ -41,6 +41,11 @@ use crate::decisions::{DecisionLog, Entry, Kind, Verdict};
 /// The answer of one forwarded call to its upstream's requests.
 pub struct CallAsker {
     pub catalog: Arc<Catalog>,
+    /// Where the tool's `upstream_request` rule is evaluated: in place or
+    /// off the session's thread (stdio), as its pace says; `None`: in place
+    /// (HTTP). The upstream's request arrives on the stdio session's one
+    /// thread (its connection's task shares the single-threaded runtime).
+    pub pace: Option<Arc<super::pace::Pace>>,
     pub tool: String,
     /// The call's decided arguments.
     pub args: Value,
@@ -93,15 +98,42 @@ impl CallAsker {
             entry.refused = refused.map(str::to_string);
             let _ = self.log.record(entry);
         };
-        let Some(tool) = self.catalog.tool_as(tool_name, self.caller.as_deref()) else {
-            let why = format!("regent cannot decide `{method}`: tool {tool_name} is gone");
-            entry.verdict = Verdict::Error(why.clone());
-            record(entry, false, None, None);
-            return Err(not_relayed(ErrorCode::INTERNAL_ERROR, why, "error"));
+        // The tool's visibility and its rule, paced as its other
+        // evaluations are (see `pace`); the params come back for the relay.
+        let size = self.pace.as_ref().map_or(0, |_| {
+            crate::diag::json_size(&params, super::pace::MAX_IN_PLACE_BYTES)
+        });
+        let (tool, args, caller) = (tool_name.clone(), self.args.clone(), self.caller.clone());
+        let evaluated = super::pace::evaluate(
+            self.pace.as_deref(),
+            &self.catalog,
+            tool_name,
+            || size,
+            move |catalog| {
+                let started = std::time::Instant::now();
+                let decision = catalog
+                    .tool_as(&tool, caller.as_deref())
+                    .map(|t| t.upstream_request(&args, caller.as_deref(), method, &params));
+                (decision, started.elapsed(), params)
+            },
+        )
+        .await;
+        let (decision, params) = match evaluated {
+            Ok((Some(decision), eval, params)) => {
+                entry.eval = Some(eval);
+                (decision, params)
+            }
+            Ok((None, ..)) => {
+                let why = format!("regent cannot decide `{method}`: tool {tool_name} is gone");
+                entry.verdict = Verdict::Error(why.clone());
+                record(entry, false, None, None);
+                return Err(not_relayed(ErrorCode::INTERNAL_ERROR, why, "error"));
+            }
+            Err(e) => (
+                RequestDecision::Failed(format!("its evaluation did not finish: {e}")),
+                Value::Null,
+            ),
         };
-        let started = std::time::Instant::now();
-        let decision = tool.upstream_request(&self.args, self.caller.as_deref(), method, &params);
-        entry.eval = Some(started.elapsed());
         let by = match &decision {
             RequestDecision::Relay { by_policy: true }
             | RequestDecision::Refuse { by_policy: true } => Some("policy"),
