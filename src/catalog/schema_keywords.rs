@@ -297,7 +297,9 @@ fn unknown(
         "`{key}` in {what} is not a keyword of json schema {}, so validation ignores it",
         dialect.name()
     );
-    let help = if value.is_null() && key.contains(' ') {
+    // A key without a value that is not a near miss of a keyword is most
+    // likely the tail of a value cut off by a comma.
+    let help = if value.is_null() && (key.contains(' ') || nearest(key, dialect).is_none()) {
         flow_slip_help(obj, key)
     } else if let Some(other) = Dialect::NEWEST_FIRST.iter().find(|d| d.knows(key)) {
         format!(
@@ -316,9 +318,9 @@ fn unknown(
     Diagnostic::warning("unknown-schema-keyword", file.locate(at), message).with_help(help)
 }
 
-/// The help for a key with no value and a space in its name: the tail of a
-/// value that a comma cut off in a flow mapping (`{description: file,
-/// relative to root}`).
+/// The help for a key with no value, a space in its name or no keyword
+/// near it: the tail of a value that a comma cut off in a flow mapping
+/// (`{description: file, relative to root}`).
 fn flow_slip_help(obj: &Map<String, Value>, key: &str) -> String {
     let general = "a comma inside a flow mapping `{...}` starts a new key; quote the value";
     // serde_json keeps the keys in file order: the one before is the value's
@@ -414,12 +416,18 @@ mod tests {
     fn a_comma_in_a_flow_mapping_gets_its_own_help() {
         let got = found(json!({
             "type": "object",
-            "properties": {"path": {"type": "string", "description": "file", "relative to root": null}}
+            "properties": {
+                "path": {"type": "string", "description": "file", "relative to root": null},
+                "mode": {"type": "string", "title": "mode", "optional": null},
+                "n": {"type": "integer", "maximun": null}
+            }
         }));
         assert_eq!(
             got,
             [
-                "`relative to root` in inputSchema is not a keyword of json schema draft 2020-12, so validation ignores it | a comma inside a flow mapping `{...}` starts a new key; quote the value: `description: \"file, relative to root\"`"
+                "`relative to root` in inputSchema is not a keyword of json schema draft 2020-12, so validation ignores it | a comma inside a flow mapping `{...}` starts a new key; quote the value: `description: \"file, relative to root\"`",
+                "`optional` in inputSchema is not a keyword of json schema draft 2020-12, so validation ignores it | a comma inside a flow mapping `{...}` starts a new key; quote the value: `title: \"mode, optional\"`",
+                "`maximun` in inputSchema is not a keyword of json schema draft 2020-12, so validation ignores it | did you mean `maximum`?",
             ]
         );
     }
