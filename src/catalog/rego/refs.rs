@@ -228,7 +228,25 @@ fn visit(scope: &Scope<'_, '_>, e: &Expr, out: &mut Vec<Diagnostic>) -> bool {
         parts.splice(0..1, expanded);
     }
     match parts[0].name.as_deref() {
-        Some("input") => out.extend(check_input(scope, &parts)),
+        Some("input") => out.extend(check_input(scope, &parts).map(|mut d| {
+            // The path the reader sees is the local's: say what it stands for.
+            if let Some(path) = scope.locals.get(&root)
+                && let Some(help) = &mut d.help
+            {
+                let whole: Vec<Part> = path
+                    .iter()
+                    .map(|n| Part {
+                        name: Some(n.clone()),
+                        span: parts[0].span.clone(),
+                    })
+                    .collect();
+                help.push_str(&format!(
+                    " (`{root}` is `{}` here)",
+                    show(&whole, whole.len() - 1)
+                ));
+            }
+            d
+        })),
         Some("data") if scope.ctx.check_data => out.extend(
             check_data(&scope.ctx.data, &parts).or_else(|| other_tools_package(scope, &parts)),
         ),
