@@ -13,6 +13,7 @@ use super::rego;
 use super::resolvers;
 use super::run;
 use super::schema;
+use super::schema_keywords;
 use super::{BuildOptions, Catalog, Field, Rule, Tool};
 use crate::diag::{Diagnostic, Diagnostics, Location};
 use crate::source::{FileKind, Source, ToolDecl, ToolSource, YamlPath};
@@ -510,6 +511,26 @@ fn compile_tool(
             }
         },
     };
+    // Keys no validator reads, in the schemas the catalog wrote (an
+    // upstream's own schema is its author's to fix, and has no YAML here).
+    if decl.upstream.is_none() {
+        if validator.is_some() {
+            warnings.extend(schema_keywords::check(
+                &decl.input_schema,
+                file,
+                &at.key("inputSchema"),
+                "inputSchema",
+            ));
+        }
+        if let (Some(out), Some(_)) = (&decl.output_schema, &output_validator) {
+            warnings.extend(schema_keywords::check(
+                out,
+                file,
+                &at.key("outputSchema"),
+                "outputSchema",
+            ));
+        }
+    }
 
     let declared = decl
         .annotations

@@ -31,6 +31,7 @@ mod resolve;
 pub mod resolvers;
 pub mod run;
 pub mod schema;
+mod schema_keywords;
 pub mod upstream_request;
 pub mod visibility;
 

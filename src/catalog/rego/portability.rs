@@ -236,7 +236,7 @@ fn one<'e>(e: &'e Ref<Expr>, out: &mut Vec<&'e Ref<Expr>>) {
 /// Names bound in a rule: locals (`:=`, `some`, comprehension and `every`
 /// variables) and a function's parameters. A variable that is not one is a
 /// rule of the package (or `input`/`data`).
-fn bound_names(rule: &Rule) -> Vec<String> {
+pub(super) fn bound_names(rule: &Rule) -> Vec<String> {
     let mut out = Vec::new();
     if let Rule::Spec {
         head: RuleHead::Func { args, .. },

@@ -13,6 +13,14 @@
 //! - `data.a.b.c` must lead into the merged data documents or to a package
 //!   or rule some policy defines.
 //!
+//! A local bound to a constant path into `input.arguments` by a statement of
+//! a rule's body (`args := input.arguments`, `args = input.arguments.opts`,
+//! chains of these) is read as that path (`args.qurey` as
+//! `input.arguments.qurey`), as long as nothing else in the rule binds the
+//! name (`some`, `every`, a function parameter, another assignment); a
+//! value bound by `some x in input.arguments.xs` or passed to a function is
+//! not followed.
+//!
 //! A computed component (`data.x[input.arguments.k]`, `input.arguments[k]`)
 //! stops the check at that point; so do `$ref`, `patternProperties`,
 //! `additionalProperties: true` (or a schema, which is followed), and a schema
@@ -23,7 +31,7 @@
 
 use std::collections::BTreeMap;
 
-use regorus::unstable::{Expr, Span};
+use regorus::unstable::{AssignOp, Expr, Literal, Rule, Span};
 use serde_json::Value;
 
 use super::visit::{ref_indexes, walk_expr, walk_rule};
@@ -104,15 +112,17 @@ pub fn check<'v>(
         // A tool's own package is where its contract rules are read.
         let tool_package = owner.as_deref() == Some(m.package.as_str());
         for rule in &m.module.policy {
-            let scope = Scope {
+            let mut scope = Scope {
                 ctx,
                 owner: owner.clone(),
                 schemas: &schemas,
                 imports: &imports,
+                locals: BTreeMap::new(),
                 visible: tool_package
                     && rego::path_of(rego::head(rule)).first().map(String::as_str)
                         == Some("visible"),
             };
+            scope.locals = argument_aliases(&scope, rule);
             walk_rule(rule, &mut |e| visit(&scope, e, &mut out));
         }
     }
@@ -125,6 +135,9 @@ struct Scope<'a, 'v> {
     owner: Option<String>,
     schemas: &'a Schemas<'v>,
     imports: &'a BTreeMap<String, Vec<String>>,
+    /// The rule's locals that stand for a path into `input.arguments`
+    /// ([`argument_aliases`]).
+    locals: BTreeMap<String, Vec<String>>,
     /// True in a tool's `visible` rule, whose input has no `arguments`.
     visible: bool,
 }
@@ -205,7 +218,7 @@ fn visit(scope: &Scope<'_, '_>, e: &Expr, out: &mut Vec<Diagnostic>) -> bool {
     let root = parts[0].name.clone().unwrap_or_default();
     if root != "input"
         && root != "data"
-        && let Some(prefix) = scope.imports.get(&root)
+        && let Some(prefix) = scope.locals.get(&root).or_else(|| scope.imports.get(&root))
     {
         let span = parts[0].span.clone();
         let expanded = prefix.iter().map(|n| Part {
@@ -215,13 +228,116 @@ fn visit(scope: &Scope<'_, '_>, e: &Expr, out: &mut Vec<Diagnostic>) -> bool {
         parts.splice(0..1, expanded);
     }
     match parts[0].name.as_deref() {
-        Some("input") => out.extend(check_input(scope, &parts)),
+        Some("input") => out.extend(check_input(scope, &parts).map(|mut d| {
+            // The path the reader sees is the local's: say what it stands for.
+            if let Some(path) = scope.locals.get(&root)
+                && let Some(help) = &mut d.help
+            {
+                let whole: Vec<Part> = path
+                    .iter()
+                    .map(|n| Part {
+                        name: Some(n.clone()),
+                        span: parts[0].span.clone(),
+                    })
+                    .collect();
+                help.push_str(&format!(
+                    " (`{root}` is `{}` here)",
+                    show(&whole, whole.len() - 1)
+                ));
+            }
+            d
+        })),
         Some("data") if scope.ctx.check_data => out.extend(
             check_data(&scope.ctx.data, &parts).or_else(|| other_tools_package(scope, &parts)),
         ),
         _ => {}
     }
     false
+}
+
+/// The locals of `rule` that stand for a constant path into
+/// `input.arguments`, to that path: bound by a statement of a body, `x :=
+/// path` or `x = path` (`path = x`), where `path` is such a path, through an
+/// import or another such local. A name bound anywhere else in the rule
+/// (another assignment, `some`, `every`, a comprehension, a function
+/// parameter) is left out, and so is a path that is itself never defined
+/// (reported where it is written).
+fn argument_aliases(scope: &Scope<'_, '_>, rule: &Rule) -> BTreeMap<String, Vec<String>> {
+    let Rule::Spec { bodies, .. } = rule else {
+        return BTreeMap::new();
+    };
+    // (name, the expression bound to it, whether the name is the left side)
+    let mut bound: Vec<(String, &Expr, bool)> = Vec::new();
+    for b in bodies {
+        for stmt in &b.query.stmts {
+            let Literal::Expr { expr, .. } = &stmt.literal else {
+                continue;
+            };
+            let Expr::AssignExpr { op, lhs, rhs, .. } = expr.as_ref() else {
+                continue;
+            };
+            let var = |e: &Expr| match e {
+                Expr::Var { value, .. } => value.as_string().ok().map(|s| s.to_string()),
+                _ => None,
+            };
+            match (op, var(lhs), var(rhs)) {
+                (AssignOp::ColEq, Some(n), _) => bound.push((n, rhs, true)),
+                (AssignOp::Eq, Some(n), None) => bound.push((n, rhs, true)),
+                (AssignOp::Eq, None, Some(n)) => bound.push((n, lhs, false)),
+                _ => {}
+            }
+        }
+    }
+    if bound.is_empty() {
+        return BTreeMap::new();
+    }
+    // Every binding of the name must be one of these statements
+    // (`bound_names` counts the left sides of `:=` and `=`).
+    let elsewhere = super::portability::bound_names(rule);
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    // A chain (`a := input.arguments; b := a.opts`) resolves one link a round.
+    for _ in 0..=bound.len() {
+        let before = out.len();
+        for (name, e, _) in &bound {
+            if out.contains_key(name) {
+                continue;
+            }
+            let statements = bound.iter().filter(|(n, ..)| n == name).count();
+            let on_left = bound.iter().filter(|(n, _, l)| n == name && *l).count();
+            if statements != 1 || elsewhere.iter().filter(|n| *n == name).count() != on_left {
+                continue;
+            }
+            let Some(parts) = parts(e) else { continue };
+            let Some(mut path) = parts
+                .into_iter()
+                .map(|p| p.name)
+                .collect::<Option<Vec<String>>>()
+            else {
+                continue;
+            };
+            if let Some(prefix) = out.get(&path[0]).or_else(|| scope.imports.get(&path[0])) {
+                path.splice(0..1, prefix.iter().cloned());
+            }
+            if path.len() < 2 || path[0] != "input" || path[1] != "arguments" {
+                continue;
+            }
+            let span = e.span();
+            let whole: Vec<Part> = path
+                .iter()
+                .map(|n| Part {
+                    name: Some(n.clone()),
+                    span: span.clone(),
+                })
+                .collect();
+            if check_input(scope, &whole).is_none() {
+                out.insert(name.clone(), path);
+            }
+        }
+        if out.len() == before {
+            break;
+        }
+    }
+    out
 }
 
 /// `input.arguments.a[_].b`, up to and including `parts[upto]`.
@@ -752,6 +868,42 @@ mod tests {
                 "6:12 `input.arguments.pth` is never defined: no tool's inputSchema has it (2 tools; this library package may be used by any of them)",
                 "7:18 `input.tool.name` is never defined: `input.tool` is the tool's name, a string",
             ]
+        );
+    }
+
+    #[test]
+    fn reads_through_local_aliases_of_the_arguments() {
+        let schema = json!({"type": "object", "properties": {
+            "path": {"type": "string"},
+            "opts": {"type": "object", "properties": {"mode": {"type": "string"}}},
+        }});
+        let found = run(
+            r#"package tools.t
+import rego.v1
+a if { args := input.arguments; args.pth == "x" }
+b if { input.arguments = args; o := args.opts; o["mdoe"] == "x" }
+c if { args := input.arguments; args.path == "x"; args.opts.mode == "y" }
+d if { some args; args = input.arguments; args.whatever }
+f(args) if { args.whatever }
+g if { args := input.arguments; count([1 | some args in [1]; args.whatever]) > 0 }
+h if { o := input.arguments.opst; o.mode }
+i if { args := input.arguments } else := false if { args := data.x; args.y }
+"#,
+            schema,
+            json!({}),
+        );
+        assert_eq!(
+            found
+                .iter()
+                .map(|f| f.split(" | ").next().unwrap())
+                .collect::<Vec<_>>(),
+            [
+                "3:38 `input.arguments.pth` is never defined: in the inputSchema of `t`, there is no property `pth`",
+                "4:51 `input.arguments.opts.mdoe` is never defined: in the inputSchema of `t`, there is no property `mdoe`",
+                "9:29 `input.arguments.opst` is never defined: in the inputSchema of `t`, there is no property `opst`",
+                "10:66 `data.x` is never defined: no data document, package or rule is under `data`",
+            ],
+            "{found:#?}"
         );
     }
 
