@@ -167,13 +167,15 @@ mod tests {
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     n += 1;
                     std::fs::write(&file, "#".repeat(n % 50)).unwrap();
-                    std::thread::sleep(Duration::from_millis(1));
+                    std::thread::yield_now();
                 }
             })
         };
-        // Writes a millisecond apart against a 200 ms interval: the writer
-        // would have to stall for 200 ms for the file to look settled.
-        let r = settle(&[dir.path().to_path_buf()], Duration::from_millis(200), 3);
+        // Writes back to back against a 600 ms interval: the writer would
+        // have to get no CPU for 600 ms for the file to look settled. (At
+        // 200 ms with a millisecond's sleep between writes, a machine with
+        // a load average of 15 on two cores once starved it that long.)
+        let r = settle(&[dir.path().to_path_buf()], Duration::from_millis(600), 3);
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         writer.join().unwrap();
         assert_eq!(r.unwrap_err(), vec![file]);
