@@ -315,9 +315,9 @@ fn shortest(x: &Float) -> (String, i64) {
 }
 
 /// The portable spelling, for the refusal's help.
-pub(in crate::catalog) const PORTABLE: &str = "keep `+ - * /` on integers (scale fractions: \
-     cents, not dollars; `input.a * 10 > 3` for `input.a > 0.3`), or on numbers whose results \
-     are short decimals below 10^6";
+pub(in crate::catalog) const PORTABLE: &str = "keep `+ - * /` on integers (scale fractions \
+     into integers: cents, not dollars), compare a fraction rather than compute with it \
+     (`input.a > 0.3`, not `input.a * 10 > 3`), or keep results to short decimals below 10^6";
 
 /// The refusal of `what` (the expression and where it is) whose result OPA
 /// writes as `text`.
