@@ -760,6 +760,11 @@ impl Eval<'_> {
                             what, &text,
                         )));
                     }
+                    Err(Declined::TextUnknown(text)) => {
+                        return Err(Stop::Refused(super::opa_builtins::arith::unknown_text(
+                            what, &text,
+                        )));
+                    }
                 }
             }
             Term::Compare(op, a, b) => {

@@ -50,6 +50,10 @@ pub(in crate::catalog) enum Declined {
     Regorus,
     /// OPA's result, as OPA writes it, which regent's numbers cannot hold.
     Unrepresentable(String),
+    /// An operand regent holds as a double of 2^53 or more, whose text
+    /// (which OPA computes on) regent no longer knows: `18446744073709551616`
+    /// and `18446744073709551617` parse to one double. Its shortest text.
+    TextUnknown(String),
 }
 
 /// The precision of OPA's floats, in bits.
@@ -61,20 +65,7 @@ pub(in crate::catalog) fn eval(op: Op, a: &Value, b: &Value) -> Result<(Value, b
     let (Value::Number(x), Value::Number(y)) = (a, b) else {
         return Err(Declined::Regorus);
     };
-    let (Some(dx), Some(dy)) = (decimal(&number_text(a)), decimal(&number_text(b))) else {
-        return Err(Declined::Regorus);
-    };
-    let text = match (integer(&dx), integer(&dy)) {
-        (Some(i), Some(j)) => match op {
-            Op::Add => (i + j).to_string(),
-            Op::Sub => (i - j).to_string(),
-            Op::Mul => (i * j).to_string(),
-            Op::Div if j.is_zero() => return Err(Declined::Regorus),
-            Op::Div if !i.is_zero() && (&i % &j).is_zero() => (i / j).to_string(),
-            Op::Div => float_text(op, &dx, &dy)?,
-        },
-        _ => float_text(op, &dx, &dy)?,
-    };
+    let text = opa_text(op, &operand(a)?, &operand(b)?)?;
     let value = held(&text).ok_or(Declined::Unrepresentable(text))?;
     let regorus = match op {
         Op::Add => x.add(y),
@@ -89,6 +80,47 @@ pub(in crate::catalog) fn eval(op: Op, a: &Value, b: &Value) -> Result<(Value, b
         theirs == value && number_text(&theirs) == number_text(&value)
     });
     Ok((value, agrees))
+}
+
+/// OPA's text of `x op y`, the operands given as decimals.
+fn opa_text(
+    op: Op,
+    dx: &(bool, BigUint, i64),
+    dy: &(bool, BigUint, i64),
+) -> Result<String, Declined> {
+    Ok(match (integer(dx), integer(dy)) {
+        (Some(i), Some(j)) => match op {
+            Op::Add => (i + j).to_string(),
+            Op::Sub => (i - j).to_string(),
+            Op::Mul => (i * j).to_string(),
+            Op::Div if j.is_zero() => return Err(Declined::Regorus),
+            Op::Div if !i.is_zero() && (&i % &j).is_zero() => (i / j).to_string(),
+            Op::Div => float_text(op, dx, dy)?,
+        },
+        _ => float_text(op, dx, dy)?,
+    })
+}
+
+/// The decimal an operand stands for: an integer's digits, or the shortest
+/// text of a double below 2^53 (the text a client's number most likely
+/// had: any other parses to another double, or is a long spelling of it).
+fn operand(v: &Value) -> Result<(bool, BigUint, i64), Declined> {
+    let Value::Number(n) = v else {
+        return Err(Declined::Regorus);
+    };
+    // regorus writes a float with the width's fraction digits, an integer
+    // as it is (as `sprintf::number_text` tells them apart).
+    let float = n.format_decimal_with_width(1).contains('.');
+    let text = if float || (n.as_i64().is_none() && n.as_u64().is_none()) {
+        let f = n.as_f64().ok_or(Declined::Regorus)?;
+        if f.abs() >= 9_007_199_254_740_992.0 {
+            return Err(Declined::TextUnknown(number_text(v)));
+        }
+        number_text(v)
+    } else {
+        n.format_decimal()
+    };
+    decimal(&text).ok_or(Declined::Regorus)
 }
 
 /// The integer a decimal denotes, if it is one.
@@ -319,6 +351,16 @@ pub(in crate::catalog) const PORTABLE: &str = "keep `+ - * /` on integers (scale
      into integers: cents, not dollars), compare a fraction rather than compute with it \
      (`input.a > 0.3`, not `input.a * 10 > 3`), or keep results to short decimals below 10^6";
 
+/// The refusal of `what` whose operand regent holds as the double written
+/// `text`, of 2^53 or more.
+pub(in crate::catalog) fn unknown_text(what: &str, text: &str) -> String {
+    format!(
+        "{what}: OPA computes on a number's text as it was written, which regent no longer knows \
+         for {text} (a double of 2^53 or more, which many integers parse to); regent refuses \
+         rather than answer for another number: {PORTABLE}"
+    )
+}
+
 /// The refusal of `what` (the expression and where it is) whose result OPA
 /// writes as `text`.
 pub(in crate::catalog) fn refusal(what: &str, text: &str) -> String {
@@ -352,6 +394,11 @@ mod tests {
         eval(op, &a, &b).map(|(v, _)| number_text(&v))
     }
 
+    /// OPA's text for operands as OPA reads them (their own text).
+    fn text(op: Op, a: &str, b: &str) -> String {
+        opa_text(op, &decimal(a).unwrap(), &decimal(b).unwrap()).unwrap()
+    }
+
     fn refused(op: Op, a: &str, b: &str) -> String {
         match opa(op, a, b) {
             Err(Declined::Unrepresentable(t)) => t,
@@ -371,10 +418,8 @@ mod tests {
         assert_eq!(opa(Div, "10", "4").unwrap(), "2.5");
         assert_eq!(opa(Div, "7", "7.0").unwrap(), "1");
         assert_eq!(refused(Mul, "1234567.5", "1"), "1.2345675e+06");
-        assert_eq!(
-            opa(Mul, "1.5e21", "1").unwrap_err(),
-            Declined::Unrepresentable("1500000000000000000000".into())
-        );
+        assert_eq!(text(Mul, "1.5e21", "1"), "1500000000000000000000");
+        assert_eq!(text(Add, "1e+300", "7").len(), 301);
         assert_eq!(opa(Div, "5", "0").unwrap_err(), Declined::Regorus);
         assert_eq!(opa(Div, "5", "0.0").unwrap_err(), Declined::Regorus);
         assert_eq!(refused(Div, "0", "-5"), "-0");
@@ -409,10 +454,13 @@ mod tests {
             refused(Mul, "1e-300", "1e-300"),
             "9.9999999999999999994e-601"
         );
-        assert_eq!(refused(Add, "1e16", "0.5"), "1.00000000000000005e+16");
-        assert_eq!(opa(Mul, "1e16", "0.5").unwrap(), "5000000000000000");
+        assert_eq!(text(Add, "1e16", "0.5"), "1.00000000000000005e+16");
+        assert_eq!(text(Mul, "1e16", "0.5"), "5000000000000000");
+        assert_eq!(text(Mul, "1e20", "0.5"), "50000000000000000000");
+        assert_eq!(text(Add, "1e20", "0.5"), "100000000000000000000");
         assert_eq!(refused(Mul, "5e-324", "0.5"), "2.5e-324");
-        assert_eq!(refused(Div, "1e300", "7").len(), 300);
+        assert!(text(Div, "1e+300", "7").starts_with("142857142857142857145000"));
+        assert_eq!(text(Div, "1e+300", "7").len(), 300);
         assert_eq!(
             opa(Add, "9007199254740993", "1").unwrap(),
             "9007199254740994"
@@ -422,6 +470,22 @@ mod tests {
             "4611686018427387904"
         );
         assert_eq!(opa(Add, "-0.5", "0.5").unwrap(), "0");
+        // Past 2^53 a double's text is not known; an integer's is.
+        assert!(
+            matches!(opa(Add, "18446744073709551616", "1"), Err(Declined::TextUnknown(t)) if t == "1.8446744073709552e+19")
+        );
+        assert!(matches!(
+            opa(Add, "1e300", "7"),
+            Err(Declined::TextUnknown(_))
+        ));
+        assert_eq!(
+            opa(Sub, "18446744073709551615", "18446744073709551614").unwrap(),
+            "1"
+        );
+        assert_eq!(
+            opa(Add, "9007199254740991", "0.5").unwrap_err(),
+            Declined::Unrepresentable("9.0071992547409915e+15".into())
+        );
         assert_eq!(opa(Mul, "1.5", "-1.5").unwrap(), "-2.25");
     }
 }
