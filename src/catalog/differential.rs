@@ -167,7 +167,20 @@ fn hostile_string(rng: &mut Rng, seeds: &Seeds, key: Option<&str>, hints: &[Valu
 fn any_value(rng: &mut Rng, seeds: &Seeds, depth: usize) -> Value {
     match rng.below(if depth > 1 { 5 } else { 7 }) {
         0 => json!(rng.pick(&[0i64, 1, -1, 7, 1 << 40])),
-        1 => json!(rng.pick(&[0.5, -2.25, 1e300])),
+        // Decimal fractions too: OPA computes on their text to 64 bits,
+        // where a double's sum or quotient differs (issue 27).
+        1 => json!(rng.pick(&[
+            0.5,
+            -2.25,
+            1e300,
+            0.1,
+            0.2,
+            0.3,
+            1.0 / 3.0,
+            1234567.5,
+            1e-5,
+            1.5e21
+        ])),
         2 => Value::Bool(rng.one_in(2)),
         3 => Value::Null,
         4 => Value::String(hostile_string(rng, seeds, None, &[])),

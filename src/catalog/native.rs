@@ -62,6 +62,7 @@ use regorus::unstable::BuiltinFcn;
 use super::budget::{self, Estimate, Limits, Scope};
 use super::builtins::Fast;
 use super::opa_builtins::Compat;
+use super::opa_builtins::arith::{Declined, Op as Arith};
 
 /// The lowered rules of one tool's engine, and which plan steps they answer.
 pub struct Program {
@@ -159,6 +160,10 @@ pub(super) enum Term {
     Compare(Cmp, Box<Term>, Box<Term>),
     /// `a % b`, as OPA computes it (`opa_builtins::numbers::rem`).
     Rem(Box<Term>, Box<Term>),
+    /// `a + b`, `a - b`, `a * b`, `a / b`, as OPA computes them
+    /// (`opa_builtins::arith`), with the expression and where it stands
+    /// (`file:line:column: `a / b``) for a refusal.
+    Arith(Arith, Box<Term>, Box<Term>, Box<str>),
     /// `v in coll`.
     In(Box<Term>, Box<Term>),
     /// `k in object.keys(x)`: whether object `x` has key `k`.
@@ -211,12 +216,16 @@ pub enum Outcome {
     Fallback,
     /// The time limit passed.
     TimedOut,
+    /// OPA's answer is one regent cannot give (the message says why and
+    /// how to write the policy portably): an error, never regorus' answer.
+    Refused(String),
 }
 
 /// Why evaluation stopped early.
 enum Stop {
     Fallback,
     TimedOut,
+    Refused(String),
 }
 
 /// Slots kept on the stack: a body's locals, and the memo of a program
@@ -262,6 +271,7 @@ impl Program {
                 Ok(v) => out.push(v),
                 Err(Stop::Fallback) => return Outcome::Fallback,
                 Err(Stop::TimedOut) => return Outcome::TimedOut,
+                Err(Stop::Refused(why)) => return Outcome::Refused(why),
             }
         }
         Outcome::Values(out)
@@ -289,7 +299,18 @@ pub(super) fn fold(term: &Term, locals: usize, limits: &Limits) -> Option<Value>
         memo: &mut [],
         ticks: 0,
     };
-    ev.term(term, &mut vec![Value::Undefined; locals]).ok()
+    // A value only OPA gives (regorus would answer another) is left to
+    // each request too, where the debug cross-check learns of it.
+    let noted = opa_only_noted();
+    clear_opa_only();
+    let v = ev.term(term, &mut vec![Value::Undefined; locals]).ok();
+    let opa = opa_only_noted();
+    if noted {
+        opa_only();
+    } else {
+        clear_opa_only();
+    }
+    v.filter(|_| !opa)
 }
 
 /// Whether `term` reads nothing a request supplies: no `input`, no rule,
@@ -305,6 +326,7 @@ pub(super) fn is_static(term: &Term, bound: usize) -> bool {
         Term::Index(a, b)
         | Term::Compare(_, a, b)
         | Term::Rem(a, b)
+        | Term::Arith(_, a, b, _)
         | Term::In(a, b)
         | Term::KeyIn(a, b) => is_static(a, bound) && is_static(b, bound),
         Term::Call(_, args) => all(args),
@@ -705,6 +727,44 @@ impl Eval<'_> {
                     // An error in both engines (OPA's operand errors,
                     // modulo by zero): regorus raises its own.
                     _ => return Err(Stop::Fallback),
+                }
+            }
+            Term::Arith(op, a, b, what) => {
+                let a = self.operand(a, locals)?;
+                let b = self.operand(b, locals)?;
+                let (a, b) = (a.as_ref(), b.as_ref());
+                if undefined(a) || undefined(b) {
+                    return Ok(Value::Undefined);
+                }
+                if let (Arith::Sub, Value::Set(x), Value::Set(y)) = (op, a, b) {
+                    // Set difference, the same in OPA and regorus.
+                    let mut out = Value::new_set();
+                    let set = out.as_set_mut().map_err(|_| Stop::Fallback)?;
+                    for v in x.iter().filter(|v| !y.contains(v)) {
+                        set.insert(v.clone());
+                    }
+                    return Ok(out);
+                }
+                match super::opa_builtins::arith::eval(*op, a, b) {
+                    Ok((v, regorus_agrees)) => {
+                        if !regorus_agrees {
+                            opa_only();
+                        }
+                        v
+                    }
+                    // A set difference, a type error, division by zero:
+                    // regorus' answer or error is OPA's.
+                    Err(Declined::Regorus) => return Err(Stop::Fallback),
+                    Err(Declined::Unrepresentable(text)) => {
+                        return Err(Stop::Refused(super::opa_builtins::arith::refusal(
+                            what, &text,
+                        )));
+                    }
+                    Err(Declined::TextUnknown(text)) => {
+                        return Err(Stop::Refused(super::opa_builtins::arith::unknown_text(
+                            what, &text,
+                        )));
+                    }
                 }
             }
             Term::Compare(op, a, b) => {
@@ -1643,6 +1703,70 @@ known if lower(input.arguments.who) in names
     }
 
     #[test]
+    fn arithmetic_is_opas_or_refused() {
+        // OPA's answers, from its own engine (v1.20.2).
+        for (rego, args, want) in [
+            (
+                "x := input.arguments.n + 0.2",
+                json!({"n": 0.1}),
+                json!(0.3),
+            ),
+            (
+                "x := input.arguments.n + 0.2 == 0.3",
+                json!({"n": 0.1}),
+                json!(true),
+            ),
+            (
+                "x := input.arguments.n * 3 > 0.3",
+                json!({"n": 0.1}),
+                json!(false),
+            ),
+            ("x := input.arguments.n / 4", json!({"n": 10}), json!(2.5)),
+            ("x := input.arguments.n / 7.0", json!({"n": 7}), json!(1)),
+            (
+                "x := json.marshal(input.arguments.n - 0.1)",
+                json!({"n": 0.4}),
+                json!("0.3"),
+            ),
+            (
+                "x := {1, 2} - {k | some k in input.arguments.l}",
+                json!({"l": [2]}),
+                json!([1]),
+            ),
+        ] {
+            let (pool, steps) = pool(rego, &["x"]);
+            assert!(pool.is_native(&steps), "{rego}");
+            assert_eq!(
+                eval(&pool, &steps, args).unwrap(),
+                vec![Some(want)],
+                "{rego}"
+            );
+        }
+        for (rego, args, why) in [
+            (
+                "x := input.arguments.n / 3",
+                json!({"n": 1}),
+                "`input.arguments.n / 3`: OPA computes this to 64 bits as 0.33333333333333333334",
+            ),
+            (
+                "x := input.arguments.n * 1",
+                json!({"n": 1234567.5}),
+                "as 1.2345675e+06",
+            ),
+            ("x := input.arguments.n / -5", json!({"n": 0}), "as -0,"),
+            (
+                "x := input.arguments.n / 0",
+                json!({"n": 5}),
+                "divide by zero",
+            ),
+        ] {
+            let (pool, steps) = pool(rego, &["x"]);
+            let err = eval(&pool, &steps, args).unwrap_err();
+            assert!(err.contains(why), "{rego}: {err}");
+        }
+    }
+
+    #[test]
     fn rules_outside_the_subset_stay_on_regorus() {
         for rego in [
             // Functions: a pattern, a constant or a repeated name as a
@@ -1662,7 +1786,6 @@ known if lower(input.arguments.who) in names
             // A call with the result as an extra argument.
             "f(a) := a\nx if f(input.arguments.n, 1)",
             "x := data.p.y",
-            "x := input.arguments.n + 1",
             "x := time.now_ns()",
             "x if { every v in input.arguments.l { v } }",
             "x := 1 if { input.arguments.a = 1 }",

@@ -93,9 +93,40 @@ impl Oracle {
     }
 
     /// OPA's answer to each of `queries` (references such as
-    /// `data.tools.x.annotations`) on `input`.
+    /// `data.tools.x.annotations`) on `input`, numbers read as JSON numbers
+    /// (so to 53 bits: see [`Oracle::eval_text`] for OPA's own digits).
     pub fn eval(&mut self, queries: &[&str], input: &Value) -> Vec<Answer> {
-        let v = self.ask(&json!({"eval": queries, "input": input}));
+        self.eval_text(queries, input)
+            .into_iter()
+            .map(|a| match a {
+                Answer::Value(v) => Answer::Value(untagged(v)),
+                other => other,
+            })
+            .collect()
+    }
+
+    /// OPA's answer to each of `queries` on `input`, each number of a value
+    /// kept as OPA wrote it, as `{"$opa_number": "0.33333333333333333334"}`:
+    /// OPA computes on a number's text to 64 bits (issue 27), which a JSON
+    /// number would round away. The input reaches OPA as JSON text with each
+    /// double written as regent reads its number (`sprintf::number_text`:
+    /// `1e-07`, `1.5e+21`), since OPA keeps an input number's text.
+    pub fn eval_text(&mut self, queries: &[&str], input: &Value) -> Vec<Answer> {
+        use serde::Serialize;
+        struct Canonical;
+        impl serde_json::ser::Formatter for Canonical {
+            fn write_f64<W: ?Sized + Write>(&mut self, w: &mut W, v: f64) -> std::io::Result<()> {
+                w.write_all(super::opa_builtins::arith::double_text(v).as_bytes())
+            }
+        }
+        let mut text = Vec::new();
+        input
+            .serialize(&mut serde_json::Serializer::with_formatter(
+                &mut text, Canonical,
+            ))
+            .expect("json");
+        let text = String::from_utf8(text).expect("json is utf-8");
+        let v = self.ask(&json!({"eval": queries, "input_text": text}));
         let Some(results) = v.get("results").and_then(Value::as_array) else {
             panic!("the OPA oracle refused an evaluation: {v}");
         };
@@ -129,7 +160,21 @@ impl Oracle {
 /// Whether `a` and `b` are the same JSON value, numbers compared as numbers
 /// (OPA writes `1.0` as `1`): what the differential tests count as the
 /// same answer.
+///
+/// `b` may hold OPA's number texts ([`Oracle::eval_text`]): such a number
+/// is the same as regent's when the two texts denote the same decimal
+/// value, regent's text being the one `serde_json` writes for its number
+/// (the shortest that reads back as the double, or the integer).
 pub fn same(a: &Value, b: &Value) -> bool {
+    if let Some(text) = number_text(b) {
+        return match a {
+            Value::Number(n) => match (decimal(&n.to_string()), decimal(text)) {
+                (Some(x), Some(y)) => x == y,
+                _ => false,
+            },
+            _ => false,
+        };
+    }
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => {
             x == y
@@ -146,6 +191,47 @@ pub fn same(a: &Value, b: &Value) -> bool {
         }
         _ => a == b,
     }
+}
+
+/// The text of a number of [`Oracle::eval_text`]'s answer.
+fn number_text(v: &Value) -> Option<&str> {
+    match v {
+        Value::Object(m) if m.len() == 1 => m.get("$opa_number")?.as_str(),
+        _ => None,
+    }
+}
+
+/// `v` with OPA's number texts read as JSON numbers.
+fn untagged(v: Value) -> Value {
+    if let Some(text) = number_text(&v) {
+        return serde_json::from_str(text).unwrap_or(Value::Null);
+    }
+    match v {
+        Value::Array(items) => Value::Array(items.into_iter().map(untagged).collect()),
+        Value::Object(m) => Value::Object(m.into_iter().map(|(k, v)| (k, untagged(v))).collect()),
+        v => v,
+    }
+}
+
+/// The exact value a JSON number's text denotes, as `(digits, exponent)`
+/// with no trailing zero in `digits` (so equal values are equal pairs).
+fn decimal(text: &str) -> Option<(num_bigint::BigInt, i64)> {
+    let (mantissa, exp) = match text.find(['e', 'E']) {
+        Some(i) => (&text[..i], text[i + 1..].parse::<i64>().ok()?),
+        None => (text, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut digits: num_bigint::BigInt = format!("{int}{frac}").parse().ok()?;
+    let mut exp = exp - frac.len() as i64;
+    let ten = num_bigint::BigInt::from(10u8);
+    if digits == num_bigint::BigInt::ZERO {
+        return Some((digits, 0));
+    }
+    while (&digits % &ten) == num_bigint::BigInt::ZERO {
+        digits /= &ten;
+        exp += 1;
+    }
+    Some((digits, exp))
 }
 
 impl Drop for Oracle {

@@ -173,6 +173,15 @@ impl EnginePool {
                 Outcome::TimedOut => {
                     in_time(&scope, &self.limits)?;
                 }
+                // OPA's answer is one regent cannot hold (issue 27): an
+                // error, never regorus' other number.
+                Outcome::Refused(message) => {
+                    return Err(EvalError {
+                        message,
+                        location: None,
+                        timed_out: false,
+                    });
+                }
                 // Nothing of the attempt is kept, its charges included: the
                 // scope ends here and regorus starts afresh.
                 Outcome::Fallback => {}

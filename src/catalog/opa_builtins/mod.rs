@@ -25,6 +25,7 @@
 
 use regorus::Value;
 
+pub(super) mod arith;
 mod encoding;
 pub(super) mod glob;
 mod json;

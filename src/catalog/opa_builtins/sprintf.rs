@@ -265,7 +265,7 @@ fn digits_of(e: &str) -> (String, i32) {
 /// A float as JSON writers write it: the shortest digits, a fixed point
 /// for exponents -4 to 15 (always with a fraction, `2.0`), otherwise an
 /// exponent of at least two digits (`1e+300`, `1.5e-07`).
-fn json_float(f: f64) -> String {
+pub(super) fn json_float(f: f64) -> String {
     let sign = if f.is_sign_negative() { "-" } else { "" };
     let (digits, dp) = shortest(f);
     if digits.is_empty() {

@@ -60,7 +60,7 @@ fn split(s: &str) -> Result<(&str, &str), ()> {
 /// A decimal as Go's `big.Float.Parse` (base 0) and `big.Rat.SetString`
 /// read the amounts that reach them: `[+-]?(d+.?d*|.d+)([eE][+-]?d+)?`,
 /// as its sign, its digits as an integer and its power of ten.
-fn decimal(s: &str) -> Option<(bool, BigUint, i64)> {
+pub(super) fn decimal(s: &str) -> Option<(bool, BigUint, i64)> {
     let (negative, s) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),
@@ -101,9 +101,9 @@ fn decimal(s: &str) -> Option<(bool, BigUint, i64)> {
 
 /// A finite `big.Float` of magnitude `m × 2^e`.
 #[derive(Clone)]
-struct Float {
-    m: BigUint,
-    e: i64,
+pub(super) struct Float {
+    pub(super) m: BigUint,
+    pub(super) e: i64,
 }
 
 impl Float {
@@ -112,7 +112,7 @@ impl Float {
     }
 
     /// Rounded to `prec` bits, to nearest, ties to even (`big.ToNearestEven`).
-    fn round(self, prec: u64) -> Float {
+    pub(super) fn round(self, prec: u64) -> Float {
         let bits = self.m.bits();
         if bits <= prec {
             return self;
@@ -132,7 +132,7 @@ impl Float {
         Float { m: q, e }
     }
 
-    fn mul(&self, other: &Float, prec: u64) -> Float {
+    pub(super) fn mul(&self, other: &Float, prec: u64) -> Float {
         Float {
             m: &self.m * &other.m,
             e: self.e + other.e,
@@ -142,7 +142,7 @@ impl Float {
 
     /// The quotient, correctly rounded: enough quotient bits, and a sticky
     /// bit below them for a nonzero remainder.
-    fn quo(&self, other: &Float, prec: u64) -> Float {
+    pub(super) fn quo(&self, other: &Float, prec: u64) -> Float {
         let s = (prec + 2 + other.m.bits()).saturating_sub(self.m.bits());
         let num = &self.m << s;
         let mut q = &num / &other.m;
@@ -175,7 +175,7 @@ fn pow5(n: u64, prec: u64) -> Float {
 
 /// Go's `new(big.Float).SetString(num)`: the digits exactly, times the
 /// power of five rounded to 128 bits, rounded once to 64 bits.
-fn parse_float(digits: BigUint, exp10: i64) -> Float {
+pub(super) fn parse_float(digits: BigUint, exp10: i64) -> Float {
     let z = Float { m: digits, e: 0 };
     let z = if exp10 == 0 {
         z.round(64)

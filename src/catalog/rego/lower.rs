@@ -46,6 +46,7 @@ use crate::catalog::native::{
     self, Body, Builtin, Cmp, Collect, Def, Kind, Program, Rule as NRule, Stmt, Term,
 };
 use crate::catalog::opa_builtins;
+use crate::catalog::opa_builtins::arith::Op as Arith;
 
 /// Builtins whose answer is not a function of their arguments, or that
 /// need the interpreter: never lowered.
@@ -807,6 +808,33 @@ impl Lower {
                 Box::new(self.expr(lhs, pkg, scope)?),
                 Box::new(self.expr(rhs, pkg, scope)?),
             ),
+            // `+ - * /`: OPA's arithmetic on the numbers' texts, or a
+            // refusal naming this expression where regent cannot hold
+            // OPA's result (`opa_builtins::arith`).
+            Expr::ArithExpr {
+                span,
+                op: op @ (ArithOp::Add | ArithOp::Sub | ArithOp::Mul | ArithOp::Div),
+                lhs,
+                rhs,
+                ..
+            } => Term::Arith(
+                match op {
+                    ArithOp::Add => Arith::Add,
+                    ArithOp::Sub => Arith::Sub,
+                    ArithOp::Mul => Arith::Mul,
+                    _ => Arith::Div,
+                },
+                Box::new(self.expr(lhs, pkg, scope)?),
+                Box::new(self.expr(rhs, pkg, scope)?),
+                format!(
+                    "{}:{}:{}: `{}`",
+                    span.source.file(),
+                    span.line,
+                    span.col,
+                    span.text()
+                )
+                .into(),
+            ),
             Expr::BoolExpr { op, lhs, rhs, .. } => Term::Compare(
                 match op {
                     BoolOp::Eq => Cmp::Eq,
@@ -926,7 +954,11 @@ fn guard(t: Term, out: &mut Vec<Term>) {
                 guard(v, out);
             }
         }
-        Term::Compare(_, a, b) | Term::Rem(a, b) | Term::In(a, b) | Term::KeyIn(a, b) => {
+        Term::Compare(_, a, b)
+        | Term::Rem(a, b)
+        | Term::Arith(_, a, b, _)
+        | Term::In(a, b)
+        | Term::KeyIn(a, b) => {
             guard(*a, out);
             guard(*b, out);
         }

@@ -12,6 +12,12 @@
 //!   undefined operand of `in` is undefined in OPA, false in regorus.
 //! - `<`, `<=`, `>`, `>=` where a side may hold a set: regorus orders sets
 //!   before objects, OPA after (every other pair of kinds is ordered alike).
+//! - `+ - * /` where an operand may not be an integer: OPA computes on the
+//!   numbers' decimal texts with 64-bit floats (`0.1 + 0.2` is `0.3`),
+//!   regorus with doubles (`0.30000000000000004`); `native` computes as
+//!   OPA or refuses (`opa_builtins::arith`). An operand is an integer when
+//!   it is an integer literal, `count(…)`, an argument every tool's
+//!   inputSchema declares `type: integer`, or `+ - * %` of integers.
 //! - a constant pattern of a regex builtin whose Go meaning regent does not
 //!   reproduce (`opa_builtins::regex`: a Unicode class by a script or long
 //!   name): every
@@ -21,7 +27,8 @@
 //! runs natively, which answers as OPA) or a load error (it runs on
 //! regorus) is the build's call.
 
-use regorus::unstable::{BoolOp, Expr, Literal, Query, Ref, Rule, RuleHead, Span};
+use regorus::Value;
+use regorus::unstable::{ArithOp, BoolOp, Expr, Literal, Query, Ref, Rule, RuleHead, Span};
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -73,6 +80,23 @@ impl Facts<'_> {
             );
         }
         (defined, collection)
+    }
+
+    /// Whether every tool's inputSchema declares `input.arguments.<path>`
+    /// `type: integer` (the arguments are validated before a policy runs).
+    fn argument_integer(&self, module: usize, path: &[String]) -> bool {
+        let schemas = &self.schemas[module];
+        !schemas.is_empty()
+            && schemas.iter().all(|schema| {
+                let mut at = *schema;
+                for seg in path {
+                    match at.get("properties").and_then(|p| p.get(seg)) {
+                        Some(next) => at = next,
+                        None => return false,
+                    }
+                }
+                at.get("type").and_then(serde_json::Value::as_str) == Some("integer")
+            })
     }
 
     /// The value of the data document at `path` (after `data`), when no
@@ -566,6 +590,31 @@ fn may_hold_set(e: &Expr) -> bool {
     }
 }
 
+/// Whether `e` may be a number that is not an integer (see the module doc).
+fn may_be_fraction(e: &Expr, module: usize, facts: &Facts) -> bool {
+    match e {
+        Expr::Number { value, .. } => !matches!(value, Value::Number(n) if n.is_integer()),
+        Expr::UnaryExpr { expr, .. } => may_be_fraction(expr, module, facts),
+        Expr::ArithExpr { op, lhs, rhs, .. } => {
+            matches!(op, ArithOp::Div)
+                || may_be_fraction(lhs, module, facts)
+                || may_be_fraction(rhs, module, facts)
+        }
+        Expr::Call { fcn, .. } => !matches!(
+            path_of(fcn).join(".").as_str(),
+            "count" | "strings.count" | "indexof"
+        ),
+        Expr::RefDot { .. } | Expr::RefBrack { .. } => {
+            let path = path_of(e);
+            !(path.len() > 2
+                && path[0] == "input"
+                && path[1] == "arguments"
+                && facts.argument_integer(module, &path[2..]))
+        }
+        _ => true,
+    }
+}
+
 /// What regent flags in `modules`, as warnings.
 pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -666,6 +715,19 @@ pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
                         span,
                         ..
                     } if may_hold_set(lhs) && may_hold_set(rhs) => push(order_finding(span)),
+                    Expr::ArithExpr {
+                        op: ArithOp::Add | ArithOp::Sub | ArithOp::Mul | ArithOp::Div,
+                        lhs,
+                        rhs,
+                        span,
+                        ..
+                    } if (may_be_fraction(lhs, mi, facts) || may_be_fraction(rhs, mi, facts))
+                        && ![lhs, rhs].iter().any(|x| {
+                            matches!(x.as_ref(), Expr::Set { .. } | Expr::SetCompr { .. })
+                        }) =>
+                    {
+                        push(arith_finding(span))
+                    }
                     Expr::Call { fcn, params, .. } => {
                         let name = path_of(fcn).join(".");
                         let at = match name.as_str() {
@@ -759,6 +821,21 @@ fn order_finding(span: &Span) -> Diagnostic {
     .with_help(
         "compare values of one kind: check `is_number`/`is_string` on both sides first, or compare with a literal",
     )
+}
+
+fn arith_finding(span: &Span) -> Diagnostic {
+    Diagnostic::warning(
+        "opa-float-arithmetic",
+        span_location(span),
+        format!(
+            "`{}`: on a number that is not an integer OPA computes with 64-bit decimals (`0.1 + 0.2` is 0.3), regorus with doubles (0.30000000000000004); regent's own evaluator answers as OPA or fails where it cannot hold OPA's result (`1 / 3` is 0.33333333333333333334 in OPA)",
+            span.text()
+        ),
+    )
+    .with_help(format!(
+        "{}; declare the arguments `type: integer` in inputSchema so regent knows they are",
+        crate::catalog::opa_builtins::arith::PORTABLE
+    ))
 }
 
 fn regex_finding(pattern: &Expr, what: &str) -> Diagnostic {
