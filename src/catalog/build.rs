@@ -42,6 +42,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     let mut diags = Diagnostics::default();
 
     let policies = parse_policies(source, opts, &mut diags);
+    let caller_schema = super::caller_schema::compile(source, &mut diags);
     let claimed: BTreeSet<&str> = source
         .tools()
         .flat_map(|(_, _, t)| t.policy.iter().chain(t.shadow_policy.iter()))
@@ -270,6 +271,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         warnings,
         visibility,
         quarantined: source.quarantined.clone(),
+        caller_schema,
     };
     (catalog, diags)
 }

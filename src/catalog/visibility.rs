@@ -170,18 +170,29 @@ impl Catalog {
         &'a self,
         caller: Option<&Caller>,
     ) -> impl Iterator<Item = &'a Tool> + 'a {
-        let set = self.visible_set(caller);
+        // A caller the catalog's caller schema refuses sees nothing.
+        let refused = self.caller_problem(caller).is_some();
+        let set = if refused {
+            None
+        } else {
+            self.visible_set(caller)
+        };
         self.tools
             .iter()
             .enumerate()
-            .filter(move |(i, _)| set.as_ref().is_none_or(|s| s[*i]))
+            .filter(move |(i, _)| !refused && set.as_ref().is_none_or(|s| s[*i]))
             .map(|(_, t)| t)
     }
 
     /// Tool `name` if `caller` sees it: `None` for an unknown tool and for a
     /// hidden one alike, so that a hidden tool answers as an unknown one.
+    /// A caller whose claims the catalog's caller schema refuses sees no
+    /// tool (see [`Catalog::lookup_as`] for the refusal itself).
     pub fn tool_as(&self, name: &str, caller: Option<&Caller>) -> Option<&Tool> {
         let i = *self.by_name.get(name)?;
+        if self.caller_problem(caller).is_some() {
+            return None;
+        }
         match self.visible_set(caller) {
             Some(set) if !set[i] => None,
             _ => Some(&self.tools[i]),

@@ -310,8 +310,10 @@ pub async fn call(
     };
     // A tool the caller may not see answers as an unknown one, before
     // anything about it (its resolvers, its questions) can show.
-    let Some(tool) = catalog.tool_as(name, caller.as_deref()) else {
-        return Err(fail(entry, ResolveError::UnknownTool(name.to_string())));
+    // A caller the catalog's caller schema refuses gets no decision.
+    let tool = match catalog.lookup_as(name, caller.as_deref()) {
+        Ok(tool) => tool,
+        Err(e) => return Err(fail(entry, e)),
     };
     if let Some(r) = fill::supplied_by_client(tool, &args) {
         return Err(errors::server_filled(tool, r));

@@ -540,10 +540,28 @@ fn resolve_logged(
 ) -> Result<Answer, ErrorData> {
     let log = serving.as_ref().map(|s| s.log);
     let (name, args) = name_and_arguments(params, shape.draft())?;
-    // A tool the caller may not see answers as an unknown one.
-    let tool = catalog
-        .tool_as(&name, caller.as_deref())
-        .ok_or_else(|| errors::not_listed(catalog, &name))?;
+    // A tool the caller may not see answers as an unknown one; a caller the
+    // catalog's caller schema refuses gets no decision, and the refusal is
+    // logged.
+    let tool = match catalog.lookup_as(&name, caller.as_deref()) {
+        Ok(tool) => tool,
+        Err(e @ crate::catalog::ResolveError::CallerClaimsInvalid(_)) => {
+            if let Some(log) = log {
+                let method = if shape.full {
+                    "tools/resolve"
+                } else {
+                    "tools/annotations"
+                };
+                let mut entry = Entry::new(Kind::Resolve, method, &name, args, &catalog.revision);
+                entry.caller = caller;
+                entry.verdict = Verdict::Error(e.to_string());
+                // The answer is an error either way.
+                let _ = log.record(entry);
+            }
+            return Err(errors::resolve_error(catalog, &e));
+        }
+        Err(_) => return Err(errors::not_listed(catalog, &name)),
+    };
     if !tool.is_resolvable() {
         return Err(ErrorData::invalid_params(
             format!("tool {name} is not resolvable: it has no resolve rules and no policy"),
