@@ -97,7 +97,14 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
             .iter()
             .filter(|f| f.kind == FileKind::Policy)
             .count();
-    references(source, &modules, &owners, parsed_all, &mut diags);
+    references(
+        source,
+        &modules,
+        &owners,
+        parsed_all,
+        caller_schema.as_ref().map(|s| &s.claims),
+        &mut diags,
+    );
     // Constructs where regorus answers differently from OPA: a warning
     // here; for a tool whose policy runs on regorus, an error at the tool
     // (`compile_tool`).
@@ -285,6 +292,7 @@ fn references(
     modules: &[rego::PolicyModule],
     owners: &[Option<&str>],
     parsed_all: bool,
+    claims: Option<&Value>,
     diags: &mut Diagnostics,
 ) {
     let tools: Vec<(&str, [Option<&str>; 2], &Value)> = source
@@ -312,8 +320,12 @@ fn references(
         },
     };
     let data: Vec<&Value> = source.data.iter().map(|d| &d.value).collect();
-    let ctx = rego::refs::Context::new(modules, owners, &data, parsed_all);
+    let ctx = rego::refs::Context::new(modules, owners, &data, parsed_all).with_claims(claims);
     for d in rego::refs::check(modules, &ctx, schemas) {
+        diags.push(d);
+    }
+    // Claims used as if typed, when nothing declares or tests the type.
+    for d in rego::claims::untyped(modules, claims) {
         diags.push(d);
     }
     // Variables no body binds (OPA's safety rule): regorus finds them only

@@ -136,26 +136,25 @@ fn compact(v: &Value) -> String {
 /// an error naming both places; an invalid schema an error at its keyword).
 pub fn compile(source: &Source, diags: &mut Diagnostics) -> Option<CallerSchema> {
     let mut found: Option<CallerSchema> = None;
+    let mut first: Option<Location> = None;
     for file in &source.tool_files {
         let Some(decl) = &file.model.caller else {
             continue;
         };
         let at = YamlPath::root().key("caller");
         let location = file.locate(&at);
-        if let Some(first) = &found {
+        if let Some(first) = &first {
             diags.push(
                 Diagnostic::error(
                     "duplicate-caller",
                     location,
-                    format!(
-                        "a second `caller:` declaration; the first is at {}",
-                        first.location
-                    ),
+                    format!("a second `caller:` declaration; the first is at {first}"),
                 )
                 .with_help("declare the caller's claims once per catalog; merge the two into one"),
             );
             continue;
         }
+        first = Some(location.clone());
         match schema::compile(&decl.claims, file, &at.key("claims"), "caller.claims") {
             Ok(validator) => {
                 found = Some(CallerSchema {
