@@ -234,6 +234,16 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         }
     }
 
+    // Claims used as if typed, when nothing declares or tests the type:
+    // only in the modules some tool reaches (a library package no tool
+    // reaches cannot change an answer).
+    let reached = modules
+        .iter()
+        .filter(|m| tools.iter().any(|t: &Tool| t.reach.keeps(&m.path)));
+    for d in rego::claims::untyped(reached, caller_schema.as_ref().map(|s| &s.claims)) {
+        diags.push(d);
+    }
+
     // A construct refused at a tool is not also a warning.
     let refused: BTreeSet<(String, usize, usize, &str)> = diags
         .0
@@ -322,10 +332,6 @@ fn references(
     let data: Vec<&Value> = source.data.iter().map(|d| &d.value).collect();
     let ctx = rego::refs::Context::new(modules, owners, &data, parsed_all).with_claims(claims);
     for d in rego::refs::check(modules, &ctx, schemas) {
-        diags.push(d);
-    }
-    // Claims used as if typed, when nothing declares or tests the type.
-    for d in rego::claims::untyped(modules, claims) {
         diags.push(d);
     }
     // Variables no body binds (OPA's safety rule): regorus finds them only

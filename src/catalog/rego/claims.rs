@@ -10,7 +10,8 @@
 //! mismatching callers are refused before any decision, see
 //! `catalog::caller_schema`) with a `type`, `enum` or `const`, or tested in
 //! the same rule (`is_array`, `is_string`, ..., `type_name`). Each other use
-//! is a warning, once per rule and claim.
+//! is a warning, once per rule and claim, in the modules the caller passes
+//! (`build`: those some tool reaches).
 //!
 //! Read through [`super::visit`]'s walk; a claim read through an alias
 //! (`import input.caller.claims as c`, `c := input.caller.claims`) is not
@@ -95,7 +96,10 @@ fn declared_type(schema: &Value, claim: &[String]) -> bool {
 
 /// Every use of an untyped claim in `modules`; `declared` is the catalog's
 /// claims schema, if it declares one.
-pub fn untyped(modules: &[PolicyModule], declared: Option<&Value>) -> Vec<Diagnostic> {
+pub fn untyped<'m>(
+    modules: impl IntoIterator<Item = &'m PolicyModule>,
+    declared: Option<&Value>,
+) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for m in modules {
         if m.path.starts_with(GENERATED_PREFIX) {
@@ -117,8 +121,12 @@ pub fn untyped(modules: &[PolicyModule], declared: Option<&Value>) -> Vec<Diagno
                         }
                     }
                     Expr::BoolExpr { lhs, rhs, .. } => {
+                        // `claims.org[_] == x` iterates `org`: the walk
+                        // reaches that reference next and says so.
                         for side in [lhs, rhs] {
-                            if let Some(c) = claim(side) {
+                            if let Some(c) = claim(side)
+                                && !path_of(side).iter().any(|p| p == "[_]")
+                            {
                                 uses.push((c, Use::Compared, at(side)));
                             }
                         }
@@ -200,4 +208,70 @@ fn finding(claim: &[String], how: Use, at: Location, declared: bool) -> Diagnost
         ),
     )
     .with_help(help)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// `line:column claim-use` of each warning on `body` (rules of package p).
+    fn run(body: &str, declared: Option<Value>) -> Vec<String> {
+        let mut engine = regorus::Engine::new();
+        engine
+            .add_policy(
+                "p.rego".to_string(),
+                format!("package p\n\nimport rego.v1\n\n{body}\n"),
+            )
+            .unwrap();
+        let modules = super::super::modules(&mut engine);
+        untyped(&modules, declared.as_ref())
+            .into_iter()
+            .map(|d| {
+                let what = d.message.split(" but ").next().unwrap_or("").to_string();
+                format!("{}:{} {what}", d.location.line, d.location.column)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn in_iteration_and_comparison_warn_without_a_type() {
+        let w = run(
+            "a if \"x\" in input.caller.claims.groups\n\
+             b if { some t in input.caller.claims.teams; t == \"y\" }\n\
+             c if { every r in input.caller.claims.roles { r != \"z\" } }\n\
+             d if input.caller.claims.org[_] == \"o\"\n\
+             e if input.caller.claims.level > 3\n\
+             f := input.caller.claims.tenant\n\
+             g if input.caller.claims.groups[0] == \"x\"",
+            None,
+        );
+        assert_eq!(w.len(), 6, "{w:#?}");
+        assert!(
+            w[0].contains("`input.caller.claims.groups` is used with `in`"),
+            "{w:#?}"
+        );
+        assert!(w[1].contains("teams` is iterated"), "{w:#?}");
+        assert!(w[2].contains("roles` is iterated"), "{w:#?}");
+        assert!(w[3].contains("org` is iterated"), "{w:#?}");
+        assert!(w[4].contains("level` is compared"), "{w:#?}");
+        assert!(w[5].contains("groups` is iterated"), "{w:#?}");
+    }
+
+    #[test]
+    fn a_type_test_in_the_rule_or_a_declared_type_silences_it() {
+        let body = "a if { is_array(input.caller.claims.groups); \"x\" in input.caller.claims.groups }\n\
+                    b if { type_name(input.caller.claims.level) == \"number\"; input.caller.claims.level > 3 }\n\
+                    c if \"x\" in input.caller.claims.teams";
+        let w = run(body, None);
+        assert_eq!(w.len(), 1, "{w:#?}");
+        assert!(w[0].contains("teams"), "{w:#?}");
+        let declared = json!({"type": "object", "properties": {
+            "teams": {"type": "array", "items": {"type": "string"}},
+            "loose": {}
+        }});
+        assert!(run(body, Some(declared.clone())).is_empty());
+        let w = run("d if input.caller.claims.loose == \"x\"", Some(declared));
+        assert_eq!(w.len(), 1, "declared without a type: {w:#?}");
+    }
 }
