@@ -259,7 +259,7 @@ impl Catalog {
         if let Some(why) = self.caller_problem(caller) {
             return Err(ResolveError::CallerClaimsInvalid(why));
         }
-        self.tool_as(name, caller)
+        self.seen_by(name, caller)
             .ok_or_else(|| ResolveError::UnknownTool(name.to_string()))
     }
 

@@ -189,10 +189,16 @@ impl Catalog {
     /// A caller whose claims the catalog's caller schema refuses sees no
     /// tool (see [`Catalog::lookup_as`] for the refusal itself).
     pub fn tool_as(&self, name: &str, caller: Option<&Caller>) -> Option<&Tool> {
-        let i = *self.by_name.get(name)?;
         if self.caller_problem(caller).is_some() {
             return None;
         }
+        self.seen_by(name, caller)
+    }
+
+    /// [`Catalog::tool_as`] for a caller already held against the caller
+    /// schema ([`Catalog::lookup_as`]), so that it is validated once.
+    pub(super) fn seen_by(&self, name: &str, caller: Option<&Caller>) -> Option<&Tool> {
+        let i = *self.by_name.get(name)?;
         match self.visible_set(caller) {
             Some(set) if !set[i] => None,
             _ => Some(&self.tools[i]),

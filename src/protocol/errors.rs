@@ -157,7 +157,7 @@ pub fn resolve_error(catalog: &Catalog, e: &ResolveError) -> ErrorData {
             );
             ErrorData::invalid_params(
                 format!(
-                    "{why}; regent makes no decision for this caller: fix the token's claims at the identity provider or the catalog's `caller:` schema"
+                    "{why}; regent makes no decision for this caller: fix its claims (the token at the identity provider, or the caller file) or the catalog's `caller:` schema"
                 ),
                 Some(json!({
                     "reason": "caller-claims-invalid",
