@@ -43,6 +43,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     let mut diags = Diagnostics::default();
 
     let policies = parse_policies(source, opts, &mut diags);
+    let caller_schema = super::caller_schema::compile(source, &mut diags);
     let claimed: BTreeSet<&str> = source
         .tools()
         .flat_map(|(_, _, t)| t.policy.iter().chain(t.shadow_policy.iter()))
@@ -97,7 +98,14 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
             .iter()
             .filter(|f| f.kind == FileKind::Policy)
             .count();
-    references(source, &modules, &owners, parsed_all, &mut diags);
+    references(
+        source,
+        &modules,
+        &owners,
+        parsed_all,
+        caller_schema.as_ref().map(|s| &s.claims),
+        &mut diags,
+    );
     // Constructs where regorus answers differently from OPA: a warning
     // here; for a tool whose policy runs on regorus, an error at the tool
     // (`compile_tool`).
@@ -227,6 +235,16 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         }
     }
 
+    // Claims used as if typed, when nothing declares or tests the type:
+    // only in the modules some tool reaches (a library package no tool
+    // reaches cannot change an answer).
+    let reached = modules
+        .iter()
+        .filter(|m| tools.iter().any(|t: &Tool| t.reach.keeps(&m.path)));
+    for d in rego::claims::untyped(reached, caller_schema.as_ref().map(|s| &s.claims)) {
+        diags.push(d);
+    }
+
     // A construct refused at a tool is not also a warning.
     let refused: BTreeSet<(String, usize, usize, &str)> = diags
         .0
@@ -271,6 +289,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         warnings,
         visibility,
         quarantined: source.quarantined.clone(),
+        caller_schema,
     };
     (catalog, diags)
 }
@@ -284,6 +303,7 @@ fn references(
     modules: &[rego::PolicyModule],
     owners: &[Option<&str>],
     parsed_all: bool,
+    claims: Option<&Value>,
     diags: &mut Diagnostics,
 ) {
     let tools: Vec<(&str, [Option<&str>; 2], &Value)> = source
@@ -311,7 +331,7 @@ fn references(
         },
     };
     let data: Vec<&Value> = source.data.iter().map(|d| &d.value).collect();
-    let ctx = rego::refs::Context::new(modules, owners, &data, parsed_all);
+    let ctx = rego::refs::Context::new(modules, owners, &data, parsed_all).with_claims(claims);
     for d in rego::refs::check(modules, &ctx, schemas) {
         diags.push(d);
     }

@@ -10,6 +10,7 @@
 pub mod budget;
 mod build;
 mod builtins;
+pub mod caller_schema;
 #[cfg(test)]
 mod differential;
 pub mod exercise;
@@ -41,6 +42,7 @@ use serde_json::{Map, Value};
 
 use crate::diag::{Diagnostic, Location};
 pub use build::{build, build_partial};
+pub use caller_schema::{CallerInvalid, CallerSchema};
 pub use hints::{Hint, Hints};
 pub use resolve::{Detached, Origin, Resolution, ResolveError, Shadow};
 pub use schema::ArgError;
@@ -361,6 +363,9 @@ pub struct Catalog {
     /// among `tools`, so nothing can run them; kept to say why a call to
     /// one is refused, and for the status (`state`).
     pub quarantined: Vec<crate::source::upstream::Quarantined>,
+    /// The declared shape of a caller's claims (`caller:`), held against
+    /// every caller before any decision about it (see `caller_schema`).
+    caller_schema: Option<caller_schema::CallerSchema>,
 }
 
 impl Catalog {

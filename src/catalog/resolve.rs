@@ -138,6 +138,9 @@ impl Resolution<'_> {
 #[derive(Debug, Clone)]
 pub enum ResolveError {
     UnknownTool(String),
+    /// The caller's claims do not match the catalog's caller schema: no
+    /// decision is made about it (see `caller_schema`).
+    CallerClaimsInvalid(super::CallerInvalid),
     InvalidArguments {
         tool: String,
         errors: Vec<ArgError>,
@@ -162,6 +165,7 @@ impl std::fmt::Display for ResolveError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ResolveError::UnknownTool(name) => write!(f, "unknown tool: {name}"),
+            ResolveError::CallerClaimsInvalid(why) => write!(f, "{why}"),
             ResolveError::InvalidArguments { tool, errors } => {
                 write!(f, "invalid arguments for tool {tool}")?;
                 for e in errors.iter().take(3) {
@@ -234,14 +238,29 @@ impl Catalog {
     ) -> Option<Shadow<'_>> {
         let tool = self.tool(name)?;
         let package = tool.shadow_policy.as_deref()?;
-        let resolution = self.validate_partial(name, args).and_then(|tool| {
-            let r = layers(tool, &tool.shadow_plan, package, name, args, caller)?;
-            not_riskier(r, Some(package))
-        });
+        let resolution = self
+            .lookup_as(name, caller)
+            .and_then(|_| self.validate_partial(name, args))
+            .and_then(|tool| {
+                let r = layers(tool, &tool.shadow_plan, package, name, args, caller)?;
+                not_riskier(r, Some(package))
+            });
         Some(Shadow {
             package,
             resolution,
         })
+    }
+
+    /// Tool `name` as `caller` may see it: refused first when the caller's
+    /// claims do not match the catalog's caller schema, then unknown when
+    /// the catalog does not list it or the caller may not see it
+    /// ([`Catalog::tool_as`]).
+    pub fn lookup_as(&self, name: &str, caller: Option<&Caller>) -> Result<&Tool, ResolveError> {
+        if let Some(why) = self.caller_problem(caller) {
+            return Err(ResolveError::CallerClaimsInvalid(why));
+        }
+        self.seen_by(name, caller)
+            .ok_or_else(|| ResolveError::UnknownTool(name.to_string()))
     }
 
     /// Checks `args` as a client sends them (resolved parameters may be
@@ -276,6 +295,9 @@ impl Catalog {
         args: &Value,
         caller: Option<&Caller>,
     ) -> Result<Resolution<'_>, ResolveError> {
+        if let Some(why) = self.caller_problem(caller) {
+            return Err(ResolveError::CallerClaimsInvalid(why));
+        }
         let tool = self.validate_partial(name, args)?;
         layers(
             tool,

@@ -180,11 +180,24 @@ impl Catalog {
         &'a self,
         caller: Option<&Caller>,
     ) -> impl Iterator<Item = &'a Tool> + 'a {
-        self.tools_in(self.visible_set(caller))
+        // A caller the catalog's caller schema refuses sees nothing.
+        let refused = self.caller_problem(caller).is_some();
+        let set = if refused {
+            Some(self.nothing_visible())
+        } else {
+            self.visible_set(caller)
+        };
+        self.tools_in(set)
+    }
+
+    /// The set that shows no tool (a caller the caller schema refuses).
+    pub fn nothing_visible(&self) -> Visible {
+        vec![false; self.tools.len()].into()
     }
 
     /// The tools `set` (this catalog's [`Catalog::visible_set`] for some
-    /// caller) shows, in declaration order.
+    /// caller) shows, in declaration order. The caller schema is the
+    /// caller of this function's business ([`Catalog::caller_problem`]).
     pub fn tools_in<'a>(&'a self, set: Option<Visible>) -> impl Iterator<Item = &'a Tool> + 'a {
         self.tools
             .iter()
@@ -195,13 +208,25 @@ impl Catalog {
 
     /// Tool `name` if `caller` sees it: `None` for an unknown tool and for a
     /// hidden one alike, so that a hidden tool answers as an unknown one.
+    /// A caller whose claims the catalog's caller schema refuses sees no
+    /// tool (see [`Catalog::lookup_as`] for the refusal itself).
     pub fn tool_as(&self, name: &str, caller: Option<&Caller>) -> Option<&Tool> {
+        if self.caller_problem(caller).is_some() {
+            return None;
+        }
+        self.seen_by(name, caller)
+    }
+
+    /// [`Catalog::tool_as`] for a caller already held against the caller
+    /// schema ([`Catalog::lookup_as`]), so that it is validated once.
+    pub(super) fn seen_by(&self, name: &str, caller: Option<&Caller>) -> Option<&Tool> {
         self.by_name.get(name)?;
         self.tool_in(name, self.visible_set(caller).as_ref())
     }
 
     /// Tool `name` if `set` (this catalog's [`Catalog::visible_set`] for
-    /// the caller) shows it, as [`Catalog::tool_as`].
+    /// the caller) shows it, as [`Catalog::tool_as`] (the caller schema is
+    /// the caller of this function's business).
     pub fn tool_in(&self, name: &str, set: Option<&Visible>) -> Option<&Tool> {
         let i = *self.by_name.get(name)?;
         match set {

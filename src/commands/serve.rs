@@ -279,6 +279,14 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         // the decision log is written out before the process exits.
         let stop = super::serve_http::shutdown_signal()
             .map_err(|e| cannot_run(format!("cannot handle SIGTERM and SIGINT: {e}")))?;
+        // A configured caller the catalog's caller schema refuses gets no
+        // decision; say so once, now. (A reload may change the schema: the
+        // check is made per request.)
+        if let Some(c) = &caller
+            && let Some(why) = state.current().caller_problem(Some(c))
+        {
+            tracing::warn!("the configured caller gets no decision from this catalog: {why}");
+        }
         let mut regent = Regent::new(state);
         if let Some(caller) = caller {
             tracing::info!(subject = %caller.subject, issuer = %caller.issuer, "serving as the configured caller");

@@ -311,6 +311,10 @@ pub async fn call(
     };
     // A tool the caller may not see answers as an unknown one, before
     // anything about it (its resolvers, its questions) can show.
+    // A caller the catalog's caller schema refuses gets no decision.
+    if let Some(why) = catalog.caller_problem(caller.as_deref()) {
+        return Err(fail(entry, ResolveError::CallerClaimsInvalid(why)));
+    }
     // Evaluating `visible` rules is paced like the rest (see `pace`).
     let seen =
         match super::pace::visible_set(cc.pace.map(|p| &**p), &catalog, caller.as_ref()).await {

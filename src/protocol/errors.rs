@@ -146,6 +146,27 @@ pub fn resolve_error(catalog: &Catalog, e: &ResolveError) -> ErrorData {
     let revision = catalog.short_revision();
     match e {
         ResolveError::UnknownTool(name) => not_listed(catalog, name),
+        ResolveError::CallerClaimsInvalid(why) => {
+            // The operator's concern (the identity provider and the catalog
+            // disagree), logged without the claim's value.
+            tracing::warn!(
+                claim = %why.claim,
+                keyword = %why.keyword,
+                revision,
+                "caller refused: {why}"
+            );
+            ErrorData::invalid_params(
+                format!(
+                    "{why}; regent makes no decision for this caller: fix its claims (the token at the identity provider, or the caller file) or the catalog's `caller:` schema"
+                ),
+                Some(json!({
+                    "reason": "caller-claims-invalid",
+                    "claim": why.claim,
+                    "keyword": why.keyword,
+                    "revision": revision,
+                })),
+            )
+        }
         ResolveError::InvalidArguments { tool, errors } => ErrorData::invalid_params(
             e.to_string(),
             Some(json!({"tool": tool, "reason": "invalid-arguments", "errors": errors})),

@@ -545,10 +545,28 @@ fn resolve_logged(
     // rules (once per caller and catalog), the policy resolvers, the
     // policy and the shadow policy.
     let paced_from = Instant::now();
-    // A tool the caller may not see answers as an unknown one.
-    let tool = catalog
-        .tool_as(&name, caller.as_deref())
-        .ok_or_else(|| errors::not_listed(catalog, &name))?;
+    // A tool the caller may not see answers as an unknown one; a caller the
+    // catalog's caller schema refuses gets no decision, and the refusal is
+    // logged.
+    let tool = match catalog.lookup_as(&name, caller.as_deref()) {
+        Ok(tool) => tool,
+        Err(e @ crate::catalog::ResolveError::CallerClaimsInvalid(_)) => {
+            if let Some(log) = log {
+                let method = if shape.full {
+                    "tools/resolve"
+                } else {
+                    "tools/annotations"
+                };
+                let mut entry = Entry::new(Kind::Resolve, method, &name, args, &catalog.revision);
+                entry.caller = caller;
+                entry.verdict = Verdict::Error(e.to_string());
+                // The answer is an error either way.
+                let _ = log.record(entry);
+            }
+            return Err(errors::resolve_error(catalog, &e));
+        }
+        Err(_) => return Err(errors::not_listed(catalog, &name)),
+    };
     if !tool.is_resolvable() {
         return Err(ErrorData::invalid_params(
             format!("tool {name} is not resolvable: it has no resolve rules and no policy"),
@@ -702,14 +720,19 @@ impl ServerHandler for Regent {
         let caller = self.caller(&ctx);
         // Evaluated off the session's thread when a `visible` rule must be
         // (see `pace`): a slow one holds up nothing else.
-        let seen = match pace::visible_set(self.pace.as_deref(), &catalog, caller.as_ref()).await {
-            Ok(seen) => seen,
-            Err(e) => {
-                let e = ErrorData::internal_error(
-                    format!("the evaluation of the tools' visible rules did not finish: {e}"),
-                    None,
-                );
-                return self.counted("tools/list", Err(e));
+        // A caller the catalog's caller schema refuses sees no tool.
+        let seen = if catalog.caller_problem(caller.as_deref()).is_some() {
+            Some(catalog.nothing_visible())
+        } else {
+            match pace::visible_set(self.pace.as_deref(), &catalog, caller.as_ref()).await {
+                Ok(seen) => seen,
+                Err(e) => {
+                    let e = ErrorData::internal_error(
+                        format!("the evaluation of the tools' visible rules did not finish: {e}"),
+                        None,
+                    );
+                    return self.counted("tools/list", Err(e));
+                }
             }
         };
         let tools = catalog

@@ -156,6 +156,7 @@ pub fn parse_tool_file(path: &Path, text: &str) -> Result<ToolSource, Diagnostic
         .unwrap_or(ToolFile {
             tools: Vec::new(),
             upstreams: Vec::new(),
+            caller: None,
         });
     Ok(ToolSource {
         path: path.to_path_buf(),

@@ -22,6 +22,19 @@ pub struct ToolFile {
     /// MCP servers whose tools regent imports (see `source::upstream`).
     #[serde(default)]
     pub upstreams: Vec<super::upstream::UpstreamDecl>,
+    /// The shape of the verified caller (`input.caller`), at most one per
+    /// catalog (see `catalog::caller_schema`).
+    #[serde(default)]
+    pub caller: Option<CallerDecl>,
+}
+
+/// `caller:` in a tool file: what a verified caller's claims look like.
+/// A caller whose claims do not match is refused every decision.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallerDecl {
+    /// A JSON Schema of the claims object (`input.caller.claims`).
+    pub claims: Value,
 }
 
 /// One tool, as declared.

@@ -164,11 +164,42 @@ pub struct LocatedCase {
     pub case: Case,
     /// The case's `caller`, checked.
     pub caller: Option<Caller>,
+    /// Where that caller is written (the case's `caller`, or the file's
+    /// `defaults.caller`).
+    pub caller_at: Option<Location>,
     pub file: PathBuf,
     pub location: Location,
 }
 
 impl LocatedCase {
+    /// A test-file error when the case's caller does not match the
+    /// catalog's caller schema (`caller:`): such a caller gets no decision,
+    /// so the case could only test the refusal, which it must then expect
+    /// (`expect: {error: caller schema}`).
+    pub fn caller_problem(&self, catalog: &Catalog) -> Option<Diagnostic> {
+        if self.case.expect.error.is_some() {
+            return None;
+        }
+        let why = catalog.caller_problem(self.caller.as_ref())?;
+        let at = self
+            .caller_at
+            .clone()
+            .unwrap_or_else(|| self.location.clone());
+        let schema_at = catalog
+            .caller_schema()
+            .map_or_else(String::new, |s| format!(" declared at {}", s.location));
+        Some(
+            Diagnostic::error(
+                "caller-claims-invalid",
+                at,
+                format!("case {}: {why}", self.title()),
+            )
+            .with_help(format!(
+                "give the case a caller whose claims match the caller schema{schema_at}, or expect the refusal with `expect: {{error: caller schema}}`"
+            )),
+        )
+    }
+
     /// The case's name, or one made from its tool and arguments.
     pub fn title(&self) -> String {
         self.case.name.clone().unwrap_or_else(|| {
@@ -235,10 +266,16 @@ pub fn parse(path: &Path, text: &str) -> Result<Parsed, Diagnostic> {
                 .with_help("give `caller` a non-empty `subject`; `sub` and `iss` under `claims`, when given, must equal `subject` and `issuer`"),
         );
     }
-    let cases = cases.into_iter().map(|c| c.map(|c| defaults.apply(c)));
+    // Whether each case gives its own caller, to say where its caller is written.
+    let cases = cases.into_iter().map(|c| {
+        c.map(|c| {
+            let own = c.caller.is_some();
+            (defaults.apply(c), own)
+        })
+    });
     let mut out = Parsed::default();
     for (i, case) in cases.into_iter().enumerate() {
-        let case = match case {
+        let (case, own_caller) = match case {
             Ok(c) => c,
             Err(d) => {
                 out.malformed.push(d);
@@ -295,9 +332,19 @@ pub fn parse(path: &Path, text: &str) -> Result<Parsed, Diagnostic> {
                 continue;
             }
         };
+        let caller_at = caller.as_ref().map(|_| {
+            let at = if own_caller {
+                at.key("caller")
+            } else {
+                YamlPath::root().key("defaults").key("caller")
+            };
+            let (line, column) = index.locate(&at);
+            Location::new(path, line, column)
+        });
         out.cases.push(LocatedCase {
             case,
             caller,
+            caller_at,
             file: path.to_path_buf(),
             location,
         });

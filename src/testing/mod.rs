@@ -223,6 +223,10 @@ pub fn run(paths: &[PathBuf], opts: &BuildOptions, test: &TestOptions) -> TestRe
             report.filtered_out += 1;
             continue;
         }
+        if let Some(d) = c.caller_problem(&catalog) {
+            report.malformed.push(d);
+            continue;
+        }
         let (outcome, log) = capture.run(|| cases::run(&catalog, &c.case, c.caller.as_ref()));
         report.cases.push(CaseResult {
             case: c,

@@ -290,3 +290,43 @@ fn without_a_visible_rule_every_caller_gets_the_same_listing() {
     assert_eq!(a["result"].to_string(), b["result"].to_string());
     assert_eq!(a["result"]["tools"][0]["name"], json!("restart"), "{a}");
 }
+
+/// The caller file is held against the catalog's caller schema as a
+/// verified token is: one whose claims do not match gets no decision (every
+/// method that names a tool refuses with `caller-claims-invalid`) and sees
+/// no tool.
+#[test]
+fn a_caller_file_that_does_not_match_the_caller_schema_gets_no_decision() {
+    let s = Setup::new();
+    std::fs::write(
+        s.path("catalog/tools.yaml"),
+        format!(
+            "{TOOLS}caller:\n  claims:\n    type: object\n    properties:\n      groups: {{type: array, items: {{enum: [oncall, dev]}}}}\n"
+        ),
+    )
+    .unwrap();
+    let string = s.caller_file("string.yaml", "subject: alice\nclaims: {groups: oncall}\n");
+    let undeclared = s.caller_file(
+        "undeclared.yaml",
+        "subject: alice\nclaims: {groups: [root]}\n",
+    );
+    for era in Era::ALL {
+        for (file, claim, keyword) in [
+            (&string, "/groups", "type"),
+            (&undeclared, "/groups/0", "enum"),
+        ] {
+            let mut server = Server::start(
+                era,
+                &["--no-watch", "--caller-file", file, &s.arg("catalog")],
+            );
+            assert!(server.tool_names().is_empty(), "{era:?} {file}");
+            for e in errors_for(&mut server, "restart") {
+                assert_eq!(e["code"], json!(-32602), "{e}");
+                assert_eq!(e["data"]["reason"], json!("caller-claims-invalid"), "{e}");
+                assert_eq!(e["data"]["claim"], json!(claim), "{e}");
+                assert_eq!(e["data"]["keyword"], json!(keyword), "{e}");
+            }
+            assert!(server.finish().success());
+        }
+    }
+}

@@ -806,3 +806,131 @@ fn a_token_with_a_crit_header_is_refused() {
         assert!(challenge.contains(want), "{label}: {challenge}");
     }
 }
+
+/// A deny-list over a claim (`"banned" in input.caller.claims.groups`) is
+/// false for a token whose `groups` is the string "banned", so without a
+/// caller schema that token is allowed (and `regent check` warns of it);
+/// with one, it gets no decision at all: resolve and call fail closed with
+/// `caller-claims-invalid`, it sees no tool, and the refusal is logged.
+#[test]
+fn a_token_whose_claims_do_not_match_the_caller_schema_gets_no_decision() {
+    let keys = Keys::new();
+    let catalog = std::path::Path::new(&keys.catalog()).to_path_buf();
+    std::fs::write(
+        catalog.join("restart.rego"),
+        "package tools.restart\n\nimport rego.v1\n\ndeny contains \"banned\" if \"banned\" in input.caller.claims.groups\n",
+    )
+    .unwrap();
+    let mut string = claims("mallory", &[]);
+    string["groups"] = json!("banned");
+    let string = keys.sign(&header("EdDSA", Some("ed-1")), &string);
+    let banned = keys.token("eve", &["banned"]);
+    let dev = keys.token("bob", &["dev"]);
+    let resolve = |c: &mut McpHttp| {
+        c.request(
+            "tools/resolve",
+            json!({"name": "restart", "arguments": {"service": "web"}}),
+        )
+    };
+
+    // Without a declaration: the hole, and check's warning about it.
+    let out = regent()
+        .args(["check", "--format", "json", &keys.catalog()])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warned = report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d["code"] == "untyped-claim" && d["severity"] == "warning");
+    assert!(warned, "{report}");
+    {
+        let http = keys.serve();
+        let mut c = bearer(&http, Era::Legacy, &string);
+        let r = call(&mut c, "web");
+        assert_eq!(
+            r["isError"],
+            json!(false),
+            "the deny-list let it through: {r}"
+        );
+    }
+    // The first server was killed, its last lines maybe unwritten: the
+    // second one's log starts afresh.
+    let _ = std::fs::remove_file(keys.decision_log());
+
+    // With one: no decision for that token, the others as before.
+    std::fs::write(
+        catalog.join("restart.yaml"),
+        format!(
+            "{TOOLS}caller:\n  claims:\n    type: object\n    properties:\n      groups: {{type: array, items: {{type: string}}}}\n"
+        ),
+    )
+    .unwrap();
+    let out = regent()
+        .args(["check", "--format", "json", &keys.catalog()])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        !report.to_string().contains("untyped-claim"),
+        "declared: no warning: {report}"
+    );
+    let http = keys.serve();
+    for era in Era::ALL {
+        let mut c = bearer(&http, era, &string);
+        for r in [
+            resolve(&mut c),
+            c.request(
+                "tools/call",
+                json!({"name": "restart", "arguments": {"service": "web"}}),
+            ),
+        ] {
+            let e = &r["error"];
+            assert_eq!(e["code"], json!(-32602), "{era:?}: {r}");
+            assert_eq!(
+                e["data"]["reason"],
+                json!("caller-claims-invalid"),
+                "{era:?}: {r}"
+            );
+            assert_eq!(e["data"]["claim"], json!("/groups"), "{era:?}: {r}");
+            assert_eq!(e["data"]["keyword"], json!("type"), "{era:?}: {r}");
+            let message = e["message"].as_str().unwrap();
+            assert!(message.contains("the caller's claim `groups`"), "{message}");
+            assert!(!message.contains("banned"), "no claim value: {message}");
+        }
+        let list = c.request("tools/list", json!({}));
+        assert_eq!(list["result"]["tools"], json!([]), "{era:?}: {list}");
+
+        let mut c = bearer(&http, era, &banned);
+        let r = c.resolve("restart", json!({"service": "web"}));
+        assert_eq!(
+            r["_meta"][DECISION]["reasons"],
+            json!(["banned"]),
+            "{era:?}: {r}"
+        );
+        let mut c = bearer(&http, era, &dev);
+        let r = c.resolve("restart", json!({"service": "web"}));
+        assert_eq!(r["_meta"][DECISION]["allowed"], json!(true), "{era:?}: {r}");
+    }
+    // Per era a refused resolve and call, and two resolves.
+    let log = wait_for_lines(&keys.decision_log(), 8);
+    let refused: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["caller"]["subject"] == json!("mallory"))
+        .collect();
+    assert_eq!(refused.len(), 4, "{log}");
+    for line in &refused {
+        assert!(
+            line.to_string()
+                .contains("does not match the catalog's caller schema"),
+            "{line}"
+        );
+    }
+    assert!(
+        http.stderr().contains("caller refused"),
+        "{}",
+        http.stderr()
+    );
+}

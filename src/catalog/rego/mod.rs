@@ -16,6 +16,8 @@
 //! - [`identity`]: rules that try to change a tool's name, title,
 //!   description or schemas;
 //! - [`refs`]: references into `input` and `data` that can never be defined;
+//! - [`claims`]: claims used with `in`, iterated or compared whose type
+//!   nothing declares or tests (`untyped-claim`);
 //! - [`safety`]: OPA's safety rule (unbound variables);
 //! - [`portability`]: constructs where regorus answers differently from OPA;
 //! - [`reach`]: which library packages a tool's policy reaches;
@@ -30,6 +32,7 @@ use regorus::unstable::{Expr, Module, Ref, Rule, RuleHead, Span};
 
 use crate::diag::Location;
 
+pub mod claims;
 pub mod coverage;
 pub mod identity;
 pub mod input_sized;

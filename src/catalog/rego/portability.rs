@@ -320,7 +320,7 @@ fn assignments(rule: &Rule) -> HashMap<String, Ref<Expr>> {
 }
 
 /// Calls `f` on every query of a rule: bodies and comprehensions'.
-fn walk_queries(rule: &Rule, f: &mut dyn FnMut(&Query)) {
+pub(super) fn walk_queries(rule: &Rule, f: &mut dyn FnMut(&Query)) {
     if let Rule::Spec { bodies, .. } = rule {
         for b in bodies {
             f(&b.query);

@@ -59,6 +59,9 @@ pub struct Context {
     module_owner: Vec<Option<String>>,
     /// Package -> the tool package that owns it, for packages tools own.
     package_owner: BTreeMap<String, String>,
+    /// The catalog's declared claims schema (`caller: {claims: ...}`), which
+    /// `input.caller.claims.X` is checked against; `None`: any claim.
+    claims: Option<Value>,
 }
 
 impl Context {
@@ -93,7 +96,15 @@ impl Context {
             check_data,
             module_owner,
             package_owner,
+            claims: None,
         }
+    }
+
+    /// Checks `input.caller.claims.X` against `claims`, the catalog's
+    /// declared claims schema, when there is one.
+    pub fn with_claims(mut self, claims: Option<&Value>) -> Self {
+        self.claims = claims.cloned();
+        self
     }
 }
 
@@ -485,7 +496,7 @@ fn check_input(scope: &Scope<'_, '_>, parts: &[Part]) -> Option<Diagnostic> {
             let third = parts.get(2)?;
             let name = third.name.as_deref()?;
             match name {
-                "claims" => return None,
+                "claims" => return check_claims(scope.ctx.claims.as_ref()?, parts),
                 "subject" | "issuer" => {
                     // Both are strings: a field of either is never defined.
                     parts.get(3)?.name.as_ref()?;
@@ -531,6 +542,22 @@ fn check_input(scope: &Scope<'_, '_>, parts: &[Part]) -> Option<Diagnostic> {
             "read the tool's arguments under `input.arguments`",
         )),
     }
+}
+
+/// `input.caller.claims.a.b` against the catalog's declared claims schema,
+/// as arguments are against an inputSchema.
+fn check_claims(schema: &Value, parts: &[Part]) -> Option<Diagnostic> {
+    let mut miss = walk_schema(schema, parts, 3).err()?;
+    miss.why = format!(
+        "in the catalog's caller schema (`caller.claims`), {}",
+        miss.why
+    );
+    Some(diagnostic(
+        "rego-undefined-input",
+        parts,
+        &miss,
+        "declare the claim in the tool file's `caller: {claims: ...}` schema, or fix the reference",
+    ))
 }
 
 fn check_arguments(schemas: &Schemas<'_>, parts: &[Part]) -> Option<Diagnostic> {

@@ -1,0 +1,5 @@
+package tools.deploy
+
+import rego.v1
+
+deny contains "never" if false
