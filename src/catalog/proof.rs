@@ -25,6 +25,10 @@ use crate::diag::Location;
 /// The most combinations a proof evaluates.
 pub const LIMIT: usize = 10_000;
 
+/// How many strings generated from a `pattern` literal-directed candidates
+/// try.
+const PATTERN_SAMPLES: usize = 16;
+
 /// The hints a tool that does nothing risky would list.
 pub const SAFEST: Hints = Hints {
     read_only: true,
@@ -536,7 +540,25 @@ pub fn prove(catalog: &Catalog, tool: &Tool) -> Proof {
             continue;
         }
         let uses = reach_uses.get_or_insert_with(|| literal::uses(tool));
-        let r = literal::reach(name, uses.get(name), partition::validator(tool, name));
+        // Strings the schema's `pattern` generates, for the sides the
+        // inverted candidates miss under it.
+        let extra: Vec<String> = props
+            .get(name)
+            .and_then(|s| {
+                let p = s.get("pattern")?.as_str()?;
+                let max = s
+                    .get("maxLength")
+                    .and_then(Value::as_u64)
+                    .map_or(usize::MAX, |m| m as usize);
+                Some(schema::pattern_strings(p, max, PATTERN_SAMPLES))
+            })
+            .unwrap_or_default();
+        let r = literal::reach(
+            name,
+            uses.get(name),
+            &extra,
+            partition::validator(tool, name),
+        );
         proof.reached.insert(name.clone(), r);
     }
     match combinations_from(tool, &proof.arguments, &domains_of(&proof)) {
@@ -547,11 +569,13 @@ pub fn prove(catalog: &Catalog, tool: &Tool) -> Proof {
                 .iter()
                 .find(|a| reason.contains(&format!("`{a}`")));
             let mut location = arg.and_then(|a| read.get(a).cloned().flatten());
+            let mut blocked_by = None;
             if let Some((why, at)) = arg.and_then(|a| unpartitioned.get(a)) {
                 reason.push_str(&format!(", and it is not partitioned: {why}"));
                 if at.is_some() {
                     location = at.clone();
                 }
+                blocked_by = why.split("` uses it").next();
             }
             // The comparison literal-directed candidates did not reach is
             // where to look.
@@ -559,9 +583,17 @@ pub fn prove(catalog: &Catalog, tool: &Tool) -> Proof {
                 .and_then(|a| proof.reached.get(a))
                 .and_then(|r| r.unreached.as_ref())
             {
-                reason.push_str(&format!(
-                    "; literal-directed candidates do not reach it: {why}"
-                ));
+                // The same use stops both: said once.
+                let same = blocked_by
+                    .and_then(|b| why.strip_prefix(b))
+                    .is_some_and(|rest| rest.starts_with("` is no comparison"));
+                if same {
+                    reason.push_str("; literal-directed candidates do not follow that use either");
+                } else {
+                    reason.push_str(&format!(
+                        "; literal-directed candidates do not reach it: {why}"
+                    ));
+                }
                 location = Some(at.clone());
             }
             proof.outcome = Outcome::NotCovered { reason, location };

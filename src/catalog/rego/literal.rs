@@ -46,9 +46,12 @@ use serde_json::{Value, json};
 
 use super::reads::{not_hint_rule, refers_to_not_hints};
 use super::visit::walk_rule;
-use super::{PolicyModule, const_string, path_of, span_location};
+use super::{PolicyModule, const_string, path_of};
 use crate::catalog::Tool;
 use crate::diag::Location;
+
+/// The builtins a derivation may go through, as the messages say it.
+const FOLLOWED: &str = "lower, upper, trim*, split(…)[i], substring, concat and sprintf";
 
 /// The most candidates one argument gets.
 pub const MAX_CANDIDATES: usize = 32;
@@ -221,8 +224,14 @@ impl Test {
             Test::Prefix(p) => vec![format!("{p}{fs}"), p.clone()],
             Test::Suffix(s) => vec![format!("{fs}{s}"), s.clone()],
             Test::Contains(c) => vec![format!("{fs}{c}{fs}"), c.clone()],
-            Test::IndexOf(l, n) if *n >= 0 => vec![format!("{}{l}", fs.repeat(*n as usize))],
-            Test::IndexOf(..) => Vec::new(),
+            Test::IndexOf(l, n) => {
+                let mut v = Vec::new();
+                if *n >= 0 {
+                    v.push(format!("{}{l}", fs.repeat(*n as usize)));
+                }
+                v.extend([l.clone(), format!("{fs}{l}")]);
+                v
+            }
         };
         out.extend([fs.clone(), format!("{fs}{fs}"), String::new()]);
         out
@@ -238,6 +247,8 @@ pub struct Comparison {
     /// The test's value that makes the statement hold (`!=` and `not`
     /// flip it).
     want: bool,
+    /// Written `!=`: the statement is true when the test is false.
+    ne: bool,
     /// Under `not`: an undefined derivation makes the statement hold.
     negated: bool,
     /// The rule body (or head) it is in: comparisons of one group are
@@ -395,6 +406,7 @@ pub fn uses(tool: &Tool) -> BTreeMap<String, Uses> {
                     steps: Vec::new(),
                     test: Test::OneOf(lits),
                     want: true,
+                    ne: false,
                     negated: false,
                     group: (usize::MAX, i),
                     text: format!("when {k}: {v}"),
@@ -612,7 +624,7 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                     block(
                         out,
                         &a.chain.argument,
-                        span_location(&imp.span),
+                        start_location(&imp.span),
                         format!(
                             "`{}` imports the rule `{}` derived from it",
                             imp.span.text(),
@@ -670,7 +682,7 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                     match locals.get(v.as_ref()) {
                         Some(old) if *old != c => {
                             clash.get_or_insert((
-                                span_location(e.span()),
+                                start_location(e.span()),
                                 c.argument.clone(),
                                 v.to_string(),
                             ));
@@ -735,7 +747,12 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
             }
             None
         };
-        let push = |out: &mut BTreeMap<String, Uses>, c: Chain, test: Test, ne: bool, e: &Expr| {
+        let push = |out: &mut BTreeMap<String, Uses>,
+                    c: Chain,
+                    test: Test,
+                    ne: bool,
+                    e: &Expr,
+                    text: String| {
             let negated = is_negated(e);
             let u = out.entry(c.argument).or_default();
             if u.comparisons.len() < MAX_COMPARISONS {
@@ -743,15 +760,16 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                     steps: c.steps,
                     test,
                     want: !(ne ^ negated),
+                    ne,
                     negated,
                     group: group(e),
-                    text: e.span().text().to_string(),
-                    location: span_location(e.span()),
+                    text,
+                    location: start_location(e.span()),
                 });
             } else {
                 u.blocked.get_or_insert_with(|| {
                     (
-                        span_location(e.span()),
+                        start_location(e.span()),
                         format!("it is compared more than {MAX_COMPARISONS} times"),
                     )
                 });
@@ -775,8 +793,13 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
             };
             if let Some((lhs, rhs, ne)) = compared {
                 for (a, b) in [(lhs, rhs), (rhs, lhs)] {
+                    let op = if ne { "!=" } else { "==" };
                     if let (Some(c), Some(lit)) = (derived(a), const_string(b)) {
-                        push(out, c, Test::OneOf(vec![lit]), ne, e);
+                        // Rebuilt: the span of a comparison with a string
+                        // constant ends before the closing quote.
+                        let text =
+                            format!("{} {op} {}", a.span().text(), Value::String(lit.clone()));
+                        push(out, c, Test::OneOf(vec![lit]), ne, e, text);
                         return false;
                     }
                     // indexof(d, "lit") == n
@@ -786,7 +809,8 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                         && let (Some(c), Some(l), Some(n)) =
                             (derived(p), const_string(l), number(b))
                     {
-                        push(out, c, Test::IndexOf(l, n), ne, e);
+                        let text = format!("{} {op} {n}", a.span().text());
+                        push(out, c, Test::IndexOf(l, n), ne, e, text);
                         return false;
                     }
                 }
@@ -804,7 +828,7 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                             "endswith" => Test::Suffix(lit),
                             _ => Test::Contains(lit),
                         };
-                        push(out, c, test, false, e);
+                        push(out, c, test, false, e, e.span().text().to_string());
                         return false;
                     }
                 }
@@ -821,7 +845,14 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                             .map(|i| const_string(i))
                             .collect::<Option<Vec<String>>>()
                     {
-                        push(out, c, Test::OneOf(lits), false, e);
+                        push(
+                            out,
+                            c,
+                            Test::OneOf(lits),
+                            false,
+                            e,
+                            e.span().text().to_string(),
+                        );
                         return false;
                     }
                 }
@@ -838,20 +869,107 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                 return false;
             }
             if let Some(arg) = mentions(e) {
-                block(
-                    out,
-                    &arg,
-                    span_location(e.span()),
-                    format!(
-                        "`{}` uses it other than by comparing it, or what {} derives from it, with string constants",
-                        e.span().text(),
-                        "lower, upper, trim*, split(…)[i], substring, concat or sprintf"
+                let (used, at, compared) = use_text(rule, e, &lookup);
+                let why = match compared {
+                    Some(cmp) => format!(
+                        "`{cmp}` compares `{used}`, which they do not invert (they follow {FOLLOWED})"
                     ),
-                );
+                    None => format!(
+                        "`{used}` is no comparison with string constants of it or of what {FOLLOWED} derive from it"
+                    ),
+                };
+                block(out, &arg, at, why);
                 return false;
             }
             true
         });
+    }
+}
+
+/// The text of the use `e` is part of: past the derivation it starts (the
+/// expression of `rule` directly holding the outermost derivation), so
+/// `count(split(x, "/"))` rather than `x`.
+fn use_text(
+    rule: &Rule,
+    e: &Expr,
+    lookup: &dyn Fn(&Expr) -> Option<Chain>,
+) -> (String, Location, Option<String>) {
+    let mut target = e as *const Expr;
+    let mut text = e.span().text().to_string();
+    let mut at = start_location(e.span());
+    let mut past_use = false;
+    let mut use_text = String::new();
+    loop {
+        let mut found: Option<(*const Expr, String, bool, Location, bool)> = None;
+        walk_rule(rule, &mut |parent| {
+            if found.is_some() {
+                return false;
+            }
+            let mut direct = false;
+            let mut depth = 0;
+            super::visit::walk_expr(parent, &mut |c| {
+                depth += 1;
+                if depth > 1 && std::ptr::eq(c, target) {
+                    direct = true;
+                }
+                depth == 1
+            });
+            if direct {
+                found = Some((
+                    parent as *const Expr,
+                    full_text(parent),
+                    chain(parent, lookup).is_some(),
+                    start_location(parent.span()),
+                    matches!(
+                        parent,
+                        Expr::BoolExpr { .. } | Expr::AssignExpr { .. } | Expr::Membership { .. }
+                    ),
+                ));
+            }
+            true
+        });
+        match found {
+            // The comparison the use is in, one level up.
+            Some((_, t, _, l, true)) if past_use => return (use_text, l, Some(t)),
+            Some(_) if past_use => return (use_text, at, None),
+            Some((p, t, derivation, l, _)) => {
+                text = t;
+                at = l;
+                if !derivation {
+                    past_use = true;
+                    use_text = text.clone();
+                }
+                target = p;
+            }
+            None if past_use => return (use_text, at, None),
+            None => return (text, at, None),
+        }
+    }
+}
+
+/// Where `span` starts (regorus' own line and column point elsewhere in
+/// some expressions: at the operator of a comparison, the last field of a
+/// reference).
+fn start_location(span: &regorus::unstable::Span) -> Location {
+    let text = span.source.contents();
+    let start = (span.start as usize).min(text.len());
+    let before = text.get(..start).unwrap_or_default();
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    Location::new(span.source.file().to_string(), line, col)
+}
+
+/// `e`'s text; a comparison whose right side is a string constant has a
+/// span that ends before the closing quote, which is put back.
+fn full_text(e: &Expr) -> String {
+    let t = e.span().text().to_string();
+    match e {
+        Expr::BoolExpr { rhs, .. } | Expr::AssignExpr { rhs, .. }
+            if matches!(rhs.as_ref(), Expr::String { .. }) && !t.ends_with('"') =>
+        {
+            format!("{t}\"")
+        }
+        _ => t,
     }
 }
 
@@ -945,9 +1063,15 @@ fn invert(c: &Comparison) -> Vec<String> {
 
 /// What literal-directed candidates reach for argument `name` of `tool`
 /// given its `uses`; `valid` says whether inputSchema accepts a value.
+///
+/// `extra` are strings to try after the inverted ones (generated from the
+/// argument's schema, for a `pattern` the inverted ones miss); like every
+/// candidate, one is kept only if it gives the comparisons a truth vector
+/// no earlier candidate gave.
 pub fn reach(
     name: &str,
     uses: Option<&Uses>,
+    extra: &[String],
     mut valid: impl FnMut(&str) -> Result<(), String>,
 ) -> Reach {
     let empty = Uses::default();
@@ -974,7 +1098,8 @@ pub fn reach(
     let vector =
         |x: &str| -> Vec<Option<bool>> { u.comparisons.iter().map(|c| c.truth(x)).collect() };
     let mut seen: Vec<Vec<Option<bool>>> = Vec::new();
-    let mut refused: Option<(String, String)> = None;
+    // What inputSchema refused (a few), to say why a side is not reached.
+    let mut refused: Vec<(String, String)> = Vec::new();
     let mut offer = |x: String, r: &mut Reach| {
         if r.candidates.len() >= MAX_CANDIDATES || r.candidates.contains(&x) {
             return;
@@ -989,7 +1114,9 @@ pub fn reach(
                 r.candidates.push(x);
             }
             Err(why) => {
-                refused.get_or_insert((x, why));
+                if refused.len() < 4 * MAX_CANDIDATES {
+                    refused.push((x, why));
+                }
             }
         }
     };
@@ -997,6 +1124,9 @@ pub fn reach(
         for x in invert(c) {
             offer(x, &mut r);
         }
+    }
+    for x in extra {
+        offer(x.clone(), &mut r);
     }
     // The comparisons of one rule body together, where they derive the
     // same way: one string built to pass every test the body needs true.
@@ -1018,10 +1148,11 @@ pub fn reach(
         for want in [true, false] {
             if !r.candidates.iter().any(|x| c.truth(x) == Some(want)) {
                 let mut why = format!(
-                    "no candidate makes `{}` {want}",
-                    c.text.lines().next().unwrap_or_default()
+                    "no candidate makes `{}` {}",
+                    c.text.lines().next().unwrap_or_default(),
+                    want ^ c.ne
                 );
-                if let Some((x, e)) = &refused {
+                if let Some((x, e)) = refused.iter().find(|(x, _)| c.truth(x) == Some(want)) {
                     why.push_str(&format!(" (inputSchema refused {}: {e})", q(x)));
                 }
                 r.unreached = Some((c.location.clone(), why));
@@ -1064,7 +1195,7 @@ mod tests {
 
     fn reach_of(text: &str) -> Reach {
         let u = uses_of(text);
-        reach("q", u.get("q"), |_| Ok(()))
+        reach("q", u.get("q"), &[], |_| Ok(()))
     }
 
     #[test]
