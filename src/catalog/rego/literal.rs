@@ -5,7 +5,9 @@
 //! The rules that can change the annotations are read for comparisons of a
 //! *derivation* of `input.arguments.x` with string constants: `d == "lit"`,
 //! `d != "lit"`, `d in {"a", "b"}`, `startswith`/`endswith`/`contains(d,
-//! "lit")` and `indexof(d, "lit") == n`, where `d` is `x` passed through any
+//! "lit")`, `indexof(d, "lit") == n` and `regex.match("pattern", d)` (a
+//! constant pattern OPA's reading of compiles, `opa_builtins::regex`; its
+//! targets are strings generated from it), where `d` is `x` passed through any
 //! chain of `lower`, `upper`, `trim_space`, `trim`, `trim_left`,
 //! `trim_right`, `trim_prefix`, `trim_suffix` (constant cutsets and
 //! affixes), `split(_, "sep")[i]` (constant separator and index),
@@ -55,6 +57,8 @@ const FOLLOWED: &str = "lower, upper, trim*, split(…)[i], substring, concat an
 
 /// The most candidates one argument gets.
 pub const MAX_CANDIDATES: usize = 32;
+/// How many strings a `regex.match` pattern generates as targets.
+const REGEX_SAMPLES: usize = 8;
 /// The most comparisons of one argument followed.
 const MAX_COMPARISONS: usize = 64;
 /// The most preimages kept per step while inverting.
@@ -179,7 +183,7 @@ impl Step {
 }
 
 /// What a comparison tests on the derived string.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Test {
     /// `==` one constant, or `in` a set of them.
     OneOf(Vec<String>),
@@ -188,6 +192,9 @@ pub enum Test {
     Contains(String),
     /// `indexof(d, lit) == n`.
     IndexOf(String, i64),
+    /// `regex.match("pattern", d)`, the pattern compiled as OPA reads it
+    /// (`opa_builtins::regex`).
+    Regex(String, regex::Regex),
 }
 
 impl Test {
@@ -203,6 +210,7 @@ impl Test {
                     .map_or(-1, |b| d[..b].chars().count() as i64);
                 at == *n
             }
+            Test::Regex(_, re) => re.is_match(d),
         }
     }
 
@@ -212,6 +220,7 @@ impl Test {
             Test::Prefix(l) | Test::Suffix(l) | Test::Contains(l) | Test::IndexOf(l, _) => {
                 vec![l]
             }
+            Test::Regex(p, _) => vec![p],
         }
     }
 
@@ -232,6 +241,9 @@ impl Test {
                 v.extend([l.clone(), format!("{fs}{l}")]);
                 v
             }
+            // Strings generated from the pattern (JSON Schema's reading of
+            // it; whether OPA's matches is checked forward).
+            Test::Regex(p, _) => crate::catalog::schema::pattern_strings(p, 16, REGEX_SAMPLES),
         };
         out.extend([fs.clone(), format!("{fs}{fs}"), String::new()]);
         out
@@ -357,7 +369,7 @@ impl Reach {
             "`{}`{}: {n} candidate{} for {} comparison{}",
             self.argument,
             if self.through.is_empty() {
-                String::new()
+                " as it is".to_string()
             } else {
                 format!(" through {}", self.through.join("/"))
             },
@@ -818,6 +830,16 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
             match e {
                 Expr::Call { fcn, params, .. } if params.len() == 2 => {
                     let f = path_of(fcn);
+                    // regex.match("pattern", d), a pattern OPA's reading
+                    // of compiles.
+                    if f == ["regex", "match"]
+                        && let (Some(p), Some(c)) = (const_string(&params[0]), derived(&params[1]))
+                        && let Ok(re) = crate::catalog::opa_builtins::regex::compile(&p)
+                    {
+                        let text = full_text(e);
+                        push(out, c, Test::Regex(p, re), false, e, text);
+                        return false;
+                    }
                     if let [f] = f.as_slice()
                         && ["startswith", "endswith", "contains"].contains(&f.as_str())
                         && let (Some(c), Some(lit)) =
@@ -1225,6 +1247,7 @@ annotations := {"openWorldHint": true} if first == "copy"
             r#"indexof(lower(input.arguments.q), "rm") == 0"#,
             r#"endswith(trim_suffix(input.arguments.q, ".bak"), ".sql")"#,
             r#"lower(input.arguments.q) in {"a", "b"}"#,
+            r#"regex.match(`^[a-z]+-prod$`, trim_space(input.arguments.q))"#,
             r#"x := lower(input.arguments.q); x != "safe""#,
             r#"startswith(lower(input.arguments.q), "ab"); endswith(lower(input.arguments.q), "yz")"#,
         ] {
