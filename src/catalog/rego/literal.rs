@@ -1264,7 +1264,7 @@ annotations := {"openWorldHint": true} if first == "copy"
         for (body, why) in [
             (
                 r#"count(split(input.arguments.q, "/")) > 2"#,
-                "uses it other than",
+                "which they do not invert",
             ),
             (
                 r#"lower(input.arguments.q) == "Copy""#,
@@ -1272,11 +1272,11 @@ annotations := {"openWorldHint": true} if first == "copy"
             ),
             (
                 r#"base64.decode(input.arguments.q) == "x""#,
-                "uses it other than",
+                "which they do not invert",
             ),
             (
                 r#"p := split(input.arguments.q, " "); p[0] == "a"; p[1] == "b"; p[0] == p[1]"#,
-                "uses it other than",
+                "`p[0] == p[1]` is no comparison",
             ),
             (
                 r#"lower(input.arguments.q) == "ab"; startswith(upper(input.arguments.q), "X")"#,
