@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::hints::{Hint, Hints};
+use super::rego::literal::{self, Reach};
 use super::rego::partition::{self, Partition};
 use super::rego::{self, ArgumentReads};
 use super::resolve::{Origin, ResolveError};
@@ -23,6 +24,10 @@ use crate::diag::Location;
 
 /// The most combinations a proof evaluates.
 pub const LIMIT: usize = 10_000;
+
+/// How many strings generated from a `pattern` literal-directed candidates
+/// try.
+const PATTERN_SAMPLES: usize = 16;
 
 /// The hints a tool that does nothing risky would list.
 pub const SAFEST: Hints = Hints {
@@ -90,6 +95,19 @@ pub struct Proof {
     /// The free string arguments the proof partitioned into finitely many
     /// classes (see `partition`), by name.
     pub partitions: BTreeMap<String, Partition>,
+    /// The free string arguments no partition covers, for which the proof
+    /// tried literal-directed candidates (`rego/literal`), by name. When
+    /// every one is reached (`unreached` is `None`), the proof resolved
+    /// their candidates as those arguments' domains: a `Proved` outcome is
+    /// then proved by reach, weaker than by partition (see `rego/literal`).
+    pub reached: BTreeMap<String, Reach>,
+}
+
+impl Proof {
+    /// Whether the outcome rests on literal-directed candidates.
+    pub fn by_reach(&self) -> bool {
+        !self.reached.is_empty() && self.reached.values().all(|r| r.unreached.is_none())
+    }
 }
 
 /// Every value an argument can take, `None` meaning absent; `Err` says why
@@ -248,6 +266,43 @@ pub fn combinations_with(
     read: &[String],
     partitions: &BTreeMap<String, Partition>,
 ) -> Result<Vec<Value>, (String, Option<Location>)> {
+    let reps: BTreeMap<String, Vec<String>> = partitions
+        .iter()
+        .map(|(k, p)| (k.clone(), p.representatives.clone()))
+        .collect();
+    combinations_from(tool, read, &reps)
+}
+
+/// The combinations the proof resolved: its partitions' representatives
+/// and, when every argument was reached, its literal-directed candidates.
+pub fn proof_combinations(
+    tool: &Tool,
+    proof: &Proof,
+) -> Result<Vec<Value>, (String, Option<Location>)> {
+    combinations_from(tool, &proof.arguments, &domains_of(proof))
+}
+
+fn domains_of(proof: &Proof) -> BTreeMap<String, Vec<String>> {
+    let mut reps: BTreeMap<String, Vec<String>> = proof
+        .partitions
+        .iter()
+        .map(|(k, p)| (k.clone(), p.representatives.clone()))
+        .collect();
+    if proof.by_reach() {
+        for (k, r) in &proof.reached {
+            reps.insert(k.clone(), r.candidates.clone());
+        }
+    }
+    reps
+}
+
+/// As [`combinations`], with the strings of `reps` as the domains of the
+/// arguments they name.
+fn combinations_from(
+    tool: &Tool,
+    read: &[String],
+    reps: &BTreeMap<String, Vec<String>>,
+) -> Result<Vec<Value>, (String, Option<Location>)> {
     let props = schema::properties(&tool.input_schema)
         .cloned()
         .unwrap_or_default();
@@ -261,13 +316,10 @@ pub fn combinations_with(
                 None,
             ));
         };
-        let d = match partitions.get(name) {
+        let d = match reps.get(name) {
             Some(p) => {
-                let mut d: Vec<Option<Value>> = p
-                    .representatives
-                    .iter()
-                    .map(|r| Some(Value::String(r.clone())))
-                    .collect();
+                let mut d: Vec<Option<Value>> =
+                    p.iter().map(|r| Some(Value::String(r.clone()))).collect();
                 if !required.contains(name) {
                     d.push(None);
                 }
@@ -432,6 +484,7 @@ pub fn prove(catalog: &Catalog, tool: &Tool) -> Proof {
         },
         sampled: None,
         partitions: BTreeMap::new(),
+        reached: BTreeMap::new(),
     };
     let read = match hint_arguments_read(tool) {
         Ok(r) => r,
@@ -477,7 +530,38 @@ pub fn prove(catalog: &Catalog, tool: &Tool) -> Proof {
             }
         }
     }
-    match combinations_with(tool, &proof.arguments, &proof.partitions) {
+    // Free string arguments no partition covers: literal-directed
+    // candidates, from the constants their derivations are compared with.
+    let mut reach_uses = None;
+    for name in unpartitioned.keys() {
+        let is_string =
+            props.get(name).and_then(|s| s.get("type")) == Some(&Value::String("string".into()));
+        if !is_string {
+            continue;
+        }
+        let uses = reach_uses.get_or_insert_with(|| literal::uses(tool));
+        // Strings the schema's `pattern` generates, for the sides the
+        // inverted candidates miss under it.
+        let extra: Vec<String> = props
+            .get(name)
+            .and_then(|s| {
+                let p = s.get("pattern")?.as_str()?;
+                let max = s
+                    .get("maxLength")
+                    .and_then(Value::as_u64)
+                    .map_or(usize::MAX, |m| m as usize);
+                Some(schema::pattern_strings(p, max, PATTERN_SAMPLES))
+            })
+            .unwrap_or_default();
+        let r = literal::reach(
+            name,
+            uses.get(name),
+            &extra,
+            partition::validator(tool, name),
+        );
+        proof.reached.insert(name.clone(), r);
+    }
+    match combinations_from(tool, &proof.arguments, &domains_of(&proof)) {
         Ok(c) => finish(catalog, tool, proof, c),
         Err((mut reason, _)) => {
             let arg = proof
@@ -485,11 +569,32 @@ pub fn prove(catalog: &Catalog, tool: &Tool) -> Proof {
                 .iter()
                 .find(|a| reason.contains(&format!("`{a}`")));
             let mut location = arg.and_then(|a| read.get(a).cloned().flatten());
+            let mut blocked_by = None;
             if let Some((why, at)) = arg.and_then(|a| unpartitioned.get(a)) {
                 reason.push_str(&format!(", and it is not partitioned: {why}"));
                 if at.is_some() {
                     location = at.clone();
                 }
+                blocked_by = why.split("` uses it").next();
+            }
+            // The comparison literal-directed candidates did not reach is
+            // where to look.
+            if let Some((at, why)) = arg
+                .and_then(|a| proof.reached.get(a))
+                .and_then(|r| r.unreached.as_ref())
+            {
+                // The same use stops both: said once.
+                let same = blocked_by
+                    .and_then(|b| why.strip_prefix(b))
+                    .is_some_and(|rest| rest.starts_with("` is no comparison"));
+                if same {
+                    reason.push_str("; literal-directed candidates do not follow that use either");
+                } else {
+                    reason.push_str(&format!(
+                        "; literal-directed candidates do not reach it: {why}"
+                    ));
+                }
+                location = Some(at.clone());
             }
             proof.outcome = Outcome::NotCovered { reason, location };
             proof

@@ -301,7 +301,7 @@ fn tool_findings(
     }
     if proof.combinations > 0
         && proof.combinations <= 512
-        && let Ok(combos) = proof::combinations_with(tool, &proof.arguments, &proof.partitions)
+        && let Ok(combos) = proof::proof_combinations(tool, &proof)
     {
         for c in combos {
             if !samples.contains(&c) {
@@ -311,6 +311,16 @@ fn tool_findings(
     }
     out.extend(exercise::exercise(tool, &samples));
     if let Outcome::NotCovered { .. } = proof.outcome {
+        // Literal-directed candidates, reached or not, are good samples.
+        for (k, r) in &proof.reached {
+            let e = per_argument.entry(k.clone()).or_default();
+            for c in &r.candidates {
+                let v = Value::String(c.clone());
+                if !e.contains(&v) {
+                    e.push(v);
+                }
+            }
+        }
         let mut sampled = proof::finite_part(tool, &per_argument);
         for s in &samples {
             if !sampled.contains(s) {
@@ -638,8 +648,20 @@ fn proof_diagnostics(
         } => {
             // Its failures are `tool_findings`', which marks them as failing
             // decisions.
+            let note = if p.by_reach() {
+                format!(
+                    " (a literal-directed candidate: {})",
+                    p.reached
+                        .values()
+                        .map(|r| r.describe())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            } else {
+                String::new()
+            };
             for c in counterexamples {
-                out.push(counterexample(source, catalog, tool, c, ""));
+                out.push(counterexample(source, catalog, tool, c, &note));
             }
         }
                 Outcome::Partial { rejected, example } => out.push(

@@ -75,8 +75,20 @@ pub fn human(r: &Report, style: Style) -> String {
                         .join("; ")
                 )
             };
+            let reached = if p.by_reach() {
+                format!(
+                    " (literal-directed, reached but not partitioned: {})",
+                    p.reached
+                        .values()
+                        .map(|r| r.describe())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            } else {
+                String::new()
+            };
             out.push_str(&format!(
-                "{} `{}`: all {} combination{} of {args} resolve no riskier than listed{partitions}\n",
+                "{} `{}`: all {} combination{} of {args} resolve no riskier than listed{partitions}{reached}\n",
                 style.green("proved"),
                 p.tool,
                 p.combinations,
@@ -142,9 +154,18 @@ fn proof_json(p: &Proof) -> Value {
             Value::Array(p.partitions.values().map(|x| x.to_json()).collect()),
         );
     }
+    if !p.reached.is_empty() {
+        m.insert(
+            "literalDirected".into(),
+            Value::Array(p.reached.values().map(|x| x.to_json()).collect()),
+        );
+    }
     match &p.outcome {
         Outcome::Proved { tightest } => {
             m.insert("status".into(), json!("proved"));
+            if p.by_reach() {
+                m.insert("by".into(), json!("reach"));
+            }
             m.insert("tightest".into(), hints_json(tightest));
         }
         Outcome::Refuted {

@@ -37,6 +37,7 @@ pub mod coverage;
 pub mod identity;
 pub mod input_sized;
 pub mod lint;
+pub mod literal;
 pub(super) mod lower;
 pub mod partition;
 pub mod portability;

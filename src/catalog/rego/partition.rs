@@ -713,21 +713,7 @@ fn partition_of(tool: &Tool, name: &str, uses: Option<&Uses>) -> Result<Partitio
         return Err(why.clone());
     }
     // Every representative must be a value inputSchema accepts.
-    let mut base = match schema::sample(&tool.input_schema) {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    };
-    let pointer = format!("/{}", name.replace('~', "~0").replace('/', "~1"));
-    let valid = |r: &str| -> Result<(), String> {
-        base.insert(name.to_string(), Value::String(r.to_string()));
-        let errors = tool.validate_complete(&Value::Object(base.clone()));
-        match errors.iter().find(|e| {
-            e.instance_path == pointer || e.instance_path.starts_with(&format!("{pointer}/"))
-        }) {
-            Some(e) => Err(e.message.clone()),
-            None => Ok(()),
-        }
-    };
+    let valid = validator(tool, name);
     let s = s.cloned().unwrap_or(Value::Null);
     let shape = Shape {
         min_len: s.get("minLength").and_then(Value::as_u64).unwrap_or(0) as usize,
@@ -767,6 +753,26 @@ fn partition_of(tool: &Tool, name: &str, uses: Option<&Uses>) -> Result<Partitio
         contains: u.contains,
         representatives: reps,
     })
+}
+
+/// Whether inputSchema accepts `r` as argument `name`, the others at
+/// sample values (errors elsewhere are not this argument's); why not.
+pub fn validator<'a>(tool: &'a Tool, name: &'a str) -> impl FnMut(&str) -> Result<(), String> + 'a {
+    let mut base = match schema::sample(&tool.input_schema) {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    let pointer = format!("/{}", name.replace('~', "~0").replace('/', "~1"));
+    move |r: &str| -> Result<(), String> {
+        base.insert(name.to_string(), Value::String(r.to_string()));
+        let errors = tool.validate_complete(&Value::Object(base.clone()));
+        match errors.iter().find(|e| {
+            e.instance_path == pointer || e.instance_path.starts_with(&format!("{pointer}/"))
+        }) {
+            Some(e) => Err(e.message.clone()),
+            None => Ok(()),
+        }
+    }
 }
 
 /// How many strings generated from a `pattern` are tried as

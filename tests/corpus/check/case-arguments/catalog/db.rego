@@ -4,5 +4,5 @@ import rego.v1
 
 annotations := {"destructiveHint": true} if {
 	input.arguments.action == "drop"
-	trim_space(lower(input.arguments.env)) == "prod"
+	replace(lower(input.arguments.env), " ", "") == "prod"
 }

@@ -4,5 +4,5 @@ import rego.v1
 
 annotations := {"destructiveHint": false} if {
 	input.arguments.action == "read"
-	split(input.arguments.path, "/")[1] == "tmp"
+	regex.split("/+", input.arguments.path)[1] == "tmp"
 }
