@@ -44,6 +44,7 @@ fn real_main() -> i32 {
         Command::Test(args) => commands::test::run(args),
         Command::Resolve(args) => commands::resolve::run(args),
         Command::Upstream(args) => commands::upstream::run(args),
+        Command::Review(args) => commands::review::run(args),
     };
     match outcome {
         Ok(code) => code,

@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod resolve;
+pub mod review;
 pub mod serve;
 pub mod serve_http;
 pub mod test;
