@@ -378,3 +378,23 @@ fn anchor(name: &str) -> String {
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_escapes_what_markdown_and_html_would_read() {
+        assert_eq!(
+            text("<script>a|b</script> *x* [l](u) & `c`\nnext"),
+            "\\<script\\>a\\|b\\</script\\> \\*x\\* \\[l\\](u) &amp; \\`c\\`<br>next"
+        );
+        assert_eq!(text("plain words, 1.2"), "plain words, 1.2");
+    }
+
+    #[test]
+    fn anchors_are_github_s() {
+        assert_eq!(anchor("manage_files"), "manage_files");
+        assert_eq!(anchor("Tool.Name-2"), "toolname-2");
+    }
+}
