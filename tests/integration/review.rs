@@ -277,3 +277,20 @@ fn review_of_nothing_cannot_run() {
     assert_eq!(unwritable.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unwritable.stderr).contains("cannot write the review to"));
 }
+
+#[test]
+fn review_html_of_manage_files_shows_delete_destructive_with_its_question() {
+    let html = review(&["--format", "html", "examples/manage_files"]);
+    let row = html
+        .lines()
+        .find(|l| l.starts_with("<tr><th scope=\"row\"><code>action=&quot;delete&quot;"))
+        .expect("a row for delete");
+    let cells: Vec<&str> = row.split("<td").skip(1).collect();
+    // readOnlyHint, destructiveHint, idempotentHint, openWorldHint, deny, confirm, …
+    assert_eq!(cells[1], ">true</td>", "{row}");
+    assert_eq!(cells[4], "></td>", "not denied: {row}");
+    assert!(
+        cells[5].contains("delete &quot;x&quot; under the root directory? This cannot be undone."),
+        "{row}"
+    );
+}
