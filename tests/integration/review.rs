@@ -7,11 +7,13 @@
 use crate::common::{self, regent};
 
 /// Runs `regent review ARGS…` from the repository's root (so locations in
-/// the output are relative and stable) and returns its stdout.
+/// the output are relative and stable) and returns its stdout. The policy
+/// time limit is wall-clock: on a loaded machine the default 250 ms can cut
+/// an evaluation short and change a golden row, so it is raised here.
 fn review(args: &[&str]) -> String {
     let out = regent()
         .current_dir(common::repo_root())
-        .arg("review")
+        .args(["review", "--policy-timeout-ms", "60000"])
         .args(args)
         .output()
         .expect("the regent binary runs");
