@@ -31,6 +31,8 @@ pub enum Command {
     Upstream(UpstreamArgs),
     /// Work with catalogs as OPA bundles (gzip tarballs in OPA's layout, optionally signed)
     Bundle(BundleArgs),
+    /// Print each tool's decision table (listing, one row per argument and caller class, the rule behind each field) and check's findings, as Markdown or one self-contained HTML page
+    Review(ReviewArgs),
 }
 
 #[derive(Debug, Args)]
@@ -66,6 +68,32 @@ pub struct BundleBuildArgs {
     /// The key id the signature names (JWS `kid` and the payload's `keyid`)
     #[arg(long, value_name = "ID", requires = "signing_key")]
     pub key_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReviewFormat {
+    /// GitHub-flavoured Markdown, for job summaries and pull-request comments
+    Markdown,
+    /// One self-contained HTML page (inline CSS, no scripts, no network)
+    Html,
+}
+
+#[derive(Debug, Args)]
+pub struct ReviewArgs {
+    #[command(flatten)]
+    pub tooling: ToolingArgs,
+
+    /// Write the review to FILE instead of standard output
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// Output format [default: html when --output ends in .html or .htm, else markdown]
+    #[arg(long, value_enum)]
+    pub format: Option<ReviewFormat>,
+
+    /// Markdown only: the most bytes to print; a longer review is summarized (per-tool counts) and says so [default: 65536, a GitHub comment's limit; a job summary takes 1048576]
+    #[arg(long, value_name = "BYTES", default_value_t = crate::review::markdown::COMMENT_LIMIT)]
+    pub max_bytes: usize,
 }
 
 #[derive(Debug, Args)]

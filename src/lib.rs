@@ -19,6 +19,7 @@ pub mod outbound;
 pub mod par;
 pub mod protocol;
 pub mod reload;
+pub mod review;
 pub mod run_plan;
 pub mod scopes;
 pub mod source;

@@ -45,6 +45,7 @@ fn real_main() -> i32 {
         Command::Resolve(args) => commands::resolve::run(args),
         Command::Upstream(args) => commands::upstream::run(args),
         Command::Bundle(args) => commands::bundle::run(args),
+        Command::Review(args) => commands::review::run(args),
     };
     match outcome {
         Ok(code) => code,

@@ -130,24 +130,45 @@ pub struct Started {
 /// Checks the catalog under `paths`, with the tools of upstreams that name
 /// no pinned snapshot taken from `started`.
 pub fn check_with(paths: &[PathBuf], opts: &BuildOptions, started: &Started) -> Report {
-    let mut report = Report::default();
+    check_keeping(paths, opts, started).report
+}
+
+/// What [`check_keeping`] ran, kept for a command that reads the catalog
+/// further (`review` tabulates its decisions): the report, the catalog
+/// check built (with `keep_riskier_rules`, so a riskier rule shows where it
+/// applies), the arguments sampled for each tool the proof does not cover,
+/// and the distinct callers of the catalog's own test cases.
+#[derive(Default)]
+pub struct Checked {
+    pub report: Report,
+    /// `None` when the catalog's files could not be found or read.
+    pub catalog: Option<Catalog>,
+    /// By tool name, for tools whose proof is `NotCovered`.
+    pub sampled: BTreeMap<String, Vec<Value>>,
+    pub callers: Vec<crate::caller::Caller>,
+}
+
+/// As [`check_with`], keeping what it built and sampled ([`Checked`]).
+pub fn check_keeping(paths: &[PathBuf], opts: &BuildOptions, started: &Started) -> Checked {
+    let mut checked = Checked::default();
+    let report = &mut checked.report;
     let found = match files::discover(paths) {
         Ok(f) => f,
         Err(d) => {
             report.diagnostics.push(d);
-            return report;
+            return checked;
         }
     };
     report.files = found.len();
     if let Some(d) = files::no_tool_files(paths, &found) {
         report.diagnostics.push(d);
-        return report;
+        return checked;
     }
     let (mut source, diags) = match Source::load_partial(paths) {
         Ok(x) => x,
         Err(d) => {
             report.diagnostics.push(d);
-            return report;
+            return checked;
         }
     };
     let mut out = diags.0;
@@ -199,6 +220,9 @@ pub fn check_with(paths: &[PathBuf], opts: &BuildOptions, started: &Started) -> 
         }
         out.extend(found.diagnostics);
         report.proofs.extend(found.proof);
+        if let Some(s) = found.sampled {
+            checked.sampled.insert(tool.name.clone(), s);
+        }
     }
 
     report.diagnostics = dedupe(out);
@@ -208,7 +232,9 @@ pub fn check_with(paths: &[PathBuf], opts: &BuildOptions, started: &Started) -> 
         .enumerate()
         .filter_map(|(i, d)| Some((i, failing.get(&failure_key(d))?.clone())))
         .collect();
-    report
+    checked.catalog = Some(catalog);
+    checked.callers = callers;
+    checked
 }
 
 /// What tells one failing decision apart in a report.
@@ -224,6 +250,8 @@ struct Findings {
     /// Which of `diagnostics` are failing decisions (the proof's and the
     /// samples' resolutions that fail), by index.
     failing: Vec<usize>,
+    /// The arguments sampled when the proof does not cover the tool.
+    sampled: Option<Vec<Value>>,
 }
 
 /// What `check` finds about one tool by running it: its `visible` and
@@ -254,6 +282,7 @@ fn tool_findings(
             diagnostics: out,
             proof: None,
             failing,
+            sampled: None,
         };
     }
     let mut proof = proof::prove(catalog, tool);
@@ -310,6 +339,7 @@ fn tool_findings(
         }
     }
     out.extend(exercise::exercise(tool, &samples));
+    let mut sampled_args = None;
     if let Outcome::NotCovered { .. } = proof.outcome {
         // Literal-directed candidates, reached or not, are good samples.
         for (k, r) in &proof.reached {
@@ -342,6 +372,7 @@ fn tool_findings(
             out.push(failure(tool, f, &mut rules));
         }
         proof.sampled = Some(found);
+        sampled_args = Some(sampled);
     } else {
         // The proof covers the hints; the other contract rules (`deny`,
         // `confirm`, `meta`) may still fail on arguments it did not
@@ -363,6 +394,7 @@ fn tool_findings(
         diagnostics: out,
         proof: Some(proof),
         failing,
+        sampled: sampled_args,
     }
 }
 

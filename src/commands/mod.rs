@@ -4,6 +4,7 @@
 pub mod bundle;
 pub mod check;
 pub mod resolve;
+pub mod review;
 pub mod serve;
 pub mod serve_http;
 pub mod test;

@@ -40,6 +40,7 @@ mod reload;
 mod request_state_store;
 mod resolve_input;
 mod resolvers;
+mod review;
 mod schema_drift;
 mod shadow;
 mod upstream_drift;

@@ -51,7 +51,9 @@ pub mod visit;
 pub use coverage::coverable_lines;
 pub use identity::{identity_rules, reserved_meta};
 pub use lint::lint;
-pub use reads::{ArgumentReads, argument_literals, argument_reads, hint_argument_reads};
+pub use reads::{
+    ArgumentReads, argument_literals, argument_reads, hint_argument_reads, reads_caller,
+};
 pub use recursion::{Recursion, recursion};
 
 pub const GENERATED_PREFIX: &str = "regent-generated/";

@@ -69,6 +69,49 @@ fn reads_of(
     }
 }
 
+/// Whether the rules of `modules` may read the caller: `input.caller`, or
+/// `input` by any path other than `input.arguments`, `input.tool` and
+/// `input.request`, or as a whole (on doubt, they do). `review` tabulates a
+/// tool per caller only when this holds.
+pub fn reads_caller(modules: &[PolicyModule]) -> bool {
+    let mut found = false;
+    for m in modules {
+        found |= m
+            .module
+            .imports
+            .iter()
+            .any(|imp| path_of(&imp.refr).first().map(String::as_str) == Some("input"));
+        for rule in &m.module.policy {
+            walk_rule(rule, &mut |e| caller_read_in(e, &mut found));
+        }
+    }
+    found
+}
+
+fn caller_read_in(e: &Expr, found: &mut bool) -> bool {
+    match e {
+        Expr::RefDot { .. } | Expr::RefBrack { .. } => {
+            let path = path_of(e);
+            if path.first().map(String::as_str) != Some("input") {
+                return !*found;
+            }
+            *found |= !matches!(
+                path.get(1).map(String::as_str),
+                Some("arguments" | "tool" | "request")
+            );
+            for index in ref_indexes(e) {
+                walk_expr(index, &mut |x| caller_read_in(x, found));
+            }
+            false
+        }
+        Expr::Var { value, .. } => {
+            *found |= value.as_string().is_ok_and(|s| s.as_ref() == "input");
+            false
+        }
+        _ => !*found,
+    }
+}
+
 /// The contract rules whose value is not a hint: arguments only they read
 /// cannot change the annotations (`visible` sees no arguments at all;
 /// `upstream_request` decides an upstream's request, never a hint).

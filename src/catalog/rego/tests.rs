@@ -271,3 +271,16 @@ fn portability_flags_what_can_diverge() {
         }
     }
 }
+
+#[test]
+fn finds_whether_a_policy_reads_the_caller() {
+    let reads = |body: &str| reads_caller(&load(&format!("package t\nimport rego.v1\n{body}\n")));
+    assert!(!reads(
+        "a if input.arguments.env == \"prod\"\nb := input.tool"
+    ));
+    assert!(!reads("a if input.arguments[input.arguments.k]"));
+    assert!(reads("a if \"oncall\" in input.caller.claims.groups"));
+    assert!(reads("a if not input.caller"));
+    assert!(reads("x := input"));
+    assert!(reads("a if input[input.arguments.k]"));
+}
