@@ -357,6 +357,7 @@ mod tests {
             model: crate::source::ToolFile {
                 tools: Vec::new(),
                 upstreams: Vec::new(),
+                caller: None,
             },
             index: Default::default(),
         };
