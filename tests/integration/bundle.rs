@@ -171,7 +171,7 @@ fn a_signed_bundle_builds_reproducibly_and_verifies_for_check_and_test() {
     let test = run(&["test", s(&one), "--bundle-public-key", s(&key)]);
     assert!(test.status.success(), "{}{}", stdout(&test), stderr(&test));
     assert!(
-        stdout(&test).contains("15 passed, 0 failed"),
+        stdout(&test).contains("16 passed, 0 failed"),
         "{}",
         stdout(&test)
     );
@@ -460,7 +460,7 @@ fn a_bundle_of_rego_and_data_only_is_the_policy_part_of_a_catalog() {
     }
     let o = run(&["test", s(&tools), s(&policy)]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains("15 passed, 0 failed"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("16 passed, 0 failed"), "{}", stdout(&o));
     assert!(
         stderr(&o).contains("no revision, not signed"),
         "{}",
