@@ -156,6 +156,16 @@ fn prepare(settings: &Settings, bytes: Vec<u8>, etag: Option<String>) -> Result<
     let opened: Bundle = bundle::open(&bytes, settings.keys.as_deref(), settings.limits)
         .map_err(|e| e.render(&label))?;
     let files = layout::catalog_files(&opened.files).map_err(|e| e.render(&label))?;
+    // Served alone, a policy-only bundle (`opa build` of Rego and data)
+    // would serve no tools at all: refused, as `check` refuses it alone.
+    if !files
+        .keys()
+        .any(|p| crate::source::FileKind::of(Path::new(p)) == Some(crate::source::FileKind::Tools))
+    {
+        return Err(format!(
+            "{label}: the bundle holds no tool files (a bundle of Rego and data only, as `opa build` makes)\n  help: build the whole catalog with `regent bundle build DIR -o FILE`"
+        ));
+    }
     let dir = fresh_dir(&settings.dir).map_err(|e| {
         format!(
             "cannot make a directory under {}: {e}",
