@@ -264,8 +264,16 @@ fn persisted(settings: &Settings) -> Option<(Vec<u8>, Option<String>)> {
         .ok()
         .and_then(|m| serde_json::from_slice(&m).ok())
         .unwrap_or_default();
-    let same = meta["sha256"].as_str() == Some(hex(&sha2::Sha256::digest(&bytes)).as_str())
-        && meta["url"].as_str() == Some(settings.url.as_str());
+    // A copy of another URL's bundle is not this server's catalog.
+    if meta["url"].as_str() != Some(settings.url.as_str()) {
+        tracing::info!(
+            "the bundle kept in {} is not from {}; downloading",
+            settings.dir.display(),
+            settings.url
+        );
+        return None;
+    }
+    let same = meta["sha256"].as_str() == Some(hex(&sha2::Sha256::digest(&bytes)).as_str());
     let etag = same
         .then(|| meta["etag"].as_str().map(str::to_string))
         .flatten();
@@ -386,23 +394,29 @@ impl Poller {
         // A server without ETags sends the same bundle again: the same
         // bytes are not built again.
         let mut serving_digest = sha2::Sha256::digest(&serving.tarball);
+        // Whether the last poll failed: the status says so until a poll
+        // finds the serving bundle is what the server has again.
+        let mut failing = false;
         loop {
             std::thread::sleep(jittered(self.settings.poll));
             let fetched = runtime.block_on(fetch(&client, &self.settings.url, etag.as_deref()));
             let (bytes, new_etag) = match fetched {
                 Ok(Fetched::NotModified) => {
                     tracing::debug!("bundle not modified");
+                    self.recovered(&mut failing);
                     continue;
                 }
                 Ok(Fetched::New { bytes, etag: new }) => {
                     if sha2::Sha256::digest(&bytes) == serving_digest {
                         tracing::debug!("bundle unchanged (same bytes)");
                         etag = new;
+                        self.recovered(&mut failing);
                         continue;
                     }
                     (bytes, new)
                 }
                 Err(e) => {
+                    failing = true;
                     self.failed(
                         "download",
                         format!("cannot download the bundle {}: {e}", self.settings.url),
@@ -413,6 +427,7 @@ impl Poller {
             let ready = match prepare(&self.settings, bytes, new_etag) {
                 Ok(r) => r,
                 Err(e) => {
+                    failing = true;
                     self.failed("bundle", format!("the bundle is refused: {e}"));
                     continue;
                 }
@@ -433,8 +448,10 @@ impl Poller {
                     etag = ready.info.etag.clone();
                     serving_digest = sha2::Sha256::digest(&ready.tarball);
                     sweep(&self.settings.dir, &ready.catalog_dir);
+                    failing = false;
                 }
                 Err(_) => {
+                    failing = true;
                     // The reload thread logged the catalog's errors and
                     // recorded them in the status.
                     let _ = std::fs::remove_dir_all(&ready.catalog_dir);
@@ -445,6 +462,16 @@ impl Poller {
                     );
                 }
             }
+        }
+    }
+
+    /// The server has the serving bundle again after a failed poll: the
+    /// error no longer applies.
+    fn recovered(&self, failing: &mut bool) {
+        if std::mem::take(failing) {
+            tracing::info!("the bundle server has the serving bundle again");
+            self.state.record_unchanged(Duration::ZERO);
+            self.reload.status_changed();
         }
     }
 

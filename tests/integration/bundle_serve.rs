@@ -28,12 +28,15 @@ struct Served {
     truncate: bool,
     requests: usize,
     not_modified: usize,
+    /// Set when the server is dropped: the listener closes.
+    stopped: bool,
 }
 
 /// A bundle server on 127.0.0.1: every GET gets the current bundle, or
 /// `304` when `If-None-Match` names its ETag.
 struct BundleServer {
     url: String,
+    addr: std::net::SocketAddr,
     served: Arc<Mutex<Served>>,
 }
 
@@ -50,12 +53,16 @@ impl BundleServer {
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { break };
+                if shared.lock().unwrap().stopped {
+                    break;
+                }
                 let shared = shared.clone();
                 std::thread::spawn(move || answer(stream, &shared));
             }
         });
         BundleServer {
             url: format!("http://{addr}/bundles/prod.tar.gz"),
+            addr,
             served,
         }
     }
@@ -70,6 +77,15 @@ impl BundleServer {
     fn requests(&self) -> (usize, usize) {
         let s = self.served.lock().unwrap();
         (s.requests, s.not_modified)
+    }
+}
+
+impl Drop for BundleServer {
+    /// Closes the listener: the accept loop wakes on one last connection,
+    /// sees `stopped` and ends, dropping it.
+    fn drop(&mut self) {
+        self.served.lock().unwrap().stopped = true;
+        let _ = TcpStream::connect(self.addr);
     }
 }
 
@@ -234,7 +250,8 @@ fn a_polled_bundle_is_picked_up_bad_ones_keep_the_last_good_and_a_restart_serves
     eventually("a 304", || (bundles.requests().1 > 0).then_some(()));
 
     // A new revision with another tool: swapped in and announced.
-    bundles.serve(bundle(&["alpha", "beta"], "r2", "rsa.pem"), "\"r2\"", false);
+    let r2 = bundle(&["alpha", "beta"], "r2", "rsa.pem");
+    bundles.serve(r2.clone(), "\"r2\"", false);
     server.wait_notification(LIST_CHANGED, 0);
     assert_eq!(server.tool_names(), ["alpha", "beta"]);
     assert_eq!(server.status()["bundle"]["revision"], "r2");
@@ -285,12 +302,25 @@ fn a_polled_bundle_is_picked_up_bad_ones_keep_the_last_good_and_a_restart_serves
     assert_eq!(server.count_notifications(LIST_CHANGED), 1);
     let resolved = server.resolve("beta", json!({}));
     assert_eq!(resolved["_meta"]["answer"], "r2", "{resolved}");
+
+    // The server has r2 again (a 304): the error no longer applies.
+    bundles.serve(r2, "\"r2\"", false);
+    let s = eventually("the error cleared", || {
+        let s = server.status();
+        (s["ok"] == true).then_some(s)
+    });
+    assert_eq!(s["lastError"], Value::Null, "{s}");
     server.finish();
 
     // Restarted with the server gone: the kept copy (r2) serves.
+    let url = bundles.url.clone();
     drop(bundles);
-    let gone = format!("http://{}/bundles/prod.tar.gz", common::closed_addr());
-    let mut again = start(&args(&gone, &dir, &log, &public));
+    eventually("the bundle server closed", || {
+        TcpStream::connect(url.trim_start_matches("http://").split('/').next().unwrap())
+            .is_err()
+            .then_some(())
+    });
+    let mut again = start(&args(&url, &dir, &log, &public));
     assert_eq!(again.tool_names(), ["alpha", "beta"]);
     let s = again.status();
     assert_eq!(s["bundle"]["revision"], "r2", "{s}");
