@@ -271,9 +271,31 @@ pub struct CatalogArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(mut_arg("paths", |a| a.required(false).required_unless_present("bundle_url")))]
 pub struct ServeArgs {
     #[command(flatten)]
     pub catalog: CatalogArgs,
+
+    /// Serve the catalog of the OPA bundle at URL (http or https), polled for new revisions; no PATH is given with it
+    #[arg(
+        long,
+        value_name = "URL",
+        conflicts_with = "paths",
+        requires = "bundle_dir"
+    )]
+    pub bundle_url: Option<String>,
+
+    /// Require the bundle to be signed and to verify with this public key (PEM, RSA or EC; or a JWK set)
+    #[arg(long, value_name = "FILE", requires = "bundle_url")]
+    pub bundle_public_key: Option<PathBuf>,
+
+    /// Seconds between two polls of --bundle-url (each given or taken 15% at random)
+    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub bundle_poll: u64,
+
+    /// Where the last good bundle is kept (its tarball and ETag) and unpacked; a restart serves it without the server
+    #[arg(long, value_name = "DIR", requires = "bundle_url")]
+    pub bundle_dir: Option<PathBuf>,
 
     /// Append one JSON line per resolve and call decision to PATH (default: standard error)
     #[arg(long, value_name = "PATH")]

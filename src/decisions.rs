@@ -67,6 +67,9 @@ pub struct Options {
     /// `--decision-log-line-bytes`: the largest line (default
     /// [`DEFAULT_LINE_BYTES`]).
     pub line_limit: Option<usize>,
+    /// `serve --bundle-url`: the bundles catalogs came from, so that a line
+    /// names the bundle (and its revision) of the catalog that decided.
+    pub bundles: Option<Arc<crate::state::Bundles>>,
 }
 
 impl DecisionLog {
@@ -92,7 +95,8 @@ impl DecisionLog {
     fn with_sink(sink: Sink, options: Options) -> DecisionLog {
         let format = Format::new(options.log_arguments, &options.labels)
             .masking(options.mask)
-            .limiting(options.line_limit.unwrap_or(DEFAULT_LINE_BYTES));
+            .limiting(options.line_limit.unwrap_or(DEFAULT_LINE_BYTES))
+            .naming_bundles(options.bundles.clone());
         DecisionLog {
             writer: Writer::configured(
                 sink,
@@ -161,6 +165,8 @@ pub struct Format {
     /// `--decision-log-line-bytes`: the largest line; a larger one is cut
     /// where it is made, and says what it lost (see [`Entry::line`]).
     line_limit: usize,
+    /// Which bundle each catalog revision came from (`serve --bundle-url`).
+    bundles: Option<Arc<crate::state::Bundles>>,
 }
 
 /// The default `--decision-log-line-bytes`: 1 MiB.
@@ -201,6 +207,23 @@ impl Format {
             labels: serde_json::to_vec(&labels).expect("labels serialize"),
             mask: Vec::new(),
             line_limit: DEFAULT_LINE_BYTES,
+            bundles: None,
+        }
+    }
+
+    /// The same format, naming in `bundles` the bundle a catalog came from.
+    pub fn naming_bundles(mut self, bundles: Option<Arc<crate::state::Bundles>>) -> Format {
+        self.bundles = bundles;
+        self
+    }
+
+    /// The line's `bundles`: OPA's `{name: {revision}}`, the bundle the
+    /// deciding catalog came from; `regent` and the catalog's digest when
+    /// it came from files.
+    fn bundles_member(&self, revision: &str) -> Value {
+        match self.bundles.as_ref().and_then(|b| b.of(revision)) {
+            Some(b) => json!({ b.name.clone(): {"revision": b.revision} }),
+            None => json!({"regent": {"revision": revision}}),
         }
     }
 
@@ -517,7 +540,9 @@ impl Entry {
     /// - `result`: `{allowed, deny, annotations, confirm}`, or `{allowed:
     ///   false, error}` when no decision could be made;
     /// - `labels`: `{id, version, ...--decision-log-label}`;
-    /// - `bundles`: `{"regent": {"revision": the catalog revision}}`;
+    /// - `bundles`: `{"regent": {"revision": the catalog revision}}`, or
+    ///   with `serve --bundle-url` `{NAME: {"revision": the manifest's
+    ///   revision}}` of the bundle the catalog came from;
     /// - `metrics`: `{timer_regent_eval_ns}` when the catalog decided.
     ///
     /// A line is never longer than the format's limit
@@ -730,11 +755,7 @@ impl Entry {
         member(out, "result", &result);
         out.extend_from_slice(br#","labels":"#);
         out.extend_from_slice(&format.labels);
-        member(
-            out,
-            "bundles",
-            &json!({"regent": {"revision": self.revision}}),
-        );
+        member(out, "bundles", &format.bundles_member(&self.revision));
         if let Some(d) = self.eval {
             let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
             member(out, "metrics", &json!({"timer_regent_eval_ns": ns}));

@@ -82,6 +82,9 @@ pub struct Metrics {
     policy_errors: Mutex<BTreeMap<&'static str, u64>>,
     /// HTTP responses by (route, status code).
     http_responses: Mutex<BTreeMap<(&'static str, u16), u64>>,
+    /// Bundle polls (`serve --bundle-url`) that left the last good bundle
+    /// serving, by reason.
+    bundle_failures: Mutex<BTreeMap<&'static str, u64>>,
     pub resolve_seconds: Histogram,
     pub call_seconds: Histogram,
     /// Tool executions running now (`tools/call` past its decision).
@@ -166,6 +169,7 @@ impl Metrics {
             requests: Mutex::new(BTreeMap::new()),
             policy_errors: Mutex::new(BTreeMap::new()),
             http_responses: Mutex::new(BTreeMap::new()),
+            bundle_failures: Mutex::new(BTreeMap::new()),
             resolve_seconds: Histogram::new(RESOLVE_BUCKETS),
             call_seconds: Histogram::new(CALL_BUCKETS),
             calls_in_flight: Gauge::default(),
@@ -194,6 +198,13 @@ impl Metrics {
 
     pub fn count_http_response(&self, route: &'static str, status: u16) {
         bump(&self.http_responses, (route, status));
+    }
+
+    /// A bundle poll that kept the last good bundle: `download`,
+    /// `signature` (or any other refusal of the bundle), `catalog` (it did
+    /// not build or check).
+    pub fn count_bundle_failure(&self, reason: &'static str) {
+        bump(&self.bundle_failures, reason);
     }
 
     /// The metrics in the text exposition format, version 0.0.4.
@@ -234,6 +245,22 @@ impl Metrics {
                 "regent_policy_errors_total{{reason=\"{}\"}} {n}",
                 escape(reason)
             );
+        }
+        let bundle_failures = snapshot(&self.bundle_failures);
+        if !bundle_failures.is_empty() {
+            header(
+                out,
+                "regent_bundle_failures_total",
+                "Bundle polls that kept the last good bundle serving, by reason (download, bundle, catalog)",
+                "counter",
+            );
+            for (reason, n) in bundle_failures {
+                let _ = writeln!(
+                    out,
+                    "regent_bundle_failures_total{{reason=\"{}\"}} {n}",
+                    escape(reason)
+                );
+            }
         }
         header(
             out,

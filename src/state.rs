@@ -48,6 +48,67 @@ pub struct ReloadStatus {
     /// The serving catalog's upstream tools quarantined for drifting from
     /// their pins (`Catalog::quarantined`), shown under their upstream.
     pub quarantined: Vec<crate::source::upstream::Quarantined>,
+    /// The bundle the serving catalog came from (`serve --bundle-url`).
+    pub bundle: Option<Arc<BundleInfo>>,
+}
+
+/// Which bundle a catalog came from (`serve --bundle-url`): what the
+/// status document, `/healthz`, `/metrics` and the decision log name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleInfo {
+    /// The bundle's name: the URL's file name without `.tar.gz`, as OPA
+    /// names a bundle by its service path.
+    pub name: String,
+    /// The manifest's `revision`.
+    pub revision: String,
+    /// The key id of the verified signature (`None` unsigned or unverified).
+    pub key_id: Option<String>,
+    /// Whether the signature was verified with `--bundle-public-key`.
+    pub verified: bool,
+    pub url: String,
+    /// The ETag the server gave it, if any.
+    pub etag: Option<String>,
+}
+
+impl BundleInfo {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "name": self.name,
+            "revision": self.revision,
+            "keyId": self.key_id,
+            "verified": self.verified,
+            "url": self.url,
+            "etag": self.etag,
+        })
+    }
+}
+
+/// The bundles of the catalogs that may still be deciding, by catalog
+/// revision digest: a decision names the bundle of the catalog that made
+/// it, even one a swap just retired. Filled before each swap.
+#[derive(Debug, Default)]
+pub struct Bundles(Mutex<Vec<(String, Arc<BundleInfo>)>>);
+
+impl Bundles {
+    /// How many catalogs back a decision can still find its bundle.
+    const KEPT: usize = 8;
+
+    pub fn record(&self, catalog_revision: &str, info: Arc<BundleInfo>) {
+        let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        v.retain(|(r, _)| r != catalog_revision);
+        v.push((catalog_revision.to_string(), info));
+        if v.len() > Self::KEPT {
+            v.remove(0);
+        }
+    }
+
+    pub fn of(&self, catalog_revision: &str) -> Option<Arc<BundleInfo>> {
+        let v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        v.iter()
+            .rev()
+            .find(|(r, _)| r == catalog_revision)
+            .map(|(_, b)| b.clone())
+    }
 }
 
 impl ReloadStatus {
@@ -68,6 +129,7 @@ impl ReloadStatus {
             "listingChanges": self.listing_changes,
             "watching": self.watching,
             "upstreams": self.upstreams_json(),
+            "bundle": self.bundle.as_ref().map(|b| b.to_json()),
         })
     }
 
@@ -131,6 +193,8 @@ pub struct CatalogState {
     status: Mutex<ReloadStatus>,
     /// A generation counter bumped each time the tool listing changes.
     listing: watch::Sender<u64>,
+    /// The bundles catalogs came from, for the decision log.
+    bundles: Arc<Bundles>,
 }
 
 impl CatalogState {
@@ -150,11 +214,13 @@ impl CatalogState {
             watching: false,
             upstreams: Default::default(),
             quarantined: catalog.quarantined.clone(),
+            bundle: None,
         };
         CatalogState {
             current: ArcSwap::from_pointee(catalog),
             status: Mutex::new(status),
             listing: watch::Sender::new(0),
+            bundles: Arc::default(),
         }
     }
 
@@ -218,6 +284,20 @@ impl CatalogState {
         s.attempted_at = SystemTime::now();
         s.last_duration = Some(took);
         s.last_error = None;
+    }
+
+    /// Records that the catalog of revision digest `catalog_revision` came
+    /// from `info`: called before that catalog is swapped in (or, when it
+    /// already serves, at once).
+    pub fn record_bundle(&self, catalog_revision: &str, info: BundleInfo) {
+        let info = Arc::new(info);
+        self.bundles.record(catalog_revision, info.clone());
+        self.lock().bundle = Some(info);
+    }
+
+    /// The bundles catalogs came from, shared with the decision log.
+    pub fn bundles(&self) -> Arc<Bundles> {
+        self.bundles.clone()
     }
 
     /// Sets the listing digest of the serving catalog (at start-up).

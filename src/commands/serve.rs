@@ -50,6 +50,20 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         ));
     }
     let caller = caller(args)?;
+    // With --bundle-url the catalog is the bundle's, unpacked under
+    // --bundle-dir; the rest of start-up reads it as files.
+    let bundle = match &args.bundle_url {
+        Some(url) => Some(bundle_start(args, url)?),
+        None => None,
+    };
+    let catalog_args = crate::cli::CatalogArgs {
+        paths: match &bundle {
+            Some((ready, _)) => vec![ready.catalog_dir.clone()],
+            None => args.catalog.paths.clone(),
+        },
+        policy_timeout_ms: args.catalog.policy_timeout_ms,
+        policy_memory_mb: args.catalog.policy_memory_mb,
+    };
     if args.enforce_scopes {
         let nobody = match args.http.http {
             Some(_) => args.http.jwt_jwks_file.is_none() && args.http.jwt_jwks_url.is_none(),
@@ -87,7 +101,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
 
     // Upstream MCP servers are started and listed before the catalog is
     // built: the build imports what they listed, as data.
-    let mut source = load_source(&args.catalog).map_err(|d| Failure::from_diagnostics(&d))?;
+    let mut source = load_source(&catalog_args).map_err(|d| Failure::from_diagnostics(&d))?;
     let upstreams = runtime
         .block_on(Upstreams::start(&source, upstream::START_TIMEOUT))
         .map_err(|d| Failure::from_diagnostics(&d))?;
@@ -107,7 +121,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     }
     let upstreams = Arc::new(upstreams);
     let shared: reload::SharedSnapshots = Arc::new(std::sync::Mutex::new(snapshots));
-    let catalog = crate::catalog::build(&source, &build_options(&args.catalog))
+    let catalog = crate::catalog::build(&source, &build_options(&catalog_args))
         .map_err(|d| Failure::from_diagnostics(&d))?;
     // What `regent check` would refuse does not serve either (see
     // `check::on_load`); reloads then run only the tools that change.
@@ -116,7 +130,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         &source,
         &catalog,
         &Default::default(),
-        &build_options(&args.catalog),
+        &build_options(&catalog_args),
     );
     if args.skip_load_check {
         checked.allow_errors();
@@ -147,6 +161,9 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         "catalog loaded"
     );
     let state = Arc::new(CatalogState::new(catalog));
+    if let Some((ready, _)) = &bundle {
+        state.record_bundle(&state.current().revision, ready.info.clone());
+    }
     let metrics = Arc::new(Metrics::new());
     let shipper = match &args.decision_log_url {
         None => None,
@@ -179,6 +196,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         line_limit: Some(args.decision_log_line_bytes),
         shipper,
         sync: args.decision_log_sync,
+        bundles: bundle.as_ref().map(|_| state.bundles()),
     };
     let decisions = Arc::new(match &args.decision_log {
         None => DecisionLog::to_stderr(options),
@@ -208,9 +226,10 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     let reloads = reload::start(
         state.clone(),
         reload::Settings {
-            paths: args.catalog.paths.clone(),
-            options: build_options(&args.catalog),
-            watch: !args.no_watch,
+            paths: catalog_args.paths.clone(),
+            options: build_options(&catalog_args),
+            // A bundle's files change only through the poller.
+            watch: !args.no_watch && bundle.is_none(),
             status_file: args.status_file.clone(),
             debounce: reload::DEBOUNCE,
             settle: reload::SETTLE,
@@ -235,7 +254,16 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
             Some(redeclared),
         );
     }
-    if !args.no_watch {
+    if let Some((ready, settings)) = bundle {
+        reload::bundle::Poller {
+            settings,
+            state: state.clone(),
+            metrics: metrics.clone(),
+            reload: reloads.requester(),
+        }
+        .start(ready)
+        .map_err(cannot_run)?;
+    } else if !args.no_watch {
         tracing::info!("watching the catalog for changes");
     }
 
@@ -406,4 +434,48 @@ fn state_store(
         ),
     }
     Ok(Spent::Redis(Box::new(store)))
+}
+
+/// `--bundle-url`: checks the flags, then gets the bundle to start with
+/// (the persisted copy, else a download; see `reload::bundle`).
+fn bundle_start(
+    args: &ServeArgs,
+    url: &str,
+) -> Result<(reload::bundle::Ready, reload::bundle::Settings), Failure> {
+    let parsed = reqwest::Url::parse(url)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+        .ok_or_else(|| {
+            cannot_run(format!(
+                "--bundle-url {url} is not an http or https URL\n  = help: give the URL the bundle is served at, e.g. https://bundles.example.com/regent.tar.gz"
+            ))
+        })?;
+    let keys = match &args.bundle_public_key {
+        Some(p) => Some(Arc::new(
+            crate::bundle::PublicKeys::read(p).map_err(cannot_run)?,
+        )),
+        None => None,
+    };
+    let Some(dir) = args.bundle_dir.clone() else {
+        return Err(cannot_run(
+            "--bundle-url needs --bundle-dir, where the last good bundle is kept for restarts"
+                .into(),
+        ));
+    };
+    let settings = reload::bundle::Settings {
+        url: parsed,
+        keys,
+        poll: std::time::Duration::from_secs(args.bundle_poll),
+        dir,
+        limits: crate::bundle::Limits::default(),
+    };
+    let ready = reload::bundle::start_up(&settings).map_err(cannot_run)?;
+    tracing::info!(
+        bundle = %ready.info.name,
+        revision = %ready.info.revision,
+        key_id = ready.info.key_id.as_deref().unwrap_or(""),
+        verified = ready.info.verified,
+        "bundle loaded"
+    );
+    Ok((ready, settings))
 }

@@ -46,6 +46,9 @@ pub async fn healthz(State(s): State<Arc<Shared>>) -> Response {
     if !status.upstreams.is_empty() {
         body["upstreams"] = status.upstreams_json();
     }
+    if let Some(b) = &status.bundle {
+        body["bundle"] = b.to_json();
+    }
     let mut r = (StatusCode::OK, body.to_string()).into_response();
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -72,6 +75,21 @@ pub async fn metrics(State(s): State<Arc<Shared>>) -> Response {
         "regent_catalog_info{{revision=\"{}\"}} 1",
         escape(&catalog.revision)
     );
+    if let Some(b) = &status.bundle {
+        family(
+            &mut out,
+            "regent_bundle_info",
+            "The bundle the serving catalog came from (serve --bundle-url): its name, manifest revision and signing key id",
+            "gauge",
+        );
+        let _ = writeln!(
+            out,
+            "regent_bundle_info{{bundle=\"{}\",revision=\"{}\",key_id=\"{}\"}} 1",
+            escape(&b.name),
+            escape(&b.revision),
+            escape(b.key_id.as_deref().unwrap_or(""))
+        );
+    }
     family(
         &mut out,
         "regent_catalog_tools",

@@ -10,6 +10,7 @@
 //! sessions can tell their clients; a policy-only change announces nothing.
 //! Telling clients is `protocol`'s job; building is `source` and `catalog`'s.
 
+pub mod bundle;
 pub mod settle;
 pub mod status;
 pub mod watch;
@@ -104,6 +105,9 @@ pub struct Reloader {
     /// catalog takes tens of milliseconds; holding on to them until nobody
     /// else does keeps that work on this thread, never on a request's.
     retired: Vec<Arc<Catalog>>,
+    /// The bundle the files being read came from, recorded in `state` with
+    /// the catalog they build (see [`Requester::bundle`]).
+    pending_bundle: Option<crate::state::BundleInfo>,
 }
 
 impl Reloader {
@@ -116,6 +120,7 @@ impl Reloader {
             settings,
             listing,
             retired: Vec::new(),
+            pending_bundle: None,
         };
         r.write_status();
         r
@@ -195,6 +200,9 @@ impl Reloader {
         // The revision digest covers every file's path and content: equal
         // digests mean the catalog would be rebuilt identical.
         if source.digest == self.state.current().revision {
+            if let Some(info) = self.pending_bundle.take() {
+                self.state.record_bundle(&source.digest, info);
+            }
             let took = started.elapsed();
             self.state.record_unchanged(took);
             return Outcome::Unchanged { took };
@@ -233,6 +241,10 @@ impl Reloader {
         let listing_changed = listing != self.listing;
         let revision = catalog.revision.clone();
         let took = started.elapsed();
+        // Named before the swap, so a decision of the new catalog finds it.
+        if let Some(info) = self.pending_bundle.take() {
+            self.state.record_bundle(&revision, info);
+        }
         let old = self
             .state
             .swap_with(catalog, Some(listing.clone()), listing_changed, Some(took));
@@ -415,6 +427,13 @@ enum Trigger {
     /// Something in the status changed outside a reload (an upstream went
     /// up or down): write the status file again.
     Status,
+    /// A verified bundle written out under a directory: serve it in place
+    /// of the current paths, or keep them and say why not.
+    Bundle {
+        dir: PathBuf,
+        info: crate::state::BundleInfo,
+        reply: Sender<Result<(), String>>,
+    },
     Stop,
 }
 
@@ -451,6 +470,19 @@ impl Requester {
     /// which and how, for the log).
     pub fn upstream_changed(&self, why: String) {
         let _ = self.0.send(Trigger::Upstream(why));
+    }
+
+    /// Asks for the catalog under `dir` (a bundle's files, written out by
+    /// `reload::bundle`) to be built and swapped in; the answer says
+    /// whether it serves. When it does not, the previous paths stay.
+    pub fn bundle(&self, dir: PathBuf, info: crate::state::BundleInfo) -> Result<(), String> {
+        let (reply, answer) = mpsc::channel();
+        self.0
+            .send(Trigger::Bundle { dir, info, reply })
+            .map_err(|_| "the reload thread has stopped".to_string())?;
+        answer
+            .recv()
+            .map_err(|_| "the reload thread has stopped".to_string())?
     }
 
     /// Asks for the status file to be written again, without a reload.
@@ -526,6 +558,25 @@ fn run(mut reloader: Reloader, mut watcher: Option<(Watcher, WatchPlan)>, rx: Re
                 Trigger::Signal => reasons.push("reload requested".into()),
                 Trigger::Upstream(why) => reasons.push(why),
                 Trigger::Status => status = true,
+                // Handled at once and alone: its answer is this reload's.
+                Trigger::Bundle { dir, info, reply } => {
+                    let why = format!("bundle revision {}", info.revision);
+                    let before = std::mem::replace(&mut reloader.settings.paths, vec![dir]);
+                    reloader.pending_bundle = Some(info);
+                    let answer = match reloader.reload(&why) {
+                        Outcome::Failed(_) => {
+                            reloader.settings.paths = before;
+                            reloader.pending_bundle = None;
+                            Err(reloader
+                                .state
+                                .status()
+                                .last_error
+                                .unwrap_or_else(|| "the catalog did not build".into()))
+                        }
+                        _ => Ok(()),
+                    };
+                    let _ = reply.send(answer);
+                }
                 Trigger::Files(Ok(events)) => {
                     let Some((_, plan)) = &watcher else { continue };
                     for e in events.iter().filter(|e| plan.is_relevant_event(e)) {

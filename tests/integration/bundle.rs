@@ -61,7 +61,7 @@ fn build(dir: &Path, out: &Path, key: Option<&str>) -> Output {
 }
 
 /// A bundle's entries: path as written, contents.
-fn unpack(bytes: &[u8]) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn unpack(bytes: &[u8]) -> Vec<(String, Vec<u8>)> {
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
     archive
         .entries()
@@ -80,9 +80,9 @@ fn unpack(bytes: &[u8]) -> Vec<(String, Vec<u8>)> {
 /// otherwise. The path goes into the header's name field as is (`tar`'s
 /// own `set_path` refuses `..`, which the tests need to write).
 /// An entry to pack: path as written, contents, type.
-type Entry = (String, Vec<u8>, tar::EntryType);
+pub(crate) type Entry = (String, Vec<u8>, tar::EntryType);
 
-fn pack(entries: &[Entry]) -> Vec<u8> {
+pub(crate) fn pack(entries: &[Entry]) -> Vec<u8> {
     let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     let mut b = tar::Builder::new(gz);
     for (path, data, kind) in entries {
@@ -102,7 +102,7 @@ fn pack(entries: &[Entry]) -> Vec<u8> {
     b.into_inner().unwrap().finish().unwrap()
 }
 
-fn regular(entries: Vec<(String, Vec<u8>)>) -> Vec<Entry> {
+pub(crate) fn regular(entries: Vec<(String, Vec<u8>)>) -> Vec<Entry> {
     entries
         .into_iter()
         .map(|(p, d)| (p, d, tar::EntryType::Regular))

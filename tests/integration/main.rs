@@ -18,6 +18,7 @@ mod reload_support;
 
 mod broken_pipe;
 mod bundle;
+mod bundle_serve;
 mod caller_stdio;
 mod confirm;
 mod decision_log;
