@@ -167,7 +167,7 @@ fn client(ca: Option<&Path>) -> Result<reqwest::Client, String> {
             format!(
                 "error: cannot read the CA file {}: {}\n  help: --jwt-jwks-ca names a PEM file with the certificate of the CA that signed the identity provider's certificate",
                 path.display(),
-                crate::source::files::lower_io(&e)
+                crate::diag::lower_io(&e)
             )
         })?;
         let certs = reqwest::Certificate::from_pem_bundle(&pem)

@@ -170,7 +170,7 @@ impl Verifier {
                     format!(
                         "error: cannot read the JWKS file {}: {}\n  help: --jwt-jwks-file names a JSON Web Key Set ({{\"keys\": [...]}}), as an identity provider publishes at its jwks_uri",
                         path.display(),
-                        crate::source::files::lower_io(&e)
+                        crate::diag::lower_io(&e)
                     )
                 })?;
                 let origin = format!("the JWKS file {}", path.display());
