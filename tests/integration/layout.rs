@@ -177,10 +177,6 @@ pub const KNOWN_FILE_CYCLES: &[(&[&str], &str)] = &[
          the split of catalog into evaluation, syntax and analysis (issue 34, item 1)",
     ),
     (
-        &["http/claims.rs", "http/jwks.rs", "http/jwt.rs"],
-        "jwks uses jwt's KeySet, jwt uses jwks' Remote; claims uses jwt's Refused",
-    ),
-    (
         &["protocol/direct.rs", "protocol/transport.rs"],
         "direct uses transport's Custom, transport uses direct's Direct",
     ),
