@@ -177,10 +177,6 @@ pub const KNOWN_FILE_CYCLES: &[(&[&str], &str)] = &[
          the split of catalog into evaluation, syntax and analysis (issue 34, item 1)",
     ),
     (
-        &["protocol/direct.rs", "protocol/transport.rs"],
-        "direct uses transport's Custom, transport uses direct's Direct",
-    ),
-    (
         &["source/model.rs", "source/upstream.rs"],
         "model uses upstream's UpstreamDecl, upstream uses model's MappingRule",
     ),
