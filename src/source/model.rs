@@ -13,17 +13,6 @@ use serde_json::{Map, Value};
 
 pub use super::run::Run;
 
-/// One `*.yaml` tool file.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ToolFile {
-    #[serde(default)]
-    pub tools: Vec<ToolDecl>,
-    /// MCP servers whose tools regent imports (see `source::upstream`).
-    #[serde(default)]
-    pub upstreams: Vec<super::upstream::UpstreamDecl>,
-}
-
 /// One tool, as declared.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -71,7 +60,15 @@ pub struct ToolDecl {
     /// Set on a tool imported from an upstream MCP server (never written in
     /// YAML): `tools/call` forwards to it.
     #[serde(skip)]
-    pub upstream: Option<super::upstream::UpstreamRef>,
+    pub upstream: Option<UpstreamRef>,
+}
+
+/// Which upstream tool a catalog tool forwards its calls to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamRef {
+    pub upstream: String,
+    /// The tool's name on the upstream.
+    pub tool: String,
 }
 
 /// One fenced path argument, as declared (`paths: {path: {root: /srv}}`).
