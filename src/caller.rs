@@ -48,7 +48,7 @@ impl Caller {
                 Location::new(path, 0, 0),
                 format!(
                     "cannot read the caller file: {}",
-                    crate::source::files::lower_io(&e)
+                    crate::diag::lower_io(&e)
                 ),
             )
             .with_help("pass a readable JSON or YAML file such as {\"subject\": \"alice\", \"claims\": {\"groups\": [\"oncall\"]}}")

@@ -317,6 +317,17 @@ impl fmt::Display for Diagnostics {
 
 impl std::error::Error for Diagnostics {}
 
+/// io::Error's text, in our lowercase style ("No such file" -> "no such file").
+pub fn lower_io(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    let s = s.split(" (os error").next().unwrap_or(&s).to_string();
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) => c.to_lowercase().collect::<String>() + chars.as_str(),
+        None => s,
+    }
+}
+
 /// Shortens a path for messages: relative to the working directory when it is below it.
 pub fn display_path(path: &Path) -> PathBuf {
     std::env::current_dir()

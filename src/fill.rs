@@ -159,7 +159,7 @@ pub fn fill(
                     "`{}` comes from the file {}, which cannot be read: {}",
                     r.param,
                     path.display(),
-                    crate::source::files::lower_io(&e)
+                    crate::diag::lower_io(&e)
                 )),
             },
             Source::Policy { rule, step } => {

@@ -315,7 +315,7 @@ pub async fn run(
                  a tool that takes large values passes them with run.cli.stdin"
                     .to_string()
             } else {
-                crate::source::files::lower_io(&e)
+                crate::diag::lower_io(&e)
             };
             return outcome(
                 Status::Failed(format!("cannot start {}: {why}", p.program.display())),

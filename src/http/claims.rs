@@ -22,13 +22,17 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value};
 
-use super::jwt::Refused;
-
 /// The header parameters RFC 7515 section 4.1 registers: a `crit` that names
 /// one of them is invalid (section 4.1.11: producers must not list them).
 const REGISTERED_HEADERS: &[&str] = &[
     "alg", "jku", "jwk", "kid", "x5u", "x5c", "x5t", "x5t#S256", "typ", "cty", "crit",
 ];
+
+/// Why a token was refused: the `error_description` of the 401's
+/// `WWW-Authenticate` header (fixed texts: nothing the client sent is
+/// echoed back).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused(pub &'static str);
 
 /// Refuses a token whose header has a `crit` parameter. regent understands
 /// no JWS extension, so any well-formed `crit` names one it does not

@@ -2,7 +2,7 @@
 //! (`--jwt-jwks-url`) and kept current: fetched once at start-up (a failure
 //! fails start-up), then every `--jwt-jwks-refresh-seconds` and when a token
 //! names a `kid` the set lacks. Parsing and the rules a set must follow are
-//! [`super::jwt::KeySet::parse`]'s, the same as for a file.
+//! [`super::keyset::KeySet::parse`]'s, the same as for a file.
 //!
 //! - Only `https://` URLs; an extra CA (`--jwt-jwks-ca`) may be trusted
 //!   beside the system's roots. No proxy, no redirects, a timeout and a size
@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use jsonwebtoken::Algorithm;
 
-use super::jwt::KeySet;
+use super::keyset::KeySet;
 
 /// At most one refetch for unknown `kid`s per window.
 pub const ON_DEMAND_WINDOW: Duration = Duration::from_secs(10);
@@ -167,7 +167,7 @@ fn client(ca: Option<&Path>) -> Result<reqwest::Client, String> {
             format!(
                 "error: cannot read the CA file {}: {}\n  help: --jwt-jwks-ca names a PEM file with the certificate of the CA that signed the identity provider's certificate",
                 path.display(),
-                crate::source::files::lower_io(&e)
+                crate::diag::lower_io(&e)
             )
         })?;
         let certs = reqwest::Certificate::from_pem_bundle(&pem)

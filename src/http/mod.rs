@@ -47,6 +47,7 @@ mod guard;
 mod hoist;
 pub mod jwks;
 pub mod jwt;
+mod keyset;
 mod listener;
 pub mod metadata;
 mod ops;

@@ -11,7 +11,7 @@
 //!
 //! What it does not do: decide or build anything. The answer, or the error,
 //! comes from `Regent::custom`, the same function rmcp's custom-request hook
-//! calls, and is encoded by `transport::encode`, as rmcp's answers are; so
+//! calls, and is encoded by `line::encode`, as rmcp's answers are; so
 //! the bytes are the same either way (`tests/integration/protocol.rs`
 //! compares them). Everything else stays rmcp's: the handshake, every other
 //! method, a request before `notifications/initialized`, any 2026-07-28
@@ -23,9 +23,9 @@ use std::sync::{Arc, OnceLock};
 use rmcp::model::{CustomRequest, Extensions, ServerJsonRpcMessage, ServerResult};
 
 use super::Regent;
+use super::line::{Custom, encode};
 use super::negotiation::Negotiated;
 use super::pace;
-use super::transport::{Custom, encode};
 
 /// What the session negotiated, set once its 2025-era handshake is over
 /// (`Regent::on_initialized`); shared by the transport's [`Direct`] and the

@@ -14,6 +14,7 @@ mod count;
 pub mod direct;
 mod errors;
 pub mod input;
+mod line;
 pub mod negotiation;
 mod notify;
 pub mod pace;

@@ -70,7 +70,7 @@ impl ValueFrom {
                 Err(e) => Err(format!(
                     "cannot read {}: {}",
                     path.display(),
-                    crate::source::files::lower_io(&e)
+                    crate::diag::lower_io(&e)
                 )),
             },
         }

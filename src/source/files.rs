@@ -212,16 +212,9 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
-/// io::Error's text, in our lowercase style ("No such file" -> "no such file").
-pub fn lower_io(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    let s = s.split(" (os error").next().unwrap_or(&s).to_string();
-    let mut chars = s.chars();
-    match chars.next() {
-        Some(c) => c.to_lowercase().collect::<String>() + chars.as_str(),
-        None => s,
-    }
-}
+// Moved to `diag` (below `run_plan`, `exec` and `http`, which word I/O
+// errors too); kept here for the callers not yet moved.
+pub use crate::diag::lower_io;
 
 #[cfg(test)]
 mod tests {

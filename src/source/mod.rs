@@ -21,7 +21,23 @@ use sha2::{Digest, Sha256};
 use crate::diag::{Diagnostic, Diagnostics, Location};
 pub use files::{FileKind, SourceFile};
 pub use locate::{LocationIndex, YamlPath};
-pub use model::{HintValues, MappingRule, StaticAnnotations, ToolDecl, ToolFile};
+pub use model::{HintValues, MappingRule, StaticAnnotations, ToolDecl};
+
+/// One `*.yaml` tool file. Defined here, above `model` and `upstream`,
+/// because it holds both tools and upstreams.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolFile {
+    #[serde(default)]
+    pub tools: Vec<ToolDecl>,
+    /// MCP servers whose tools regent imports (see `source::upstream`).
+    #[serde(default)]
+    pub upstreams: Vec<upstream::UpstreamDecl>,
+    /// The shape of the verified caller (`input.caller`), at most one per
+    /// catalog (see `catalog::caller_schema`).
+    #[serde(default)]
+    pub caller: Option<model::CallerDecl>,
+}
 
 /// One parsed tool file.
 #[derive(Debug, Clone)]

@@ -13,21 +13,6 @@ use serde_json::{Map, Value};
 
 pub use super::run::Run;
 
-/// One `*.yaml` tool file.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ToolFile {
-    #[serde(default)]
-    pub tools: Vec<ToolDecl>,
-    /// MCP servers whose tools regent imports (see `source::upstream`).
-    #[serde(default)]
-    pub upstreams: Vec<super::upstream::UpstreamDecl>,
-    /// The shape of the verified caller (`input.caller`), at most one per
-    /// catalog (see `catalog::caller_schema`).
-    #[serde(default)]
-    pub caller: Option<CallerDecl>,
-}
-
 /// `caller:` in a tool file: what a verified caller's claims look like.
 /// A caller whose claims do not match is refused every decision.
 #[derive(Debug, Clone, Deserialize)]
@@ -84,7 +69,15 @@ pub struct ToolDecl {
     /// Set on a tool imported from an upstream MCP server (never written in
     /// YAML): `tools/call` forwards to it.
     #[serde(skip)]
-    pub upstream: Option<super::upstream::UpstreamRef>,
+    pub upstream: Option<UpstreamRef>,
+}
+
+/// Which upstream tool a catalog tool forwards its calls to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamRef {
+    pub upstream: String,
+    /// The tool's name on the upstream.
+    pub tool: String,
 }
 
 /// One fenced path argument, as declared (`paths: {path: {root: /srv}}`).

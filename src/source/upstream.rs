@@ -27,6 +27,9 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::model::{MappingRule, StaticAnnotations, ToolDecl};
+// Defined beside `ToolDecl`, which carries it; named here too, where the
+// rest of what an upstream is lives.
+pub use super::model::UpstreamRef;
 use super::run::{AuthDecl, EnvDecl};
 use super::{Source, YamlPath};
 use crate::diag::{Diagnostic, Diagnostics};
@@ -420,14 +423,6 @@ impl SaferThanUpstream {
             _ => None,
         }
     }
-}
-
-/// Which upstream tool a catalog tool forwards its calls to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UpstreamRef {
-    pub upstream: String,
-    /// The tool's name on the upstream.
-    pub tool: String,
 }
 
 /// What an upstream listed: its tools as MCP's `tools/list` shows them.

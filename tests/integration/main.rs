@@ -34,6 +34,7 @@ mod http_jwt;
 mod http_oauth;
 mod http_scopes;
 mod interop;
+mod layout;
 mod pace;
 mod plan;
 mod protocol;
