@@ -108,6 +108,15 @@ impl Proof {
     pub fn by_reach(&self) -> bool {
         !self.reached.is_empty() && self.reached.values().all(|r| r.unreached.is_none())
     }
+
+    /// How each argument was reached, for a report (`a: …; b: …`).
+    pub fn reached_text(&self) -> String {
+        self.reached
+            .values()
+            .map(|r| r.describe())
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
 }
 
 /// Every value an argument can take, `None` meaning absent; `Err` says why

@@ -683,11 +683,7 @@ fn proof_diagnostics(
             let note = if p.by_reach() {
                 format!(
                     " (a literal-directed candidate: {})",
-                    p.reached
-                        .values()
-                        .map(|r| r.describe())
-                        .collect::<Vec<_>>()
-                        .join("; ")
+                    p.reached_text()
                 )
             } else {
                 String::new()

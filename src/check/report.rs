@@ -78,11 +78,7 @@ pub fn human(r: &Report, style: Style) -> String {
             let reached = if p.by_reach() {
                 format!(
                     " (literal-directed, reached but not partitioned: {})",
-                    p.reached
-                        .values()
-                        .map(|r| r.describe())
-                        .collect::<Vec<_>>()
-                        .join("; ")
+                    p.reached_text()
                 )
             } else {
                 String::new()

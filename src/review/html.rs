@@ -8,7 +8,7 @@
 //! Marks are words, not only colours (*safer*, *riskier than listed*), so
 //! they survive printing in black and white and screen readers.
 
-use super::{Coverage, Decision, Review, Row, RowOutcome, ToolTable, class_text, show};
+use super::{Coverage, Decision, Review, Row, RowOutcome, ToolTable, class_text, plural, show};
 use crate::catalog::hints::Hint;
 
 const STYLE: &str = r#"
@@ -370,8 +370,4 @@ fn id(name: &str) -> String {
         }
     }));
     s
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }

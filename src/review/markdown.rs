@@ -8,7 +8,7 @@
 //! summary: a review longer than the limit it is given is rendered as a
 //! summary (per-tool counts and the findings), which says so.
 
-use super::{Coverage, Decision, Review, Row, RowOutcome, ToolTable, class_text, show};
+use super::{Coverage, Decision, Review, Row, RowOutcome, ToolTable, class_text, plural, show};
 use crate::catalog::hints::Hint;
 
 /// A pull-request comment's limit (GitHub: 65,536 characters; bytes are
@@ -373,10 +373,6 @@ fn anchor(name: &str) -> String {
             _ => None,
         })
         .collect()
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 #[cfg(test)]

@@ -629,3 +629,8 @@ pub fn class_text(row: &Row) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+/// The plural ending of a count in the renderers' text (`1 row`, `2 rows`).
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}

@@ -46,7 +46,7 @@ use std::collections::BTreeMap;
 use regorus::unstable::{AssignOp, BoolOp, Expr, Literal, Rule, RuleHead};
 use serde_json::{Value, json};
 
-use super::reads::{not_hint_rule, refers_to_not_hints};
+use super::reads::hint_rules;
 use super::visit::walk_rule;
 use super::{PolicyModule, const_string, path_of};
 use crate::catalog::Tool;
@@ -573,21 +573,7 @@ fn chain(e: &Expr, lookup: &dyn Fn(&Expr) -> Option<Chain>) -> Option<Chain> {
 
 fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap<String, Uses>) {
     // The rules that can change the annotations (as `reads` counts them).
-    let mut refers = false;
-    for m in modules {
-        for rule in &m.module.policy {
-            if package.is_some_and(|p| not_hint_rule(m, rule, p)) {
-                continue;
-            }
-            walk_rule(rule, &mut |e| {
-                refers |= refers_to_not_hints(e);
-                true
-            });
-        }
-    }
-    let counts = |m: &PolicyModule, rule: &Rule| {
-        refers || !package.is_some_and(|p| not_hint_rule(m, rule, p))
-    };
+    let counts = hint_rules(modules, package);
 
     // Package rules bound to a derivation; in file order, so one may build
     // on an earlier one.

@@ -70,7 +70,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use regorus::unstable::{AssignOp, BoolOp, Expr, Rule, RuleHead};
 use serde_json::{Map, Value, json};
 
-use super::reads::{not_hint_rule, refers_to_not_hints};
+use super::reads::hint_rules;
 use super::visit::{ref_indexes, walk_expr, walk_rule};
 use super::{PolicyModule, const_string, path_of, span_location};
 use crate::catalog::{Tool, schema};
@@ -304,21 +304,7 @@ fn block(out: &mut BTreeMap<String, Uses>, arg: &str, e: &Expr, why: String) {
 
 fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap<String, Uses>) {
     // The rules that can change the annotations.
-    let mut refers = false;
-    for m in modules {
-        for rule in &m.module.policy {
-            if package.is_some_and(|p| not_hint_rule(m, rule, p)) {
-                continue;
-            }
-            walk_rule(rule, &mut |e| {
-                refers |= refers_to_not_hints(e);
-                true
-            });
-        }
-    }
-    let counts = |m: &PolicyModule, rule: &Rule| {
-        refers || !package.is_some_and(|p| not_hint_rule(m, rule, p))
-    };
+    let counts = hint_rules(modules, package);
 
     // Rules bound to exactly an argument.
     let mut aliases: Vec<Alias> = Vec::new();

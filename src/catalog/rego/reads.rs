@@ -141,6 +141,32 @@ pub fn hint_argument_reads(modules: &[PolicyModule], package: &str) -> ArgumentR
     reads
 }
 
+/// Which rules of `modules` can change the annotations, as
+/// [`hint_argument_reads`] counts them: with `package`, every rule but its
+/// [`NOT_HINTS`] ones, unless another rule refers to those; without, every
+/// rule. For the analyses that follow arguments into the rules (the
+/// partition, the literal-directed candidates).
+pub(super) fn hint_rules<'a>(
+    modules: &[PolicyModule],
+    package: Option<&'a str>,
+) -> impl Fn(&PolicyModule, &Rule) -> bool + 'a {
+    let mut refers = false;
+    for m in modules {
+        for rule in &m.module.policy {
+            if package.is_some_and(|p| not_hint_rule(m, rule, p)) {
+                continue;
+            }
+            super::visit::walk_rule(rule, &mut |e| {
+                refers |= refers_to_not_hints(e);
+                true
+            });
+        }
+    }
+    move |m: &PolicyModule, rule: &Rule| {
+        refers || !package.is_some_and(|p| not_hint_rule(m, rule, p))
+    }
+}
+
 /// Whether `rule` of `m` is one of `package`'s rules named in [`NOT_HINTS`].
 pub(super) fn not_hint_rule(m: &PolicyModule, rule: &Rule, package: &str) -> bool {
     let head = path_of(super::head(rule));
