@@ -820,10 +820,28 @@ async fn decide(
     args: &Value,
     caller: &Option<Arc<crate::caller::Caller>>,
 ) -> Decided {
-    let bytes = || crate::diag::json_size(args, super::pace::MAX_IN_PLACE_BYTES);
-    let (tool, args, caller) = (name.to_string(), args.clone(), caller.clone());
-    super::pace::evaluate(pace, catalog, name, bytes, move |catalog| {
-        decide_here(catalog, &tool, &args, caller.as_deref())
+    // Every `tools/call` decides here: nothing is copied unless the
+    // decision leaves the session's thread (over HTTP there is no pace).
+    let Some(pace) = pace else {
+        return decide_here(catalog, name, args, caller.as_deref());
+    };
+    let bytes = crate::diag::json_size(args, super::pace::MAX_IN_PLACE_BYTES);
+    let (here, record) = pace.in_place(catalog, name, bytes);
+    if here {
+        return super::pace::timed(record, || {
+            decide_here(catalog, name, args, caller.as_deref())
+        });
+    }
+    let (catalog, tool, args, caller) = (
+        catalog.clone(),
+        name.to_string(),
+        args.clone(),
+        caller.clone(),
+    );
+    pace.off_thread(move || {
+        super::pace::timed(record, || {
+            decide_here(&catalog, &tool, &args, caller.as_deref())
+        })
     })
     .await
     .unwrap_or_else(|e| Decided {
