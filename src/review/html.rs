@@ -1,7 +1,9 @@
 //! A [`Review`] as one self-contained HTML page: inline CSS, no script, no
 //! network (no external stylesheet, font or image), semantic tables
 //! (`<caption>`, `<th scope>`), a skip link and a table of contents with
-//! anchors for the keyboard, and print styles.
+//! anchors for the keyboard, and print styles. What only a browser shows
+//! (focus, print layout, contrast in both colour schemes, axe-core's rules)
+//! is checked in headless Chromium by tests/browser/review.mjs.
 //!
 //! Everything from the catalog is untrusted text and goes through [`esc`]
 //! (quick-xml's escaping of `& < > ' "`), in text and in attributes alike.
@@ -13,6 +15,12 @@ use crate::catalog::hints::Hint;
 
 const STYLE: &str = r#"
 :root { color-scheme: light dark; --line: #8884; --mark: #0a7d2c; --risk: #b3261e; }
+/* The system colours explicitly, so that text is measured against the
+   background it is drawn on (an accessibility checker takes a transparent
+   page for white, in the dark scheme too). */
+html { background: Canvas; color: CanvasText; }
+/* The marks' light colours are too dark on a dark background (WCAG AA 4.5:1). */
+@media (prefers-color-scheme: dark) { :root { --mark: #6fdc8c; --risk: #ff8a80; } }
 body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 90rem; padding: 1rem 1.5rem; }
 .skip { position: absolute; left: -999px; }
 .skip:focus { left: 1rem; top: 1rem; background: Canvas; color: LinkText; padding: .5rem; z-index: 1; }
@@ -21,6 +29,9 @@ table { border-collapse: collapse; margin: .5rem 0 1.5rem; width: 100%; }
 caption { text-align: left; font-weight: 600; padding: .25rem 0; }
 th, td { border: 1px solid var(--line); padding: .3rem .45rem; text-align: left; vertical-align: top; }
 thead th { background: #8881; }
+/* Long values (callers' claims, rule locations) may break anywhere, so that
+   a table fits the page, on paper above all, where nothing scrolls. */
+tbody th, tbody td { overflow-wrap: anywhere; }
 td.safer { color: var(--mark); font-weight: 600; }
 td.riskier, .fails { color: var(--risk); font-weight: 700; }
 .by { font-size: .85em; opacity: .85; }
@@ -89,8 +100,10 @@ pub fn render(review: &Review) -> String {
 
 fn tool(t: &ToolTable, out: &mut String) {
     let id = id(&t.name);
+    // tabindex=-1: following a contents link moves focus to the section, so
+    // that the next Tab goes on from the tool, not from the contents.
     out.push_str(&format!(
-        "<section id=\"{}\" aria-labelledby=\"{}-h\">\n<h2 id=\"{}-h\"><code>{}</code>{}</h2>\n",
+        "<section id=\"{}\" tabindex=\"-1\" aria-labelledby=\"{}-h\">\n<h2 id=\"{}-h\"><code>{}</code>{}</h2>\n",
         esc(&id),
         esc(&id),
         esc(&id),
@@ -148,7 +161,7 @@ fn tool(t: &ToolTable, out: &mut String) {
         ));
     }
     out.push_str("</dl>\n");
-    table(t, out);
+    table(t, &id, out);
     if t.omitted > 0 {
         out.push_str(&format!(
             "<p>{} more row{} not shown (at most {} per tool).</p>\n",
@@ -194,10 +207,17 @@ fn coverage(t: &ToolTable) -> String {
     }
 }
 
-fn table(t: &ToolTable, out: &mut String) {
-    out.push_str("<div class=\"table-wrap\">\n<table>\n");
+/// A wide table scrolls inside its wrapper; the wrapper is a named region in
+/// the Tab order so that a keyboard can scroll it (axe-core's
+/// scrollable-region-focusable).
+fn table(t: &ToolTable, id: &str, out: &mut String) {
     out.push_str(&format!(
-        "<caption>Decisions of <code>{}</code>{}</caption>\n<thead>\n<tr>",
+        "<div class=\"table-wrap\" role=\"region\" aria-labelledby=\"{}-c\" tabindex=\"0\">\n<table>\n",
+        esc(id)
+    ));
+    out.push_str(&format!(
+        "<caption id=\"{}-c\">Decisions of <code>{}</code>{}</caption>\n<thead>\n<tr>",
+        esc(id),
         esc(&t.name),
         if t.sampled() {
             " (sampled, not covered by the proof)"
@@ -330,7 +350,7 @@ fn decided(d: &Decision, out: &mut String) {
 }
 
 fn findings(review: &Review, out: &mut String) {
-    out.push_str("<section id=\"findings\" aria-labelledby=\"findings-h\">\n<h2 id=\"findings-h\">Findings of regent check</h2>\n");
+    out.push_str("<section id=\"findings\" tabindex=\"-1\" aria-labelledby=\"findings-h\">\n<h2 id=\"findings-h\">Findings of regent check</h2>\n");
     if review.findings.is_empty() {
         out.push_str("<p>None: <code>regent check</code> is clean.</p>\n</section>\n");
         return;

@@ -1,8 +1,8 @@
 //! `regent review`: golden Markdown of the shipped examples (rewritten with
 //! `REGENT_BLESS=1`), the HTML page's structure (self-contained, semantic
 //! tables, keyboard and print affordances) and the escaping of untrusted
-//! text in both formats. The headless-browser check of the page is a later
-//! slice.
+//! text in both formats. The page in a headless browser (console, keyboard,
+//! print, axe-core) is tests/browser/review.mjs, run by .ci/run.
 
 use crate::common::{self, regent};
 
@@ -188,7 +188,8 @@ fn review_html_is_self_contained_semantic_and_escaped() {
         "<nav aria-label=\"Contents\">",
         "<a href=\"#tool-archive\">archive</a>",
         "<section id=\"tool-archive\"",
-        "<caption>Decisions of <code>archive</code></caption>",
+        "<caption id=\"tool-archive-c\">Decisions of <code>archive</code></caption>",
+        "<div class=\"table-wrap\" role=\"region\" aria-labelledby=\"tool-archive-c\" tabindex=\"0\">",
         "<th scope=\"col\">destructiveHint</th>",
         "<th scope=\"row\"><code>mode=&quot;copy&quot;</code></th>",
         "<td class=\"safer\">false (safer)</td>",
