@@ -29,9 +29,9 @@ table { border-collapse: collapse; margin: .5rem 0 1.5rem; width: 100%; }
 caption { text-align: left; font-weight: 600; padding: .25rem 0; }
 th, td { border: 1px solid var(--line); padding: .3rem .45rem; text-align: left; vertical-align: top; }
 thead th { background: #8881; }
-/* Long values (callers' claims, rule locations) may break anywhere, so that
-   a table fits the page, on paper above all, where nothing scrolls. */
-tbody th, tbody td { overflow-wrap: anywhere; }
+/* Rule locations may break anywhere, so that a table fits a window more
+   often (a wider one scrolls in its region). */
+td.by { overflow-wrap: anywhere; }
 td.safer { color: var(--mark); font-weight: 600; }
 td.riskier, .fails { color: var(--risk); font-weight: 700; }
 .by { font-size: .85em; opacity: .85; }
@@ -43,6 +43,9 @@ code { font-size: .9em; }
   .skip, nav { display: none; }
   body { max-width: none; padding: 0; font-size: 10pt; }
   .table-wrap { overflow: visible; }
+  /* Paper does not scroll: any long value may break, so that every table
+     fits the page. */
+  tbody th, tbody td { overflow-wrap: anywhere; }
   tr, .finding { break-inside: avoid; }
   section { break-before: auto; }
   a { color: inherit; text-decoration: none; }
