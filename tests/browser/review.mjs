@@ -10,7 +10,8 @@
 //   (column headers, the row header), shows `delete` destructive, with its
 //   confirmation question;
 // - the keyboard works: Tab reaches the skip link, then the contents' links;
-//   following one scrolls to the tool and moves focus there;
+//   following one scrolls to the tool and moves focus there, and the next Tab
+//   reaches its table's scrolling region;
 // - axe-core finds no violation, in the light and the dark colour scheme;
 // - under print media every table is still shown and the navigation is not.
 // Screenshots (screen and print) and a PDF go to REGENT_BROWSER_ARTIFACTS
@@ -278,6 +279,13 @@ describe("examples/manage_files in the browser", () => {
     const top = await page.locator("#tool-manage_files").evaluate((s) => s.getBoundingClientRect().top);
     assert.ok(Math.abs(top) < 2, `the tool's section is scrolled to the top of the window (top ${top})`);
     assert.ok(await page.evaluate(() => window.scrollY > 0));
+    // Tab goes on from the tool: to its table's scrolling region, named by the caption.
+    await page.keyboard.press("Tab");
+    const region = await page.evaluate(() => {
+      const a = document.activeElement;
+      return { role: a.getAttribute("role"), name: document.getElementById(a.getAttribute("aria-labelledby"))?.textContent };
+    });
+    assert.deepEqual(region, { role: "region", name: "Decisions of manage_files" });
     // The skip link moves focus to the tables too.
     await page.evaluate(() => window.scrollTo(0, 0));
     await page.locator("a.skip").focus();
