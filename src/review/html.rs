@@ -30,8 +30,9 @@ caption { text-align: left; font-weight: 600; padding: .25rem 0; }
 th, td { border: 1px solid var(--line); padding: .3rem .45rem; text-align: left; vertical-align: top; }
 thead th { background: #8881; }
 /* Rule locations may break anywhere, so that a table fits a window more
-   often (a wider one scrolls in its region). */
-td.by { overflow-wrap: anywhere; }
+   often (a wider one scrolls in its region); the minimum width keeps a
+   crowded table from squeezing them to a letter a line. */
+td.by { overflow-wrap: anywhere; min-width: 14em; }
 td.safer { color: var(--mark); font-weight: 600; }
 td.riskier, .fails { color: var(--risk); font-weight: 700; }
 .by { font-size: .85em; opacity: .85; }
