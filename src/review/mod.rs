@@ -12,10 +12,12 @@
 //!
 //! Rows are keyed by tool, argument class and caller class ([`RowKey`]), so
 //! that two reviews (a catalog and its base) can be compared row by row.
-//! This module computes; it knows no Markdown or HTML ([`markdown`] and
-//! [`html`] render it) and runs nothing `check` does not (it takes check's
-//! [`Checked`]).
+//! [`diff`] compares them (`regent review --base`). This module computes;
+//! it knows no Markdown or HTML ([`markdown`] and [`html`] render it), no
+//! git (the command reads a base revision) and runs nothing `check` does
+//! not (it takes check's [`Checked`]).
 
+pub mod diff;
 pub mod html;
 pub mod markdown;
 
@@ -131,6 +133,9 @@ pub enum RowOutcome {
     Invalid(String),
     /// The policy fails: a client gets an internal error.
     Failed(String),
+    /// The caller's claims do not match the catalog's caller schema: it
+    /// gets no decision (`ResolveError::CallerClaimsInvalid`), the reason.
+    CallerRefused(String),
     Decided(Box<Decision>),
 }
 
@@ -488,6 +493,9 @@ fn decide(catalog: &Catalog, tool: &Tool, args: &Value, caller: Option<&Caller>)
         Err(e @ ResolveError::InvalidArguments { .. }) => {
             return RowOutcome::Invalid(e.to_string());
         }
+        Err(ResolveError::CallerClaimsInvalid(why)) => {
+            return RowOutcome::CallerRefused(why.to_string());
+        }
         Err(e) => return RowOutcome::Failed(e.to_string()),
     };
     r.add_deny(by_fence.iter().map(|(reason, _)| reason.clone()).collect());
@@ -563,6 +571,8 @@ pub struct Counts {
     pub hidden: usize,
     pub failed: usize,
     pub invalid: usize,
+    /// Rows whose caller the caller schema refuses.
+    pub refused: usize,
 }
 
 impl ToolTable {
@@ -576,6 +586,7 @@ impl ToolTable {
                 RowOutcome::Hidden { .. } => c.hidden += 1,
                 RowOutcome::Invalid(_) => c.invalid += 1,
                 RowOutcome::Failed(_) => c.failed += 1,
+                RowOutcome::CallerRefused(_) => c.refused += 1,
                 RowOutcome::Decided(d) => {
                     c.denied += usize::from(d.denied());
                     c.confirmed += usize::from(d.confirm.is_some());
@@ -604,6 +615,72 @@ impl Review {
     pub fn warnings(&self) -> usize {
         self.findings.len() - self.errors()
     }
+
+    /// Every text that may name a file of the catalog passed through `f`:
+    /// the paths, locations, findings, reasons and *set by* entries (never
+    /// a decision's values). For a catalog read from a temporary directory
+    /// (a bundle opened, a git revision written out), whose files are
+    /// named as the user knows them (`b.tar.gz:x.rego`, `HEAD~1:x.rego`).
+    pub fn relabel(&mut self, f: &dyn Fn(&str) -> String) {
+        let each = |v: &mut Vec<String>| v.iter_mut().for_each(|s| *s = f(s));
+        each(&mut self.paths);
+        for x in &mut self.findings {
+            x.location = f(&x.location);
+            x.message = f(&x.message);
+            x.help = x.help.as_deref().map(f);
+        }
+        for t in &mut self.tools {
+            t.location = f(&t.location);
+            if let Coverage::NotCovered { warning } = &mut t.coverage {
+                *warning = f(warning);
+            }
+            for r in &mut t.rows {
+                match &mut r.outcome {
+                    RowOutcome::Hidden { why: None } => {}
+                    RowOutcome::Hidden { why: Some(s) }
+                    | RowOutcome::Invalid(s)
+                    | RowOutcome::Failed(s)
+                    | RowOutcome::CallerRefused(s) => *s = f(s),
+                    RowOutcome::Decided(d) => {
+                        d.hints.iter_mut().for_each(|h| each(&mut h.by));
+                        d.fields
+                            .iter_mut()
+                            .chain(&mut d.deny)
+                            .chain(&mut d.confirm)
+                            .for_each(|x| each(&mut x.by));
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn tool(&self, name: &str) -> Option<&ToolTable> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+}
+
+/// A base review, what to call it and what changed since: what the
+/// renderers need for `regent review --base`.
+pub struct Compared<'a> {
+    pub review: &'a Review,
+    /// `HEAD~1 (git revision 1a2b3c4d5e6f)`, or the path as given.
+    pub label: &'a str,
+    pub diff: &'a diff::Diff,
+}
+
+/// What a row that is not decided shows, and why (the reason's text).
+pub fn undecided(o: &RowOutcome) -> Option<(&'static str, Option<&str>)> {
+    Some(match o {
+        RowOutcome::Decided(_) => return None,
+        RowOutcome::Hidden { why: None } => ("hidden from this caller", None),
+        RowOutcome::Hidden { why: Some(w) } => ("hidden: its visible rule fails", Some(w)),
+        RowOutcome::Invalid(w) => ("refused by inputSchema", Some(w)),
+        RowOutcome::Failed(w) => ("the policy fails (internal error)", Some(w)),
+        RowOutcome::CallerRefused(w) => (
+            "refused: the caller's claims do not match the declared caller schema",
+            Some(w),
+        ),
+    })
 }
 
 /// A JSON value as a table cell shows it: strings bare, the rest as JSON.

@@ -296,3 +296,304 @@ fn review_html_of_manage_files_shows_delete_destructive_with_its_question() {
         "{row}"
     );
 }
+
+#[test]
+fn review_team_ops_labels_a_caller_the_caller_schema_refuses_as_such() {
+    let md = review(&["--max-bytes", "1048576", "examples/team_ops"]);
+    let mallory: Vec<&str> = md.lines().filter(|l| l.contains("| mallory ")).collect();
+    assert!(!mallory.is_empty(), "{md}");
+    for l in mallory {
+        assert!(
+            l.contains("refused: the caller's claims do not match the declared caller schema"),
+            "{l}"
+        );
+        assert!(!l.contains("policy fails"), "{l}");
+    }
+}
+
+#[test]
+fn review_base_leads_with_what_changed_and_is_golden() {
+    let md = review(&[
+        "--base",
+        "examples/manage_files",
+        "tests/review/manage_files-changed",
+    ]);
+    golden("manage_files.base.md", &md);
+    assert!(md.starts_with("# regent review: what changed"));
+    let at = |needle: &str| md.find(needle).unwrap_or_else(|| panic!("{needle}: {md}"));
+    // What changed comes before any table; less safe before safer.
+    assert!(at("## What changed") < at("## manage\\_files"));
+    assert!(at("### Less safe") < at("### Safer"));
+    assert!(at("### Safer") < at("### Other changes"));
+    let less = &md[at("### Less safe")..at("### Safer")];
+    assert!(less.contains(
+        "| manage\\_files | action=\"delete\", path=\"x\" | **no longer asks to confirm"
+    ));
+    assert!(less.contains(
+        "| manage\\_files | action=\"read\", path=\"x\" | **openWorldHint false → true** (less safe)"
+    ));
+    assert!(
+        md[at("### Safer")..]
+            .contains("now denied: “append is disabled during the freeze” *(safer)*")
+    );
+    assert!(md[at("### Tools added")..].starts_with("### Tools added\n\n- search\\_files"));
+    assert!(
+        md[at("### Listings changed")..]
+            .contains("| manage\\_files | **openWorldHint false → true** (less safe) |")
+    );
+    // The head's rows are marked in words; the base's table is kept.
+    assert!(md.contains("| **less safe** | action=\"delete\""));
+    assert!(md.contains("<details><summary>1 table of examples/manage\\_files</summary>"));
+
+    // Against itself: nothing changed, every tool collapsed to a count.
+    let same = review(&["--base", "examples/manage_files", "examples/manage_files"]);
+    assert!(same.contains(
+        "Nothing: every tool is listed and decides every class as in examples/manage\\_files."
+    ));
+    assert!(same.contains("- 1 tool unchanged, not shown"));
+    assert!(!same.contains("## manage\\_files"), "{same}");
+}
+
+#[test]
+fn review_base_over_the_limit_keeps_what_changed() {
+    let md = review(&[
+        "--max-bytes",
+        "3000",
+        "--base",
+        "examples/manage_files",
+        "tests/review/manage_files-changed",
+    ]);
+    assert!(md.len() <= 3000, "{} bytes", md.len());
+    assert!(md.contains("**Summary only**"));
+    assert!(md.contains("### Less safe"));
+    assert!(!md.contains("## manage\\_files\n"));
+    assert!(md.contains("## Findings of regent check"));
+}
+
+#[test]
+fn review_base_html_marks_changes_in_words() {
+    let html = review(&[
+        "--format",
+        "html",
+        "--base",
+        "examples/manage_files",
+        "tests/review/manage_files-changed",
+    ]);
+    for needle in [
+        "<h1>regent review: what changed</h1>",
+        "<section id=\"changes\"",
+        "<caption>Less safe</caption>",
+        "<strong class=\"less-safe\">openWorldHint false → true (less safe)</strong>",
+        "<th scope=\"col\">change</th>",
+        "<tr class=\"changed\"><td class=\"less-safe\"><strong>less safe</strong></td><th scope=\"row\"><code>action=&quot;delete&quot;",
+        "<tr class=\"changed\"><td>safer</td><th scope=\"row\"><code>action=&quot;append&quot;",
+        "<a href=\"#tool-search_files\"><code>search_files</code></a>",
+        "<section id=\"before\"",
+        "<section id=\"base-manage_files\"",
+    ] {
+        assert!(html.contains(needle), "missing {needle}");
+    }
+    // Every anchor linked to is on the page.
+    for (i, _) in html.match_indices("href=\"#") {
+        let target = &html[i + 7..];
+        let target = &target[..target.find('"').unwrap()];
+        assert!(
+            html.contains(&format!("id=\"{target}\"")),
+            "a link to #{target}, which is not on the page"
+        );
+    }
+}
+
+/// `git -C repo args…` with an identity and no user or system
+/// configuration; must succeed; its standard output.
+fn git(repo: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .output()
+        .expect("git is installed");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Copies the files of the repository's directory `from` into `to`.
+fn copy_catalog(from: &str, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for name in ["manage_files.yaml", "manage_files.rego"] {
+        std::fs::copy(common::repo_path(from).join(name), to.join(name)).unwrap();
+    }
+}
+
+/// `regent review ARGS…` in `dir`, with temporary files under `tmp`.
+fn review_in(dir: &std::path::Path, tmp: &std::path::Path, args: &[&str]) -> std::process::Output {
+    regent()
+        .current_dir(dir)
+        .env("TMPDIR", tmp)
+        .args(["review", "--policy-timeout-ms", "60000"])
+        .args(args)
+        .output()
+        .expect("the regent binary runs")
+}
+
+#[test]
+fn review_base_reads_the_catalog_at_a_git_revision() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README"), "a catalog\n").unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "no catalog yet"]);
+    copy_catalog("examples/manage_files", &repo.join("catalog"));
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "the catalog"]);
+    let first = git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    copy_catalog("tests/review/manage_files-changed", &repo.join("catalog"));
+    git(&repo, &["commit", "-q", "-a", "-m", "the change"]);
+
+    // The previous commit, by name and by id, from the top and from below it.
+    for (dir, path, base) in [
+        (repo.clone(), "catalog", "HEAD~1"),
+        (repo.join("catalog"), ".", first.as_str()),
+    ] {
+        let out = review_in(&dir, &scratch, &["--base", base, path]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let md = String::from_utf8(out.stdout).unwrap();
+        let shown = markdown_text(base);
+        assert!(
+            md.contains(&format!("Base: {shown} (git revision {})", &first[..12])),
+            "{md}"
+        );
+        // The base's files are named as git names them at the revision.
+        assert!(
+            md.contains(&format!("(`{shown}:catalog/manage\\_files.yaml:7:5`)")),
+            "{md}"
+        );
+        assert!(md.contains(
+            "| manage\\_files | action=\"delete\", path=\"x\" | **no longer asks to confirm"
+        ));
+        assert!(md.contains("- search\\_files (its table is below)"));
+        // The revision's files were written to a temporary directory, removed.
+        assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
+    }
+
+    // Uncommitted changes are the head; the base is the commit.
+    std::fs::write(
+        repo.join("catalog/manage_files.rego"),
+        std::fs::read_to_string(common::repo_path("examples/manage_files/manage_files.rego"))
+            .unwrap(),
+    )
+    .unwrap();
+    let out = review_in(&repo, &scratch, &["--base", "HEAD", "catalog"]);
+    assert_eq!(out.status.code(), Some(0));
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("now asks to confirm: “delete"), "{md}");
+}
+
+/// `s` as the Markdown renderer escapes it (enough for revisions).
+fn markdown_text(s: &str) -> String {
+    s.replace('~', "\\~").replace('_', "\\_")
+}
+
+#[test]
+fn review_base_refuses_what_it_cannot_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README"), "a catalog\n").unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "no catalog yet"]);
+    copy_catalog("examples/manage_files", &repo.join("catalog"));
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "the catalog"]);
+
+    let refused = |dir: &std::path::Path, args: &[&str], needle: &str| {
+        let out = review_in(dir, &scratch, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(err.contains("help:"), "{args:?}: {err}");
+        assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
+    };
+    refused(
+        &repo,
+        &["--base", "no-such-branch", "catalog"],
+        "error: --base `no-such-branch` is neither a path nor a revision of the git repository at",
+    );
+    refused(
+        &repo,
+        &["--base", "HEAD~1", "catalog"],
+        "error: catalog did not exist at HEAD~1 (commit",
+    );
+    // A directory named like a branch: refused, as git refuses it.
+    std::fs::create_dir_all(repo.join("main")).unwrap();
+    refused(
+        &repo,
+        &["--base", "main", "catalog"],
+        "error: --base `main` names both a path and a git revision",
+    );
+    // `./main` is the path (an empty directory: no catalog in it).
+    refused(
+        &repo,
+        &["--base", "./main", "catalog"],
+        "error: the base (./main) has no catalog to review",
+    );
+    // Outside any repository, a name that is no path cannot be a revision.
+    let lone = tmp.path().join("lone");
+    copy_catalog("examples/manage_files", &lone);
+    let out = review_in(&lone, &scratch, &["--base", "HEAD~1", "."]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("error: --base `HEAD~1` is not a path, and it cannot be a git revision: . is not in a git repository"),
+        "{err}"
+    );
+}
+
+#[test]
+fn review_base_reads_a_bundle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = tmp.path().join("base.tar.gz");
+    let out = regent()
+        .args(["bundle", "build"])
+        .arg(common::repo_path("examples/manage_files"))
+        .arg("-o")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = review(&[
+        "--base",
+        bundle.to_str().unwrap(),
+        "tests/review/manage_files-changed",
+    ]);
+    assert!(md.contains("base.tar.gz:manage\\_files.yaml:7:5"), "{md}");
+    assert!(md.contains("**no longer asks to confirm"));
+}
