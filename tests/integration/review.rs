@@ -597,3 +597,95 @@ fn review_base_reads_a_bundle() {
     assert!(md.contains("base.tar.gz:manage\\_files.yaml:7:5"), "{md}");
     assert!(md.contains("**no longer asks to confirm"));
 }
+
+/// The `run:` block of the step named `name` in the workflow of
+/// docs/review.md, dedented: the test runs what the docs say.
+fn recipe_step(name: &str) -> String {
+    let doc = std::fs::read_to_string(common::repo_path("docs/review.md")).unwrap();
+    let start = doc
+        .find(&format!("- name: {name}"))
+        .unwrap_or_else(|| panic!("docs/review.md has no step {name:?}"));
+    let block = &doc[start..];
+    let run = block.find("run: |\n").expect("a run block") + "run: |\n".len();
+    let mut lines = Vec::new();
+    let mut indent = None;
+    for line in block[run..].lines() {
+        let n = line.len() - line.trim_start().len();
+        let i = *indent.get_or_insert(n);
+        if line.trim().is_empty() || n < i {
+            break;
+        }
+        lines.push(&line[i..]);
+    }
+    lines.join("\n") + "\n"
+}
+
+#[test]
+fn review_ci_recipe_commands_run_as_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = tmp.path().join("origin.git");
+    let work = tmp.path().join("work");
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    std::fs::create_dir_all(&origin).unwrap();
+    git(&origin, &["init", "-q", "--bare", "-b", "main"]);
+    git(
+        tmp.path(),
+        &[
+            "clone",
+            "-q",
+            origin.to_str().unwrap(),
+            work.to_str().unwrap(),
+        ],
+    );
+    git(&work, &["checkout", "-q", "-b", "main"]);
+    copy_catalog("examples/manage_files", &work.join("catalog"));
+    git(&work, &["add", "."]);
+    git(&work, &["commit", "-q", "-m", "the catalog"]);
+    git(&work, &["push", "-q", "origin", "main"]);
+    // The pull request's branch, as actions/checkout leaves it with
+    // fetch-depth: 0 (the base branch's history under origin/).
+    git(&work, &["checkout", "-q", "-b", "change"]);
+    copy_catalog("tests/review/manage_files-changed", &work.join("catalog"));
+    git(&work, &["commit", "-q", "-a", "-m", "the change"]);
+    git(&work, &["fetch", "-q", "origin"]);
+
+    let script = recipe_step("Review against the base branch");
+    assert!(
+        script.contains("regent review --base \"$BASE\" catalog/"),
+        "{script}"
+    );
+    let summary = tmp.path().join("summary.md");
+    let bin = common::binary().parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-eu", "-c", &script])
+        .current_dir(&work)
+        .env("PATH", path)
+        .env("TMPDIR", &scratch)
+        .env("NO_COLOR", "1")
+        .env("BASE", "origin/main")
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = std::fs::read_to_string(work.join("review.md")).unwrap();
+    assert!(md.starts_with("# regent review: what changed"), "{md}");
+    assert!(md.contains("Base: origin/main (git revision"));
+    assert!(md.contains(
+        "| manage\\_files | action=\"delete\", path=\"x\" | **no longer asks to confirm"
+    ));
+    assert_eq!(std::fs::read_to_string(&summary).unwrap(), md);
+    let html = std::fs::read_to_string(work.join("review.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("<strong>less safe</strong>"));
+    assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
+}
