@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 
 use super::diff::{Direction, Mark, Note, OneSided, RowChange};
 use super::{
-    Compared, Coverage, Decision, Review, Row, RowKey, RowOutcome, ToolTable, class_text, plural,
-    show,
+    Compared, Coverage, Decision, Other, Review, Row, RowKey, RowOutcome, ToolTable, class_text,
+    plural, show,
 };
 use crate::catalog::hints::Hint;
 
@@ -84,7 +84,7 @@ fn page(review: &Review, base: Option<&Compared>) -> String {
         let paths_end = line.find(" · ").unwrap_or(line.len());
         out.push_str(&format!("<p>Base: {label}{}", &line[paths_end..]));
     }
-    out.push_str("<p>Each tool's listing is its worst case; each row is what a call with that class of arguments (and, where the policy reads the caller, that caller) resolves to. The classes are the worst-case proof's: arguments that can change the annotations, each class shown by one representative value; <code>deny</code>, <code>confirm</code> and <code>_meta</code> are those of the representative and may differ for other values of its class (<code>regent test</code> cases pin them). Hints safer than listed are marked <em>safer</em>; riskier ones are errors. <em>Set by</em> names the rule behind each field that differs from the listing.");
+    out.push_str("<p>Each tool's listing is its worst case; each row is what a call with that class of arguments (and, where the policy reads the caller, that caller) resolves to. The classes are the worst-case proof's: arguments that can change the annotations, each class shown by one representative value; <code>deny</code>, <code>confirm</code> and <code>_meta</code> are those of the representative; the other values of the class the catalog's test cases call the tool with are resolved too, and a <code>deny</code> or a <code>confirm</code> one of them gets where the representative does not is shown below the representative's, <em>for</em> its arguments. Hints safer than listed are marked <em>safer</em>; riskier ones are errors. <em>Set by</em> names the rule behind each field that differs from the listing.");
     if base.is_some() {
         out.push_str(" Each row's <em>change</em> column says whether it is <strong>less safe</strong>, safer, changed or a new class than in the base.");
     }
@@ -447,7 +447,7 @@ fn row(t: &ToolTable, r: &Row, marks: Option<&BTreeMap<RowKey, Mark>>, out: &mut
         ));
     }
     match &r.outcome {
-        RowOutcome::Decided(d) => decided(d, out),
+        RowOutcome::Decided(d) => decided(d, &r.others, out),
         other => {
             let (what, why) = super::undecided(other).unwrap_or_default();
             let class = if matches!(other, RowOutcome::Failed(_)) {
@@ -464,7 +464,7 @@ fn row(t: &ToolTable, r: &Row, marks: Option<&BTreeMap<RowKey, Mark>>, out: &mut
     out.push_str("</tr>\n");
 }
 
-fn decided(d: &Decision, out: &mut String) {
+fn decided(d: &Decision, others: &[Other], out: &mut String) {
     for h in &d.hints {
         if h.riskier() {
             out.push_str(&format!(
@@ -490,16 +490,39 @@ fn decided(d: &Decision, out: &mut String) {
             ),
         }
     };
+    // The representative's, then other values of the class that differ.
     out.push_str(&format!(
         "<td>{}</td>",
-        list(d.deny.iter().map(|f| esc(&show(&f.value))).collect())
+        list(
+            d.deny
+                .iter()
+                .map(|f| esc(&show(&f.value)))
+                .chain(others.iter().filter(|o| !o.deny.is_empty()).map(|o| {
+                    format!(
+                        "<em>for <code>{}</code>:</em> {}",
+                        esc(&o.arguments),
+                        esc(&o.deny.join("; "))
+                    )
+                }))
+                .collect()
+        )
     ));
     out.push_str(&format!(
         "<td>{}</td>",
-        d.confirm
-            .as_ref()
-            .map(|f| esc(&show(&f.value)))
-            .unwrap_or_default()
+        list(
+            d.confirm
+                .iter()
+                .map(|f| esc(&show(&f.value)))
+                .chain(others.iter().filter_map(|o| {
+                    let q = o.confirm.as_ref()?;
+                    Some(format!(
+                        "<em>for <code>{}</code>:</em> {}",
+                        esc(&o.arguments),
+                        esc(q)
+                    ))
+                }))
+                .collect()
+        )
     ));
     out.push_str(&format!(
         "<td>{}</td>",

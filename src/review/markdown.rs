@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 
 use super::diff::{Direction, Mark, OneSided, RowChange};
 use super::{
-    Compared, Coverage, Decision, Review, Row, RowKey, RowOutcome, ToolTable, class_text, plural,
-    show,
+    Compared, Coverage, Decision, Other, Review, Row, RowKey, RowOutcome, ToolTable, class_text,
+    plural, show,
 };
 use crate::catalog::hints::Hint;
 
@@ -308,7 +308,7 @@ fn header(review: &Review, base: Option<&Compared>, out: &mut String) {
     }
 }
 
-const EXPLAIN: &str = "Each tool's listing is its worst case; each row is what a call with that class of arguments (and, where the policy reads the caller, that caller) resolves to. The classes are the worst-case proof's: arguments that can change the annotations, each class shown by one representative value; `deny`, `confirm` and `_meta` are those of the representative and may differ for other values of its class (`regent test` cases pin them). Hints safer than listed are marked *(safer)*; riskier ones are errors. *Set by* names the rule behind each field that differs from the listing.";
+const EXPLAIN: &str = "Each tool's listing is its worst case; each row is what a call with that class of arguments (and, where the policy reads the caller, that caller) resolves to. The classes are the worst-case proof's: arguments that can change the annotations, each class shown by one representative value; `deny`, `confirm` and `_meta` are those of the representative; the other values of the class the catalog's test cases call the tool with are resolved too, and a `deny` or a `confirm` one of them gets where the representative does not is shown below the representative's, *for* its arguments. Hints safer than listed are marked *(safer)*; riskier ones are errors. *Set by* names the rule behind each field that differs from the listing.";
 
 fn contents_line(t: &ToolTable, out: &mut String) {
     let c = t.counts();
@@ -488,7 +488,7 @@ fn cells(t: &ToolTable, r: &Row) -> Vec<String> {
         });
     }
     match &r.outcome {
-        RowOutcome::Decided(d) => c.extend(decided(d)),
+        RowOutcome::Decided(d) => c.extend(decided(d, &r.others)),
         other => {
             let (what, why) = super::undecided(other).unwrap_or_default();
             // A failing policy stands out: a client gets an internal error.
@@ -504,7 +504,7 @@ fn cells(t: &ToolTable, r: &Row) -> Vec<String> {
     c
 }
 
-fn decided(d: &Decision) -> Vec<String> {
+fn decided(d: &Decision, others: &[Other]) -> Vec<String> {
     let mut c: Vec<String> = d
         .hints
         .iter()
@@ -518,19 +518,27 @@ fn decided(d: &Decision) -> Vec<String> {
             }
         })
         .collect();
-    c.push(
-        d.deny
-            .iter()
-            .map(|f| text(&show(&f.value)))
-            .collect::<Vec<_>>()
-            .join("<br>"),
-    );
-    c.push(
-        d.confirm
-            .as_ref()
-            .map(|f| text(&show(&f.value)))
-            .unwrap_or_default(),
-    );
+    // The representative's, then other values of the class that differ.
+    let deny: Vec<String> = d
+        .deny
+        .iter()
+        .map(|f| text(&show(&f.value)))
+        .chain(others.iter().filter(|o| !o.deny.is_empty()).map(|o| {
+            let reasons: Vec<String> = o.deny.iter().map(|r| text(r)).collect();
+            format!("*for {}:* {}", text(&o.arguments), reasons.join("; "))
+        }))
+        .collect();
+    c.push(deny.join("<br>"));
+    let confirm: Vec<String> = d
+        .confirm
+        .iter()
+        .map(|f| text(&show(&f.value)))
+        .chain(others.iter().filter_map(|o| {
+            let q = o.confirm.as_ref()?;
+            Some(format!("*for {}:* {}", text(&o.arguments), text(q)))
+        }))
+        .collect();
+    c.push(confirm.join("<br>"));
     c.push(
         d.fields
             .iter()

@@ -121,6 +121,21 @@ pub struct Row {
     /// Who calls, as a short label; `None` without a caller.
     pub caller: Option<String>,
     pub outcome: RowOutcome,
+    /// Other values of the class (the catalog's test cases' arguments)
+    /// whose `deny` reasons, or whether a `confirm` is asked, differ from
+    /// the representative's.
+    pub others: Vec<Other>,
+}
+
+/// Another value of a row's class and what it is denied or asked.
+pub struct Other {
+    /// The arguments that differ from the row's, `path="../x"`.
+    pub arguments: String,
+    /// Its deny reasons, when they differ (else empty).
+    pub deny: Vec<String>,
+    /// Its question, or `(asks nothing)`, when one of the two asks and
+    /// the other does not.
+    pub confirm: Option<String>,
 }
 
 /// What a call of the row gets.
@@ -260,6 +275,7 @@ pub fn build(paths: &[String], checked: &Checked, callers: &[Caller]) -> Review 
                 tool,
                 proofs.get(tool.name.as_str()).copied(),
                 checked.sampled.get(&tool.name),
+                checked.cases.get(&tool.name).map(Vec::as_slice),
                 callers,
                 &findings,
             )
@@ -279,6 +295,7 @@ fn table(
     tool: &Tool,
     proof: Option<&Proof>,
     sampled: Option<&Vec<Value>>,
+    cases: Option<&[Value]>,
     callers: &[Caller],
     findings: &[Finding],
 ) -> ToolTable {
@@ -309,6 +326,7 @@ fn table(
                 class: Vec::new(),
                 arguments: args.clone(),
                 caller: caller.map(label),
+                others: Vec::new(),
                 outcome: match tool.visibility(caller) {
                     Verdict::Visible => RowOutcome::Decided(Box::new(listed_decision(tool))),
                     v => hidden(v),
@@ -374,22 +392,136 @@ fn table(
         })
         .collect();
     let callers_here = caller_classes(t.per_caller, callers);
+    // The catalog's test-case arguments, by the class they fall in.
+    let mut own: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
+    let mut distinct = std::collections::BTreeSet::new();
+    for args in cases.unwrap_or_default() {
+        if let Some(class) = class_of(proof, args)
+            && distinct.insert(canonical(args).to_string())
+        {
+            own.entry(class_key(&class)).or_default().push(args);
+        }
+    }
     for (k, class, args) in classes {
         for &caller in &callers_here {
             if t.rows.len() >= MAX_ROWS {
                 t.omitted += 1;
                 continue;
             }
+            let outcome = decide(catalog, tool, &args, caller);
+            let others = match (&outcome, own.get(&k)) {
+                (RowOutcome::Decided(rep), Some(own)) => {
+                    others(catalog, tool, &args, rep, own, caller)
+                }
+                _ => Vec::new(),
+            };
             t.rows.push(Row {
                 key: key(tool, k.clone(), caller),
                 class: class.clone(),
-                outcome: decide(catalog, tool, &args, caller),
+                outcome,
                 arguments: args.clone(),
                 caller: caller.map(label),
+                others,
             });
         }
     }
     t
+}
+
+/// The test-case arguments `own` of a row's class whose `deny` reasons, or
+/// whether a `confirm` is asked, differ from the representative's (`rep`,
+/// for `args`; a question worded after the arguments is alike): the
+/// classes are drawn for the annotations, so other values of a class may
+/// be denied (`..` in a path) where its representative is not.
+fn others(
+    catalog: &Catalog,
+    tool: &Tool,
+    args: &Value,
+    rep: &Decision,
+    own: &[&Value],
+    caller: Option<&Caller>,
+) -> Vec<Other> {
+    let reasons = |d: &Decision| -> Vec<String> { d.deny.iter().map(|f| show(&f.value)).collect() };
+    let rep_deny = reasons(rep);
+    let mut out = Vec::new();
+    for &o in own {
+        if o == args {
+            continue;
+        }
+        let RowOutcome::Decided(d) = decide(catalog, tool, o, caller) else {
+            continue;
+        };
+        let deny = reasons(&d);
+        // A denied call is never asked: its missing question is no news.
+        let asks = !d.denied() && d.confirm.is_some() != rep.confirm.is_some();
+        if deny == rep_deny && !asks {
+            continue;
+        }
+        out.push(Other {
+            arguments: differing(args, o),
+            deny: if deny == rep_deny { Vec::new() } else { deny },
+            confirm: asks.then(|| {
+                d.confirm
+                    .as_ref()
+                    .map_or("(asks nothing)".to_string(), |c| show(&c.value))
+            }),
+        });
+    }
+    out
+}
+
+/// The class `args` falls in: each of the proof's arguments as it is,
+/// a partitioned string as the representative that meets the same
+/// predicates; `None` when a partitioned argument is not a string.
+fn class_of(proof: &Proof, args: &Value) -> Option<Class> {
+    proof
+        .arguments
+        .iter()
+        .map(|a| {
+            let v = args.get(a).cloned();
+            let Some(p) = proof.partitions.get(a) else {
+                return Some((a.clone(), v));
+            };
+            let Some(v) = v else {
+                return Some((a.clone(), None));
+            };
+            let s = v.as_str()?;
+            let sig = signature(p, s);
+            let rep = p.representatives.iter().find(|r| signature(p, r) == sig)?;
+            Some((a.clone(), Some(Value::String(rep.clone()))))
+        })
+        .collect()
+}
+
+/// Which of the partition's predicates `s` meets.
+fn signature(p: &rego::partition::Partition, s: &str) -> Vec<bool> {
+    let x = p.fold.apply(s);
+    p.equals
+        .iter()
+        .map(|l| x == *l)
+        .chain(p.prefixes.iter().map(|l| x.starts_with(l.as_str())))
+        .chain(p.suffixes.iter().map(|l| x.ends_with(l.as_str())))
+        .chain(p.contains.iter().map(|l| x.contains(l.as_str())))
+        .collect()
+}
+
+/// The arguments of `other` that differ from `row`'s: `path="../x"`,
+/// `content absent`.
+fn differing(row: &Value, other: &Value) -> String {
+    let empty = Map::new();
+    let (r, o) = (
+        row.as_object().unwrap_or(&empty),
+        other.as_object().unwrap_or(&empty),
+    );
+    let keys: std::collections::BTreeSet<&String> = r.keys().chain(o.keys()).collect();
+    keys.into_iter()
+        .filter(|k| r.get(*k) != o.get(*k))
+        .map(|k| match o.get(k) {
+            Some(v) => format!("{k}={v}"),
+            None => format!("{k} absent"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn caller_classes(per_caller: bool, callers: &[Caller]) -> Vec<Option<&Caller>> {

@@ -76,6 +76,16 @@ fn review_markdown_of_manage_files_is_golden() {
         delete.contains("manage\\_files.rego:18"),
         "confirm's rule is named: {delete}"
     );
+    // Other values of a class the test cases use: denied where the
+    // representative is not, each with its arguments.
+    let read = md
+        .lines()
+        .find(|l| l.starts_with("| action=\"read\""))
+        .expect("a row for read");
+    assert!(
+        read.contains("*for content absent, path=\"../../etc/passwd\":* path \"../../etc/passwd\" leaves the root directory"),
+        "{read}"
+    );
 }
 
 #[test]
@@ -290,7 +300,13 @@ fn review_html_of_manage_files_shows_delete_destructive_with_its_question() {
     let cells: Vec<&str> = row.split("<td").skip(1).collect();
     // readOnlyHint, destructiveHint, idempotentHint, openWorldHint, deny, confirm, …
     assert_eq!(cells[1], ">true</td>", "{row}");
-    assert_eq!(cells[4], "></td>", "not denied: {row}");
+    // The representative is not denied; the test case's absolute path of
+    // the same class is, and says so with its arguments.
+    assert_eq!(
+        cells[4],
+        "><em>for <code>content absent, path=&quot;/etc/passwd&quot;</code>:</em> path &quot;/etc/passwd&quot; is absolute; paths are relative to the root directory</td>",
+        "{row}"
+    );
     assert!(
         cells[5].contains("delete &quot;x&quot; under the root directory? This cannot be undone."),
         "{row}"
