@@ -579,7 +579,14 @@ fn review_base_refuses_what_it_cannot_read() {
     // Outside any repository, a name that is no path cannot be a revision.
     let lone = tmp.path().join("lone");
     copy_catalog("examples/manage_files", &lone);
-    let out = review_in(&lone, &scratch, &["--base", "HEAD~1", "."]);
+    // (git looks no higher than the temporary directory, wherever it is.)
+    let out = regent()
+        .current_dir(&lone)
+        .env("TMPDIR", &scratch)
+        .env("GIT_CEILING_DIRECTORIES", tmp.path())
+        .args(["review", "--base", "HEAD~1", "."])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
