@@ -94,6 +94,10 @@ pub struct ReviewArgs {
     /// Markdown only: the most bytes to print; a longer review is summarized (per-tool counts) and says so [default: 65536, a GitHub comment's limit; a job summary takes 1048576]
     #[arg(long, value_name = "BYTES", default_value_t = crate::review::markdown::COMMENT_LIMIT)]
     pub max_bytes: usize,
+
+    /// Compare with an earlier catalog and lead with what changed: a git revision (the catalog paths as they were at it, e.g. origin/main) or a path (a directory, file or bundle); a name that is both is refused (write ./NAME for the path)
+    #[arg(long, value_name = "REF|PATH")]
+    pub base: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -137,7 +137,7 @@ pub fn check_with(paths: &[PathBuf], opts: &BuildOptions, started: &Started) -> 
 /// further (`review` tabulates its decisions): the report, the catalog
 /// check built (with `keep_riskier_rules`, so a riskier rule shows where it
 /// applies), the arguments sampled for each tool the proof does not cover,
-/// and the distinct callers of the catalog's own test cases.
+/// the distinct callers of the catalog's own test cases and their arguments.
 #[derive(Default)]
 pub struct Checked {
     pub report: Report,
@@ -146,6 +146,8 @@ pub struct Checked {
     /// By tool name, for tools whose proof is `NotCovered`.
     pub sampled: BTreeMap<String, Vec<Value>>,
     pub callers: Vec<crate::caller::Caller>,
+    /// By tool name, the arguments of the catalog's own test cases.
+    pub cases: BTreeMap<String, Vec<Value>>,
 }
 
 /// As [`check_with`], keeping what it built and sampled ([`Checked`]).
@@ -234,6 +236,7 @@ pub fn check_keeping(paths: &[PathBuf], opts: &BuildOptions, started: &Started) 
         .collect();
     checked.catalog = Some(catalog);
     checked.callers = callers;
+    checked.cases = cases;
     checked
 }
 

@@ -12,10 +12,12 @@
 //!
 //! Rows are keyed by tool, argument class and caller class ([`RowKey`]), so
 //! that two reviews (a catalog and its base) can be compared row by row.
-//! This module computes; it knows no Markdown or HTML ([`markdown`] and
-//! [`html`] render it) and runs nothing `check` does not (it takes check's
-//! [`Checked`]).
+//! [`diff`] compares them (`regent review --base`). This module computes;
+//! it knows no Markdown or HTML ([`markdown`] and [`html`] render it), no
+//! git (the command reads a base revision) and runs nothing `check` does
+//! not (it takes check's [`Checked`]).
 
+pub mod diff;
 pub mod html;
 pub mod markdown;
 
@@ -119,6 +121,21 @@ pub struct Row {
     /// Who calls, as a short label; `None` without a caller.
     pub caller: Option<String>,
     pub outcome: RowOutcome,
+    /// Other values of the class (the catalog's test cases' arguments)
+    /// whose `deny` reasons, or whether a `confirm` is asked, differ from
+    /// the representative's.
+    pub others: Vec<Other>,
+}
+
+/// Another value of a row's class and what it is denied or asked.
+pub struct Other {
+    /// The arguments that differ from the row's, `path="../x"`.
+    pub arguments: String,
+    /// Its deny reasons, when they differ (else empty).
+    pub deny: Vec<String>,
+    /// Its question, or `(asks nothing)`, when one of the two asks and
+    /// the other does not.
+    pub confirm: Option<String>,
 }
 
 /// What a call of the row gets.
@@ -131,6 +148,9 @@ pub enum RowOutcome {
     Invalid(String),
     /// The policy fails: a client gets an internal error.
     Failed(String),
+    /// The caller's claims do not match the catalog's caller schema: it
+    /// gets no decision (`ResolveError::CallerClaimsInvalid`), the reason.
+    CallerRefused(String),
     Decided(Box<Decision>),
 }
 
@@ -255,6 +275,7 @@ pub fn build(paths: &[String], checked: &Checked, callers: &[Caller]) -> Review 
                 tool,
                 proofs.get(tool.name.as_str()).copied(),
                 checked.sampled.get(&tool.name),
+                checked.cases.get(&tool.name).map(Vec::as_slice),
                 callers,
                 &findings,
             )
@@ -274,6 +295,7 @@ fn table(
     tool: &Tool,
     proof: Option<&Proof>,
     sampled: Option<&Vec<Value>>,
+    cases: Option<&[Value]>,
     callers: &[Caller],
     findings: &[Finding],
 ) -> ToolTable {
@@ -304,6 +326,7 @@ fn table(
                 class: Vec::new(),
                 arguments: args.clone(),
                 caller: caller.map(label),
+                others: Vec::new(),
                 outcome: match tool.visibility(caller) {
                     Verdict::Visible => RowOutcome::Decided(Box::new(listed_decision(tool))),
                     v => hidden(v),
@@ -369,22 +392,136 @@ fn table(
         })
         .collect();
     let callers_here = caller_classes(t.per_caller, callers);
+    // The catalog's test-case arguments, by the class they fall in.
+    let mut own: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
+    let mut distinct = std::collections::BTreeSet::new();
+    for args in cases.unwrap_or_default() {
+        if let Some(class) = class_of(proof, args)
+            && distinct.insert(canonical(args).to_string())
+        {
+            own.entry(class_key(&class)).or_default().push(args);
+        }
+    }
     for (k, class, args) in classes {
         for &caller in &callers_here {
             if t.rows.len() >= MAX_ROWS {
                 t.omitted += 1;
                 continue;
             }
+            let outcome = decide(catalog, tool, &args, caller);
+            let others = match (&outcome, own.get(&k)) {
+                (RowOutcome::Decided(rep), Some(own)) => {
+                    others(catalog, tool, &args, rep, own, caller)
+                }
+                _ => Vec::new(),
+            };
             t.rows.push(Row {
                 key: key(tool, k.clone(), caller),
                 class: class.clone(),
-                outcome: decide(catalog, tool, &args, caller),
+                outcome,
                 arguments: args.clone(),
                 caller: caller.map(label),
+                others,
             });
         }
     }
     t
+}
+
+/// The test-case arguments `own` of a row's class whose `deny` reasons, or
+/// whether a `confirm` is asked, differ from the representative's (`rep`,
+/// for `args`; a question worded after the arguments is alike): the
+/// classes are drawn for the annotations, so other values of a class may
+/// be denied (`..` in a path) where its representative is not.
+fn others(
+    catalog: &Catalog,
+    tool: &Tool,
+    args: &Value,
+    rep: &Decision,
+    own: &[&Value],
+    caller: Option<&Caller>,
+) -> Vec<Other> {
+    let reasons = |d: &Decision| -> Vec<String> { d.deny.iter().map(|f| show(&f.value)).collect() };
+    let rep_deny = reasons(rep);
+    let mut out = Vec::new();
+    for &o in own {
+        if o == args {
+            continue;
+        }
+        let RowOutcome::Decided(d) = decide(catalog, tool, o, caller) else {
+            continue;
+        };
+        let deny = reasons(&d);
+        // A denied call is never asked: its missing question is no news.
+        let asks = !d.denied() && d.confirm.is_some() != rep.confirm.is_some();
+        if deny == rep_deny && !asks {
+            continue;
+        }
+        out.push(Other {
+            arguments: differing(args, o),
+            deny: if deny == rep_deny { Vec::new() } else { deny },
+            confirm: asks.then(|| {
+                d.confirm
+                    .as_ref()
+                    .map_or("(asks nothing)".to_string(), |c| show(&c.value))
+            }),
+        });
+    }
+    out
+}
+
+/// The class `args` falls in: each of the proof's arguments as it is,
+/// a partitioned string as the representative that meets the same
+/// predicates; `None` when a partitioned argument is not a string.
+fn class_of(proof: &Proof, args: &Value) -> Option<Class> {
+    proof
+        .arguments
+        .iter()
+        .map(|a| {
+            let v = args.get(a).cloned();
+            let Some(p) = proof.partitions.get(a) else {
+                return Some((a.clone(), v));
+            };
+            let Some(v) = v else {
+                return Some((a.clone(), None));
+            };
+            let s = v.as_str()?;
+            let sig = signature(p, s);
+            let rep = p.representatives.iter().find(|r| signature(p, r) == sig)?;
+            Some((a.clone(), Some(Value::String(rep.clone()))))
+        })
+        .collect()
+}
+
+/// Which of the partition's predicates `s` meets.
+fn signature(p: &rego::partition::Partition, s: &str) -> Vec<bool> {
+    let x = p.fold.apply(s);
+    p.equals
+        .iter()
+        .map(|l| x == *l)
+        .chain(p.prefixes.iter().map(|l| x.starts_with(l.as_str())))
+        .chain(p.suffixes.iter().map(|l| x.ends_with(l.as_str())))
+        .chain(p.contains.iter().map(|l| x.contains(l.as_str())))
+        .collect()
+}
+
+/// The arguments of `other` that differ from `row`'s: `path="../x"`,
+/// `content absent`.
+fn differing(row: &Value, other: &Value) -> String {
+    let empty = Map::new();
+    let (r, o) = (
+        row.as_object().unwrap_or(&empty),
+        other.as_object().unwrap_or(&empty),
+    );
+    let keys: std::collections::BTreeSet<&String> = r.keys().chain(o.keys()).collect();
+    keys.into_iter()
+        .filter(|k| r.get(*k) != o.get(*k))
+        .map(|k| match o.get(k) {
+            Some(v) => format!("{k}={v}"),
+            None => format!("{k} absent"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn caller_classes(per_caller: bool, callers: &[Caller]) -> Vec<Option<&Caller>> {
@@ -488,6 +625,9 @@ fn decide(catalog: &Catalog, tool: &Tool, args: &Value, caller: Option<&Caller>)
         Err(e @ ResolveError::InvalidArguments { .. }) => {
             return RowOutcome::Invalid(e.to_string());
         }
+        Err(ResolveError::CallerClaimsInvalid(why)) => {
+            return RowOutcome::CallerRefused(why.to_string());
+        }
         Err(e) => return RowOutcome::Failed(e.to_string()),
     };
     r.add_deny(by_fence.iter().map(|(reason, _)| reason.clone()).collect());
@@ -563,6 +703,8 @@ pub struct Counts {
     pub hidden: usize,
     pub failed: usize,
     pub invalid: usize,
+    /// Rows whose caller the caller schema refuses.
+    pub refused: usize,
 }
 
 impl ToolTable {
@@ -576,6 +718,7 @@ impl ToolTable {
                 RowOutcome::Hidden { .. } => c.hidden += 1,
                 RowOutcome::Invalid(_) => c.invalid += 1,
                 RowOutcome::Failed(_) => c.failed += 1,
+                RowOutcome::CallerRefused(_) => c.refused += 1,
                 RowOutcome::Decided(d) => {
                     c.denied += usize::from(d.denied());
                     c.confirmed += usize::from(d.confirm.is_some());
@@ -604,6 +747,72 @@ impl Review {
     pub fn warnings(&self) -> usize {
         self.findings.len() - self.errors()
     }
+
+    /// Every text that may name a file of the catalog passed through `f`:
+    /// the paths, locations, findings, reasons and *set by* entries (never
+    /// a decision's values). For a catalog read from a temporary directory
+    /// (a bundle opened, a git revision written out), whose files are
+    /// named as the user knows them (`b.tar.gz:x.rego`, `HEAD~1:x.rego`).
+    pub fn relabel(&mut self, f: &dyn Fn(&str) -> String) {
+        let each = |v: &mut Vec<String>| v.iter_mut().for_each(|s| *s = f(s));
+        each(&mut self.paths);
+        for x in &mut self.findings {
+            x.location = f(&x.location);
+            x.message = f(&x.message);
+            x.help = x.help.as_deref().map(f);
+        }
+        for t in &mut self.tools {
+            t.location = f(&t.location);
+            if let Coverage::NotCovered { warning } = &mut t.coverage {
+                *warning = f(warning);
+            }
+            for r in &mut t.rows {
+                match &mut r.outcome {
+                    RowOutcome::Hidden { why: None } => {}
+                    RowOutcome::Hidden { why: Some(s) }
+                    | RowOutcome::Invalid(s)
+                    | RowOutcome::Failed(s)
+                    | RowOutcome::CallerRefused(s) => *s = f(s),
+                    RowOutcome::Decided(d) => {
+                        d.hints.iter_mut().for_each(|h| each(&mut h.by));
+                        d.fields
+                            .iter_mut()
+                            .chain(&mut d.deny)
+                            .chain(&mut d.confirm)
+                            .for_each(|x| each(&mut x.by));
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn tool(&self, name: &str) -> Option<&ToolTable> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+}
+
+/// A base review, what to call it and what changed since: what the
+/// renderers need for `regent review --base`.
+pub struct Compared<'a> {
+    pub review: &'a Review,
+    /// `HEAD~1 (git revision 1a2b3c4d5e6f)`, or the path as given.
+    pub label: &'a str,
+    pub diff: &'a diff::Diff,
+}
+
+/// What a row that is not decided shows, and why (the reason's text).
+pub fn undecided(o: &RowOutcome) -> Option<(&'static str, Option<&str>)> {
+    Some(match o {
+        RowOutcome::Decided(_) => return None,
+        RowOutcome::Hidden { why: None } => ("hidden from this caller", None),
+        RowOutcome::Hidden { why: Some(w) } => ("hidden: its visible rule fails", Some(w)),
+        RowOutcome::Invalid(w) => ("refused by inputSchema", Some(w)),
+        RowOutcome::Failed(w) => ("the policy fails (internal error)", Some(w)),
+        RowOutcome::CallerRefused(w) => (
+            "refused: the caller's claims do not match the declared caller schema",
+            Some(w),
+        ),
+    })
 }
 
 /// A JSON value as a table cell shows it: strings bare, the rest as JSON.

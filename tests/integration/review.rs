@@ -76,6 +76,16 @@ fn review_markdown_of_manage_files_is_golden() {
         delete.contains("manage\\_files.rego:18"),
         "confirm's rule is named: {delete}"
     );
+    // Other values of a class the test cases use: denied where the
+    // representative is not, each with its arguments.
+    let read = md
+        .lines()
+        .find(|l| l.starts_with("| action=\"read\""))
+        .expect("a row for read");
+    assert!(
+        read.contains("*for content absent, path=\"../../etc/passwd\":* path \"../../etc/passwd\" leaves the root directory"),
+        "{read}"
+    );
 }
 
 #[test]
@@ -291,9 +301,415 @@ fn review_html_of_manage_files_shows_delete_destructive_with_its_question() {
     let cells: Vec<&str> = row.split("<td").skip(1).collect();
     // readOnlyHint, destructiveHint, idempotentHint, openWorldHint, deny, confirm, …
     assert_eq!(cells[1], ">true</td>", "{row}");
-    assert_eq!(cells[4], "></td>", "not denied: {row}");
+    // The representative is not denied; the test case's absolute path of
+    // the same class is, and says so with its arguments.
+    assert_eq!(
+        cells[4],
+        "><em>for <code>content absent, path=&quot;/etc/passwd&quot;</code>:</em> path &quot;/etc/passwd&quot; is absolute; paths are relative to the root directory</td>",
+        "{row}"
+    );
     assert!(
         cells[5].contains("delete &quot;x&quot; under the root directory? This cannot be undone."),
         "{row}"
     );
+}
+
+#[test]
+fn review_team_ops_labels_a_caller_the_caller_schema_refuses_as_such() {
+    let md = review(&["--max-bytes", "1048576", "examples/team_ops"]);
+    let mallory: Vec<&str> = md.lines().filter(|l| l.contains("| mallory ")).collect();
+    assert!(!mallory.is_empty(), "{md}");
+    for l in mallory {
+        assert!(
+            l.contains("refused: the caller's claims do not match the declared caller schema"),
+            "{l}"
+        );
+        assert!(!l.contains("policy fails"), "{l}");
+    }
+}
+
+#[test]
+fn review_base_leads_with_what_changed_and_is_golden() {
+    let md = review(&[
+        "--base",
+        "examples/manage_files",
+        "tests/review/manage_files-changed",
+    ]);
+    golden("manage_files.base.md", &md);
+    assert!(md.starts_with("# regent review: what changed"));
+    let at = |needle: &str| md.find(needle).unwrap_or_else(|| panic!("{needle}: {md}"));
+    // What changed comes before any table; less safe before safer.
+    assert!(at("## What changed") < at("## manage\\_files"));
+    assert!(at("### Less safe") < at("### Safer"));
+    assert!(at("### Safer") < at("### Other changes"));
+    let less = &md[at("### Less safe")..at("### Safer")];
+    assert!(less.contains(
+        "| manage\\_files | action=\"delete\", path=\"x\" | **no longer asks to confirm"
+    ));
+    assert!(less.contains(
+        "| manage\\_files | action=\"read\", path=\"x\" | **openWorldHint false → true** (less safe)"
+    ));
+    assert!(
+        md[at("### Safer")..]
+            .contains("now denied: “append is disabled during the freeze” *(safer)*")
+    );
+    assert!(md[at("### Tools added")..].starts_with("### Tools added\n\n- search\\_files"));
+    assert!(
+        md[at("### Listings changed")..]
+            .contains("| manage\\_files | **openWorldHint false → true** (less safe) |")
+    );
+    // The head's rows are marked in words; the base's table is kept.
+    assert!(md.contains("| **less safe** | action=\"delete\""));
+    assert!(md.contains("<details><summary>1 table of examples/manage\\_files</summary>"));
+
+    // Against itself: nothing changed, every tool collapsed to a count.
+    let same = review(&["--base", "examples/manage_files", "examples/manage_files"]);
+    assert!(same.contains(
+        "Nothing: every tool is listed and decides every class as in examples/manage\\_files."
+    ));
+    assert!(same.contains("- 1 tool unchanged, not shown"));
+    assert!(!same.contains("## manage\\_files"), "{same}");
+}
+
+#[test]
+fn review_base_over_the_limit_keeps_what_changed() {
+    let md = review(&[
+        "--max-bytes",
+        "3000",
+        "--base",
+        "examples/manage_files",
+        "tests/review/manage_files-changed",
+    ]);
+    assert!(md.len() <= 3000, "{} bytes", md.len());
+    assert!(md.contains("**Summary only**"));
+    assert!(md.contains("### Less safe"));
+    assert!(!md.contains("## manage\\_files\n"));
+    assert!(md.contains("## Findings of regent check"));
+}
+
+#[test]
+fn review_base_html_marks_changes_in_words() {
+    let html = review(&[
+        "--format",
+        "html",
+        "--base",
+        "examples/manage_files",
+        "tests/review/manage_files-changed",
+    ]);
+    for needle in [
+        "<h1>regent review: what changed</h1>",
+        "<section id=\"changes\"",
+        "<caption>Less safe</caption>",
+        "<strong class=\"less-safe\">openWorldHint false → true (less safe)</strong>",
+        "<th scope=\"col\">change</th>",
+        "<tr class=\"changed\"><td class=\"less-safe\"><strong>less safe</strong></td><th scope=\"row\"><code>action=&quot;delete&quot;",
+        "<tr class=\"changed\"><td>safer</td><th scope=\"row\"><code>action=&quot;append&quot;",
+        "<a href=\"#tool-search_files\"><code>search_files</code></a>",
+        "<section id=\"before\"",
+        "<section id=\"base-manage_files\"",
+    ] {
+        assert!(html.contains(needle), "missing {needle}");
+    }
+    // Every anchor linked to is on the page.
+    for (i, _) in html.match_indices("href=\"#") {
+        let target = &html[i + 7..];
+        let target = &target[..target.find('"').unwrap()];
+        assert!(
+            html.contains(&format!("id=\"{target}\"")),
+            "a link to #{target}, which is not on the page"
+        );
+    }
+}
+
+/// `git -C repo args…` with an identity and no user or system
+/// configuration; must succeed; its standard output.
+fn git(repo: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .output()
+        .expect("git is installed");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Copies the files of the repository's directory `from` into `to`.
+fn copy_catalog(from: &str, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for name in ["manage_files.yaml", "manage_files.rego"] {
+        std::fs::copy(common::repo_path(from).join(name), to.join(name)).unwrap();
+    }
+}
+
+/// `regent review ARGS…` in `dir`, with temporary files under `tmp`.
+fn review_in(dir: &std::path::Path, tmp: &std::path::Path, args: &[&str]) -> std::process::Output {
+    regent()
+        .current_dir(dir)
+        .env("TMPDIR", tmp)
+        .args(["review", "--policy-timeout-ms", "60000"])
+        .args(args)
+        .output()
+        .expect("the regent binary runs")
+}
+
+#[test]
+fn review_base_reads_the_catalog_at_a_git_revision() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README"), "a catalog\n").unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "no catalog yet"]);
+    copy_catalog("examples/manage_files", &repo.join("catalog"));
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "the catalog"]);
+    let first = git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    copy_catalog("tests/review/manage_files-changed", &repo.join("catalog"));
+    git(&repo, &["commit", "-q", "-a", "-m", "the change"]);
+
+    // The previous commit, by name and by id, from the top and from below it.
+    for (dir, path, base) in [
+        (repo.clone(), "catalog", "HEAD~1"),
+        (repo.join("catalog"), ".", first.as_str()),
+    ] {
+        let out = review_in(&dir, &scratch, &["--base", base, path]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let md = String::from_utf8(out.stdout).unwrap();
+        let shown = markdown_text(base);
+        assert!(
+            md.contains(&format!("Base: {shown} (git revision {})", &first[..12])),
+            "{md}"
+        );
+        // The base's files are named as git names them at the revision.
+        assert!(
+            md.contains(&format!("(`{shown}:catalog/manage\\_files.yaml:7:5`)")),
+            "{md}"
+        );
+        assert!(md.contains(
+            "| manage\\_files | action=\"delete\", path=\"x\" | **no longer asks to confirm"
+        ));
+        assert!(md.contains("- search\\_files (its table is below)"));
+        // The revision's files were written to a temporary directory, removed.
+        assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
+    }
+
+    // Uncommitted changes are the head; the base is the commit.
+    std::fs::write(
+        repo.join("catalog/manage_files.rego"),
+        std::fs::read_to_string(common::repo_path("examples/manage_files/manage_files.rego"))
+            .unwrap(),
+    )
+    .unwrap();
+    let out = review_in(&repo, &scratch, &["--base", "HEAD", "catalog"]);
+    assert_eq!(out.status.code(), Some(0));
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("now asks to confirm: “delete"), "{md}");
+}
+
+/// `s` as the Markdown renderer escapes it (enough for revisions).
+fn markdown_text(s: &str) -> String {
+    s.replace('~', "\\~").replace('_', "\\_")
+}
+
+#[test]
+fn review_base_refuses_what_it_cannot_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README"), "a catalog\n").unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "no catalog yet"]);
+    copy_catalog("examples/manage_files", &repo.join("catalog"));
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "the catalog"]);
+
+    let refused = |dir: &std::path::Path, args: &[&str], needle: &str| {
+        let out = review_in(dir, &scratch, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(err.contains("help:"), "{args:?}: {err}");
+        assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
+    };
+    refused(
+        &repo,
+        &["--base", "no-such-branch", "catalog"],
+        "error: --base `no-such-branch` is neither a path nor a revision of the git repository at",
+    );
+    refused(
+        &repo,
+        &["--base", "HEAD~1", "catalog"],
+        "error: catalog did not exist at HEAD~1 (commit",
+    );
+    // A directory named like a branch: refused, as git refuses it.
+    std::fs::create_dir_all(repo.join("main")).unwrap();
+    refused(
+        &repo,
+        &["--base", "main", "catalog"],
+        "error: --base `main` names both a path and a git revision",
+    );
+    // `./main` is the path (an empty directory: no catalog in it).
+    refused(
+        &repo,
+        &["--base", "./main", "catalog"],
+        "error: the base (./main) has no catalog to review",
+    );
+    // Outside any repository, a name that is no path cannot be a revision.
+    let lone = tmp.path().join("lone");
+    copy_catalog("examples/manage_files", &lone);
+    // (git looks no higher than the temporary directory, wherever it is.)
+    let out = regent()
+        .current_dir(&lone)
+        .env("TMPDIR", &scratch)
+        .env("GIT_CEILING_DIRECTORIES", tmp.path())
+        .args(["review", "--base", "HEAD~1", "."])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("error: --base `HEAD~1` is not a path, and it cannot be a git revision: . is not in a git repository"),
+        "{err}"
+    );
+}
+
+#[test]
+fn review_base_reads_a_bundle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = tmp.path().join("base.tar.gz");
+    let out = regent()
+        .args(["bundle", "build"])
+        .arg(common::repo_path("examples/manage_files"))
+        .arg("-o")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = review(&[
+        "--base",
+        bundle.to_str().unwrap(),
+        "tests/review/manage_files-changed",
+    ]);
+    assert!(md.contains("base.tar.gz:manage\\_files.yaml:7:5"), "{md}");
+    assert!(md.contains("**no longer asks to confirm"));
+}
+
+/// The `run:` block of the step named `name` in the workflow of
+/// docs/review.md, dedented: the test runs what the docs say.
+fn recipe_step(name: &str) -> String {
+    let doc = std::fs::read_to_string(common::repo_path("docs/review.md")).unwrap();
+    let start = doc
+        .find(&format!("- name: {name}"))
+        .unwrap_or_else(|| panic!("docs/review.md has no step {name:?}"));
+    let block = &doc[start..];
+    let run = block.find("run: |\n").expect("a run block") + "run: |\n".len();
+    let mut lines = Vec::new();
+    let mut indent = None;
+    for line in block[run..].lines() {
+        let n = line.len() - line.trim_start().len();
+        let i = *indent.get_or_insert(n);
+        if line.trim().is_empty() || n < i {
+            break;
+        }
+        lines.push(&line[i..]);
+    }
+    lines.join("\n") + "\n"
+}
+
+#[test]
+fn review_ci_recipe_commands_run_as_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let origin = tmp.path().join("origin.git");
+    let work = tmp.path().join("work");
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    std::fs::create_dir_all(&origin).unwrap();
+    git(&origin, &["init", "-q", "--bare", "-b", "main"]);
+    git(
+        tmp.path(),
+        &[
+            "clone",
+            "-q",
+            origin.to_str().unwrap(),
+            work.to_str().unwrap(),
+        ],
+    );
+    git(&work, &["checkout", "-q", "-b", "main"]);
+    copy_catalog("examples/manage_files", &work.join("catalog"));
+    git(&work, &["add", "."]);
+    git(&work, &["commit", "-q", "-m", "the catalog"]);
+    git(&work, &["push", "-q", "origin", "main"]);
+    // The pull request's branch, as actions/checkout leaves it with
+    // fetch-depth: 0 (the base branch's history under origin/).
+    git(&work, &["checkout", "-q", "-b", "change"]);
+    copy_catalog("tests/review/manage_files-changed", &work.join("catalog"));
+    git(&work, &["commit", "-q", "-a", "-m", "the change"]);
+    git(&work, &["fetch", "-q", "origin"]);
+
+    let script = recipe_step("Review against the base branch");
+    assert!(
+        script.contains("regent review --base \"$BASE\" catalog/"),
+        "{script}"
+    );
+    let summary = tmp.path().join("summary.md");
+    let bin = common::binary().parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-eu", "-c", &script])
+        .current_dir(&work)
+        .env("PATH", path)
+        .env("TMPDIR", &scratch)
+        .env("NO_COLOR", "1")
+        .env("BASE", "origin/main")
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = std::fs::read_to_string(work.join("review.md")).unwrap();
+    assert!(md.starts_with("# regent review: what changed"), "{md}");
+    assert!(md.contains("Base: origin/main (git revision"));
+    assert!(md.contains(
+        "| manage\\_files | action=\"delete\", path=\"x\" | **no longer asks to confirm"
+    ));
+    assert_eq!(std::fs::read_to_string(&summary).unwrap(), md);
+    let html = std::fs::read_to_string(work.join("review.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("<strong>less safe</strong>"));
+    assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
 }
