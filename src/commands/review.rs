@@ -36,8 +36,18 @@ pub fn run(args: &ReviewArgs) -> Result<i32, Failure> {
         .iter()
         .map(|p| p.display().to_string())
         .collect();
-    // The callers of the catalog's own test cases are the caller classes.
-    let review = review::build(&paths, &checked, &checked.callers);
+    // The callers of the catalog's own test cases are the caller classes;
+    // without any, those the proof enumerates from a declared caller schema.
+    let schema_classes = match (&checked.catalog, checked.callers.is_empty()) {
+        (Some(catalog), true) => crate::catalog::caller_classes::for_catalog(catalog),
+        _ => Vec::new(),
+    };
+    let callers = if schema_classes.is_empty() {
+        &checked.callers
+    } else {
+        &schema_classes
+    };
+    let review = review::build(&paths, &checked, callers);
     let format = args.format.unwrap_or(match &args.output {
         Some(p) if is_html(p) => ReviewFormat::Html,
         _ => ReviewFormat::Markdown,

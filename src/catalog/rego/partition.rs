@@ -62,6 +62,13 @@
 //! strings, `x` and `lower(x)`, whose truths are linked in ways the
 //! construction above does not track.
 //!
+//! Caller claims (`input.caller.claims.x`) are partitioned the same way
+//! ([`claim_uses`], [`partition_claim`]) for the proof's caller classes
+//! (`catalog/caller_classes`), which also need the constants tested for
+//! membership in an array claim (`"ops" in input.caller.claims.groups`);
+//! for claims a plain `import data.PKG` is followed rather than taken as
+//! reading a bound rule as part of a document.
+//!
 //! Which arguments the annotations depend on, and evaluating the
 //! representatives, are the proof's (`catalog/proof`).
 
