@@ -774,10 +774,15 @@ fn counterexample(
         ),
     )
     .with_help(format!(
-        "{}the listing must state the worst case: set annotations.{} to {} on the tool, or change the rule so these arguments resolve to {}",
+        "{}the listing must state the worst case: set annotations.{} to {} on the tool, or change the rule so these arguments{} resolve to {}",
         producer.map(|p| format!("set by {p}; ")).unwrap_or_default(),
         c.hint.key(),
         c.resolved,
+        match &c.caller {
+            Some(None) => " without a caller",
+            Some(Some(_)) => " for this caller",
+            None => "",
+        },
         c.listed
     ))
 }
