@@ -10,6 +10,7 @@
 pub mod budget;
 mod build;
 mod builtins;
+pub mod caller_classes;
 pub mod caller_schema;
 #[cfg(test)]
 mod differential;

@@ -7,19 +7,24 @@
 //! Rego, from the syntax tree (`rego::argument_reads`). When a policy
 //! reads the arguments in a way that cannot be traced to names, every
 //! declared argument is taken as read. Arguments no rule reads are held at
-//! a sample value: they cannot change the answer. This module only computes
-//! facts; `check` decides how to report them.
+//! a sample value: they cannot change the answer. When the catalog declares
+//! a caller schema and those rules read the caller, every combination is
+//! resolved for each caller class (`catalog/caller_classes`), no caller
+//! included. This module only computes facts; `check` decides how to report
+//! them.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use super::caller_classes::{self, CallerClasses};
 use super::hints::{Hint, Hints};
 use super::rego::literal::{self, Reach};
 use super::rego::partition::{self, Partition};
 use super::rego::{self, ArgumentReads};
 use super::resolve::{Origin, ResolveError};
 use super::{Catalog, Tool, schema};
+use crate::caller::Caller;
 use crate::diag::Location;
 
 /// The most combinations a proof evaluates.
@@ -47,12 +52,30 @@ pub struct Counterexample {
     pub origin: Origin,
     /// How many combinations in all resolve this hint this way.
     pub count: usize,
+    /// The caller class, when the proof enumerated them (`Some(None)`: no
+    /// caller).
+    pub caller: Option<Option<Caller>>,
+}
+
+/// How a report names a caller class: `no caller`, or `caller claims {…}`.
+pub fn caller_text(caller: Option<&Caller>) -> String {
+    match caller {
+        None => "no caller".to_string(),
+        Some(c) => format!("caller claims {}", Value::Object(c.claims.clone())),
+    }
+}
+
+/// A caller class as JSON: `null` for no caller, else `input.caller`.
+pub fn caller_json(caller: Option<&Caller>) -> Value {
+    caller.map_or(Value::Null, Caller::to_value)
 }
 
 /// Arguments on which the policy fails.
 #[derive(Debug, Clone)]
 pub struct Failure {
     pub arguments: Value,
+    /// As [`Counterexample::caller`].
+    pub caller: Option<Option<Caller>>,
     pub message: String,
     pub location: Option<String>,
 }
@@ -101,6 +124,10 @@ pub struct Proof {
     /// their candidates as those arguments' domains: a `Proved` outcome is
     /// then proved by reach, weaker than by partition (see `rego/literal`).
     pub reached: BTreeMap<String, Reach>,
+    /// The caller classes every combination was resolved for, when the
+    /// rules that can change the annotations read the caller and the
+    /// catalog declares its claims (`catalog/caller_classes`).
+    pub callers: Option<CallerClasses>,
 }
 
 impl Proof {
@@ -129,7 +156,7 @@ pub fn domain(schema: &Value, required: bool) -> Result<Vec<Option<Value>>, Stri
     Ok(values)
 }
 
-fn finite_values(schema: &Value) -> Result<Vec<Value>, String> {
+pub(super) fn finite_values(schema: &Value) -> Result<Vec<Value>, String> {
     if let Some(c) = schema.get("const") {
         return Ok(vec![c.clone()]);
     }
@@ -197,7 +224,7 @@ fn object_values(schema: &Value) -> Result<Vec<Value>, String> {
     Ok(combos.into_iter().map(Value::Object).collect())
 }
 
-fn required_names(schema: &Value) -> Vec<String> {
+pub(super) fn required_names(schema: &Value) -> Vec<String> {
     schema
         .get("required")
         .and_then(Value::as_array)
@@ -215,7 +242,7 @@ fn required_names(schema: &Value) -> Vec<String> {
 pub fn arguments_read(
     tool: &Tool,
 ) -> Result<BTreeMap<String, Option<Location>>, (Location, String)> {
-    reads(tool, false)
+    reads(tool, false, false)
 }
 
 /// The arguments that can change `tool`'s annotations: as
@@ -224,12 +251,15 @@ pub fn arguments_read(
 pub fn hint_arguments_read(
     tool: &Tool,
 ) -> Result<BTreeMap<String, Option<Location>>, (Location, String)> {
-    reads(tool, true)
+    reads(tool, true, false)
 }
 
+/// `callers`: the catalog declares a caller schema, so reading the caller
+/// is no unknown read (the caller classes follow it).
 fn reads(
     tool: &Tool,
     hints_only: bool,
+    callers: bool,
 ) -> Result<BTreeMap<String, Option<Location>>, (Location, String)> {
     let mut read: BTreeMap<String, Option<Location>> = BTreeMap::new();
     for rule in &tool.rules {
@@ -243,7 +273,9 @@ fn reads(
         // cannot change its answers (`rego::reach`).
         let modules = tool.modules();
         let reads = match (&tool.policy, hints_only) {
-            (Some(package), true) => rego::hint_argument_reads(&modules, package),
+            (Some(package), true) => {
+                rego::reads::hint_argument_reads_with(&modules, package, callers)
+            }
             _ => rego::argument_reads(&modules),
         };
         match reads {
@@ -494,8 +526,19 @@ pub fn prove(catalog: &Catalog, tool: &Tool) -> Proof {
         sampled: None,
         partitions: BTreeMap::new(),
         reached: BTreeMap::new(),
+        callers: None,
     };
-    let read = match hint_arguments_read(tool) {
+    match caller_classes::for_tool(catalog, tool) {
+        Ok(c) => proof.callers = c,
+        Err((reason, location)) => {
+            proof.arguments = arguments_read(tool)
+                .map(|r| r.into_keys().collect())
+                .unwrap_or_default();
+            proof.outcome = Outcome::NotCovered { reason, location };
+            return proof;
+        }
+    }
+    let read = match reads(tool, true, catalog.caller_schema().is_some()) {
         Ok(r) => r,
         Err((location, why)) => {
             // Fall back to every declared argument.
@@ -638,7 +681,7 @@ pub struct Sampled {
 /// Resolves `samples`: for tools the proof does not cover, sampling can
 /// still find a riskier resolution, though never show there is none.
 pub fn sample(catalog: &Catalog, tool: &Tool, samples: &[Value]) -> Sampled {
-    let e = evaluate(catalog, tool, samples.to_vec());
+    let e = evaluate(catalog, tool, samples.to_vec(), &[None], false);
     Sampled {
         evaluated: e.evaluated,
         rejected: e.rejected,
@@ -648,8 +691,24 @@ pub fn sample(catalog: &Catalog, tool: &Tool, samples: &[Value]) -> Sampled {
 }
 
 fn finish(catalog: &Catalog, tool: &Tool, mut proof: Proof, combos: Vec<Value>) -> Proof {
-    proof.combinations = combos.len();
-    let e = evaluate(catalog, tool, combos);
+    let callers: Vec<Option<Caller>> = match &proof.callers {
+        Some(c) => c.callers.clone(),
+        None => vec![None],
+    };
+    let total = combos.len().saturating_mul(callers.len());
+    if total > LIMIT {
+        proof.outcome = Outcome::NotCovered {
+            reason: format!(
+                "its {} argument combinations for each of {} caller classes make {total}, more than the {LIMIT} the proof evaluates",
+                combos.len(),
+                callers.len()
+            ),
+            location: None,
+        };
+        return proof;
+    }
+    proof.combinations = total;
+    let e = evaluate(catalog, tool, combos, &callers, proof.callers.is_some());
     proof.evaluated = e.evaluated;
     proof.outcome = if !e.counterexamples.is_empty() || !e.failures.is_empty() {
         Outcome::Refuted {
@@ -669,7 +728,15 @@ fn finish(catalog: &Catalog, tool: &Tool, mut proof: Proof, combos: Vec<Value>) 
     proof
 }
 
-fn evaluate(catalog: &Catalog, tool: &Tool, combos: Vec<Value>) -> Evaluation {
+/// Resolves each of `combos` for each of `callers`; `varied`: the callers
+/// are the proof's classes, named in what it finds.
+fn evaluate(
+    catalog: &Catalog,
+    tool: &Tool,
+    combos: Vec<Value>,
+    callers: &[Option<Caller>],
+    varied: bool,
+) -> Evaluation {
     let mut evaluated = 0;
     let mut tightest = SAFEST;
     let mut counterexamples: Vec<Counterexample> = Vec::new();
@@ -679,8 +746,13 @@ fn evaluate(catalog: &Catalog, tool: &Tool, combos: Vec<Value>) -> Evaluation {
     let mut failed: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut rejected = 0;
     let mut rejected_example = None;
-    for args in combos {
-        match catalog.resolve_layers(&tool.name, &args) {
+    let named = |c: &Option<Caller>| varied.then(|| c.clone());
+    for (args, caller) in combos
+        .iter()
+        .flat_map(|a| callers.iter().map(move |c| (a, c)))
+    {
+        let args = args.clone();
+        match catalog.resolve_layers_as(&tool.name, &args, caller.as_ref()) {
             Ok(r) => {
                 evaluated += 1;
                 tightest = tightest.join(&r.hints);
@@ -697,6 +769,7 @@ fn evaluate(catalog: &Catalog, tool: &Tool, combos: Vec<Value>) -> Evaluation {
                         resolved: r.hints.get(h),
                         origin: r.hint_origins[k],
                         count: 1,
+                        caller: named(caller),
                     });
                 }
             }
@@ -711,6 +784,7 @@ fn evaluate(catalog: &Catalog, tool: &Tool, combos: Vec<Value>) -> Evaluation {
                 if failed.insert(message.clone()) {
                     failures.push(Failure {
                         arguments: args,
+                        caller: named(caller),
                         message,
                         location,
                     });
@@ -720,6 +794,7 @@ fn evaluate(catalog: &Catalog, tool: &Tool, combos: Vec<Value>) -> Evaluation {
                 // resolve_layers never checks riskiness and the tool exists.
                 failures.push(Failure {
                     arguments: args,
+                    caller: named(caller),
                     message: e.to_string(),
                     location: None,
                 });

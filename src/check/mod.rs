@@ -720,7 +720,16 @@ fn proof_diagnostics(
                     )).unwrap_or_default()
                 ),
             )
-            .with_help("give the arguments the rules read an `enum`, `const` or boolean type, or cover the risky calls with `regent test` cases"),
+            .with_help(if reason.contains("reads the caller, whose claims") {
+                "declare the callers' claims once in a tool file (`caller: {claims: <JSON Schema>}`, docs/http.md \"Caller schema\") so the proof enumerates caller classes, or cover the risky calls with `regent test` cases"
+            } else if p.callers.is_some()
+                || reason.starts_with("claim `")
+                || reason.contains("caller classes")
+            {
+                "give the claims the rules read an `enum`, `const` or boolean type in the caller schema (an array of such items, read by `\"v\" in ...`), or cover the risky calls with `regent test` cases"
+            } else {
+                "give the arguments the rules read an `enum`, `const` or boolean type, or cover the risky calls with `regent test` cases"
+            }),
         ),
     }
     out
@@ -736,11 +745,12 @@ fn counterexample(
     note: &str,
 ) -> Diagnostic {
     let name = &tool.name;
+    let caller = c.caller.clone().flatten();
     let producer = catalog
-        .resolve_layers(name, &c.arguments)
+        .resolve_layers_as(name, &c.arguments, caller.as_ref())
         .ok()
         .and_then(|r| {
-            explain::explain(tool, &c.arguments, None, &r)
+            explain::explain(tool, &c.arguments, caller.as_ref(), &r)
                 .into_iter()
                 .find(|ch| ch.field == format!("annotations.{}", c.hint.key()))
         })
@@ -758,20 +768,35 @@ fn counterexample(
         "counterexample",
         listing_location(source, tool, Some(c.hint)),
         format!(
-            "`{name}` resolves {} to {} for arguments {}{more}, riskier than the listed {}{note}",
+            "`{name}` resolves {} to {} for arguments {}{}{more}, riskier than the listed {}{note}",
             c.hint.key(),
             c.resolved,
             c.arguments,
+            as_caller(&c.caller),
             c.listed
         ),
     )
     .with_help(format!(
-        "{}the listing must state the worst case: set annotations.{} to {} on the tool, or change the rule so these arguments resolve to {}",
+        "{}the listing must state the worst case: set annotations.{} to {} on the tool, or change the rule so these arguments{} resolve to {}",
         producer.map(|p| format!("set by {p}; ")).unwrap_or_default(),
         c.hint.key(),
         c.resolved,
+        match &c.caller {
+            Some(None) => " without a caller",
+            Some(Some(_)) => " for this caller",
+            None => "",
+        },
         c.listed
     ))
+}
+
+/// ` and caller claims {…}` / ` and no caller` when the proof enumerated
+/// caller classes.
+fn as_caller(c: &Option<Option<crate::caller::Caller>>) -> String {
+    match c {
+        Some(c) => format!(" and {}", proof::caller_text(c.as_ref())),
+        None => String::new(),
+    }
 }
 
 /// A resolution that failed on `f.arguments`: the client would get -32603.
@@ -801,8 +826,10 @@ fn failure(
             "rego-conflict",
             location,
             format!(
-                "rules conflict for arguments {} (resolving `{name}`): {}",
-                f.arguments, f.message
+                "rules conflict for arguments {}{} (resolving `{name}`): {}",
+                f.arguments,
+                as_caller(&f.caller),
+                f.message
             ),
         )
         .with_help(crate::catalog::policy::CONFLICT_HELP);
@@ -817,8 +844,10 @@ fn failure(
         code,
         location,
         format!(
-            "the decision for `{name}` fails for arguments {}: {}",
-            f.arguments, f.message
+            "the decision for `{name}` fails for arguments {}{}: {}",
+            f.arguments,
+            as_caller(&f.caller),
+            f.message
         ),
     )
     .with_help("fix the policy; these calls would get an internal error (-32603) in production")

@@ -83,6 +83,10 @@ pub fn human(r: &Report, style: Style) -> String {
             } else {
                 String::new()
             };
+            let args = match &p.callers {
+                Some(c) => format!("{args} and {}", c.describe()),
+                None => args,
+            };
             out.push_str(&format!(
                 "{} `{}`: all {} combination{} of {args} resolve no riskier than listed{partitions}{reached}\n",
                 style.green("proved"),
@@ -150,6 +154,9 @@ fn proof_json(p: &Proof) -> Value {
             Value::Array(p.partitions.values().map(|x| x.to_json()).collect()),
         );
     }
+    if let Some(c) = &p.callers {
+        m.insert("callerClasses".into(), c.to_json());
+    }
     if !p.reached.is_empty() {
         m.insert(
             "literalDirected".into(),
@@ -175,13 +182,22 @@ fn proof_json(p: &Proof) -> Value {
                     counterexamples
                         .iter()
                         .map(|c| {
-                            json!({
+                            let mut j = json!({
                                 "arguments": c.arguments,
                                 "hint": c.hint.key(),
                                 "listed": c.listed,
                                 "resolved": c.resolved,
                                 "count": c.count,
-                            })
+                            });
+                            // `caller` only when the proof enumerated
+                            // caller classes (`null`: no caller).
+                            if let (Some(caller), Value::Object(m)) = (&c.caller, &mut j) {
+                                m.insert(
+                                    "caller".into(),
+                                    crate::catalog::proof::caller_json(caller.as_ref()),
+                                );
+                            }
+                            j
                         })
                         .collect(),
                 ),
@@ -191,7 +207,16 @@ fn proof_json(p: &Proof) -> Value {
                 Value::Array(
                     failures
                         .iter()
-                        .map(|f| json!({"arguments": f.arguments, "message": f.message, "location": f.location}))
+                        .map(|f| {
+                            let mut j = json!({"arguments": f.arguments, "message": f.message, "location": f.location});
+                            if let (Some(caller), Value::Object(m)) = (&f.caller, &mut j) {
+                                m.insert(
+                                    "caller".into(),
+                                    crate::catalog::proof::caller_json(caller.as_ref()),
+                                );
+                            }
+                            j
+                        })
                         .collect(),
                 ),
             );

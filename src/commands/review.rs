@@ -46,8 +46,8 @@ pub fn run(args: &ReviewArgs) -> Result<i32, Failure> {
     });
     let text = match &args.base {
         None => {
-            // The callers of the catalog's own test cases are the caller classes.
-            let mut review = review::build(&paths, &checked, &checked.callers);
+            let callers = caller_classes(&checked);
+            let mut review = review::build(&paths, &checked, &callers);
             review.relabel(&|s| inputs.relabel(s));
             match format {
                 ReviewFormat::Markdown => markdown::render(&review, args.max_bytes),
@@ -62,8 +62,8 @@ pub fn run(args: &ReviewArgs) -> Result<i32, Failure> {
             let base_inputs = Inputs::open(&at.paths, base_key)?;
             let base_checked = check_or_fail(&base_inputs.paths, &opts, &at.label)?;
             // Both sides are tabulated for the same callers (both catalogs'
-            // test-case callers), so that their rows line up.
-            let callers = union(&checked.callers, &base_checked.callers);
+            // caller classes), so that their rows line up.
+            let callers = union(&caller_classes(&checked), &caller_classes(&base_checked));
             let mut review = review::build(&paths, &checked, &callers);
             review.relabel(&|s| inputs.relabel(s));
             let base_paths: Vec<String> =
@@ -99,6 +99,18 @@ pub fn run(args: &ReviewArgs) -> Result<i32, Failure> {
         })?,
     }
     Ok(exit::OK)
+}
+
+/// The caller classes a catalog's rows are per: the callers of its own
+/// test cases; without any, those the proof enumerates from a declared
+/// caller schema (none without one).
+fn caller_classes(checked: &Checked) -> Vec<Caller> {
+    match &checked.catalog {
+        Some(catalog) if checked.callers.is_empty() => {
+            crate::catalog::caller_classes::for_catalog(catalog)
+        }
+        _ => checked.callers.clone(),
+    }
 }
 
 fn render_compared(

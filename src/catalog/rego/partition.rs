@@ -62,6 +62,13 @@
 //! strings, `x` and `lower(x)`, whose truths are linked in ways the
 //! construction above does not track.
 //!
+//! Caller claims (`input.caller.claims.x`) are partitioned the same way
+//! ([`claim_uses`], [`partition_claim`]) for the proof's caller classes
+//! (`catalog/caller_classes`), which also need the constants tested for
+//! membership in an array claim (`"ops" in input.caller.claims.groups`);
+//! for claims a plain `import data.PKG` is followed rather than taken as
+//! reading a bound rule as part of a document.
+//!
 //! Which arguments the annotations depend on, and evaluating the
 //! representatives, are the proof's (`catalog/proof`).
 
@@ -130,8 +137,45 @@ pub struct Uses {
     pub prefixes: Vec<String>,
     pub suffixes: Vec<String>,
     pub contains: Vec<String>,
+    /// Constants tested for membership in it (`"ops" in
+    /// input.caller.claims.groups`): followed for caller claims only
+    /// ([`claim_uses`]), with where the first is.
+    pub members: Vec<String>,
+    pub members_at: Option<Location>,
     /// A use that is none of the recognized predicates, if any: where and why.
     pub blocked: Option<(Location, String)>,
+}
+
+/// What the analysis follows: a tool argument (`input.arguments.x`) or a
+/// caller claim (`input.caller.claims.x`; `input.caller.subject` and
+/// `input.caller.issuer` are the claims `sub` and `iss`, which a caller
+/// always carries alike).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Root {
+    Arguments,
+    Claims,
+}
+
+impl Root {
+    /// The argument or claim `p` starts with, and how many components name it.
+    fn named(self, p: &[String]) -> Option<(String, usize)> {
+        match (self, p) {
+            (Root::Arguments, [i, a, n, ..]) if i == "input" && a == "arguments" && n != "[_]" => {
+                Some((n.clone(), 3))
+            }
+            (Root::Claims, [i, c, k, n, ..])
+                if i == "input" && c == "caller" && k == "claims" && n != "[_]" =>
+            {
+                Some((n.clone(), 4))
+            }
+            (Root::Claims, [i, c, f, ..])
+                if i == "input" && c == "caller" && (f == "subject" || f == "issuer") =>
+            {
+                Some((if f == "subject" { "sub" } else { "iss" }.to_string(), 3))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The classes of one argument and a representative of each.
@@ -216,7 +260,19 @@ pub fn uses(tool: &Tool) -> BTreeMap<String, Uses> {
     }
     if tool.is_resolvable() {
         let modules = tool.modules();
-        rego_uses(&modules, tool.policy.as_deref(), &mut out);
+        rego_uses(&modules, tool.policy.as_deref(), Root::Arguments, &mut out);
+    }
+    out
+}
+
+/// How the rules that can change `tool`'s annotations use each caller
+/// claim, as [`uses`] reads arguments, plus membership tests (`"ops" in
+/// input.caller.claims.groups`), which an array claim's classes follow.
+pub fn claim_uses(tool: &Tool) -> BTreeMap<String, Uses> {
+    let mut out = BTreeMap::new();
+    if tool.is_resolvable() {
+        let modules = tool.modules();
+        rego_uses(&modules, tool.policy.as_deref(), Root::Claims, &mut out);
     }
     out
 }
@@ -230,20 +286,19 @@ struct Alias {
     data_path: Vec<String>,
 }
 
-fn exact_argument(e: &Expr) -> Option<String> {
-    match path_of(e).as_slice() {
-        [i, a, n] if i == "input" && a == "arguments" && n != "[_]" => Some(n.clone()),
-        _ => None,
-    }
+fn exact_argument(e: &Expr, root: Root) -> Option<String> {
+    let p = path_of(e);
+    let (n, len) = root.named(&p)?;
+    (p.len() == len).then_some(n)
 }
 
 /// `input.arguments.x`, `lower(input.arguments.x)` or
-/// `upper(input.arguments.x)`.
-fn folded_argument(e: &Expr) -> Option<(String, Fold)> {
+/// `upper(input.arguments.x)` (a claim likewise).
+fn folded_argument(e: &Expr, root: Root) -> Option<(String, Fold)> {
     if let Some((inner, fold)) = fold_call(e) {
-        return exact_argument(inner).map(|a| (a, fold));
+        return exact_argument(inner, root).map(|a| (a, fold));
     }
-    exact_argument(e).map(|a| (a, Fold::None))
+    exact_argument(e, root).map(|a| (a, Fold::None))
 }
 
 /// `lower(e)` or `upper(e)`: `e` and the fold.
@@ -302,7 +357,12 @@ fn block(out: &mut BTreeMap<String, Uses>, arg: &str, e: &Expr, why: String) {
         .get_or_insert_with(|| (span_location(e.span()), why));
 }
 
-fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap<String, Uses>) {
+fn rego_uses(
+    modules: &[PolicyModule],
+    package: Option<&str>,
+    root: Root,
+    out: &mut BTreeMap<String, Uses>,
+) {
     // The rules that can change the annotations.
     let counts = hint_rules(modules, package);
 
@@ -323,7 +383,7 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
             } = rule.as_ref()
                 && bodies.is_empty()
                 && let [name] = path_of(refr).as_slice()
-                && let Some((argument, fold)) = folded_argument(&a.value)
+                && let Some((argument, fold)) = folded_argument(&a.value, root)
             {
                 let mut data_path = vec!["data".to_string()];
                 data_path.extend(m.package.split('.').map(str::to_string));
@@ -340,10 +400,21 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
         }
     }
     // An alias read as part of a larger document (`data.tools`, an import,
-    // a computed key) escapes: its argument is not partitioned.
+    // a computed key) escapes: its argument is not partitioned. For claims,
+    // a plain import (`import data.team`) is followed instead: references
+    // through it are read as the paths it names (`team.tenant` is
+    // `data.team.tenant`), so only a read of the larger document escapes.
     for m in modules {
+        let imports = if root == Root::Claims {
+            imports_of(m)
+        } else {
+            BTreeMap::new()
+        };
         for imp in &m.module.imports {
             let p = path_of(&imp.refr);
+            if root == Root::Claims && !p.iter().any(|c| c == "[_]") {
+                continue;
+            }
             for a in &aliases {
                 if p.first().map(String::as_str) == Some("data")
                     && (reaches(&p, a) || p.starts_with(&a.data_path))
@@ -362,11 +433,16 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
             }
         }
         for rule in &m.module.policy {
-            walk_rule(rule, &mut |e| escapes(e, &aliases, out));
+            walk_rule(rule, &mut |e| escapes(e, &aliases, &imports, out));
         }
     }
 
     for m in modules {
+        let imports = if root == Root::Claims {
+            imports_of(m)
+        } else {
+            BTreeMap::new()
+        };
         for rule in &m.module.policy {
             if !counts(m, rule) || alias_rules.contains(&(rule.as_ref() as *const Rule)) {
                 continue;
@@ -382,7 +458,7 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
             };
             // The argument, an alias of it, or either folded once.
             let unfolded = |e: &Expr| {
-                folded_argument(e).or_else(|| match path_of(e).as_slice() {
+                folded_argument(e, root).or_else(|| match expand(path_of(e), &imports).as_slice() {
                     [v] => pkg_alias(v),
                     p => aliases
                         .iter()
@@ -443,12 +519,8 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                     return None;
                 }
                 let p = path_of(e);
-                if let [i, a, n, ..] = p.as_slice()
-                    && i == "input"
-                    && a == "arguments"
-                    && n != "[_]"
-                {
-                    return Some(n.clone());
+                if let Some((n, _)) = root.named(&p) {
+                    return Some(n);
                 }
                 if let Some(first) = p.first() {
                     if let Some((a, _)) = locals.get(first) {
@@ -458,6 +530,7 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                         return Some(a);
                     }
                 }
+                let p = expand(p, &imports);
                 aliases
                     .iter()
                     .find(|a| p.starts_with(&a.data_path))
@@ -537,6 +610,17 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                                 return false;
                             }
                         }
+                        // `"ops" in groups`: a claim's members (an
+                        // argument's are not followed).
+                        if root == Root::Claims
+                            && let (Some(lit), Some((arg, Fold::None))) =
+                                (const_string(value), is_x(collection))
+                        {
+                            let u = out.entry(arg).or_default();
+                            u.members_at.get_or_insert_with(|| span_location(e.span()));
+                            add(&mut u.members, lit);
+                            return false;
+                        }
                     }
                     _ => {}
                 }
@@ -597,16 +681,47 @@ fn reaches(path: &[String], alias: &Alias) -> bool {
         && (path.len() < alias.data_path.len() || path[..n].iter().any(|c| c == "[_]"))
 }
 
+/// The plain `data` imports of `m`, by the name they bind (`import
+/// data.team` binds `team`, `import data.x as y` binds `y`).
+fn imports_of(m: &PolicyModule) -> BTreeMap<String, Vec<String>> {
+    let mut out = BTreeMap::new();
+    for imp in &m.module.imports {
+        let p = path_of(&imp.refr);
+        if p.first().map(String::as_str) != Some("data") || p.iter().any(|c| c == "[_]") {
+            continue;
+        }
+        let name = match &imp.r#as {
+            Some(a) => a.text().to_string(),
+            None => p.last().cloned().unwrap_or_default(),
+        };
+        out.insert(name, p);
+    }
+    out
+}
+
+/// `p` with its first name read through `imports`.
+fn expand(p: Vec<String>, imports: &BTreeMap<String, Vec<String>>) -> Vec<String> {
+    match p.first().and_then(|f| imports.get(f)) {
+        Some(full) => full.iter().cloned().chain(p.into_iter().skip(1)).collect(),
+        None => p,
+    }
+}
+
 /// Blocks the arguments of aliases `e` reads as part of a document; walks a
 /// reference's indexes but not its prefixes (`data.t` in `data.t.path`).
-fn escapes(e: &Expr, aliases: &[Alias], out: &mut BTreeMap<String, Uses>) -> bool {
+fn escapes(
+    e: &Expr,
+    aliases: &[Alias],
+    imports: &BTreeMap<String, Vec<String>>,
+    out: &mut BTreeMap<String, Uses>,
+) -> bool {
     if !matches!(
         e,
         Expr::RefDot { .. } | Expr::RefBrack { .. } | Expr::Var { .. }
     ) {
         return true;
     }
-    let p = path_of(e);
+    let p = expand(path_of(e), imports);
     if p.first().map(String::as_str) == Some("data") {
         for a in aliases {
             if reaches(&p, a) {
@@ -624,7 +739,7 @@ fn escapes(e: &Expr, aliases: &[Alias], out: &mut BTreeMap<String, Uses>) -> boo
         }
     }
     for index in ref_indexes(e) {
-        walk_expr(index, &mut |x| escapes(x, aliases, out));
+        walk_expr(index, &mut |x| escapes(x, aliases, imports, out));
     }
     false
 }
@@ -690,6 +805,48 @@ pub fn partition(
 fn partition_of(tool: &Tool, name: &str, uses: Option<&Uses>) -> Result<Partition, String> {
     let props = schema::properties(&tool.input_schema);
     let s = props.and_then(|p| p.get(name));
+    // Every representative must be a value inputSchema accepts.
+    partition_in(name, s, uses, validator(tool, name))
+}
+
+/// The partition of the string caller claim `name`, whose schema is
+/// `claim` (its representatives valid against it), or why there is none.
+pub fn partition_claim(
+    name: &str,
+    claim: &Value,
+    uses: Option<&Uses>,
+) -> Result<Partition, (String, Option<Location>)> {
+    let compiled = jsonschema::validator_for(claim).map_err(|e| (e.to_string(), None))?;
+    let valid = |r: &str| -> Result<(), String> {
+        match compiled.iter_errors(&Value::String(r.to_string())).next() {
+            Some(e) => Err(e.to_string()),
+            None => Ok(()),
+        }
+    };
+    let at = uses.and_then(|u| {
+        u.blocked
+            .as_ref()
+            .map(|(at, _)| at.clone())
+            .or_else(|| u.members_at.clone())
+    });
+    if let Some(u) = uses
+        && u.blocked.is_none()
+        && !u.members.is_empty()
+    {
+        return Err((
+            "a rule tests it for a member (`\"v\" in ...`), as if it were an array".to_string(),
+            at,
+        ));
+    }
+    partition_in(name, Some(claim), uses, valid).map_err(|why| (why, at))
+}
+
+fn partition_in(
+    name: &str,
+    s: Option<&Value>,
+    uses: Option<&Uses>,
+    valid: impl FnMut(&str) -> Result<(), String>,
+) -> Result<Partition, String> {
     if s.and_then(|s| s.get("type")) != Some(&Value::String("string".into())) {
         return Err("it is not declared `type: string`".to_string());
     }
@@ -698,8 +855,6 @@ fn partition_of(tool: &Tool, name: &str, uses: Option<&Uses>) -> Result<Partitio
     if let Some((_, why)) = &u.blocked {
         return Err(why.clone());
     }
-    // Every representative must be a value inputSchema accepts.
-    let valid = validator(tool, name);
     let s = s.cloned().unwrap_or(Value::Null);
     let shape = Shape {
         min_len: s.get("minLength").and_then(Value::as_u64).unwrap_or(0) as usize,
@@ -727,7 +882,7 @@ fn partition_of(tool: &Tool, name: &str, uses: Option<&Uses>) -> Result<Partitio
         prefixes: keep(&u.prefixes),
         suffixes: keep(&u.suffixes),
         contains: keep(&u.contains),
-        blocked: None,
+        ..Uses::default()
     };
     let reps = representatives(&u, fold, &shape, valid)?;
     Ok(Partition {
@@ -985,7 +1140,7 @@ mod tests {
         e.add_policy("p.rego".into(), text.into()).unwrap();
         let modules = crate::catalog::rego::modules(&mut e);
         let mut out = BTreeMap::new();
-        rego_uses(&modules, Some(package), &mut out);
+        rego_uses(&modules, Some(package), Root::Arguments, &mut out);
         out
     }
 
@@ -1046,6 +1201,7 @@ deny contains sprintf("%s", [input.arguments.path]) if lower(input.arguments.pat
             suffixes: strs(&["b", "ba"]),
             contains: strs(&["bb", "a"]),
             blocked: None,
+            ..Uses::default()
         };
         let reps = representatives(&u, Fold::None, &Shape::default(), |_| Ok(())).unwrap();
         let vector = |w: &str| -> Vec<bool> {
@@ -1088,6 +1244,7 @@ deny contains sprintf("%s", [input.arguments.path]) if lower(input.arguments.pat
             suffixes: strs(&[".x"]),
             contains: strs(&[".."]),
             blocked: None,
+            ..Uses::default()
         };
         let accepts = |r: &str| r.starts_with('/') && r.chars().count() >= 6;
         let shape = Shape {
@@ -1162,6 +1319,7 @@ annotations := {"destructiveHint": true} if {
             suffixes: strs(&["b"]),
             contains: strs(&["ba"]),
             blocked: None,
+            ..Uses::default()
         };
         let reps = representatives(&u, Fold::Lower, &Shape::default(), |_| Ok(())).unwrap();
         let reached: BTreeSet<Vec<bool>> =

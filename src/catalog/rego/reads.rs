@@ -32,13 +32,14 @@ pub enum ArgumentReads {
 
 /// Which tool arguments the policies in `modules` read.
 pub fn argument_reads(modules: &[PolicyModule]) -> ArgumentReads {
-    reads_of(modules, |_, _| false, |_| {})
+    reads_of(modules, false, |_, _| false, |_| {})
 }
 
 /// The arguments read by the rules of `modules` that `skip` does not leave
 /// out; `observe` sees every expression of the rules read.
 fn reads_of(
     modules: &[PolicyModule],
+    callers: bool,
     skip: impl Fn(&PolicyModule, &Rule) -> bool,
     mut observe: impl FnMut(&Expr),
 ) -> ArgumentReads {
@@ -59,7 +60,7 @@ fn reads_of(
             }
             walk_rule(rule, &mut |e| {
                 observe(e);
-                reads_in(e, &mut names, &mut unknown)
+                reads_in(e, callers, &mut names, &mut unknown)
             });
         }
     }
@@ -129,16 +130,118 @@ const NOT_HINTS: &[&str] = &[
 /// [`NOT_HINTS`], as long as no other rule refers to those by name (then
 /// every rule counts, as in [`argument_reads`]).
 pub fn hint_argument_reads(modules: &[PolicyModule], package: &str) -> ArgumentReads {
+    hint_argument_reads_with(modules, package, false)
+}
+
+/// As [`hint_argument_reads`]; with `callers` (the catalog declares a
+/// caller schema, whose classes the proof enumerates, see
+/// [`hint_caller_reads`]) a read of `input.caller` is no unknown read.
+pub fn hint_argument_reads_with(
+    modules: &[PolicyModule],
+    package: &str,
+    callers: bool,
+) -> ArgumentReads {
     let mut refers = false;
     let reads = reads_of(
         modules,
+        callers,
         |m, rule| not_hint_rule(m, rule, package),
         |e| refers |= refers_to_not_hints(e),
     );
     if refers {
-        return argument_reads(modules);
+        return reads_of(modules, callers, |_, _| false, |_| {});
     }
     reads
+}
+
+/// What the rules that can change a tool's annotations read of the caller
+/// (for the proof's caller classes, `catalog/caller_classes`).
+#[derive(Debug, Clone, Default)]
+pub struct CallerReads {
+    /// Whether any of them reads the caller at all.
+    pub any: bool,
+    /// The claims read by a constant path (`input.caller.claims.groups`;
+    /// `input.caller.subject` and `issuer` count as the claims `sub` and
+    /// `iss`), with where each is first read.
+    pub claims: BTreeMap<String, Location>,
+    /// The first read the classes cannot follow (the claims as a whole or
+    /// by a computed key, the caller bound to a variable): where and why.
+    pub unknown: Option<(Location, String)>,
+}
+
+/// What the rules of `modules` that can change the annotations of the tool
+/// whose policy is `package` read of the caller ([`hint_rules`]' rules). A
+/// bare `input.caller` is followed only as a whole condition (`input.caller`,
+/// `not input.caller`: whether there is a caller).
+pub fn hint_caller_reads(modules: &[PolicyModule], package: Option<&str>) -> CallerReads {
+    let counts = hint_rules(modules, package);
+    let mut out = CallerReads::default();
+    for m in modules {
+        for rule in &m.module.policy {
+            if !counts(m, rule) {
+                continue;
+            }
+            // The expressions that are a whole condition of a body.
+            let mut conditions: Vec<*const Expr> = Vec::new();
+            if let Rule::Spec { bodies, .. } = rule.as_ref() {
+                for b in bodies {
+                    for stmt in &b.query.stmts {
+                        if let regorus::unstable::Literal::Expr { expr, .. }
+                        | regorus::unstable::Literal::NotExpr { expr, .. } = &stmt.literal
+                        {
+                            conditions.push(expr.as_ref() as *const Expr);
+                        }
+                    }
+                }
+            }
+            walk_rule(rule, &mut |e| caller_paths(e, &conditions, &mut out));
+        }
+    }
+    out
+}
+
+fn caller_paths(e: &Expr, conditions: &[*const Expr], out: &mut CallerReads) -> bool {
+    if !matches!(e, Expr::RefDot { .. } | Expr::RefBrack { .. }) {
+        return true;
+    }
+    let path = path_of(e);
+    if path.first().map(String::as_str) != Some("input")
+        || path.get(1).map(String::as_str) != Some("caller")
+    {
+        return true;
+    }
+    out.any = true;
+    let unknown = |why: String| (span_location(e.span()), why);
+    match path.get(2).map(String::as_str) {
+        None if conditions.contains(&(e as *const Expr)) => {}
+        Some("subject") => {
+            out.claims
+                .entry("sub".into())
+                .or_insert_with(|| span_location(e.span()));
+        }
+        Some("issuer") => {
+            out.claims
+                .entry("iss".into())
+                .or_insert_with(|| span_location(e.span()));
+        }
+        Some("claims") if path.get(3).is_some_and(|k| k != "[_]") => {
+            out.claims
+                .entry(path[3].clone())
+                .or_insert_with(|| span_location(e.span()));
+        }
+        _ => {
+            out.unknown.get_or_insert_with(|| {
+                unknown(format!(
+                    "`{}` reads the caller as a whole or by a computed key, which the caller classes do not follow",
+                    e.span().text()
+                ))
+            });
+        }
+    }
+    for index in ref_indexes(e) {
+        walk_expr(index, &mut |x| caller_paths(x, conditions, out));
+    }
+    false
 }
 
 /// Which rules of `modules` can change the annotations, as
@@ -192,6 +295,7 @@ pub(super) fn refers_to_not_hints(e: &Expr) -> bool {
 
 fn reads_in(
     e: &Expr,
+    callers: bool,
     names: &mut BTreeMap<String, Location>,
     unknown: &mut Option<(Location, String)>,
 ) -> bool {
@@ -213,7 +317,7 @@ fn reads_in(
                 }
             }
             for p in &params[1..] {
-                walk_expr(p, &mut |x| reads_in(x, names, unknown));
+                walk_expr(p, &mut |x| reads_in(x, callers, names, unknown));
             }
             false
         }
@@ -242,13 +346,16 @@ fn reads_in(
                 // The tool's name; an upstream's request (`upstream_request`'s
                 // input), which is no argument.
                 Some("tool" | "request") => {}
+                // The caller, when the catalog declares its claims: the
+                // proof's caller classes follow it (`hint_caller_reads`).
+                Some("caller") if callers => {}
                 // The caller (a verified JWT over HTTP) is not an argument
                 // the proof can enumerate: its claims are anything.
                 Some("caller") => {
                     unknown.get_or_insert((
                         span_location(e.span()),
                         format!(
-                            "`{}` reads the caller, whose claims the proof cannot enumerate",
+                            "`{}` reads the caller, whose claims the proof cannot enumerate without a caller schema",
                             e.span().text()
                         ),
                     ));
@@ -262,7 +369,7 @@ fn reads_in(
             }
             // Indexes inside the reference may read arguments too.
             for index in ref_indexes(e) {
-                walk_expr(index, &mut |x| reads_in(x, names, unknown));
+                walk_expr(index, &mut |x| reads_in(x, callers, names, unknown));
             }
             false
         }
