@@ -951,7 +951,15 @@ pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
         for rule in &m.module.policy {
             let name = path_of(head(rule)).first().cloned().unwrap_or_default();
             let bound = bound_names(rule);
-            let ints = integer_locals(rule, mi, facts);
+            let mut ints = integer_locals(rule, mi, facts);
+            // A name that is also a rule of the package may mean the rule
+            // in a body that does not bind it.
+            ints.retain(|v| {
+                let name = v.strip_suffix(" digits").unwrap_or(v);
+                !cx.rules
+                    .iter()
+                    .any(|r| path_of(head(r)).first().map(String::as_str) == Some(name))
+            });
             *cx.assigned.borrow_mut() = assignments(rule);
             let mut push = |d: Diagnostic| {
                 out.push(Finding {
