@@ -55,6 +55,7 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("ceil", |a| numbers::rounding("ceil", a)),
     ("floor", |a| numbers::rounding("floor", a)),
     ("abs", |a| numbers::rounding("abs", a)),
+    ("numbers.range_step", numbers::range_step),
     ("replace", replace),
     ("strings.replace_n", strings::replace_n),
     ("units.parse_bytes", units::parse_bytes),

@@ -1,5 +1,5 @@
 //! `format_int`, `sum`, `product`, `round`, `ceil`, `floor`, `abs`,
-//! `to_number` and `%` as OPA computes them, or a refusal where regent's
+//! `numbers.range_step`, `to_number` and `%` as OPA computes them, or a refusal where regent's
 //! numbers cannot hold OPA's value.
 //!
 //! `sum` and `product` of fractions are OPA's `big.Float` folds
@@ -144,6 +144,28 @@ pub(super) fn rounding(name: &str, a: &[Value]) -> Option<anyhow::Result<Value>>
         Err(Declined::Unrepresentable(text)) => error(name, arith::builtin_refusal(name, &text)),
         Err(_) => None,
     }
+}
+
+/// `numbers.range_step(a, b, step)` with a step regorus holds as a double
+/// of 2^53 or more: OPA reads it as the integer its text denotes, whatever
+/// that text was a step past `b - a`, so the range is `[a]`; regorus cannot
+/// count the elements and fails. Anything else is regorus' answer.
+pub(super) fn range_step(a: &[Value]) -> Option<anyhow::Result<Value>> {
+    let (Value::Number(from), Value::Number(to), Value::Number(step)) = (&a[0], &a[1], &a[2])
+    else {
+        return None;
+    };
+    let integer = |v: &Value| !number_text(v).contains(['.', 'e']);
+    let (x, y) = (from.as_i64()?, to.as_i64()?);
+    if !integer(&a[0]) || !integer(&a[1]) || integer(&a[2]) {
+        return None;
+    }
+    let s = step.as_f64()?;
+    let span = (i128::from(y) - i128::from(x)).unsigned_abs();
+    if !(s.is_finite() && s >= TEXT_KNOWN_BELOW && span < (1u128 << 52)) {
+        return None;
+    }
+    Some(Ok(Value::from(vec![Value::from(x)])))
 }
 
 /// `to_number(s)`: OPA keeps `s` as the number's text, so a string whose
