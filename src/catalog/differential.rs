@@ -171,6 +171,7 @@ fn any_value(rng: &mut Rng, seeds: &Seeds, depth: usize) -> Value {
         // where a double's sum or quotient differs (issue 27).
         1 => json!(rng.pick(&[
             0.5,
+            -0.5,
             -2.25,
             1e300,
             0.1,

@@ -144,6 +144,28 @@ impl Oracle {
             .collect()
     }
 
+    /// OPA's answer to each of `queries` on the input whose JSON text is
+    /// `text`, exactly as a client sent it (see [`client_text`]), each
+    /// number of a value kept as OPA wrote it (as [`Oracle::eval_text`]).
+    pub fn eval_sent(&mut self, queries: &[&str], text: &str) -> Vec<Answer> {
+        let v = self.ask(&json!({"eval": queries, "input_text": text}));
+        let Some(results) = v.get("results").and_then(Value::as_array) else {
+            panic!("the OPA oracle refused an evaluation: {v}");
+        };
+        results
+            .iter()
+            .map(|r| {
+                if let Some(v) = r.get("value") {
+                    Answer::Value(v.clone())
+                } else if let Some(e) = r.get("error") {
+                    Answer::Error(e.as_str().unwrap_or_default().to_string())
+                } else {
+                    Answer::Undefined
+                }
+            })
+            .collect()
+    }
+
     /// The modules and data of a regorus engine, as the oracle loads them.
     pub fn load_engine(&mut self, engine: &regorus::Engine) -> Result<(), String> {
         let modules: Vec<(String, String)> = engine
@@ -155,6 +177,38 @@ impl Oracle {
         let data = serde_json::to_value(engine.get_data()).expect("data is json");
         self.load(&modules, &data)
     }
+}
+
+/// `v` as JSON text the way a JavaScript client (`JSON.stringify`, the MCP
+/// TypeScript SDK) writes it: a double in the shortest digits, with an
+/// exponent only below 1e-6 or from 1e21 (`1e-7`, `0.00001`, `1.5e+21`),
+/// an integral one as an integer (`1`), `-0` as `0`. OPA keeps an input
+/// number's text as sent (issue 27), so the differential sends this text
+/// to OPA and parses the same text for regent, as rmcp does.
+pub fn client_text(v: &Value) -> String {
+    use serde::Serialize;
+    struct Js;
+    impl serde_json::ser::Formatter for Js {
+        fn write_f64<W: ?Sized + Write>(&mut self, w: &mut W, f: f64) -> std::io::Result<()> {
+            let a = f.abs();
+            let text = if f == 0.0 {
+                "0".to_string()
+            } else if !(1e-6..1e21).contains(&a) {
+                let e = format!("{f:e}");
+                match e.split_once('e') {
+                    Some((m, x)) if !x.starts_with('-') => format!("{m}e+{x}"),
+                    _ => e,
+                }
+            } else {
+                format!("{f}")
+            };
+            w.write_all(text.as_bytes())
+        }
+    }
+    let mut text = Vec::new();
+    v.serialize(&mut serde_json::Serializer::with_formatter(&mut text, Js))
+        .expect("json");
+    String::from_utf8(text).expect("json is utf-8")
 }
 
 /// Whether `a` and `b` are the same JSON value, numbers compared as numbers

@@ -34,7 +34,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::differential::{Rng, Seeds, arguments, caller, load, shipped_catalogs};
-use super::opa::{Answer, Oracle, SKIPPED, same};
+use super::opa::{Answer, Oracle, SKIPPED, client_text, same};
 use super::{BuildOptions, Catalog, build, exercise, policy};
 use crate::source::Source;
 
@@ -226,6 +226,10 @@ fn every_shipped_policy_answers_as_opa() {
                         policy::listing_input(&tool.name, who.as_ref())
                     } else {
                         let args = arguments(&mut rng, &seeds, tool, &samples, i);
+                        // As a JavaScript client sends them: regent reads
+                        // the text OPA is given (`client_text`).
+                        let args: Value =
+                            serde_json::from_str(&client_text(&args)).expect("client text parses");
                         if catalog.validate_partial(&tool.name, &args).is_err() {
                             invalid += 1;
                             continue;
@@ -262,7 +266,7 @@ fn every_shipped_policy_answers_as_opa() {
                             (Outcome::Limited, Vec::new())
                         }
                         _ => {
-                            let theirs = opa.eval_text(&paths, &json);
+                            let theirs = opa.eval_sent(&paths, &client_text(&json));
                             (compare(&mine, &theirs), theirs)
                         }
                     };

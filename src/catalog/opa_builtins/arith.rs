@@ -197,7 +197,68 @@ fn float_text(
             f: x.f.quo(&y.f, PREC),
         },
     };
-    Ok(text(&r))
+    Ok(text(&r, PREC))
+}
+
+/// `sum` or `product` of a collection of numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::catalog) enum Fold {
+    Sum,
+    Product,
+}
+
+/// The precision of OPA's `product` on fractions: it multiplies into
+/// `big.NewFloat(1)`, a float of 53 bits, where `sum` adds into a float
+/// whose precision is its first operand's (64 bits, read from the text).
+const PRODUCT_PREC: u64 = 53;
+
+/// `sum(items)` or `product(items)` as OPA computes them
+/// (`topdown/aggregates.go`), every item a number: exactly when every item
+/// is an integer (`1.0` is one), else on `big.Float`s read from the items'
+/// texts, in the collection's order, kept as `'g'` text (the digits in
+/// full when integral). The value, when regent holds a number whose text
+/// is OPA's.
+pub(in crate::catalog) fn fold(kind: Fold, items: &[&Value]) -> Result<Value, Declined> {
+    let decimals = items
+        .iter()
+        .map(|v| operand(v))
+        .collect::<Result<Vec<_>, _>>()?;
+    let integers: Option<Vec<BigInt>> = decimals.iter().map(integer).collect();
+    let text = match (kind, integers) {
+        (Fold::Sum, Some(is)) => is.into_iter().sum::<BigInt>().to_string(),
+        (Fold::Product, Some(is)) => is.into_iter().product::<BigInt>().to_string(),
+        (Fold::Sum, None) => {
+            let zero = Signed {
+                negative: false,
+                f: Float {
+                    m: BigUint::zero(),
+                    e: 0,
+                },
+            };
+            let sum = decimals
+                .iter()
+                .fold(zero, |acc, d| add(acc, Signed::read(d)));
+            text(&sum, PREC)
+        }
+        (Fold::Product, None) => {
+            let one = Signed {
+                negative: false,
+                f: Float {
+                    m: BigUint::from(1u8),
+                    e: 0,
+                },
+            };
+            let product = decimals.iter().fold(one, |acc, d| {
+                let x = Signed::read(d);
+                Signed {
+                    negative: acc.negative != x.negative,
+                    f: acc.f.mul(&x.f, PRODUCT_PREC),
+                }
+            });
+            text(&product, PRODUCT_PREC)
+        }
+    };
+    held(&text).ok_or(Declined::Unrepresentable(text))
 }
 
 /// `x + y`, rounded to 64 bits; an exact zero is positive unless both
@@ -225,14 +286,14 @@ fn add(x: Signed, y: Signed) -> Signed {
     }
 }
 
-/// Go's `x.Text('g', -1)` as OPA keeps a float result, or the digits in
-/// full for an integral one.
-fn text(x: &Signed) -> String {
+/// Go's `x.Text('g', -1)` as OPA keeps a float result of `prec` bits, or
+/// the digits in full for an integral one (`builtins.FloatToNumber`).
+fn text(x: &Signed, prec: u64) -> String {
     let sign = if x.negative { "-" } else { "" };
     if x.is_zero() {
         return format!("{sign}0");
     }
-    let (digits, dp) = shortest(&x.f);
+    let (digits, dp) = shortest(&x.f, prec);
     let n = digits.len() as i64;
     if dp >= n {
         return format!("{sign}{digits}{}", "0".repeat((dp - n) as usize));
@@ -259,15 +320,16 @@ fn text(x: &Signed) -> String {
     }
 }
 
-/// The shortest decimal that reads back as `x` at 64 bits (rounding to
+/// The shortest decimal that reads back as `x` at `prec` bits (rounding to
 /// nearest even), as its digits (no trailing zero) and the position of
 /// the point (`0.digits × 10^dp`). Of the decimals with fewest digits in
 /// `x`'s rounding interval (its ends included when `x`'s mantissa is even),
 /// the one nearest `x`, ties to the even one: what Go's `roundShortest`
 /// picks walking the digits.
-fn shortest(x: &Float) -> (String, i64) {
-    // x = mant × 2^exp, with mant of 65 bits: its last bit is half an ulp.
-    let shift = 65 - x.m.bits() as i64;
+fn shortest(x: &Float, prec: u64) -> (String, i64) {
+    // x = mant × 2^exp, with mant of prec + 1 bits: its last bit is half
+    // an ulp.
+    let shift = prec as i64 + 1 - x.m.bits() as i64;
     let mant = BigInt::from(if shift >= 0 {
         x.m.clone() << shift as u64
     } else {
@@ -373,6 +435,23 @@ pub(in crate::catalog) fn refusal(what: &str, text: &str) -> String {
     format!(
         "{what}: OPA computes this to 64 bits as {text}, which regent's numbers cannot hold{near}; \
          regent refuses rather than answer another number: {PORTABLE}"
+    )
+}
+
+/// The refusal of builtin `name` (`sum`, `product`) whose value OPA
+/// writes as `text`.
+pub(in crate::catalog) fn builtin_refusal(name: &str, text: &str) -> String {
+    let near = text
+        .parse::<f64>()
+        .ok()
+        .filter(|f| f.is_finite())
+        .map(|f| format!(" (the nearest double is {})", json_float(f)))
+        .unwrap_or_default();
+    format!(
+        "OPA computes this {name} on the numbers' texts as {text}, which regent's numbers cannot \
+         hold{near}: not supported by regent, which refuses rather than answer another number; \
+         keep the items integers (scale fractions into integers: cents, not dollars) or the \
+         result a short decimal below 10^6"
     )
 }
 

@@ -16,6 +16,12 @@ use regorus::Value;
 
 /// `json.marshal(x)`.
 pub(super) fn marshal(a: &[Value]) -> Option<anyhow::Result<Value>> {
+    if unknown_text(&a[0]) {
+        return super::error(
+            "json.marshal",
+            format!("{} (not supported by regent)", super::sprintf::TEXT_UNKNOWN),
+        );
+    }
     let mut out = String::new();
     write(&mut out, &a[0])?;
     Some(Ok(Value::from(out)))
@@ -60,6 +66,18 @@ fn write(out: &mut String, v: &Value) -> Option<()> {
         Value::Undefined => return None,
     }
     Some(())
+}
+
+/// Whether `v` holds a number whose text regent cannot know
+/// (`sprintf::text_unknown`).
+fn unknown_text(v: &Value) -> bool {
+    match v {
+        Value::Number(_) => super::sprintf::text_unknown(v),
+        Value::Array(a) => a.iter().any(unknown_text),
+        Value::Set(s) => s.iter().any(unknown_text),
+        Value::Object(o) => o.iter().any(|(k, e)| unknown_text(k) || unknown_text(e)),
+        _ => false,
+    }
 }
 
 fn list<'a>(out: &mut String, items: impl Iterator<Item = &'a Value>) -> Option<()> {
@@ -112,7 +130,11 @@ mod tests {
             marshal_json(r#"{"b": "<a&b>", "a": ["\u2028\u2029\u0001\b", 1]}"#),
             r#"{"a":["\u2028\u2029\u0001\b",1],"b":"\u003ca\u0026b\u003e"}"#
         );
-        assert_eq!(marshal_json("[1e-7, 3.0, 0.5, 100]"), "[1e-07,3.0,0.5,100]");
+        assert_eq!(marshal_json("[1e-3, 3.0, 0.5, 100]"), "[0.001,3.0,0.5,100]");
+        // A client writes 1e-7 as `1e-7`, `1e-07` or `0.0000001`, which OPA
+        // keeps: refused.
+        let tiny = Value::from_json_str("[1e-7]").unwrap();
+        assert!(marshal(&[tiny]).unwrap().is_err());
         let keys = Value::from_json_str(r#"{"b": 1}"#).unwrap();
         let mut keys = keys.as_object().unwrap().clone();
         keys.insert(Value::from(true), Value::from(2));

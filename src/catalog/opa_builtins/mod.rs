@@ -48,7 +48,14 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("strings.count", strings_count),
     ("substring", |a| int_operands("substring", a, &[1, 2])),
     ("array.slice", |a| int_operands("array.slice", a, &[1, 2])),
-    ("to_number", to_number),
+    ("to_number", numbers::to_number),
+    ("sum", numbers::sum),
+    ("product", numbers::product),
+    ("round", |a| numbers::rounding("round", a)),
+    ("ceil", |a| numbers::rounding("ceil", a)),
+    ("floor", |a| numbers::rounding("floor", a)),
+    ("abs", |a| numbers::rounding("abs", a)),
+    ("numbers.range_step", numbers::range_step),
     ("replace", replace),
     ("strings.replace_n", strings::replace_n),
     ("units.parse_bytes", units::parse_bytes),
@@ -190,18 +197,6 @@ fn int_operands(name: &str, a: &[Value], at: &[usize]) -> Option<anyhow::Result<
         }
     }
     None
-}
-
-/// OPA parses with Go's `strconv.ParseFloat`, which takes no surrounding
-/// white space; regorus trims it first.
-fn to_number(a: &[Value]) -> Option<anyhow::Result<Value>> {
-    match &a[0] {
-        Value::String(s) if s.trim() != s.as_ref() => error(
-            "to_number",
-            format!("strconv.ParseFloat: parsing {s:?}: invalid syntax"),
-        ),
-        _ => None,
-    }
 }
 
 /// `replace(s, "", new)`: Go's replacer inserts `new` around every *byte*

@@ -74,6 +74,11 @@ fn convert(v: &Value) -> Out<Arg> {
             } else if let Some(f) = n.as_f64() {
                 let (digits, dp) = shortest(f);
                 if digits.len() == 1 && !(-3..=16).contains(&dp) {
+                    // OPA passes the text when it has no decimal point:
+                    // `0.00001` is a float64, `1e-05` a string.
+                    if text_unknown(v) {
+                        return Err(Unsure(TEXT_UNKNOWN));
+                    }
                     Arg::Str(json_float(f))
                 } else {
                     Arg::Float(f)
@@ -100,6 +105,7 @@ fn rego_text(out: &mut String, v: &Value) -> Out<()> {
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(_) if text_unknown(v) => return Err(Unsure(TEXT_UNKNOWN)),
         Value::Number(_) => out.push_str(&number_text(v)),
         Value::String(s) => quote(out, s, false)?,
         Value::Array(a) => {
@@ -144,6 +150,32 @@ fn rego_text(out: &mut String, v: &Value) -> Out<()> {
     }
     Ok(())
 }
+
+/// Whether `v` is a number whose text OPA keeps as the client wrote it and
+/// clients write differently (issue 27): a double below 1e-4 (`1e-05` in
+/// Python, `0.00001` in JavaScript and Go, `1e-7` in JavaScript and Go for
+/// `1e-07`) or from 1e16 to 1e21 (`1e+20` in Python, the digits in full in
+/// JavaScript and Go). regent keeps the double, not the text: writing it
+/// (`json.marshal`, `sprintf`) would guess, so it is refused. Elsewhere the
+/// common writers agree on the shortest digits (`0.1`, `1234567.5`,
+/// `1e+21`).
+pub(super) fn text_unknown(v: &Value) -> bool {
+    let Value::Number(n) = v else {
+        return false;
+    };
+    if n.as_i64().is_some() && !n.format_decimal_with_width(1).contains('.') {
+        return false;
+    }
+    n.as_f64().is_some_and(|f| {
+        let a = f.abs();
+        a.is_finite() && ((a > 0.0 && a < 1e-4) || (1e16..1e21).contains(&a))
+    })
+}
+
+/// Why a number of [`text_unknown`] is refused.
+pub(super) const TEXT_UNKNOWN: &str = "a number below 1e-4 or from 1e16 to 1e21, which OPA writes \
+     as the client spelled it (`0.00001` or `1e-05`) and regent no longer knows; write it with \
+     format_int, or compare it instead";
 
 /// A number's text inside a composite value: OPA writes the number's JSON
 /// text. regorus keeps none: an integer's digits, and the shortest
@@ -1360,21 +1392,24 @@ mod tests {
             "%.70000f|%.70000e|%.70000g|%.2000f",
             &[
                 v(json!(0.5)),
-                v(json!(1e-300)),
+                v(json!(1e300)),
                 v(json!(0.1)),
-                v(json!(5e-324)),
+                v(json!(5e300)),
             ],
         )
         .unwrap();
         let parts: Vec<&str> = out.split('|').collect();
         assert_eq!(parts[0].len(), 70002);
         assert!(parts[0].starts_with("0.5000") && parts[0].ends_with("0000"));
-        assert_eq!(parts[1], "%!e(string=1e-300)");
+        assert_eq!(parts[1], "%!e(string=1e+300)");
         assert_eq!(
             parts[2],
             "0.1000000000000000055511151231257827021181583404541015625"
         );
-        assert_eq!(parts[3], "%!f(string=5e-324)");
+        assert_eq!(parts[3], "%!f(string=5e+300)");
+        // Below 1e-4 the text depends on the client (`1e-300` or its
+        // digits in full): refused.
+        assert!(super::format_values("%.70000e", &[v(json!(1e-300))]).is_err());
         let out = super::format_values(
             "%.70000e|%.70000g",
             &[v(json!(1.5e-300)), v(json!(1.5e-300))],
