@@ -41,8 +41,11 @@ pub fn build(source: &Source, opts: &BuildOptions) -> Result<Catalog, Diagnostic
 /// tools that compiled; a catalog with errors is never served.
 pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnostics) {
     let mut diags = Diagnostics::default();
+    let started = std::time::Instant::now();
+    let mut phase = Phases::default();
 
     let policies = parse_policies(source, opts, &mut diags);
+    phase.parsed = started.elapsed();
     let caller_schema = super::caller_schema::compile(source, &mut diags);
     let claimed: BTreeSet<&str> = source
         .tools()
@@ -181,6 +184,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         .collect();
     let data_digest = data_digest(source);
     let decls: Vec<_> = source.tools().collect();
+    phase.analysed = started.elapsed();
     let compiled = crate::par::map_ordered(&decls, 32, |(file, at, decl)| {
         let packages = [decl.policy.as_deref(), decl.shadow_policy.as_deref()];
         if packages.iter().any(|package| {
@@ -224,6 +228,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
             (tool, ds)
         })
     });
+    phase.compiled = started.elapsed();
     let mut tools = Vec::with_capacity(compiled.len());
     for c in compiled {
         match c {
@@ -282,6 +287,14 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         .iter()
         .any(|t| t.visible.is_some())
         .then(super::visibility::Cache::default);
+    tracing::debug!(
+        tools = tools.len(),
+        parse_ms = phase.parsed.as_millis() as u64,
+        analyses_ms = (phase.analysed - phase.parsed).as_millis() as u64,
+        tools_ms = (phase.compiled - phase.analysed).as_millis() as u64,
+        rest_ms = (started.elapsed() - phase.compiled).as_millis() as u64,
+        "built the catalog"
+    );
     let catalog = Catalog {
         revision: source.digest.clone(),
         tools,
@@ -292,6 +305,15 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         caller_schema,
     };
     (catalog, diags)
+}
+
+/// When each phase of a build ended, from its start, for the debug line
+/// that says where a large catalog's start-up goes (BENCHMARKS.md).
+#[derive(Default)]
+struct Phases {
+    parsed: std::time::Duration,
+    analysed: std::time::Duration,
+    compiled: std::time::Duration,
 }
 
 /// References into `input` and `data` that can never be defined (a typo
