@@ -41,8 +41,11 @@ pub fn build(source: &Source, opts: &BuildOptions) -> Result<Catalog, Diagnostic
 /// tools that compiled; a catalog with errors is never served.
 pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnostics) {
     let mut diags = Diagnostics::default();
+    let started = std::time::Instant::now();
+    let mut phase = Phases::default();
 
     let policies = parse_policies(source, opts, &mut diags);
+    phase.parsed = started.elapsed();
     let caller_schema = super::caller_schema::compile(source, &mut diags);
     let claimed: BTreeSet<&str> = source
         .tools()
@@ -157,8 +160,12 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     // Tools compile independently (each gets its own copy of the base
     // engine), so they are spread over the cores; results keep declaration
     // order. A tool takes a fraction of a millisecond, so small catalogs stay
-    // on one thread.
+    // on one thread. The base is shared with the recipes of the engines a
+    // tool sheds (`policy::EnginePool::shed`).
+    let base = std::sync::Arc::new(base);
+    let validators = schema::Validators::default();
     let shared = Shared {
+        validators: &validators,
         all: &policies,
         parsed_all,
         portability: &portability,
@@ -181,6 +188,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         .collect();
     let data_digest = data_digest(source);
     let decls: Vec<_> = source.tools().collect();
+    phase.analysed = started.elapsed();
     let compiled = crate::par::map_ordered(&decls, 32, |(file, at, decl)| {
         let packages = [decl.policy.as_deref(), decl.shadow_policy.as_deref()];
         if packages.iter().any(|package| {
@@ -224,6 +232,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
             (tool, ds)
         })
     });
+    phase.compiled = started.elapsed();
     let mut tools = Vec::with_capacity(compiled.len());
     for c in compiled {
         match c {
@@ -282,6 +291,14 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         .iter()
         .any(|t| t.visible.is_some())
         .then(super::visibility::Cache::default);
+    tracing::debug!(
+        tools = tools.len(),
+        parse_ms = phase.parsed.as_millis() as u64,
+        analyses_ms = (phase.analysed - phase.parsed).as_millis() as u64,
+        tools_ms = (phase.compiled - phase.analysed).as_millis() as u64,
+        rest_ms = (started.elapsed() - phase.compiled).as_millis() as u64,
+        "built the catalog"
+    );
     let catalog = Catalog {
         revision: source.digest.clone(),
         tools,
@@ -292,6 +309,15 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         caller_schema,
     };
     (catalog, diags)
+}
+
+/// When each phase of a build ended, from its start, for the debug line
+/// that says where a large catalog's start-up goes (BENCHMARKS.md).
+#[derive(Default)]
+struct Phases {
+    parsed: std::time::Duration,
+    analysed: std::time::Duration,
+    compiled: std::time::Duration,
 }
 
 /// References into `input` and `data` that can never be defined (a typo
@@ -441,8 +467,10 @@ struct Shared<'a> {
     parsed_all: bool,
     /// `rego/portability`'s findings, by the tool package that owns them.
     portability: &'a HashMap<&'a str, Vec<rego::portability::Finding>>,
-    base: &'a regorus::Engine,
+    base: &'a std::sync::Arc<regorus::Engine>,
     library: &'a [(&'a str, &'a str)],
+    /// inputSchema and outputSchema validators, one per distinct schema.
+    validators: &'a schema::Validators,
 }
 
 fn compile_tool(
@@ -459,6 +487,7 @@ fn compile_tool(
         portability,
         base,
         library,
+        validators,
     } = *shared;
     let mut diags = Vec::new();
     // Findings that do not stop the tool from compiling.
@@ -509,7 +538,7 @@ fn compile_tool(
             ),
         );
     }
-    let validator = match schema::compile(
+    let validator = match validators.compile(
         &decl.input_schema,
         file,
         &at.key("inputSchema"),
@@ -523,7 +552,7 @@ fn compile_tool(
     };
     let output_validator = match &decl.output_schema {
         None => None,
-        Some(out) => match schema::compile(out, file, &at.key("outputSchema"), "outputSchema") {
+        Some(out) => match validators.compile(out, file, &at.key("outputSchema"), "outputSchema") {
             Ok(v) => Some(v),
             Err(d) => {
                 diags.push(d);
@@ -627,6 +656,7 @@ fn compile_tool(
         match tool_engine(decl, own, base, library, &rule_refs, &opts.policy_limits) {
             Ok(ToolEngine {
                 engine,
+                added,
                 plan: p,
                 resolver_steps: steps,
                 visible: v,
@@ -638,6 +668,11 @@ fn compile_tool(
                 let lowered = lowered.chain(sp.iter().map(|(_, s)| s));
                 let lowered: Vec<&Step> = lowered.chain(v.iter()).chain(ur.iter()).collect();
                 let pool = pool.with_native(lowered.iter().copied());
+                // Every step on `native`: regorus is only its fallback, so
+                // the engine, warmed and lowered, is dropped and made again
+                // when first needed (`policy::EnginePool::shed`).
+                let all_native = pool.is_native(lowered.iter().copied());
+                let warm = lowered.first().map(|s| (*s).clone());
                 // A construct where regorus answers differently from OPA:
                 // native answers as OPA and, where it hands a request to
                 // regorus, only regorus' error may come back; a tool whose
@@ -675,7 +710,16 @@ fn compile_tool(
                         diags.push(d);
                     }
                 }
-                engines = Some(pool.with_flagged(flagged));
+                let pool = pool.with_flagged(flagged);
+                engines = Some(if all_native {
+                    pool.shed(policy::Recipe {
+                        base: base.clone(),
+                        modules: added,
+                        warm,
+                    })
+                } else {
+                    pool
+                });
                 plan = p;
                 visible = v;
                 upstream_request = ur;
@@ -1066,12 +1110,14 @@ fn missing_package(
 fn tool_engine(
     decl: &ToolDecl,
     Own { own, shadow }: Own<'_>,
-    base: &regorus::Engine,
+    base: &std::sync::Arc<regorus::Engine>,
     library: &[(&str, &str)],
     resolver_rules: &[&str],
     limits: &Limits,
 ) -> Result<ToolEngine, LocatedError> {
-    let mut engine = base.clone();
+    let mut engine = (**base).clone();
+    // What is added to the base, in order, for the engine's recipe.
+    let mut added: Vec<(String, std::sync::Arc<str>)> = Vec::new();
     // Every module that could declare a contract rule: (file, package).
     let modules: Vec<(&str, &str)> = own
         .iter()
@@ -1081,11 +1127,13 @@ fn tool_engine(
         .collect();
     for p in own.iter().chain(shadow) {
         policy::add_policy(&mut engine, &p.path, p.text).map_err(LocatedError::Diag)?;
+        added.push((p.path.clone(), p.text.into()));
     }
     let mut candidates = Vec::new();
     if let Some(module) = generate::mapping_module(&decl.name, &decl.resolve) {
         let gen_path = format!("regent-generated/{}.rego", decl.name);
         policy::add_policy(&mut engine, &gen_path, &module).map_err(LocatedError::Diag)?;
+        added.push((gen_path, module.into()));
         candidates.push((
             Field::Mapping,
             generate::MAPPING_RULE.to_string(),
@@ -1196,6 +1244,7 @@ fn tool_engine(
     };
     Ok(ToolEngine {
         engine,
+        added,
         plan,
         resolver_steps: steps,
         visible,
@@ -1234,6 +1283,8 @@ fn warm(
 /// its warm-up met.
 struct ToolEngine {
     engine: regorus::Engine,
+    /// The modules added to the base, in order: the engine's recipe.
+    added: Vec<(String, std::sync::Arc<str>)>,
     plan: Vec<(Field, policy::Step)>,
     resolver_steps: Vec<Result<policy::Step, LocatedError>>,
     visible: Option<policy::Step>,

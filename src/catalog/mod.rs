@@ -106,15 +106,16 @@ pub struct Tool {
     /// [`Catalog::shadow_as`]).
     pub shadow_policy: Option<String>,
     pub location: Location,
-    /// The whole input schema, for arguments once every parameter is filled.
-    validator: jsonschema::Validator,
+    /// The whole input schema, for arguments once every parameter is
+    /// filled; shared by the tools of the build with the same schema.
+    validator: std::sync::Arc<jsonschema::Validator>,
     /// The input schema without requiring resolved parameters, for what a
     /// client or test case sends; `None` when the tool has no resolvers.
     partial_validator: Option<jsonschema::Validator>,
     /// Parameters the server fills, in dependency order.
     pub resolvers: Vec<resolvers::Resolver>,
     /// Compiled once at load, for results of tools that declare `outputSchema`.
-    output_validator: Option<jsonschema::Validator>,
+    output_validator: Option<std::sync::Arc<jsonschema::Validator>>,
     /// Absent for tools with neither mapping rules nor a policy.
     engines: Option<policy::EnginePool>,
     /// How `tools/call` executes the tool; absent when it declares no `run`.
@@ -321,6 +322,16 @@ impl Tool {
     /// A fresh copy of this tool's prepared engine, for explain, tests and coverage.
     pub fn engine(&self) -> Option<regorus::Engine> {
         self.engines.as_ref().map(policy::EnginePool::engine)
+    }
+
+    /// Forgets the engine made again for a tool whose plan runs on
+    /// `native` (its template is dropped at build, `policy::EnginePool::shed`),
+    /// so that examining every tool at load leaves no engine behind; the next
+    /// need makes it again.
+    pub fn release_engine(&self) {
+        if let Some(engines) = &self.engines {
+            engines.release();
+        }
     }
 
     /// The policy modules this tool reaches: its own and shadow packages

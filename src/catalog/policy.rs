@@ -6,9 +6,17 @@
 //! template when all are busy) so concurrent requests never wait on one
 //! another and a clone never carries other tools' policies. This module is
 //! the only one, with `catalog`'s builder, that knows regorus.
+//!
+//! A tool whose every planned rule runs on `native` needs regorus only as a
+//! fallback, so its template is dropped once the build has warmed, checked
+//! and lowered it ([`EnginePool::shed`]), keeping the [`Recipe`] it was made
+//! by: regorus' memory is most of a tool's, and a catalog of thousands of
+//! tools would otherwise hold an engine per tool that never runs. The
+//! template is made again, from the same texts on the same shared base, the
+//! first time something needs regorus (a fallback, explain, tests, check).
 
 use std::num::NonZeroU32;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use regorus::Engine;
 use regorus::utils::limits::ExecutionTimerConfig;
@@ -73,7 +81,10 @@ pub fn limit_hit(message: &str) -> Option<Limit> {
 
 /// Engines for one tool: a prepared template and the idle copies.
 pub struct EnginePool {
-    template: Engine,
+    /// The prepared engine requests clone; `None` once shed (see `lazy`).
+    template: Option<Engine>,
+    /// For a shed template: how to make it again, and the one made since.
+    lazy: Option<Lazy>,
     idle: Mutex<Vec<Engine>>,
     limits: Limits,
     /// The planned rules lowered for `native`, when any could be.
@@ -92,7 +103,8 @@ impl EnginePool {
         // Copies are made on first use: a catalog of thousands of tools, most
         // of them rarely called, should not pay for an idle copy of each.
         EnginePool {
-            template,
+            template: Some(template),
+            lazy: None,
             idle: Mutex::new(Vec::new()),
             limits,
             native: None,
@@ -115,8 +127,62 @@ impl EnginePool {
             .into_iter()
             .filter(|s| !s.by_query)
             .map(|s| s.path.as_str());
-        self.native = super::rego::lower::program(&mut self.template, paths, self.limits);
+        if let Some(template) = &mut self.template {
+            self.native = super::rego::lower::program(template, paths, self.limits);
+        }
         self
+    }
+
+    /// Drops the template, keeping `recipe` to make it again when regorus is
+    /// needed. For a tool whose every step runs on `native` (the build
+    /// decides, after warming and lowering the template): regorus is then a
+    /// fallback, and most tools of a large catalog never fall back.
+    pub fn shed(mut self, recipe: Recipe) -> EnginePool {
+        self.template = None;
+        self.lazy = Some(Lazy {
+            recipe,
+            made: Mutex::new(None),
+        });
+        self
+    }
+
+    /// Forgets the template made again since [`EnginePool::shed`] and the
+    /// idle copies, so that what needed regorus once (`check::on_load`
+    /// examining the tool) does not keep it for the catalog's life; the
+    /// next need makes it again. Nothing for a kept template.
+    pub fn release(&self) {
+        if let Some(lazy) = &self.lazy {
+            *lazy.made.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            self.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        }
+    }
+
+    /// A copy of the template: the kept one, or for a shed one the engine
+    /// made again (once, then kept until [`EnginePool::release`]).
+    fn copy(&self) -> Result<Engine, EvalError> {
+        if let Some(template) = &self.template {
+            return Ok(template.clone());
+        }
+        let Some(lazy) = &self.lazy else {
+            return Err(EvalError {
+                message: "the tool's policy engine is missing".to_string(),
+                location: None,
+                timed_out: false,
+            });
+        };
+        // Made under the lock: requests arriving together wait for one
+        // making rather than each making its own.
+        let mut made = lazy.made.lock().unwrap_or_else(|p| p.into_inner());
+        let engine = match &*made {
+            Some(engine) => engine.clone(),
+            None => {
+                let engine = Arc::new(lazy.recipe.make(&self.limits)?);
+                *made = Some(engine.clone());
+                engine
+            }
+        };
+        drop(made);
+        Ok((*engine).clone())
     }
 
     /// Whether every one of `steps` runs on `native`.
@@ -234,12 +300,11 @@ impl EnginePool {
         steps: impl IntoIterator<Item = &'r Step>,
         input: regorus::Value,
     ) -> Result<Vec<Option<Value>>, EvalError> {
-        let mut engine = self
-            .idle
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .pop()
-            .unwrap_or_else(|| self.template.clone());
+        let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let mut engine = match idle {
+            Some(engine) => engine,
+            None => self.copy()?,
+        };
         engine.set_input(input);
         // One budget and one clock for the whole plan: the rules of one
         // request share them, and each step's own check after it measures
@@ -263,8 +328,54 @@ impl EnginePool {
     /// A fresh copy of the template, for tools that need the engine itself
     /// (tests, coverage, explain).
     pub fn engine(&self) -> Engine {
-        self.template.clone()
+        // Making a shed template again adds the texts the build added to
+        // the same base, which parsed then; it cannot fail but for
+        // regorus' process-wide memory limit, which regent does not set.
+        self.copy()
+            .unwrap_or_else(|e| panic!("cannot make a tool's engine again: {}", e.message))
     }
+}
+
+/// How a tool's engine was made: the build's base engine (library packages
+/// and data, one for every tool) and the modules the build added to it, in
+/// order (the tool's own and shadow packages, the generated mapping rule).
+pub struct Recipe {
+    pub base: Arc<Engine>,
+    /// (file, text) of each module added to the base.
+    pub modules: Vec<(String, Arc<str>)>,
+    /// A planned step evaluated once on the made engine, so that its copies
+    /// start prepared, as the build's warmed template's do; its answer (on
+    /// an empty input) is not looked at.
+    pub warm: Option<Step>,
+}
+
+impl Recipe {
+    fn make(&self, limits: &Limits) -> Result<Engine, EvalError> {
+        let mut engine = (*self.base).clone();
+        for (path, text) in &self.modules {
+            engine
+                .add_policy(path.clone(), text.to_string())
+                .map_err(|e| EvalError {
+                    message: format!(
+                        "cannot make the tool's policy engine again: {}",
+                        first_message(&e.to_string())
+                    ),
+                    location: None,
+                    timed_out: false,
+                })?;
+        }
+        if let Some(step) = &self.warm {
+            engine.set_input(regorus::Value::new_object());
+            let _ = step.eval(&mut engine, limits);
+        }
+        Ok(engine)
+    }
+}
+
+/// A shed template's recipe and the engine made from it since.
+struct Lazy {
+    recipe: Recipe,
+    made: Mutex<Option<Arc<Engine>>>,
 }
 
 /// One rule read per request: a rule path for `eval_rule`, or, for a rule
@@ -597,6 +708,47 @@ mod tests {
         );
         let err = eval_query(&mut e, "data.p.x", &limits).unwrap_err();
         assert!(err.timed_out, "{}", err.message);
+    }
+
+    #[test]
+    fn a_shed_template_is_made_again_alike() {
+        // A pool that keeps its template and one that sheds it, from the
+        // same base and text: regorus answers alike, once made, after a
+        // release and made again, and through a copy of the engine.
+        let limits = Limits::default();
+        let base = Arc::new(new_engine(limits));
+        let text: Arc<str> = "package p\nimport rego.v1\nx := input.n * 2 if input.n > 1\n".into();
+        let mut e = (*base).clone();
+        add_policy(&mut e, "p.rego", &text).unwrap();
+        let step = Step {
+            path: "data.p.x".into(),
+            by_query: false,
+        };
+        let kept = EnginePool::new(e.clone(), limits);
+        let shed = EnginePool::new(e, limits).shed(Recipe {
+            base,
+            modules: vec![("p.rego".to_string(), text)],
+            warm: Some(step.clone()),
+        });
+        let input = |n: i64| regorus::Value::from(serde_json::json!({ "n": n }));
+        for round in 0..2 {
+            for n in [0, 2, 21] {
+                let want = kept.eval_regorus([&step], input(n)).unwrap();
+                assert_eq!(
+                    shed.eval_regorus([&step], input(n)).unwrap(),
+                    want,
+                    "n = {n}, round {round}"
+                );
+                let mut copy = shed.engine();
+                copy.set_input(input(n));
+                assert_eq!(vec![step.eval(&mut copy, &limits).unwrap()], want);
+            }
+            shed.release();
+        }
+        assert_eq!(
+            shed.eval_regorus([&step], input(21)).unwrap(),
+            vec![Some(serde_json::json!(42))]
+        );
     }
 
     #[test]

@@ -269,7 +269,7 @@ impl Catalog {
         let tool = self
             .tool(name)
             .ok_or_else(|| ResolveError::UnknownTool(name.to_string()))?;
-        let validator = tool.partial_validator.as_ref().unwrap_or(&tool.validator);
+        let validator = tool.partial_validator.as_ref().unwrap_or(&*tool.validator);
         let errors = schema::validate(validator, args);
         if errors.is_empty() {
             Ok(tool)

@@ -1,6 +1,9 @@
 //! JSON Schema: checking the schemas a catalog declares, compiling argument
 //! validators once at load, and validating arguments per request.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use serde_json::{Map, Value};
 
 use crate::diag::Diagnostic;
@@ -60,6 +63,47 @@ pub fn compile(
             "remove remote `$ref`s (regent fetches nothing over the network) or fix the reference",
         )
     })
+}
+
+/// The validators of one build, one per distinct schema text: a catalog
+/// generated from a template, or importing many tools of one upstream,
+/// repeats the same schema across its tools, and checking and compiling one
+/// costs more than the rest of a small tool, in time and memory. Identical
+/// text is an identical schema, so sharing never changes a verdict; a
+/// schema that fails is compiled (and located) again at each tool.
+#[derive(Default)]
+pub struct Validators(Mutex<HashMap<String, Arc<jsonschema::Validator>>>);
+
+impl Validators {
+    /// [`compile`], or the validator an earlier tool's identical schema got.
+    pub fn compile(
+        &self,
+        schema: &Value,
+        file: &ToolSource,
+        at: &YamlPath,
+        what: &str,
+    ) -> Result<Arc<jsonschema::Validator>, Diagnostic> {
+        let text = schema.to_string();
+        let known = self
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&text)
+            .cloned();
+        if let Some(v) = known {
+            return Ok(v);
+        }
+        // Compiled outside the lock: two threads meeting the same new schema
+        // both compile it, and the second keeps the first's.
+        let v = Arc::new(compile(schema, file, at, what)?);
+        Ok(self
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(text)
+            .or_insert(v)
+            .clone())
+    }
 }
 
 /// `at` extended by the segments of a JSON Pointer.

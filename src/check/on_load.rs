@@ -82,7 +82,11 @@ pub fn on_load(
     // A tool is run in milliseconds; a few per thread already pay.
     let found: Vec<Vec<Diagnostic>> = crate::par::map_ordered(&changed, 4, |tool| {
         // Every failure: on load, errors are errors whatever their count.
-        tool_findings(source, catalog, tool, &cases, &callers).diagnostics
+        let found = tool_findings(source, catalog, tool, &cases, &callers).diagnostics;
+        // A tool whose plan runs on `native` had its engine made again for
+        // this; a catalog of thousands would otherwise end up holding all.
+        tool.release_engine();
+        found
     });
 
     let mut all: Vec<Diagnostic> = found.into_iter().flatten().collect();

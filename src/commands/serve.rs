@@ -101,7 +101,13 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
 
     // Upstream MCP servers are started and listed before the catalog is
     // built: the build imports what they listed, as data.
+    let reading = std::time::Instant::now();
     let mut source = load_source(&catalog_args).map_err(|d| Failure::from_diagnostics(&d))?;
+    tracing::debug!(
+        took_ms = reading.elapsed().as_millis() as u64,
+        rss_kb = resident_kb(),
+        "read the catalog's files"
+    );
     let upstreams = runtime
         .block_on(Upstreams::start(&source, upstream::START_TIMEOUT))
         .map_err(|d| Failure::from_diagnostics(&d))?;
@@ -121,8 +127,14 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     }
     let upstreams = Arc::new(upstreams);
     let shared: reload::SharedSnapshots = Arc::new(std::sync::Mutex::new(snapshots));
+    let building = std::time::Instant::now();
     let catalog = crate::catalog::build(&source, &build_options(&catalog_args))
         .map_err(|d| Failure::from_diagnostics(&d))?;
+    tracing::debug!(
+        took_ms = building.elapsed().as_millis() as u64,
+        rss_kb = resident_kb(),
+        "compiled the catalog"
+    );
     // What `regent check` would refuse does not serve either (see
     // `check::on_load`); reloads then run only the tools that change.
     let ran = std::time::Instant::now();
@@ -141,6 +153,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     tracing::debug!(
         tools = checked.ran,
         took_ms = ran.elapsed().as_millis() as u64,
+        rss_kb = resident_kb(),
         "checked the catalog as regent check does"
     );
     drop(source);
@@ -478,4 +491,12 @@ fn bundle_start(
         "bundle loaded"
     );
     Ok((ready, settings))
+}
+
+/// The process's resident memory in KiB (Linux's `VmRSS`), for the debug
+/// lines that say where start-up's memory goes; `None` elsewhere.
+fn resident_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }

@@ -45,6 +45,7 @@ mod resolvers;
 mod review;
 mod schema_drift;
 mod shadow;
+mod start_up;
 mod upstream_drift;
 mod upstream_edges;
 mod upstream_filesystem;
