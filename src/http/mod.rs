@@ -52,6 +52,7 @@ mod listener;
 pub mod metadata;
 mod ops;
 mod scope;
+mod shortcut;
 pub mod verified;
 
 use std::net::SocketAddr;
@@ -67,6 +68,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
+use crate::protocol::direct::HttpDirect;
 use crate::state::CatalogState;
 pub use listener::Bound;
 
@@ -130,9 +132,12 @@ pub fn default_allowed_origins() -> Vec<String> {
 /// Binds `opts.addr` and serves until `shutdown` resolves, then drains:
 /// new requests are refused, requests in flight get `opts.shutdown_grace`
 /// to finish. `on_bound` is told the bound address (port 0 picks one).
+/// `direct`, when given, answers the requests it takes without rmcp
+/// ([`shortcut`]); it must answer as `handler` does.
 pub async fn serve<H>(
     opts: HttpOptions,
     handler: H,
+    direct: Option<HttpDirect>,
     state: Arc<CatalogState>,
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()> + Send,
@@ -158,9 +163,16 @@ where
     let mcp = StreamableHttpService::new(move || Ok(handler.clone()), sessions.clone(), config);
 
     let shared = Arc::new(guard::Shared::new(&opts, state.clone(), metrics.clone()));
+    let door = direct.map(|direct| {
+        Arc::new(shortcut::Door {
+            direct,
+            shared: shared.clone(),
+        })
+    });
     let app = router(
         mcp,
         sessions,
+        door,
         shared.clone(),
         opts.oauth.clone(),
         opts.enforce_scopes,
@@ -244,6 +256,7 @@ async fn end_session(
 fn router<S>(
     mcp: S,
     sessions: Sessions,
+    door: Option<Arc<shortcut::Door>>,
     shared: Arc<guard::Shared>,
     oauth: Option<Arc<metadata::ResourceMetadata>>,
     enforce_scopes: bool,
@@ -276,7 +289,14 @@ where
         .layer(from_fn_with_state(
             Arc::new(binding::Bindings::new(sessions)),
             binding::bind_session,
-        ))
+        ));
+    // Inside the deadline, authentication and body cap; outside what
+    // neither a stateless request nor a resolve's answer needs.
+    let mcp_routes = match door {
+        Some(door) => mcp_routes.layer(from_fn_with_state(door, shortcut::take)),
+        None => mcp_routes,
+    };
+    let mcp_routes = mcp_routes
         .layer(from_fn_with_state(shared.clone(), guard::body_cap))
         .layer(from_fn_with_state(shared.clone(), guard::authenticate))
         .layer(from_fn_with_state(
