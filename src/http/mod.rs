@@ -28,6 +28,10 @@
 //! - `end_session` makes a `DELETE` of an unknown session 404.
 //! - [`binding`] binds each session to the verified caller who opened it: a
 //!   request into it under another identity is 404, as for an unknown one.
+//! - [`shortcut`] answers a stateless 2026-07-28 `tools/resolve` POST
+//!   without rmcp (`protocol::direct::HttpDirect`) when every check rmcp
+//!   would make plainly passes, inside the deadline, authentication and
+//!   body-cap guards; anything else goes on to rmcp.
 //! - [`hoist`] rewrites `/mcp` response bodies so the wire shape matches the
 //!   stdio transport's (the tool-resolution fields rmcp's types drop).
 //! - [`scope`] answers a call refused for scope (`--enforce-scopes`) with
