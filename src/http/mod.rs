@@ -164,7 +164,11 @@ where
         .with_legacy_session_mode(true)
         .with_cancellation_token(rmcp_cancel.clone());
     let sessions: Sessions = Arc::new(LocalSessionManager::default());
-    let mcp = StreamableHttpService::new(move || Ok(handler.clone()), sessions.clone(), config);
+    let mcp = SharedMcp(Arc::new(StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        sessions.clone(),
+        config,
+    )));
 
     let shared = Arc::new(guard::Shared::new(&opts, state.clone(), metrics.clone()));
     let door = direct.map(|direct| {
@@ -204,6 +208,42 @@ where
     .await;
     drop(refresh);
     served
+}
+
+/// rmcp's service behind an `Arc`. Each `from_fn` layer clones the
+/// service below it for every request (axum's way to call it from a boxed
+/// future), so every request cloned rmcp's service once per layer above
+/// it, and its clone copies the configuration (the allowed hosts and
+/// origins, string by string): 29k instructions of a resolve's 362k
+/// (BENCHMARKS.md, "Session 23"). Cloning this is one reference count.
+struct SharedMcp<H: ServerHandler>(Arc<StreamableHttpService<H, LocalSessionManager>>);
+
+impl<H: ServerHandler> Clone for SharedMcp<H> {
+    fn clone(&self) -> Self {
+        SharedMcp(self.0.clone())
+    }
+}
+
+impl<H: ServerHandler + Clone> tower::Service<axum::extract::Request> for SharedMcp<H> {
+    type Response = http::Response<
+        http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>,
+    >;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send + 'static>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: axum::extract::Request) -> Self::Future {
+        let service = self.0.clone();
+        Box::pin(async move { Ok(service.handle(req).await) })
+    }
 }
 
 /// Aborts a background task when serving ends, however it ends.
