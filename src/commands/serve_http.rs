@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::ServerHandler;
+use crate::protocol::Regent;
 
 use super::{Failure, exit};
 use crate::cli::HttpArgs;
@@ -63,15 +63,12 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 
 /// Serves `handler` over HTTP until SIGINT or SIGTERM, then shuts down
 /// gracefully. Runs inside [`runtime`].
-pub async fn serve<H>(
+pub async fn serve(
     opts: HttpOptions,
-    handler: H,
+    handler: Regent,
     state: Arc<CatalogState>,
     metrics: Arc<Metrics>,
-) -> Result<i32, Failure>
-where
-    H: ServerHandler + Clone,
-{
+) -> Result<i32, Failure> {
     let addr = opts.addr;
     let auth = if opts.jwt.is_some() {
         "jwt"
@@ -82,7 +79,10 @@ where
     };
     let result = async {
         let shutdown = shutdown_signal()?;
-        http::serve(opts, handler, state, metrics, shutdown, |bound| {
+        // Stateless 2026-07-28 resolves are answered without rmcp, by the
+        // same server.
+        let direct = Some(handler.http_direct());
+        http::serve(opts, handler, direct, state, metrics, shutdown, |bound| {
             tracing::info!(
                 auth,
                 "serving MCP at http://{}/mcp (health: /healthz, metrics: /metrics)",

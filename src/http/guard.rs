@@ -97,6 +97,11 @@ impl Shared {
         &self.challenger
     }
 
+    /// `--max-body-bytes`.
+    pub(super) fn max_body_bytes(&self) -> usize {
+        self.max_body_bytes
+    }
+
     pub fn start_draining(&self) {
         self.draining.store(true, Ordering::SeqCst);
     }
@@ -559,7 +564,11 @@ pub async fn host_and_origin(State(s): State<Arc<Shared>>, req: Request, next: N
     next.run(req).await
 }
 
-fn check_host_and_origin(s: &Shared, uri: &http::Uri, headers: &HeaderMap) -> Result<(), String> {
+pub(super) fn check_host_and_origin(
+    s: &Shared,
+    uri: &http::Uri,
+    headers: &HeaderMap,
+) -> Result<(), String> {
     let authority = match headers.get(header::HOST) {
         Some(h) => h
             .to_str()

@@ -28,6 +28,10 @@
 //! - `end_session` makes a `DELETE` of an unknown session 404.
 //! - [`binding`] binds each session to the verified caller who opened it: a
 //!   request into it under another identity is 404, as for an unknown one.
+//! - [`shortcut`] answers a stateless 2026-07-28 `tools/resolve` POST
+//!   without rmcp (`protocol::direct::HttpDirect`) when every check rmcp
+//!   would make plainly passes, inside the deadline, authentication and
+//!   body-cap guards; anything else goes on to rmcp.
 //! - [`hoist`] rewrites `/mcp` response bodies so the wire shape matches the
 //!   stdio transport's (the tool-resolution fields rmcp's types drop).
 //! - [`scope`] answers a call refused for scope (`--enforce-scopes`) with
@@ -52,6 +56,7 @@ mod listener;
 pub mod metadata;
 mod ops;
 mod scope;
+mod shortcut;
 pub mod verified;
 
 use std::net::SocketAddr;
@@ -67,6 +72,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
+use crate::protocol::direct::HttpDirect;
 use crate::state::CatalogState;
 pub use listener::Bound;
 
@@ -130,9 +136,12 @@ pub fn default_allowed_origins() -> Vec<String> {
 /// Binds `opts.addr` and serves until `shutdown` resolves, then drains:
 /// new requests are refused, requests in flight get `opts.shutdown_grace`
 /// to finish. `on_bound` is told the bound address (port 0 picks one).
+/// `direct`, when given, answers the requests it takes without rmcp
+/// ([`shortcut`]); it must answer as `handler` does.
 pub async fn serve<H>(
     opts: HttpOptions,
     handler: H,
+    direct: Option<HttpDirect>,
     state: Arc<CatalogState>,
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()> + Send,
@@ -155,12 +164,23 @@ where
         .with_legacy_session_mode(true)
         .with_cancellation_token(rmcp_cancel.clone());
     let sessions: Sessions = Arc::new(LocalSessionManager::default());
-    let mcp = StreamableHttpService::new(move || Ok(handler.clone()), sessions.clone(), config);
+    let mcp = SharedMcp(Arc::new(StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        sessions.clone(),
+        config,
+    )));
 
     let shared = Arc::new(guard::Shared::new(&opts, state.clone(), metrics.clone()));
+    let door = direct.map(|direct| {
+        Arc::new(shortcut::Door {
+            direct,
+            shared: shared.clone(),
+        })
+    });
     let app = router(
         mcp,
         sessions,
+        door,
         shared.clone(),
         opts.oauth.clone(),
         opts.enforce_scopes,
@@ -188,6 +208,42 @@ where
     .await;
     drop(refresh);
     served
+}
+
+/// rmcp's service behind an `Arc`. Each `from_fn` layer clones the
+/// service below it for every request (axum's way to call it from a boxed
+/// future), so every request cloned rmcp's service once per layer above
+/// it, and its clone copies the configuration (the allowed hosts and
+/// origins, string by string): 29k instructions of a resolve's 362k
+/// (BENCHMARKS.md, "Session 23"). Cloning this is one reference count.
+struct SharedMcp<H: ServerHandler>(Arc<StreamableHttpService<H, LocalSessionManager>>);
+
+impl<H: ServerHandler> Clone for SharedMcp<H> {
+    fn clone(&self) -> Self {
+        SharedMcp(self.0.clone())
+    }
+}
+
+impl<H: ServerHandler + Clone> tower::Service<axum::extract::Request> for SharedMcp<H> {
+    type Response = http::Response<
+        http_body_util::combinators::BoxBody<bytes::Bytes, std::convert::Infallible>,
+    >;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send + 'static>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: axum::extract::Request) -> Self::Future {
+        let service = self.0.clone();
+        Box::pin(async move { Ok(service.handle(req).await) })
+    }
 }
 
 /// Aborts a background task when serving ends, however it ends.
@@ -244,6 +300,7 @@ async fn end_session(
 fn router<S>(
     mcp: S,
     sessions: Sessions,
+    door: Option<Arc<shortcut::Door>>,
     shared: Arc<guard::Shared>,
     oauth: Option<Arc<metadata::ResourceMetadata>>,
     enforce_scopes: bool,
@@ -276,7 +333,14 @@ where
         .layer(from_fn_with_state(
             Arc::new(binding::Bindings::new(sessions)),
             binding::bind_session,
-        ))
+        ));
+    // Inside the deadline, authentication and body cap; outside what
+    // neither a stateless request nor a resolve's answer needs.
+    let mcp_routes = match door {
+        Some(door) => mcp_routes.layer(from_fn_with_state(door, shortcut::take)),
+        None => mcp_routes,
+    };
+    let mcp_routes = mcp_routes
         .layer(from_fn_with_state(shared.clone(), guard::body_cap))
         .layer(from_fn_with_state(shared.clone(), guard::authenticate))
         .layer(from_fn_with_state(

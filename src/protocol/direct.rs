@@ -17,13 +17,32 @@
 //! method, a request before `notifications/initialized`, any 2026-07-28
 //! session (whose requests carry their own era and capabilities in `_meta`,
 //! which rmcp checks), and any request that brings `_meta`.
+//!
+//! Over HTTP, [`HttpDirect`] does the same for a stateless 2026-07-28
+//! `tools/resolve` POST, which rmcp's Streamable HTTP service would parse
+//! into its typed union, check, and answer through a task, a one-shot
+//! transport and a service loop of its own (BENCHMARKS.md, "Session 23").
+//! It answers only a request every one of rmcp's checks plainly passes
+//! (`MCP-Protocol-Version` and `Mcp-Method` single and exact, `_meta`
+//! naming 2026-07-28 with its required keys well formed, a JSON-RPC request
+//! envelope); anything else, however slightly unusual, goes to rmcp, so
+//! every refusal stays rmcp's. The HTTP checks rmcp makes before it looks
+//! at the message (Host, Origin, Accept, Content-Type) are `http`'s side of
+//! the door (`http/shortcut`).
 
 use std::sync::{Arc, OnceLock};
 
-use rmcp::model::{CustomRequest, Extensions, ServerJsonRpcMessage, ServerResult};
+use http::{HeaderMap, StatusCode};
+use rmcp::model::{
+    CustomRequest, ErrorCode, Extensions, ProtocolVersion, RequestMetaObject, ServerJsonRpcMessage,
+    ServerResult,
+};
+use rmcp::transport::common::http_header::{HEADER_MCP_METHOD, HEADER_MCP_PROTOCOL_VERSION};
+
+use crate::caller::Caller;
 
 use super::Regent;
-use super::line::{Custom, encode};
+use super::line::{Custom, custom_request, encode};
 use super::negotiation::Negotiated;
 use super::pace;
 
@@ -120,5 +139,121 @@ impl Direct {
                 Vec::new()
             }
         }
+    }
+}
+
+/// The one method [`HttpDirect`] answers.
+const HTTP_METHOD: &str = "tools/resolve";
+
+/// Answers stateless 2026-07-28 `tools/resolve` POSTs without rmcp's
+/// Streamable HTTP service (see the module's documentation). Built by
+/// `Regent::http_direct`; its answers come from `Regent::custom`, as
+/// rmcp's custom-request hook's do, rendered as text and written by
+/// [`encode`], as the stdio transport writes them.
+#[derive(Clone)]
+pub struct HttpDirect {
+    regent: Regent,
+}
+
+impl HttpDirect {
+    pub(super) fn new(regent: Regent) -> HttpDirect {
+        HttpDirect { regent }
+    }
+
+    /// Whether a request with these headers may be one [`HttpDirect::answer`]
+    /// takes: exactly one `MCP-Protocol-Version: 2026-07-28` and exactly one
+    /// `Mcp-Method: tools/resolve` (rmcp refuses a duplicate or a mismatch;
+    /// that refusal stays rmcp's). Cheap, so every other request pays only
+    /// for it.
+    pub fn wants(&self, headers: &HeaderMap) -> bool {
+        only(headers, HEADER_MCP_PROTOCOL_VERSION) == Some(ProtocolVersion::V_2026_07_28.as_str())
+            && only(headers, HEADER_MCP_METHOD) == Some(HTTP_METHOD)
+    }
+
+    /// The status and JSON body answering `body`, a request whose headers
+    /// [`HttpDirect::wants`]; `None` when rmcp must answer it: not a
+    /// well-formed JSON-RPC `tools/resolve` request, or its `_meta` not
+    /// exactly 2026-07-28's (`protocolVersion` the header's, a usable
+    /// `clientCapabilities`). `caller`: the one the HTTP layer verified.
+    pub fn answer(
+        &self,
+        body: &[u8],
+        caller: Option<Arc<Caller>>,
+    ) -> Option<(StatusCode, Vec<u8>)> {
+        let request = custom_request(body)?;
+        if request.method != HTTP_METHOD {
+            return None;
+        }
+        let meta = RequestMetaObject::from(request.meta?);
+        // What rmcp checks of `_meta` before the handler runs: the version
+        // the header names (`validate_request_protocol_version_meta`), and
+        // the keys 2026-07-28 requires, well formed (`missing_required_keys`,
+        // in the HTTP service and in the handler).
+        if meta.get(META_PROTOCOL_VERSION).and_then(|v| v.as_str())
+            != Some(ProtocolVersion::V_2026_07_28.as_str())
+            || meta.protocol_version() != Some(ProtocolVersion::V_2026_07_28)
+            || !meta
+                .missing_required_keys(&ProtocolVersion::V_2026_07_28)
+                .is_empty()
+        {
+            return None;
+        }
+        let negotiated = Negotiated::from_json(
+            meta.get(super::negotiation::CLIENT_CAPABILITIES)
+                .and_then(|c| c.get("extensions")),
+        );
+        tracing::trace!(id = %request.id, "answered without rmcp over HTTP");
+        let custom = CustomRequest {
+            method: request.method,
+            params: request.params,
+            extensions: Extensions::new(),
+        };
+        // As `Regent::caller`: the verified caller, else the configured one.
+        let caller = caller.or_else(|| self.regent.caller.clone());
+        let id = request.id;
+        let message = match self.regent.custom(custom, true, negotiated, caller, None) {
+            Ok(result) => ServerJsonRpcMessage::response(ServerResult::CustomResult(result), id),
+            Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+        };
+        let status = http_status(&message);
+        match encode(message) {
+            Ok(bytes) => Some((status, bytes)),
+            // Not reachable for a result built from JSON values; rmcp would
+            // answer 500 for it, and does when asked again.
+            Err(e) => {
+                tracing::warn!("cannot encode an answer: {e}");
+                None
+            }
+        }
+    }
+}
+
+/// The `_meta` key of the request's protocol version.
+const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// The value of header `name` when it is there exactly once, as text.
+fn only<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    first.to_str().ok()
+}
+
+/// The HTTP status rmcp gives a stateless 2026-07-28 answer
+/// (`jsonrpc_http_status` in its Streamable HTTP service, for a request
+/// whose `_meta` is well formed): 400 for the protocol-level refusals, 404
+/// for an unknown method, 200 for every other error and every result.
+fn http_status(message: &ServerJsonRpcMessage) -> StatusCode {
+    let ServerJsonRpcMessage::Error(error) = message else {
+        return StatusCode::OK;
+    };
+    match error.error.code {
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+        | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | ErrorCode::HEADER_MISMATCH => StatusCode::BAD_REQUEST,
+        ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
     }
 }

@@ -217,6 +217,13 @@ impl Regent {
         (self, direct)
     }
 
+    /// What answers this server's stateless 2026-07-28 `tools/resolve`
+    /// POSTs over HTTP without rmcp ([`direct::HttpDirect`]): this server,
+    /// configured as it is now, with its answers as text.
+    pub fn http_direct(&self) -> direct::HttpDirect {
+        direct::HttpDirect::new(self.clone().with_text_answers())
+    }
+
     /// Sends decision-log lines to `log` instead.
     pub fn with_decision_log(mut self, log: Arc<DecisionLog>) -> Regent {
         self.decisions = log;

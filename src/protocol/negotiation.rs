@@ -26,7 +26,7 @@ pub const DECISION_EXTENSION: &str = "io.github.regent/decision";
 pub const SECURITY_EXTENSION: &str = "io.github.regent/security-schemes";
 
 /// `_meta` key under which a 2026-07-28 request carries its capabilities.
-const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(super) const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
 /// The extensions one request negotiated.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -29,6 +29,7 @@ mod exec_http;
 mod exec_load;
 mod exec_policy;
 mod http;
+mod http_direct;
 mod http_jwks;
 mod http_jwt;
 mod http_oauth;

@@ -91,6 +91,21 @@ pub struct Args {
     /// this one's for a before/after in one run.
     #[arg(long, value_name = "PATH")]
     pub baseline: Option<PathBuf>,
+    /// Measure nothing: serve the bare-axum floor on 127.0.0.1, print its
+    /// port, and stop when standard input ends (for wrk, or callgrind:
+    /// `benches/callgrind/http.py`).
+    #[arg(long)]
+    pub serve_floor: bool,
+}
+
+/// `--serve-floor`: the floor alone, until standard input ends.
+pub fn serve_floor() -> Result<(), String> {
+    let floor = floor::Floor::start()?;
+    println!("{}", floor.port);
+    std::io::Write::flush(&mut std::io::stdout()).map_err(|e| e.to_string())?;
+    let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+    drop(floor);
+    Ok(())
 }
 
 /// A count, `_` allowed between digits (`10_000`).

@@ -9,6 +9,12 @@ use regent_load::Args;
 
 fn main() {
     let args = Args::parse();
+    if args.serve_floor {
+        if let Err(e) = regent_load::serve_floor() {
+            fail(&e);
+        }
+        return;
+    }
     let bin = if args.bin.is_some() {
         PathBuf::new() // replaced by --bin
     } else {
