@@ -56,10 +56,14 @@
 //! request is sent, and held until it ends: waiting for a policy or for the
 //! user's confirmation does not count.
 
+mod decide;
+mod limit;
+mod report;
+
 use std::sync::Arc;
 
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, MetaObject, ResultType};
+use rmcp::model::CallToolResponse;
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
@@ -67,87 +71,16 @@ use super::input::{self, RequestStates, Retry};
 use super::pace::Pace;
 use super::{errors, wire};
 use crate::catalog::{Catalog, ResolveError};
-use crate::decisions::{DecisionLog, Entry, Kind, Phase, ShadowEntry, Verdict};
-use crate::exec::{self, Outcome};
+use crate::decisions::{DecisionLog, Entry, Kind, Phase, Verdict};
+use crate::exec;
 use crate::fill::{self, Fill, Replies, Reply};
-use crate::metrics::Metrics;
 use crate::run_plan::RunSpec;
 
-/// The default of `serve --max-concurrent-calls`.
-pub const DEFAULT_MAX_CONCURRENT_CALLS: usize = 64;
-
-/// The bound on tool executions running at once, shared by every session
-/// and transport of one server.
-pub struct CallLimit {
-    permits: Arc<tokio::sync::Semaphore>,
-    max: usize,
-    metrics: Arc<Metrics>,
-}
-
-impl CallLimit {
-    /// At most `max` (at least 1) executions at once, counted in `metrics`.
-    pub fn new(max: usize, metrics: Arc<Metrics>) -> CallLimit {
-        let max = max.max(1);
-        CallLimit {
-            permits: Arc::new(tokio::sync::Semaphore::new(max)),
-            max,
-            metrics,
-        }
-    }
-
-    /// A permit for one execution, or the error that refuses the call when
-    /// `max` are running. Never waits.
-    pub fn try_enter(&self) -> Result<CallPermit, ErrorData> {
-        match self.permits.clone().try_acquire_owned() {
-            Ok(permit) => {
-                self.metrics.calls_in_flight.inc();
-                Ok(CallPermit {
-                    _permit: permit,
-                    metrics: self.metrics.clone(),
-                })
-            }
-            Err(_) => {
-                self.metrics.calls_refused.inc();
-                Err(ErrorData::internal_error(
-                    format!(
-                        "server busy: {} tool calls are already running (--max-concurrent-calls); nothing was run, try again later",
-                        self.max
-                    ),
-                    Some(json!({"reason": "capacity", "maxConcurrentCalls": self.max})),
-                ))
-            }
-        }
-    }
-}
-
-/// One execution's place under the [`CallLimit`], given back when dropped.
-pub struct CallPermit {
-    _permit: tokio::sync::OwnedSemaphorePermit,
-    metrics: Arc<Metrics>,
-}
-
-impl Drop for CallPermit {
-    fn drop(&mut self) {
-        self.metrics.calls_in_flight.dec();
-    }
-}
-
-/// `_meta` key of the decision on call and resolve results:
-/// `{"id"?, "allowed": bool, "reasons": [..]}` (`id` on calls only).
-pub const DECISION_META: &str = "regent/decision";
-/// `_meta` key of how execution ended on call results (see `exec::Status::to_json`).
-pub const EXECUTION_META: &str = "regent/execution";
-
-/// The decision as `_meta` shows it.
-pub fn decision_json(id: Option<&str>, reasons: &[String]) -> Value {
-    let mut m = Map::new();
-    if let Some(id) = id {
-        m.insert("id".into(), json!(id));
-    }
-    m.insert("allowed".into(), json!(reasons.is_empty()));
-    m.insert("reasons".into(), json!(reasons));
-    Value::Object(m)
-}
+pub(in crate::protocol) use decide::shadow;
+use decide::{decide, redecide, unfinished};
+pub use limit::{CallLimit, CallPermit, DEFAULT_MAX_CONCURRENT_CALLS};
+pub use report::{DECISION_META, EXECUTION_META, decision_json};
+use report::{forwarded, record, report, result};
 
 /// Where a call's answers come from and go to, beside its arguments.
 pub struct CallContext<'a> {
@@ -201,37 +134,6 @@ async fn intend(log: &DecisionLog, entry: &mut Entry) -> Result<(), ErrorData> {
     })
 }
 
-/// Decides `name` again on `now`, the catalog that replaced the one a call
-/// was decided on while it waited; the call may run only if the decision
-/// stands as it was made: still allowed, and asking the same confirmation
-/// the user answered (`confirmed`). Its answer is the `securitySchemes` the
-/// current catalog resolves, which the call's scopes must meet in turn.
-fn redecide(
-    now: &Catalog,
-    name: &str,
-    args: &Value,
-    caller: Option<&crate::caller::Caller>,
-    confirmed: Option<&str>,
-) -> Result<Option<Vec<Value>>, String> {
-    let changed = "the policy changed while the user was asked";
-    let r = now
-        .resolve_as(name, args, caller)
-        .map_err(|e| format!("{changed}, and the call now fails: {e}"))?;
-    if !r.allowed() {
-        return Err(format!(
-            "{changed}: this call is now denied ({})",
-            r.deny.join("; ")
-        ));
-    }
-    if r.confirm.as_deref() != confirmed {
-        return Err(match &r.confirm {
-            Some(m) => format!("{changed}: it now asks \"{m}\"; call again to be asked"),
-            None => format!("{changed}; call again"),
-        });
-    }
-    Ok(r.security_schemes)
-}
-
 /// Refuses a call whose resolved `securitySchemes` the caller does not
 /// meet: the decision-log line (the policy's decision, `refused` saying
 /// why, `insufficientScope` with the scopes) and the JSON-RPC error
@@ -251,14 +153,6 @@ fn scope_refused(
     }
     record(log, &entry);
     errors::scope_refusal(name, short)
-}
-
-/// Queues a call's decision-log line. The call checked that the log takes
-/// lines before anything ran; a line refused after that is counted in the
-/// log's `gap` line. A copy: a call may log after changing its entry, and
-/// costs far more than one clone anyway.
-fn record(log: &DecisionLog, entry: &Entry) {
-    let _ = log.record(entry.clone());
 }
 
 pub async fn call(
@@ -733,303 +627,4 @@ pub async fn call(
     }
     meta.insert(EXECUTION_META.into(), execution);
     Ok(report(tool, spec, outcome, meta).into())
-}
-
-/// A forwarded call's answer to the client, its outcome line written: the
-/// upstream's result as it gave it, with regent's `_meta` keys added, or
-/// the error that ended the call.
-fn forwarded(
-    log: &DecisionLog,
-    mut entry: Entry,
-    mut meta: Map<String, Value>,
-    name: &str,
-    target: &crate::source::upstream::UpstreamRef,
-    started: std::time::Instant,
-    answer: Result<crate::upstream::Forwarded, crate::upstream::CallError>,
-) -> CallToolResponse {
-    let took = started.elapsed();
-    entry.duration = Some(took);
-    let mut execution = json!({
-        "upstream": target.upstream,
-        "durationMs": crate::decisions::millis(took),
-    });
-    match answer {
-        Ok(crate::upstream::Forwarded {
-            result: mut r,
-            capped,
-        }) => {
-            execution["isError"] = json!(r.is_error.unwrap_or(false));
-            if let Some(cap) = capped {
-                execution["outputCapped"] = json!(cap);
-            }
-            entry.outcome = Some(execution.clone());
-            record(log, &entry);
-            meta.insert(EXECUTION_META.into(), execution);
-            // regent's keys join the upstream's own `_meta`.
-            let mut m = r.meta.take().map(|m| m.0).unwrap_or_default();
-            m.extend(meta);
-            r.meta = Some(MetaObject(m));
-            // The upstream's answer is complete (anything else is an
-            // error by now), whichever era it spoke: a 2025-11-25
-            // upstream's result has no `resultType`, which a 2026-07-28
-            // client requires (the Python SDK refuses the result
-            // without it). Like regent's own results, it says so.
-            r.result_type = Some(ResultType::COMPLETE);
-            r
-        }
-        Err(e) => {
-            execution["error"] = json!(e.0);
-            entry.outcome = Some(execution.clone());
-            record(log, &entry);
-            meta.insert(EXECUTION_META.into(), execution);
-            result(
-                vec![format!("the call to {name} did not complete: {e}")],
-                None,
-                true,
-                meta,
-            )
-        }
-    }
-    .into()
-}
-
-/// The decision of `name`'s shadow policy, for the log line only; `None`
-/// when the tool declares none. Its failure (an error, a timeout, an
-/// ill-typed value, a riskier hint) is its logged verdict, never the
-/// request's: nothing here can refuse or change an answer.
-///
-/// It costs the request one more evaluation of the tool's plan (the shadow
-/// package's rules and the YAML mapping rule, on the native evaluator when
-/// they lower), at most the policy time limit.
-/// A call's decision, made in place or off the session's thread.
-struct Decided {
-    resolution: Result<crate::catalog::Detached, ResolveError>,
-    shadow: Option<ShadowEntry>,
-    /// How long the enforced policy took.
-    eval: std::time::Duration,
-}
-
-/// Decides a call (its enforced policy, then its shadow policy) in place,
-/// or on a thread of its own when the tool's pace says so, so that a slow
-/// policy holds up no other request of the session (see `pace`; the same
-/// record as the tool's resolves).
-async fn decide(
-    pace: Option<&Pace>,
-    catalog: &Arc<Catalog>,
-    name: &str,
-    args: &Value,
-    caller: &Option<Arc<crate::caller::Caller>>,
-) -> Decided {
-    // Every `tools/call` decides here: nothing is copied unless the
-    // decision leaves the session's thread (over HTTP there is no pace).
-    let Some(pace) = pace else {
-        return decide_here(catalog, name, args, caller.as_deref());
-    };
-    let bytes = crate::diag::json_size(args, super::pace::MAX_IN_PLACE_BYTES);
-    let (here, record) = pace.in_place(catalog, name, bytes);
-    if here {
-        return super::pace::timed(record, || {
-            decide_here(catalog, name, args, caller.as_deref())
-        });
-    }
-    let (catalog, tool, args, caller) = (
-        catalog.clone(),
-        name.to_string(),
-        args.clone(),
-        caller.clone(),
-    );
-    pace.off_thread(move || {
-        super::pace::timed(record, || {
-            decide_here(&catalog, &tool, &args, caller.as_deref())
-        })
-    })
-    .await
-    .unwrap_or_else(|e| Decided {
-        resolution: Err(unfinished(name, &e)),
-        shadow: None,
-        eval: std::time::Duration::ZERO,
-    })
-}
-
-/// The error of an evaluation that panicked or was cancelled off the
-/// session's thread: a failed policy evaluation (fail closed).
-fn unfinished(name: &str, e: &tokio::task::JoinError) -> ResolveError {
-    ResolveError::Policy {
-        tool: name.to_string(),
-        message: format!("the policy evaluation did not finish: {e}"),
-        location: None,
-    }
-}
-
-fn decide_here(
-    catalog: &Catalog,
-    name: &str,
-    args: &Value,
-    caller: Option<&crate::caller::Caller>,
-) -> Decided {
-    let started = std::time::Instant::now();
-    let resolution = catalog
-        .resolve_as(name, args, caller)
-        .map(crate::catalog::Resolution::detach);
-    let eval = started.elapsed();
-    let shadow = shadow(catalog, name, args, caller);
-    Decided {
-        resolution,
-        shadow,
-        eval,
-    }
-}
-
-pub(super) fn shadow(
-    catalog: &Catalog,
-    name: &str,
-    args: &Value,
-    caller: Option<&crate::caller::Caller>,
-) -> Option<ShadowEntry> {
-    let started = std::time::Instant::now();
-    let shadow = catalog.shadow_as(name, args, caller)?;
-    let eval = Some(started.elapsed());
-    let policy = shadow.package.to_string();
-    Some(match shadow.resolution {
-        Ok(r) => ShadowEntry {
-            policy,
-            verdict: if r.allowed() {
-                Verdict::Allowed
-            } else {
-                Verdict::Denied(r.deny.clone())
-            },
-            annotations: Some(wire::annotations(r.tool, Some(&r))),
-            confirm: r.confirm.clone(),
-            eval,
-        },
-        Err(e) => ShadowEntry {
-            policy,
-            verdict: Verdict::Error(e.to_string()),
-            annotations: None,
-            confirm: None,
-            eval,
-        },
-    })
-}
-
-/// The tool result for an execution that happened.
-fn report(
-    tool: &crate::catalog::Tool,
-    spec: &RunSpec,
-    outcome: Outcome,
-    meta: Map<String, Value>,
-) -> CallToolResult {
-    let output = String::from_utf8_lossy(&outcome.output).into_owned();
-    if !outcome.status.is_success() {
-        let mut texts = Vec::new();
-        let mut detail = outcome.status.describe();
-        match spec {
-            // A failed response's body is the error; show its end once.
-            RunSpec::Http(_) => {
-                if !outcome.error_tail.is_empty() {
-                    detail.push_str("; the response body ends with:\n");
-                    detail.push_str(&outcome.error_tail);
-                }
-            }
-            RunSpec::Cli(_) => {
-                if !output.is_empty() {
-                    texts.push(output);
-                }
-                if !outcome.error_tail.trim().is_empty() {
-                    detail.push_str("; standard error ends with:\n");
-                    detail.push_str(&outcome.error_tail);
-                }
-            }
-        }
-        texts.push(detail);
-        return result(texts, None, true, meta);
-    }
-
-    if tool.output_schema.is_some() {
-        let parsed: Result<Value, _> = serde_json::from_str(&output);
-        return match parsed {
-            Err(e) => result(
-                vec![
-                    output,
-                    format!("the tool declares outputSchema, but its output is not json: {e}"),
-                ],
-                None,
-                true,
-                meta,
-            ),
-            Ok(value) => {
-                let problems = tool.validate_output(&value);
-                if problems.is_empty() {
-                    result(vec![output], Some(value), false, meta)
-                } else {
-                    let list: Vec<String> = problems.iter().map(ToString::to_string).collect();
-                    result(
-                        vec![
-                            output,
-                            format!(
-                                "the output does not match the tool's outputSchema: {}",
-                                list.join("; ")
-                            ),
-                        ],
-                        None,
-                        true,
-                        meta,
-                    )
-                }
-            }
-        };
-    }
-    let text = if output.is_empty() {
-        let nothing = match spec {
-            RunSpec::Cli(_) => "and printed nothing",
-            RunSpec::Http(_) => "with an empty body",
-        };
-        format!("{} {nothing}", outcome.status.describe())
-    } else {
-        output
-    };
-    result(vec![text], None, false, meta)
-}
-
-fn result(
-    texts: Vec<String>,
-    structured: Option<Value>,
-    is_error: bool,
-    meta: Map<String, Value>,
-) -> CallToolResult {
-    let content = texts.into_iter().map(ContentBlock::text).collect();
-    let mut r = if is_error {
-        CallToolResult::error(content)
-    } else {
-        CallToolResult::success(content)
-    };
-    r.structured_content = structured;
-    r.meta = Some(MetaObject(meta));
-    r
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_call_limit_refuses_past_its_size_and_frees_places_on_drop() {
-        let metrics = Arc::new(Metrics::new());
-        let limit = CallLimit::new(2, metrics.clone());
-        let a = limit.try_enter().expect("first");
-        let _b = limit.try_enter().expect("second");
-        let e = limit.try_enter().err().expect("third is refused");
-        assert_eq!(e.code.0, -32603);
-        assert!(e.message.starts_with("server busy"), "{}", e.message);
-        assert_eq!(
-            e.data,
-            Some(json!({"reason": "capacity", "maxConcurrentCalls": 2}))
-        );
-        assert_eq!(metrics.calls_in_flight.get(), 2);
-        assert_eq!(metrics.calls_refused.get(), 1);
-        drop(a);
-        assert_eq!(metrics.calls_in_flight.get(), 1);
-        let _c = limit.try_enter().expect("room again");
-        assert_eq!(metrics.calls_in_flight.get(), 2);
-    }
 }
