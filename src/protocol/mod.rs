@@ -7,20 +7,35 @@
 //! results, for every transport. The fields rmcp's typed `tools/list` and
 //! capabilities cannot carry are put in place by `wire::hoist`. Deciding anything is the catalog's job; this
 //! layer only translates.
+//!
+//! This file holds the [`Regent`] type, its construction and the
+//! `ServerHandler` impl, one line per method; each method is answered in a
+//! file of its own named after it (`initialize`, `discover`, `list_tools`,
+//! `call`, `custom` routing to `resolve`, `listen`, `set_level`, `ping`,
+//! and `unoffered` for prompts, resources and completions).
 
 pub mod answer;
 pub mod call;
 mod count;
+mod custom;
 pub mod direct;
+mod discover;
 mod errors;
+mod initialize;
 pub mod input;
 mod line;
+mod list_tools;
+mod listen;
 pub mod negotiation;
 mod notify;
 pub mod pace;
 pub mod parked;
+mod ping;
+mod resolve;
+mod set_level;
 pub mod spent;
 pub mod transport;
+mod unoffered;
 pub mod upstream_requests;
 pub mod wire;
 
@@ -29,27 +44,24 @@ use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CustomRequest,
-    CustomResult, DiscoverResult, ErrorCode, ExtensionCapabilities, GetPromptRequestMethod,
-    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
-    InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    CustomResult, DiscoverResult, GetPromptRequestParams, GetPromptResponse,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestMethod, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, SetLevelRequestMethod, SubscribeRequestMethod, SubscribeRequestParams,
-    SubscriptionFilter, Tool as McpTool, UnsubscribeRequestMethod, UnsubscribeRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerConfig, SubscribeRequestParams,
+    SubscriptionFilter, Tool as McpTool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
-use serde_json::{Map, Value, json};
 
 use crate::caller::Caller;
-use crate::catalog::Catalog;
-use crate::decisions::{DecisionLog, Entry, Kind, Verdict};
+use crate::decisions::DecisionLog;
 use crate::metrics::Metrics;
 use crate::state::CatalogState;
-use answer::Answer;
 use count::Timed;
 pub use errors::{INSUFFICIENT_SCOPE, INSUFFICIENT_SCOPE_CODE, Refusal, resolve_error};
 pub use negotiation::Negotiated;
+pub use resolve::{resolve_result, shadow_result};
+use set_level::SessionLevel;
 
 /// regent's MCP server: a view of the live catalog.
 #[derive(Clone)]
@@ -92,38 +104,6 @@ pub struct Regent {
     /// cost a fifth of resolve throughput (benches/http_auth.sh) and the
     /// scheduler's preemptions on a busy machine read as slow policies.
     pace: Option<Arc<pace::Pace>>,
-}
-
-/// A session's `logging/setLevel`, unset in every clone (see
-/// [`Regent::log_level`]).
-#[derive(Default)]
-struct SessionLevel(std::sync::Mutex<Option<u8>>);
-
-impl Clone for SessionLevel {
-    fn clone(&self) -> SessionLevel {
-        SessionLevel::default()
-    }
-}
-
-#[allow(deprecated)] // logging is deprecated (SEP-2577); both eras still carry it
-impl SessionLevel {
-    const LEVELS: [rmcp::model::LoggingLevel; 8] = {
-        use rmcp::model::LoggingLevel::*;
-        [
-            Debug, Info, Notice, Warning, Error, Critical, Alert, Emergency,
-        ]
-    };
-
-    fn set(&self, level: rmcp::model::LoggingLevel) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some(crate::upstream::relay::severity(level));
-    }
-
-    /// The level set, or `debug` (everything) before any.
-    fn get(&self) -> rmcp::model::LoggingLevel {
-        let set = *self.0.lock().unwrap_or_else(|p| p.into_inner());
-        Self::LEVELS[usize::from(set.unwrap_or(0))]
-    }
 }
 
 impl Regent {
@@ -269,210 +249,6 @@ fn has_result_type(ctx: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
 }
 
-/// The `name` and `arguments` of a `tools/resolve`-shaped request, taken
-/// out of `params` (no copy of the arguments). The tool-resolution
-/// extension requires `arguments` (`{}` for none); SEP-1862 and the older
-/// draft let them default to `{}`.
-fn name_and_arguments(
-    params: Option<Value>,
-    require_arguments: bool,
-) -> Result<(String, Value), ErrorData> {
-    let Some(Value::Object(mut params)) = params else {
-        return Err(ErrorData::invalid_params(
-            "params must be an object with `name` and `arguments`",
-            None,
-        ));
-    };
-    let name = match params.remove("name") {
-        Some(Value::String(name)) => name,
-        _ => {
-            return Err(ErrorData::invalid_params(
-                "params.name must be a string",
-                None,
-            ));
-        }
-    };
-    let arguments = match params.remove("arguments") {
-        None | Some(Value::Null) if require_arguments => {
-            return Err(ErrorData::invalid_params(
-                "params.arguments is required: pass an object, `{}` for a tool without parameters",
-                Some(json!({"tool": name, "reason": "invalid-arguments"})),
-            ));
-        }
-        None | Some(Value::Null) => Value::Object(Map::new()),
-        Some(v @ Value::Object(_)) => v,
-        Some(other) => {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "params.arguments must be an object, got {}",
-                    crate::diag::json_kind(&other)
-                ),
-                Some(json!({"tool": name})),
-            ));
-        }
-    };
-    Ok((name, arguments))
-}
-
-impl Regent {
-    /// Answers `tools/resolve` or `tools/annotations` and queues the
-    /// decision-log line.
-    fn resolve(
-        &self,
-        catalog: &Catalog,
-        params: Option<Value>,
-        shape: answer::Shape,
-        caller: Option<Arc<Caller>>,
-        record: Option<Arc<pace::Tool>>,
-    ) -> Result<Answer, ErrorData> {
-        resolve_logged(
-            catalog,
-            params,
-            shape,
-            Some(Serving {
-                log: &self.decisions,
-                listed: &self.listed,
-                text: self.text,
-                pace: record,
-            }),
-            caller,
-            Decider::Enforced,
-        )
-    }
-}
-
-impl Regent {
-    /// Answers a request rmcp has no type for (`tools/resolve`,
-    /// `tools/annotations`, `regent/status`, or a standard method whose
-    /// params did not parse), and counts it. The one place these are
-    /// answered, whichever way the request arrived: rmcp's custom-request
-    /// hook, or on stdio [`direct`].
-    /// `record`: the tool's [`pace`] record, told how long the policy's
-    /// evaluation took (only that: not the answer's encoding, nor a wait on
-    /// the decision log's queue).
-    fn custom(
-        &self,
-        request: CustomRequest,
-        result_type: bool,
-        negotiated: Negotiated,
-        caller: Option<Arc<Caller>>,
-        record: Option<Arc<pace::Tool>>,
-    ) -> Result<CustomResult, ErrorData> {
-        let started = Instant::now();
-        let label = count::custom_label(&request.method);
-        let catalog = self.state.current();
-        let value = match request.method.as_str() {
-            "tools/resolve" => self
-                .resolve(
-                    &catalog,
-                    request.params,
-                    answer::Shape {
-                        full: true,
-                        result_type,
-                        negotiated,
-                    },
-                    caller,
-                    record,
-                )
-                .map(Answer::into_value),
-            "tools/annotations" => self
-                .resolve(
-                    &catalog,
-                    request.params,
-                    answer::Shape {
-                        full: false,
-                        result_type,
-                        negotiated: Negotiated::default(),
-                    },
-                    caller,
-                    record,
-                )
-                .map(Answer::into_value),
-            // Reload status for operators and tests: the same document as
-            // `--status-file`.
-            "regent/status" => {
-                let mut v = self.state.status().to_json();
-                if result_type {
-                    v["resultType"] = json!("complete");
-                }
-                Ok(v)
-            }
-            // rmcp routes a standard request whose params do not match its
-            // type here; that is an invalid-params error, not an unknown method
-            // (unless the request's protocol no longer has the method).
-            m if errors::is_standard_method(m) && !(result_type && errors::removed_in_2026(m)) => {
-                Err(ErrorData::invalid_params(
-                    format!("invalid params for {m}"),
-                    Some(json!({"method": m})),
-                ))
-            }
-            m => Err(ErrorData::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("method not found: {m}"),
-                None,
-            )),
-        };
-        let r = value.map(CustomResult::new);
-        self.record(label, count::custom_timed(label), started, &r, count::ok);
-        r
-    }
-}
-
-impl Regent {
-    /// [`Regent::custom`], with a resolve's evaluation in place or on a
-    /// thread of its own as its tool's [`pace`] says, so that a slow policy
-    /// holds up no other request of the session.
-    async fn custom_paced(
-        &self,
-        request: CustomRequest,
-        result_type: bool,
-        negotiated: Negotiated,
-        caller: Option<Arc<Caller>>,
-    ) -> Result<CustomResult, ErrorData> {
-        let Some(pace) = &self.pace else {
-            return self.custom(request, result_type, negotiated, caller, None);
-        };
-        let params = request.params.as_ref();
-        let (here, record) = pace.request(&self.state.current(), &request.method, params, || {
-            // rmcp has parsed the request already; its size is not known
-            // here, and its arguments' size is what matters.
-            params
-                .and_then(|p| p.get("arguments"))
-                .map_or(0, |a| crate::diag::json_size(a, pace::MAX_IN_PLACE_BYTES))
-        });
-        if here {
-            return self.custom(request, result_type, negotiated, caller, record);
-        }
-        let me = self.clone();
-        pace.off_thread(move || me.custom(request, result_type, negotiated, caller, record))
-            .await
-            .unwrap_or_else(|e| {
-                Err(ErrorData::internal_error(
-                    format!("the policy evaluation did not finish: {e}"),
-                    None,
-                ))
-            })
-    }
-}
-
-/// Which policy decides a resolve: the enforced one, as every request, or
-/// the tool's shadow policy, for `regent test` cases that name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Decider {
-    Enforced,
-    Shadow,
-}
-
-/// What a served request adds to a resolve: the decision log, the cache of
-/// listed members, and whether the answer is rendered as text (stdio).
-struct Serving<'a> {
-    log: &'a DecisionLog,
-    listed: &'a answer::Listed,
-    text: bool,
-    /// The tool's [`pace`] record, told how long the evaluation took.
-    pace: Option<Arc<pace::Tool>>,
-}
-
 /// The verified caller of a request, when its transport put one there: over
 /// HTTP, rmcp hands the handler the request's `http::request::Parts`, whose
 /// extensions hold the `Caller` the HTTP layer verified. Over stdio, and
@@ -484,283 +260,19 @@ pub fn caller_of(ctx: &RequestContext<RoleServer>) -> Option<Arc<Caller>> {
         .cloned()
 }
 
-/// The result of `tools/resolve` (`full`) or `tools/annotations` for the
-/// request `params`, exactly as the server answers a request that
-/// `negotiated` those extensions. Public so that `regent resolve` prints the
-/// same thing without starting a server.
-pub fn resolve_result(
-    catalog: &Catalog,
-    params: Option<&Value>,
-    full: bool,
-    result_type: bool,
-    negotiated: Negotiated,
-    caller: Option<&Caller>,
-) -> Result<Value, Refusal> {
-    resolve_logged(
-        catalog,
-        params.cloned(),
-        answer::Shape {
-            full,
-            result_type,
-            negotiated,
-        },
-        None,
-        caller.cloned().map(Arc::new),
-        Decider::Enforced,
-    )
-    .map(Answer::into_value)
-    .map_err(Refusal::from)
-}
-
-/// [`resolve_result`] as the tool's shadow policy would answer it (in
-/// place of its enforced policy), for `regent test` cases with `shadow:
-/// true`. Never an answer to a client: a server only logs shadow decisions.
-/// A tool without `shadow_policy` answers -32603 saying so.
-pub fn shadow_result(
-    catalog: &Catalog,
-    params: Option<&Value>,
-    caller: Option<&Caller>,
-) -> Result<Value, Refusal> {
-    resolve_logged(
-        catalog,
-        params.cloned(),
-        answer::Shape {
-            full: true,
-            result_type: false,
-            negotiated: Negotiated::default(),
-        },
-        None,
-        caller.cloned().map(Arc::new),
-        Decider::Shadow,
-    )
-    .map(Answer::into_value)
-    .map_err(Refusal::from)
-}
-
-fn resolve_logged(
-    catalog: &Catalog,
-    params: Option<Value>,
-    // The extension's answer replaces SEP-1862's only for `tools/resolve`;
-    // `tools/annotations` is the older draft's method either way.
-    shape: answer::Shape,
-    serving: Option<Serving<'_>>,
-    caller: Option<Arc<Caller>>,
-    decider: Decider,
-) -> Result<Answer, ErrorData> {
-    let log = serving.as_ref().map(|s| s.log);
-    let (name, args) = name_and_arguments(params, shape.draft())?;
-    // The pace times every evaluation the resolve makes: the `visible`
-    // rules (once per caller and catalog), the policy resolvers, the
-    // policy and the shadow policy.
-    let paced_from = Instant::now();
-    // A tool the caller may not see answers as an unknown one; a caller the
-    // catalog's caller schema refuses gets no decision, and the refusal is
-    // logged.
-    let tool = match catalog.lookup_as(&name, caller.as_deref()) {
-        Ok(tool) => tool,
-        Err(e @ crate::catalog::ResolveError::CallerClaimsInvalid(_)) => {
-            if let Some(log) = log {
-                let method = if shape.full {
-                    "tools/resolve"
-                } else {
-                    "tools/annotations"
-                };
-                let mut entry = Entry::new(Kind::Resolve, method, &name, args, &catalog.revision);
-                entry.caller = caller;
-                entry.verdict = Verdict::Error(e.to_string());
-                // The answer is an error either way.
-                let _ = log.record(entry);
-            }
-            return Err(errors::resolve_error(catalog, &e));
-        }
-        Err(_) => return Err(errors::not_listed(catalog, &name)),
-    };
-    if !tool.is_resolvable() {
-        return Err(ErrorData::invalid_params(
-            format!("tool {name} is not resolvable: it has no resolve rules and no policy"),
-            Some(json!({"tool": name, "reason": "not-resolvable"})),
-        ));
-    }
-    let method = if shape.full {
-        "tools/resolve"
-    } else {
-        "tools/annotations"
-    };
-    // A client's preflight sees what its call would: the parameters the
-    // server fills by itself are filled, those the client would be asked for
-    // are absent. `regent resolve` and `regent test` take arguments as given,
-    // so that a case can supply a resolved parameter as a fixture.
-    let filled;
-    let decided_on = if log.is_some() && !tool.resolvers.is_empty() {
-        if let Some(r) = crate::fill::supplied_by_client(tool, &args) {
-            return Err(errors::server_filled(tool, r));
-        }
-        catalog
-            .validate_partial(&name, &args)
-            .map_err(|e| errors::resolve_error(catalog, &e))?;
-        filled = match crate::fill::fill(
-            tool,
-            &args,
-            &Default::default(),
-            crate::fill::Mode::Preflight,
-        ) {
-            Ok(crate::fill::Fill::Done(v)) => v,
-            Ok(_) => args.clone(),
-            Err(e) => {
-                // A resolver that failed (say, ran into the time limit)
-                // counts as much as one that filled.
-                if let Some(pace) = serving.as_ref().and_then(|s| s.pace.as_ref()) {
-                    pace.took(paced_from.elapsed());
-                }
-                return Err(errors::resolve_error(catalog, &e));
-            }
-        };
-        &filled
-    } else {
-        &args
-    };
-    // Paths fenced under a root are decided on as the file system resolves
-    // them (`fence`), as the call will be.
-    let fenced_args;
-    let (decided_on, fenced) = if tool.fences.is_empty() {
-        (decided_on, Vec::new())
-    } else {
-        let mut v = decided_on.clone();
-        let deny = crate::fence::apply(&tool.fences, &mut v);
-        fenced_args = v;
-        (&fenced_args, deny)
-    };
-    // The log records the arguments as the client sent them.
-    let started = std::time::Instant::now();
-    let r = match decider {
-        Decider::Enforced => catalog.resolve_as(&name, decided_on, caller.as_deref()),
-        Decider::Shadow => match catalog.shadow_as(&name, decided_on, caller.as_deref()) {
-            Some(s) => s.resolution,
-            None => Err(crate::catalog::ResolveError::Policy {
-                tool: name.clone(),
-                message: "the tool declares no shadow_policy to test; add `shadow_policy:` to the tool or remove `shadow: true` from the case".into(),
-                location: None,
-            }),
-        },
-    };
-    let eval = started.elapsed();
-    // The shadow decision is for the log: only serving computes it.
-    let shadow = log.and_then(|_| call::shadow(catalog, &name, decided_on, caller.as_deref()));
-    if let Some(pace) = serving.as_ref().and_then(|s| s.pace.as_ref()) {
-        pace.took(paced_from.elapsed());
-    }
-    let mut r = match r {
-        Ok(r) => r,
-        Err(e) => {
-            if let Some(log) = log {
-                let mut entry = Entry::new(Kind::Resolve, method, &name, args, &catalog.revision);
-                entry.caller = caller;
-                entry.eval = Some(eval);
-                entry.shadow = shadow;
-                entry.verdict = Verdict::Error(e.to_string());
-                // The answer is an error either way.
-                let _ = log.record(entry);
-            }
-            return Err(errors::resolve_error(catalog, &e));
-        }
-    };
-    r.add_deny(fenced);
-    let annotations = wire::annotations(tool, Some(&r));
-    let listed = shape.has_tool().then(|| match &serving {
-        Some(s) => s.listed.get(&catalog.revision, tool),
-        None => Arc::new(answer::ListedTool::of(tool)),
-    });
-    let parts = answer::Parts {
-        name: &name,
-        annotations: &annotations,
-        resolution: &r,
-        listed: listed.as_deref(),
-    };
-    let answer = answer::build(shape, &parts).render(serving.as_ref().is_some_and(|s| s.text));
-    if let Some(log) = log {
-        let verdict = if r.allowed() {
-            Verdict::Allowed
-        } else {
-            Verdict::Denied(r.deny.clone())
-        };
-        let mut entry = Entry::new(Kind::Resolve, method, &name, args, &catalog.revision);
-        entry.caller = caller;
-        entry.annotations = Some(annotations);
-        entry.verdict = verdict;
-        entry.confirm.clone_from(&r.confirm);
-        entry.eval = Some(eval);
-        entry.shadow = shadow;
-        // Fail closed: a decision the audit log cannot take is not given.
-        log.record(entry)
-            .map_err(|stalled| ErrorData::internal_error(stalled.to_string(), None))?;
-    }
-    Ok(answer)
-}
-
+/// Each method is answered in a file of its own (named after it) and
+/// delegated here in one line.
 impl ServerHandler for Regent {
-    #[allow(deprecated)] // the `logging` capability (SEP-2577); both eras still carry it
     fn get_info(&self) -> ServerConfig {
-        let mut ext = ExtensionCapabilities::new();
-        ext.insert(wire::EXTENSION.into(), JsonObject::new());
-        ext.insert(negotiation::DECISION_EXTENSION.into(), JsonObject::new());
-        ext.insert(negotiation::SECURITY_EXTENSION.into(), JsonObject::new());
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_extensions_with(ext)
-                .enable_tools()
-                .enable_tool_list_changed()
-                // Upstream log messages are relayed during forwarded calls.
-                .enable_logging()
-                .build(),
-        )
-        .with_server_info(Implementation::new("regent", env!("CARGO_PKG_VERSION")))
+        self.answer_get_info()
     }
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let catalog = self.state.current();
-        let marked = Negotiated::for_request(&ctx, has_result_type(&ctx)).resolution;
-        // Only the tools this request's caller sees (all of them unless some
-        // tool declares `visible`), each listed exactly as for everyone.
-        let caller = self.caller(&ctx);
-        // Evaluated off the session's thread when a `visible` rule must be
-        // (see `pace`): a slow one holds up nothing else.
-        // A caller the catalog's caller schema refuses sees no tool.
-        let seen = if catalog.caller_problem(caller.as_deref()).is_some() {
-            Some(catalog.nothing_visible())
-        } else {
-            match pace::visible_set(self.pace.as_deref(), &catalog, caller.as_ref()).await {
-                Ok(seen) => seen,
-                Err(e) => {
-                    let e = ErrorData::internal_error(
-                        format!("the evaluation of the tools' visible rules did not finish: {e}"),
-                        None,
-                    );
-                    return self.counted("tools/list", Err(e));
-                }
-            }
-        };
-        let tools = catalog
-            .tools_in(seen)
-            .map(|t| {
-                let mut tool = wire::tool_json(t, None);
-                if !marked {
-                    wire::unmark(&mut tool);
-                }
-                let json = Value::Object(wire::stash_for_list(tool));
-                serde_json::from_value::<McpTool>(json).map_err(|e| {
-                    ErrorData::internal_error(
-                        format!("tool {} does not fit the MCP Tool type: {e}", t.name),
-                        None,
-                    )
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(ListToolsResult::with_all_items);
-        self.counted("tools/list", tools)
+        self.answer_list_tools(request, ctx).await
     }
 
     async fn call_tool(
@@ -768,38 +280,7 @@ impl ServerHandler for Regent {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let started = Instant::now();
-        let catalog = self.state.current();
-        let args = Value::Object(request.arguments.unwrap_or_default());
-        let cc = call::CallContext {
-            log: &self.decisions,
-            states: &self.states,
-            mrtr: has_result_type(&ctx),
-            retry: input::Retry {
-                responses: request.input_responses,
-                state: request.request_state,
-            },
-            limit: &self.calls,
-            caller: self.caller(&ctx),
-            enforce_scopes: self.enforce_scopes,
-            pace: self.pace.as_ref(),
-            upstreams: &self.upstreams,
-            parked: &self.parked,
-            state: &self.state,
-            log_level: if has_result_type(&ctx) {
-                #[allow(deprecated)]
-                ctx.meta.log_level()
-            } else {
-                Some(self.log_level.get())
-            },
-        };
-        // Boxed: rmcp runs every request in one future type whose size is
-        // that of its largest branch, and a call's state (execution,
-        // confirmation) made it ~9 KB, copied several times when each request
-        // is spawned: ~40% of a tools/resolve's instructions (BENCHMARKS.md).
-        let r = Box::pin(call::call(catalog, &cc, &request.name, args, &ctx)).await;
-        self.record("tools/call", Timed::Call, started, &r, count::call_outcome);
-        r
+        self.answer_call_tool(request, ctx).await
     }
 
     async fn on_custom_request(
@@ -807,54 +288,32 @@ impl ServerHandler for Regent {
         request: CustomRequest,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        let result_type = has_result_type(&ctx);
-        let negotiated = Negotiated::for_request(&ctx, result_type);
-        self.custom_paced(request, result_type, negotiated, self.caller(&ctx))
-            .await
+        self.answer_custom_request(request, ctx).await
     }
 
-    /// A 2025-11-25-era session is ready: from now on, tell it when the tool
-    /// list changes.
     async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
-        if let Some(session) = &self.session
-            && let Some(info) = ctx.peer.peer_info()
-            && info.protocol_version < ProtocolVersion::V_2026_07_28
-        {
-            let _ = session.set(Negotiated::of_session(Some(&info)));
-        }
-        tokio::spawn(notify::forward_to_session(
-            ctx.peer,
-            self.state.listing_changes(),
-        ));
+        self.answer_initialized(ctx).await
     }
 
-    /// 2026-07-28 `subscriptions/listen`: accept what was asked; rmcp narrows
-    /// it to what the capabilities advertise (only `tools.listChanged`).
     fn accepted_subscription_filter(
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(requested.clone())
+        self.answer_accepted_subscription_filter(requested)
     }
 
     async fn listen(&self, sub: SubscriptionContext) -> Result<(), ErrorData> {
-        // Boxed for the same reason as `call_tool`.
-        Box::pin(notify::run_subscription(sub, self.state.listing_changes())).await;
-        self.counted("subscriptions/listen", Ok(()))
+        self.answer_listen(sub).await
     }
 
-    /// The listed tool `name`, for rmcp's check of `Mcp-Param-*` headers
-    /// against the tool's input schema (Streamable HTTP, SEP-2243).
     fn get_tool(&self, name: &str) -> Option<McpTool> {
-        let catalog = self.state.current();
-        let json = Value::Object(wire::tool_json(catalog.tool(name)?, None));
-        serde_json::from_value(json).ok()
+        self.answer_get_tool(name)
     }
 
     // The methods below answer as rmcp's defaults do; regent implements them
     // only to count them (`count`).
-    async fn ping(&self, _ctx: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.counted("ping", Ok(()))
+    async fn ping(&self, ctx: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.answer_ping(ctx).await
     }
 
     async fn initialize(
@@ -862,73 +321,52 @@ impl ServerHandler for Regent {
         request: InitializeRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
-        ctx.peer.set_peer_info(request.clone());
-        self.counted("initialize", self.negotiate_initialize(&request))
+        self.answer_initialize(request, ctx).await
     }
 
-    async fn discover(
-        &self,
-        _ctx: RequestContext<RoleServer>,
-    ) -> Result<DiscoverResult, ErrorData> {
-        let result = DiscoverResult::from_server_info(
-            self.supported_protocol_versions().into_owned(),
-            self.get_info(),
-        );
-        self.counted("server/discover", Ok(result))
+    async fn discover(&self, ctx: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
+        self.answer_discover(ctx).await
     }
 
-    /// The session's least severe level of the upstream log messages
-    /// relayed to it (regent logs nothing of its own to clients).
     #[allow(deprecated)] // logging is deprecated (SEP-2577); 2025-11-25 clients may still send it
     async fn set_level(
         &self,
         request: rmcp::model::SetLevelRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        // A 2026-07-28 request has no session to set a level on: it says
-        // its level in its own `_meta`.
-        if has_result_type(&ctx) {
-            let e = ErrorData::method_not_found::<SetLevelRequestMethod>();
-            return self.counted("logging/setLevel", Err(e));
-        }
-        self.log_level.set(request.level);
-        self.counted("logging/setLevel", Ok(()))
+        self.answer_set_level(request, ctx).await
     }
 
     async fn get_prompt(
         &self,
-        _request: GetPromptRequestParams,
-        _ctx: RequestContext<RoleServer>,
+        request: GetPromptRequestParams,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let e = ErrorData::method_not_found::<GetPromptRequestMethod>();
-        self.counted("prompts/get", Err(e))
+        self.answer_get_prompt(request, ctx).await
     }
 
     async fn read_resource(
         &self,
-        _request: ReadResourceRequestParams,
-        _ctx: RequestContext<RoleServer>,
+        request: ReadResourceRequestParams,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let e = ErrorData::method_not_found::<ReadResourceRequestMethod>();
-        self.counted("resources/read", Err(e))
+        self.answer_read_resource(request, ctx).await
     }
 
     async fn subscribe(
         &self,
-        _request: SubscribeRequestParams,
-        _ctx: RequestContext<RoleServer>,
+        request: SubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let e = ErrorData::method_not_found::<SubscribeRequestMethod>();
-        self.counted("resources/subscribe", Err(e))
+        self.answer_subscribe(request, ctx).await
     }
 
     async fn unsubscribe(
         &self,
-        _request: UnsubscribeRequestParams,
-        _ctx: RequestContext<RoleServer>,
+        request: UnsubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let e = ErrorData::method_not_found::<UnsubscribeRequestMethod>();
-        self.counted("resources/unsubscribe", Err(e))
+        self.answer_unsubscribe(request, ctx).await
     }
 
     // regent declares neither prompts, resources nor completions, so it does
@@ -936,39 +374,33 @@ impl ServerHandler for Regent {
     // would claim features the capabilities deny).
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        self.counted("prompts/list", Err(errors::not_offered("prompts/list")))
+        self.answer_list_prompts(request, ctx).await
     }
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        self.counted("resources/list", Err(errors::not_offered("resources/list")))
+        self.answer_list_resources(request, ctx).await
     }
 
     async fn list_resource_templates(
         &self,
-        _request: Option<PaginatedRequestParams>,
-        _ctx: RequestContext<RoleServer>,
+        request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.counted(
-            "resources/templates/list",
-            Err(errors::not_offered("resources/templates/list")),
-        )
+        self.answer_list_resource_templates(request, ctx).await
     }
 
     async fn complete(
         &self,
-        _request: CompleteRequestParams,
-        _ctx: RequestContext<RoleServer>,
+        request: CompleteRequestParams,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        self.counted(
-            "completion/complete",
-            Err(errors::not_offered("completion/complete")),
-        )
+        self.answer_complete(request, ctx).await
     }
 }

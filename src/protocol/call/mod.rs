@@ -61,15 +61,16 @@ mod limit;
 mod report;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use rmcp::ErrorData;
-use rmcp::model::CallToolResponse;
+use rmcp::model::{CallToolRequestParams, CallToolResponse};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
 use super::input::{self, RequestStates, Retry};
 use super::pace::Pace;
-use super::{errors, wire};
+use super::{Regent, count, errors, has_result_type, wire};
 use crate::catalog::{Catalog, ResolveError};
 use crate::decisions::{DecisionLog, Entry, Kind, Phase, Verdict};
 use crate::exec;
@@ -627,4 +628,53 @@ pub async fn call(
     }
     meta.insert(EXECUTION_META.into(), execution);
     Ok(report(tool, spec, outcome, meta).into())
+}
+
+impl Regent {
+    /// `tools/call`: the request's context for [`call`], and its answer
+    /// counted.
+    pub(super) async fn answer_call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let started = Instant::now();
+        let catalog = self.state.current();
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let cc = CallContext {
+            log: &self.decisions,
+            states: &self.states,
+            mrtr: has_result_type(&ctx),
+            retry: input::Retry {
+                responses: request.input_responses,
+                state: request.request_state,
+            },
+            limit: &self.calls,
+            caller: self.caller(&ctx),
+            enforce_scopes: self.enforce_scopes,
+            pace: self.pace.as_ref(),
+            upstreams: &self.upstreams,
+            parked: &self.parked,
+            state: &self.state,
+            log_level: if has_result_type(&ctx) {
+                #[allow(deprecated)]
+                ctx.meta.log_level()
+            } else {
+                Some(self.log_level.get())
+            },
+        };
+        // Boxed: rmcp runs every request in one future type whose size is
+        // that of its largest branch, and a call's state (execution,
+        // confirmation) made it ~9 KB, copied several times when each request
+        // is spawned: ~40% of a tools/resolve's instructions (BENCHMARKS.md).
+        let r = Box::pin(call(catalog, &cc, &request.name, args, &ctx)).await;
+        self.record(
+            "tools/call",
+            count::Timed::Call,
+            started,
+            &r,
+            count::call_outcome,
+        );
+        r
+    }
 }
