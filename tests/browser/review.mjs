@@ -239,7 +239,14 @@ describe("examples/manage_files in the browser", () => {
     assert.equal(cells.arguments, 'action="delete", path="x"');
     assert.equal(cells.destructiveHint, "true");
     assert.equal(cells.readOnlyHint, "false");
-    assert.equal(cells.deny, "", "delete is not denied");
+    // The row's representative (path="x") is not denied: its own reasons
+    // would stand alone. A test case's other value of the class is, and is
+    // shown as such (`for …:`).
+    assert.equal(
+      cells.deny,
+      'for content absent, path="/etc/passwd": path "/etc/passwd" is absolute; paths are relative to the root directory',
+      "only another value of the class is denied, not delete of x",
+    );
     assert.equal(cells.confirm, 'delete "x" under the root directory? This cannot be undone.');
     assert.match(cells["set by"], /confirm: tools\.manage_files\.confirm \(examples\/manage_files\/manage_files\.rego:\d+:\d+\)/);
     // The same, as assistive technology sees it: the table by its
