@@ -24,7 +24,6 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use super::{Catalog, Tool, policy};
 use crate::caller::Caller;
@@ -232,43 +231,7 @@ impl Catalog {
 /// The cache key of `caller`: sha256 of its canonical JSON (object keys
 /// sorted at every level), or of `null` without one.
 fn caller_key(caller: Option<&Caller>) -> [u8; 32] {
-    let mut h = Sha256::new();
-    match caller {
-        Some(c) => canonical(&c.to_value(), &mut h),
-        None => h.update(b"null"),
-    }
-    h.finalize().into()
-}
-
-/// Feeds `v` to `h` as JSON with object keys sorted.
-fn canonical(v: &Value, h: &mut Sha256) {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            h.update(b"{");
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    h.update(b",");
-                }
-                h.update(Value::String(k.clone()).to_string().as_bytes());
-                h.update(b":");
-                canonical(&m[k], h);
-            }
-            h.update(b"}");
-        }
-        Value::Array(a) => {
-            h.update(b"[");
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    h.update(b",");
-                }
-                canonical(x, h);
-            }
-            h.update(b"]");
-        }
-        other => h.update(other.to_string().as_bytes()),
-    }
+    crate::canonical::sha256(&caller.map_or(Value::Null, Caller::to_value))
 }
 
 #[cfg(test)]
