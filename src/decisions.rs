@@ -34,7 +34,6 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::caller::Caller;
 use crate::timestamp::rfc3339;
@@ -973,9 +972,7 @@ pub fn new_id() -> String {
 /// keys sorted at every level), so equal arguments give equal digests
 /// whatever order a client sent the keys in.
 pub fn arguments_digest(args: &Value) -> String {
-    let mut canonical = Vec::new();
-    write_canonical(args, &mut canonical);
-    let digest = Sha256::digest(&canonical);
+    let digest = crate::canonical::sha256(args);
     // Hex by table: a `format!` per byte was 32 allocations, most of the cost
     // of a decision-log entry (BENCHMARKS.md).
     const HEX: &[u8; 16] = b"0123456789abcdef";
@@ -986,36 +983,6 @@ pub fn arguments_digest(args: &Value) -> String {
         out.push(char::from(HEX[usize::from(b & 0x0f)]));
     }
     out
-}
-
-fn write_canonical(v: &Value, out: &mut Vec<u8>) {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push(b'{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend(serde_json::to_vec(k).expect("strings serialize"));
-                out.push(b':');
-                write_canonical(&m[k], out);
-            }
-            out.push(b'}');
-        }
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(b']');
-        }
-        other => out.extend(serde_json::to_vec(other).expect("scalars serialize")),
-    }
 }
 
 #[cfg(test)]
@@ -1113,6 +1080,18 @@ mod tests {
         let b: Value = serde_json::from_str(r#"{"a":{"x":[1,"z"],"y":2},"b":1}"#).unwrap();
         assert_eq!(arguments_digest(&a), arguments_digest(&b));
         assert_ne!(arguments_digest(&a), arguments_digest(&json!({"b": 2})));
+    }
+
+    #[test]
+    fn the_digest_is_of_these_bytes() {
+        // What a log reader recomputes: sha256 of
+        // {"a":1,"b":[true,null,"é\n"],"c":{"x":2.5,"y":""}}
+        // (users compare it across versions, so it must not change).
+        let v = json!({"c": {"y": "", "x": 2.5}, "b": [true, null, "é\n"], "a": 1});
+        assert_eq!(
+            arguments_digest(&v),
+            "sha256:06843a8cfe78cb22e919838a0e220a4c2679b687b2dde9d22c0bac1f0840a36a"
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 pub mod bundle;
 pub mod caller;
+pub mod canonical;
 pub mod catalog;
 pub mod check;
 pub mod cli;

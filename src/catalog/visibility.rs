@@ -14,18 +14,16 @@
 //! the caller (policies are deterministic and read nothing else), so it is
 //! computed once per caller and kept in a [`Cache`] inside the `Catalog`,
 //! keyed by a digest of the caller's canonical JSON and bounded to
-//! [`CAPACITY`] callers. Keeping it never changes an answer, only how fast
+//! [`CAPACITY`] callers, the least used going first. Keeping it never changes an answer, only how fast
 //! it comes, which is why it does not break "nothing in `catalog` is mutable
 //! after build" (ARCHITECTURE.md). A set in which some evaluation timed out
 //! (a busy machine, not the policy's answer) is used once and not kept.
 //! A catalog in which no tool declares `visible` has no cache and evaluates
 //! nothing.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use super::{Catalog, Tool, policy};
 use crate::caller::Caller;
@@ -36,49 +34,37 @@ pub const CAPACITY: usize = 1024;
 /// Per tool (in catalog order), whether the caller sees it.
 pub type Visible = Arc<[bool]>;
 
-/// Visibility sets by caller digest, oldest first out.
-#[derive(Default)]
+/// Visibility sets by caller digest, the least used first out (quick_cache's
+/// S3-FIFO: a caller seen once goes before one that keeps listing).
 pub struct Cache {
-    inner: Mutex<Inner>,
+    sets: quick_cache::sync::Cache<[u8; 32], Visible>,
 }
 
-#[derive(Default)]
-struct Inner {
-    sets: HashMap<[u8; 32], Visible>,
-    /// Insertion order, for eviction.
-    order: VecDeque<[u8; 32]>,
+impl Default for Cache {
+    fn default() -> Self {
+        Cache {
+            sets: quick_cache::sync::Cache::new(CAPACITY),
+        }
+    }
 }
 
 impl Cache {
     fn get(&self, key: &[u8; 32]) -> Option<Visible> {
-        self.lock().sets.get(key).cloned()
+        self.sets.get(key)
     }
 
     fn insert(&self, key: [u8; 32], set: Visible) {
-        let mut inner = self.lock();
-        if inner.sets.insert(key, set).is_some() {
-            return;
-        }
-        inner.order.push_back(key);
-        while inner.order.len() > CAPACITY {
-            if let Some(old) = inner.order.pop_front() {
-                inner.sets.remove(&old);
-            }
-        }
+        self.sets.insert(key, set);
     }
 
     /// How many callers' sets are kept.
     pub fn len(&self) -> usize {
-        self.lock().sets.len()
+        self.sets.len()
     }
 
     /// Whether no set is kept.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.sets.is_empty()
     }
 }
 
@@ -245,43 +231,7 @@ impl Catalog {
 /// The cache key of `caller`: sha256 of its canonical JSON (object keys
 /// sorted at every level), or of `null` without one.
 fn caller_key(caller: Option<&Caller>) -> [u8; 32] {
-    let mut h = Sha256::new();
-    match caller {
-        Some(c) => canonical(&c.to_value(), &mut h),
-        None => h.update(b"null"),
-    }
-    h.finalize().into()
-}
-
-/// Feeds `v` to `h` as JSON with object keys sorted.
-fn canonical(v: &Value, h: &mut Sha256) {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            h.update(b"{");
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    h.update(b",");
-                }
-                h.update(Value::String(k.clone()).to_string().as_bytes());
-                h.update(b":");
-                canonical(&m[k], h);
-            }
-            h.update(b"}");
-        }
-        Value::Array(a) => {
-            h.update(b"[");
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    h.update(b",");
-                }
-                canonical(x, h);
-            }
-            h.update(b"]");
-        }
-        other => h.update(other.to_string().as_bytes()),
-    }
+    crate::canonical::sha256(&caller.map_or(Value::Null, Caller::to_value))
 }
 
 #[cfg(test)]
@@ -374,18 +324,37 @@ mod tests {
     }
 
     #[test]
-    fn the_cache_keeps_at_most_its_capacity_oldest_out() {
-        let cache = Cache::default();
-        let set: Visible = Arc::from(vec![true]);
-        for i in 0..(CAPACITY + 10) {
+    fn the_cache_keeps_at_most_its_capacity_the_used_survive() {
+        fn key(i: usize) -> [u8; 32] {
             let mut key = [0u8; 32];
             key[..8].copy_from_slice(&(i as u64).to_le_bytes());
-            cache.insert(key, set.clone());
+            key
         }
-        assert_eq!(cache.len(), CAPACITY);
-        assert!(cache.get(&[0u8; 32]).is_none(), "the oldest went first");
-        let mut newest = [0u8; 32];
-        newest[..8].copy_from_slice(&((CAPACITY + 9) as u64).to_le_bytes());
-        assert!(cache.get(&newest).is_some());
+        let cache = Cache::default();
+        let set: Visible = Arc::from(vec![true]);
+        // Full of callers seen once.
+        for i in 0..CAPACITY * 2 {
+            cache.insert(key(i), set.clone());
+        }
+        assert!(cache.len() <= CAPACITY, "{}", cache.len());
+        // Two callers arrive together: `used` keeps listing, `once` does
+        // not; then three times the capacity of callers seen once each.
+        // Oldest-first would evict both; by use, `used` stays.
+        let (used, once) = (key(usize::MAX), key(usize::MAX - 1));
+        cache.insert(used, set.clone());
+        cache.insert(once, set.clone());
+        for i in CAPACITY * 2..CAPACITY * 5 {
+            cache.insert(key(i), set.clone());
+            if i % 64 == 0 {
+                assert!(cache.get(&used).is_some(), "evicted at {i}");
+            }
+        }
+        assert!(cache.len() <= CAPACITY, "{}", cache.len());
+        assert!(cache.get(&used).is_some(), "the caller in use stays");
+        assert!(cache.get(&once).is_none(), "the one seen once went");
+        assert!(
+            cache.get(&key(CAPACITY * 5 - 1)).is_some(),
+            "the newest is kept"
+        );
     }
 }

@@ -26,7 +26,8 @@
 //! larger than that goes alone). A failed upload (no connection, a timeout,
 //! a status other than 2xx) puts the batch back at the front of the buffer
 //! and is retried after an exponential backoff, from
-//! [`Settings::backoff_min`] doubling up to [`Settings::backoff_max`].
+//! [`Settings::backoff_min`] doubling up to [`Settings::backoff_max`]
+//! (backon's exponential delays, no jitter, as before).
 //! Closing sends what is left within [`CLOSE_WAIT`] of [`Shipper::close`],
 //! an upload in flight included (it is abandoned at the deadline, whatever
 //! its own timeout); what could not be sent by then is counted as dropped.
@@ -36,6 +37,12 @@
 //! and reported in regent's log: a warning per failed upload, a warning when
 //! decisions are dropped (at once, then at most once a second while drops
 //! go on), and a summary at shutdown.
+//!
+//! The buffer is a `VecDeque` under a Mutex and Condvar rather than a
+//! channel such as the one [`super::writer`] reads from: a bounded channel
+//! refuses the *newest* line when full, cannot be bounded in bytes with the
+//! batch in flight counted, and cannot take a failed batch back at its
+//! front, and this sink needs all three.
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -43,6 +50,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use reqwest::Url;
@@ -332,11 +340,13 @@ impl Drop for Shipper {
 fn run(shared: &Shared, client: &reqwest::Client, runtime: &tokio::runtime::Runtime) {
     let settings = &shared.settings;
     let metrics = &*shared.metrics;
-    let mut backoff: Option<Duration> = None;
+    // While uploads fail: the delays to come and the one being waited.
+    let mut backoff: Option<(ExponentialBackoff, Duration)> = None;
     loop {
         let (batch, closing) = {
             let mut st = lock(&shared.state);
-            let wait_until = Instant::now() + backoff.unwrap_or(settings.interval);
+            let wait = backoff.as_ref().map_or(settings.interval, |(_, d)| *d);
+            let wait_until = Instant::now() + wait;
             loop {
                 if st.closed {
                     break;
@@ -408,10 +418,9 @@ fn run(shared: &Shared, client: &reqwest::Client, runtime: &tokio::runtime::Runt
             }
             Err(why) => {
                 metrics.decision_log_failed.inc();
-                let next = match backoff {
-                    None => settings.backoff_min,
-                    Some(b) => (b * 2).min(settings.backoff_max),
-                };
+                let mut delays = backoff.take().map_or_else(|| delays(settings), |(d, _)| d);
+                // The delays never run out (no limit on retries).
+                let next = delays.next().unwrap_or(settings.backoff_max);
                 tracing::warn!(
                     url = %settings.url,
                     decisions = batch.len(),
@@ -430,7 +439,7 @@ fn run(shared: &Shared, client: &reqwest::Client, runtime: &tokio::runtime::Runt
                     shared.report(report, "they could not be sent before exiting");
                     break;
                 }
-                backoff = Some(next);
+                backoff = Some((delays, next));
                 for line in batch.into_iter().rev() {
                     st.push_front(line);
                 }
@@ -463,6 +472,17 @@ fn run(shared: &Shared, client: &reqwest::Client, runtime: &tokio::runtime::Runt
     } else {
         tracing::info!(sent, failed_uploads = failed, url = %settings.url, "decision-log uploads done");
     }
+}
+
+/// The delays between failed uploads: [`Settings::backoff_min`] doubling up
+/// to [`Settings::backoff_max`], for as long as uploads fail.
+fn delays(settings: &Settings) -> ExponentialBackoff {
+    ExponentialBuilder::new()
+        .with_min_delay(settings.backoff_min)
+        .with_max_delay(settings.backoff_max.max(settings.backoff_min))
+        .with_factor(2.0)
+        .without_max_times()
+        .build()
 }
 
 /// Resolves at the close deadline once closing has begun (never before):
@@ -669,6 +689,15 @@ mod tests {
         assert_eq!(metrics.decision_log_dropped.get(), 4);
         assert_eq!(metrics.decision_log_sent.get(), 0);
         assert_eq!(metrics.decision_log_failed.get(), 1);
+    }
+
+    #[test]
+    fn the_backoff_doubles_from_its_minimum_up_to_its_maximum_for_ever() {
+        let mut settings = Settings::new(parse_url("http://127.0.0.1:9/").unwrap(), 1);
+        settings.backoff_min = Duration::from_millis(100);
+        settings.backoff_max = Duration::from_millis(1000);
+        let ms: Vec<u128> = delays(&settings).take(8).map(|d| d.as_millis()).collect();
+        assert_eq!(ms, [100, 200, 400, 800, 1000, 1000, 1000, 1000]);
     }
 
     #[test]

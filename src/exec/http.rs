@@ -14,7 +14,7 @@
 //! arguments reaches the upstream request.
 
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use reqwest::Url;
@@ -142,29 +142,20 @@ impl HttpSpec {
     }
 }
 
-/// Clients by base and redirect limit, the most recently added last (a
-/// `reqwest::Client` is a handle to a shared pool, and its redirect policy
-/// keeps to its base). Bases read at each call may change; the oldest
-/// client goes when there are more than [`CLIENTS_KEPT`].
-static CLIENTS: Mutex<Vec<(Url, u32, reqwest::Client)>> = Mutex::new(Vec::new());
+/// Clients by base and redirect limit (a `reqwest::Client` is a handle to
+/// a shared pool, and its redirect policy keeps to its base). Bases read at
+/// each call may change; past [`CLIENTS_KEPT`] the least used client goes.
+static CLIENTS: LazyLock<quick_cache::sync::Cache<(Url, u32), reqwest::Client>> =
+    LazyLock::new(|| quick_cache::sync::Cache::new(CLIENTS_KEPT));
 const CLIENTS_KEPT: usize = 64;
 
 /// The client for requests under `base` following at most `redirects`
-/// redirects within it.
+/// redirects within it. Callers asking for the same one at once wait for
+/// one build.
 fn client(base: &Url, redirects: u32) -> Result<reqwest::Client, String> {
-    let mut cached = CLIENTS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, _, client)) = cached
-        .iter()
-        .find(|(url, r, _)| url == base && *r == redirects)
-    {
-        return Ok(client.clone());
-    }
-    let client = build_client(base, base_path(base), redirects)?;
-    if cached.len() >= CLIENTS_KEPT {
-        cached.remove(0);
-    }
-    cached.push((base.clone(), redirects, client.clone()));
-    Ok(client)
+    CLIENTS.get_or_insert_with(&(base.clone(), redirects), || {
+        build_client(base, base_path(base), redirects)
+    })
 }
 
 /// The base's path without a trailing `/`: every request path starts with it.

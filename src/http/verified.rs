@@ -12,12 +12,13 @@
 //! one count for nothing. Refused tokens are never remembered.
 //!
 //! Entries are keyed by the SHA-256 of the token, so the token itself is
-//! not kept, and the map is bounded: when full, the oldest half goes.
+//! not kept, and the map is bounded: when full, the least used go first
+//! (quick_cache's S3-FIFO, so the token a client keeps sending stays while
+//! tokens seen once pass through).
 //!
 //! This module knows digests and clocks; verifying is `http/jwt`'s.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
@@ -27,6 +28,7 @@ use crate::caller::Caller;
 /// The most tokens remembered at once.
 pub const CAPACITY: usize = 4096;
 
+#[derive(Clone)]
 struct Entry {
     caller: Arc<Caller>,
     /// The token's `exp`, seconds since the epoch.
@@ -40,16 +42,16 @@ struct Entry {
 }
 
 /// A bounded map from token digest to the caller it proved.
-#[derive(Default)]
 pub struct Verified {
-    inner: Mutex<Inner>,
+    entries: quick_cache::sync::Cache<[u8; 32], Entry>,
 }
 
-#[derive(Default)]
-struct Inner {
-    entries: HashMap<[u8; 32], Entry>,
-    /// Insertion order, for evicting the oldest.
-    order: VecDeque<[u8; 32]>,
+impl Default for Verified {
+    fn default() -> Self {
+        Verified {
+            entries: quick_cache::sync::Cache::new(CAPACITY),
+        }
+    }
 }
 
 /// The digest a token is remembered under.
@@ -73,8 +75,7 @@ impl Verified {
     /// The caller `digest`'s token proved under the key set `keys`, if it
     /// has not expired since (`leeway` seconds of skew, as at verification).
     pub fn get(&self, digest: &[u8; 32], keys: usize, leeway: u64) -> Option<Arc<Caller>> {
-        let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let e = inner.entries.get(digest)?;
+        let e = self.entries.get(digest)?;
         (e.keys == keys && now() <= e.expires.saturating_add(leeway)).then(|| e.caller.clone())
     }
 
@@ -88,33 +89,19 @@ impl Verified {
         pin: Option<Arc<dyn std::any::Any + Send + Sync>>,
     ) {
         let keys = pin.as_ref().map_or(0, key_id);
-        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        if inner.entries.len() >= CAPACITY {
-            for _ in 0..CAPACITY / 2 {
-                if let Some(old) = inner.order.pop_front() {
-                    inner.entries.remove(&old);
-                }
-            }
-        }
         let entry = Entry {
             caller,
             expires,
             keys,
             _pin: pin,
         };
-        if inner.entries.insert(digest, entry).is_none() {
-            inner.order.push_back(digest);
-        }
+        self.entries.insert(digest, entry);
     }
 
     /// How many tokens are remembered (the bound's test reads it).
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entries
-            .len()
+        self.entries.len()
     }
 }
 
@@ -151,14 +138,28 @@ mod tests {
     }
 
     #[test]
-    fn the_map_stays_bounded() {
+    fn the_map_stays_bounded_and_keeps_the_token_in_use() {
         let v = Verified::default();
-        for i in 0..CAPACITY * 3 {
-            v.insert(digest(&i.to_string()), caller("x"), now() + 60, None);
+        let remember = |i: usize| v.insert(digest(&i.to_string()), caller("x"), now() + 60, None);
+        // Full of tokens seen once.
+        (0..CAPACITY * 2).for_each(remember);
+        assert!(v.len() <= CAPACITY, "{}", v.len());
+        // Two tokens arrive together: one a client keeps sending, one sent
+        // once; then three times the capacity of tokens seen once each.
+        // Oldest-first would forget both; by use, the one in use stays.
+        let (kept, once) = (digest("in use"), digest("seen once"));
+        v.insert(kept, caller("alice"), now() + 60, None);
+        v.insert(once, caller("bob"), now() + 60, None);
+        for i in CAPACITY * 2..CAPACITY * 5 {
+            remember(i);
+            if i % 64 == 0 {
+                assert!(v.get(&kept, 0, 0).is_some(), "forgotten at {i}");
+            }
         }
         assert!(v.len() <= CAPACITY, "{}", v.len());
-        // The newest are the ones kept.
-        let last = digest(&(CAPACITY * 3 - 1).to_string());
-        assert!(v.get(&last, 0, 0).is_some());
+        assert!(v.get(&kept, 0, 0).is_some(), "the token in use stays");
+        assert!(v.get(&once, 0, 0).is_none(), "the one seen once went");
+        let last = digest(&(CAPACITY * 5 - 1).to_string());
+        assert!(v.get(&last, 0, 0).is_some(), "the newest is kept");
     }
 }

@@ -38,6 +38,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     // Leaf utilities (LEAVES): every module may use them, they use no
     // module but another leaf.
     ("diag", &[]),
+    ("canonical", &[]),
     ("par", &[]),
     ("timestamp", &[]),
     ("metrics", &[]),
@@ -120,6 +121,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
 /// them (not repeated in [`ALLOWED`]'s rows); their own rows name leaves only.
 pub const LEAVES: &[&str] = &[
     "diag",
+    "canonical",
     "par",
     "timestamp",
     "metrics",
