@@ -280,18 +280,20 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub catalog: CatalogArgs,
 
-    /// Serve the catalog of the OPA bundle at URL (http or https), polled for new revisions; no PATH is given with it
-    #[arg(
-        long,
-        value_name = "URL",
-        conflicts_with = "paths",
-        requires = "bundle_dir"
-    )]
+    /// Serve the catalog of the OPA bundle at URL (http or https), polled for new revisions; with
+    /// PATHs, the bundle (Rego and data, as `opa build` makes) is the policy part of the catalog
+    /// whose tools are under PATH
+    #[arg(long, value_name = "URL", requires = "bundle_dir")]
     pub bundle_url: Option<String>,
 
     /// Require the bundle to be signed and to verify with this public key (PEM, RSA or EC; or a JWK set)
     #[arg(long, value_name = "FILE", requires = "bundle_url")]
     pub bundle_public_key: Option<PathBuf>,
+
+    /// Trust only the CA certificates in FILE (PEM) for an https --bundle-url, instead of the
+    /// system's roots (a private CA, as OPA's services[].tls.ca_cert)
+    #[arg(long, value_name = "FILE", requires = "bundle_url")]
+    pub bundle_ca: Option<PathBuf>,
 
     /// Seconds between two polls of --bundle-url (each given or taken 15% at random)
     #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]

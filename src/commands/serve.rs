@@ -57,9 +57,12 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         None => None,
     };
     let catalog_args = crate::cli::CatalogArgs {
-        paths: match &bundle {
-            Some((ready, _)) => vec![ready.catalog_dir.clone()],
-            None => args.catalog.paths.clone(),
+        // The bundle's directory goes last: the reload thread replaces it
+        // with the next bundle's (`reload::Settings::bundle`).
+        paths: {
+            let mut paths = args.catalog.paths.clone();
+            paths.extend(bundle.as_ref().map(|(ready, _)| ready.catalog_dir.clone()));
+            paths
         },
         policy_timeout_ms: args.catalog.policy_timeout_ms,
         policy_memory_mb: args.catalog.policy_memory_mb,
@@ -241,8 +244,10 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         reload::Settings {
             paths: catalog_args.paths.clone(),
             options: build_options(&catalog_args),
-            // A bundle's files change only through the poller.
-            watch: !args.no_watch && bundle.is_none(),
+            // A bundle's files change only through the poller; the tool
+            // paths given beside it are watched.
+            watch: !args.no_watch && !args.catalog.paths.is_empty(),
+            bundle: bundle.is_some(),
             status_file: args.status_file.clone(),
             debounce: reload::DEBOUNCE,
             settle: reload::SETTLE,
@@ -276,7 +281,8 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         }
         .start(ready)
         .map_err(cannot_run)?;
-    } else if !args.no_watch {
+    }
+    if !args.no_watch && !args.catalog.paths.is_empty() {
         tracing::info!("watching the catalog for changes");
     }
 
@@ -475,12 +481,24 @@ fn bundle_start(
                 .into(),
         ));
     };
+    let ca = match &args.bundle_ca {
+        Some(p) if parsed.scheme() != "https" => {
+            return Err(cannot_run(format!(
+                "--bundle-ca {} is for an https bundle server, but --bundle-url {url} is not https\n  = help: serve the bundle over https, or drop --bundle-ca",
+                p.display()
+            )));
+        }
+        Some(p) => Some(reload::bundle::read_ca(p).map_err(cannot_run)?),
+        None => None,
+    };
     let settings = reload::bundle::Settings {
         url: parsed,
         keys,
+        ca,
         poll: std::time::Duration::from_secs(args.bundle_poll),
         dir,
         limits: crate::bundle::Limits::default(),
+        tools_elsewhere: !args.catalog.paths.is_empty(),
     };
     let ready = reload::bundle::start_up(&settings).map_err(cannot_run)?;
     tracing::info!(

@@ -48,9 +48,15 @@ const MAX_DOWNLOAD: u64 = 64 * 1024 * 1024;
 pub struct Settings {
     pub url: reqwest::Url,
     pub keys: Option<Arc<PublicKeys>>,
+    /// `--bundle-ca`: the only roots trusted for the bundle server, when given.
+    pub ca: Option<Vec<reqwest::Certificate>>,
     pub poll: Duration,
     pub dir: PathBuf,
     pub limits: Limits,
+    /// Tool files are given beside the bundle (`serve --bundle-url URL
+    /// PATH…`): a bundle of Rego and data only is the policy part of the
+    /// catalog, not refused.
+    pub tools_elsewhere: bool,
 }
 
 /// A verified bundle, written out where the catalog reader reads it.
@@ -80,14 +86,41 @@ pub fn name_of(url: &reqwest::Url) -> String {
     }
 }
 
-fn http_client() -> Result<reqwest::Client, String> {
+/// Reads `--bundle-ca`: PEM certificates, at least one.
+pub fn read_ca(path: &Path) -> Result<Vec<reqwest::Certificate>, String> {
+    let pem = std::fs::read(path).map_err(|e| {
+        format!(
+            "cannot read the CA file {}: {}\n  = help: --bundle-ca names a PEM file with the certificates of the CAs that signed the bundle server's certificate",
+            path.display(),
+            crate::diag::lower_io(&e)
+        )
+    })?;
+    reqwest::Certificate::from_pem_bundle(&pem)
+        .ok()
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| {
+            format!(
+                "the CA file {} holds no PEM certificate\n  = help: --bundle-ca wants -----BEGIN CERTIFICATE----- blocks",
+                path.display()
+            )
+        })
+}
+
+/// The client for the bundle server. With `--bundle-ca` its certificates
+/// are the only roots, as OPA's `tls.ca_cert` does without
+/// `system_ca_required`: a private CA names the one server meant, and a
+/// certificate some public CA issued for that name is not trusted instead.
+fn http_client(ca: Option<&[reqwest::Certificate]>) -> Result<reqwest::Client, String> {
     crate::outbound::install_crypto();
-    reqwest::Client::builder()
+    let mut b = reqwest::Client::builder()
         .no_proxy()
         .timeout(FETCH_TIMEOUT)
         .connect_timeout(FETCH_TIMEOUT)
-        .user_agent(concat!("regent/", env!("CARGO_PKG_VERSION")))
-        .build()
+        .user_agent(concat!("regent/", env!("CARGO_PKG_VERSION")));
+    if let Some(certs) = ca {
+        b = b.tls_certs_only(certs.iter().cloned());
+    }
+    b.build()
         .map_err(|e| format!("cannot make the bundle's HTTP client: {e}"))
 }
 
@@ -158,12 +191,13 @@ fn prepare(settings: &Settings, bytes: Vec<u8>, etag: Option<String>) -> Result<
     let files = layout::catalog_files(&opened.files).map_err(|e| e.render(&label))?;
     // Served alone, a policy-only bundle (`opa build` of Rego and data)
     // would serve no tools at all: refused, as `check` refuses it alone.
-    if !files
-        .keys()
-        .any(|p| crate::source::FileKind::of(Path::new(p)) == Some(crate::source::FileKind::Tools))
+    if !settings.tools_elsewhere
+        && !files.keys().any(|p| {
+            crate::source::FileKind::of(Path::new(p)) == Some(crate::source::FileKind::Tools)
+        })
     {
         return Err(format!(
-            "{label}: the bundle holds no tool files (a bundle of Rego and data only, as `opa build` makes)\n  help: build the whole catalog with `regent bundle build DIR -o FILE`"
+            "{label}: the bundle holds no tool files (a bundle of Rego and data only, as `opa build` makes)\n  help: give the tool files beside it (`regent serve --bundle-url URL tools/`), or build the whole catalog with `regent bundle build DIR -o FILE`"
         ));
     }
     let dir = fresh_dir(&settings.dir).map_err(|e| {
@@ -323,7 +357,7 @@ pub fn start_up(settings: &Settings) -> Result<Ready, String> {
             ),
         }
     }
-    let client = http_client()?;
+    let client = http_client(settings.ca.as_deref())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -381,7 +415,7 @@ impl Poller {
 
     fn run(self, serving: Ready) {
         let (client, runtime) = match (
-            http_client(),
+            http_client(self.settings.ca.as_deref()),
             tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build(),

@@ -41,8 +41,14 @@ pub const SETTLE: Duration = Duration::from_millis(50);
 /// How reloading is set up for one server.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// The catalog paths, as given on the command line.
+    /// The catalog paths, as given on the command line; with `--bundle-url`,
+    /// the bundle's directory last (see [`Settings::bundle`]).
     pub paths: Vec<PathBuf>,
+    /// The last path is a bundle's unpacked directory (`serve --bundle-url`):
+    /// never watched (it changes only through the poller), and replaced by
+    /// the next bundle's ([`Requester::bundle`]) while the paths before it,
+    /// the tools given beside a bundle of policies, stay and are watched.
+    pub bundle: bool,
     pub options: BuildOptions,
     /// Watch the paths for changes (off with `--no-watch`).
     pub watch: bool,
@@ -67,6 +73,16 @@ pub struct Settings {
     /// `serve --skip-load-check`: `check`'s errors are logged as warnings
     /// and the catalog serves anyway.
     pub skip_load_check: bool,
+}
+
+impl Settings {
+    /// The paths the watcher follows: all but a bundle's directory.
+    fn watched(&self) -> &[PathBuf] {
+        match self.bundle {
+            true => &self.paths[..self.paths.len().saturating_sub(1)],
+            false => &self.paths,
+        }
+    }
 }
 
 /// The channel [`Settings::declared`] sends on.
@@ -507,7 +523,7 @@ pub fn start(state: Arc<CatalogState>, settings: Settings) -> Result<Handle, Str
                 e.to_string().to_lowercase()
             )
         })?;
-        let plan = WatchPlan::new(&settings.paths);
+        let plan = WatchPlan::new(settings.watched());
         let errors = w.apply(&plan);
         if !errors.is_empty() {
             return Err(errors.join("\n"));
@@ -561,7 +577,11 @@ fn run(mut reloader: Reloader, mut watcher: Option<(Watcher, WatchPlan)>, rx: Re
                 // Handled at once and alone: its answer is this reload's.
                 Trigger::Bundle { dir, info, reply } => {
                     let why = format!("bundle revision {}", info.revision);
-                    let before = std::mem::replace(&mut reloader.settings.paths, vec![dir]);
+                    // The bundle's directory is the last path; the tool
+                    // paths given beside it stay.
+                    let mut next = reloader.settings.watched().to_vec();
+                    next.push(dir);
+                    let before = std::mem::replace(&mut reloader.settings.paths, next);
                     reloader.pending_bundle = Some(info);
                     let answer = match reloader.reload(&why) {
                         Outcome::Failed(_) => {
@@ -613,7 +633,7 @@ fn run(mut reloader: Reloader, mut watcher: Option<(Watcher, WatchPlan)>, rx: Re
         // Watch first, then read: a change made after the watches are in
         // place triggers another reload; one made before is read now.
         if let Some((w, plan)) = &mut watcher {
-            *plan = WatchPlan::new(&reloader.settings.paths);
+            *plan = WatchPlan::new(reloader.settings.watched());
             for e in w.apply(plan) {
                 tracing::warn!("{e}");
             }

@@ -415,3 +415,189 @@ fn an_unsigned_bundle_whose_catalog_does_not_build_keeps_the_last_good_one() {
         "{health}"
     );
 }
+
+/// An HTTPS bundle server on 127.0.0.1 (rustls, with the certificate
+/// tests/fixtures/jwks' CA issued for 127.0.0.1): every request gets `body`.
+fn https_bundle_server(body: Vec<u8>) -> String {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let fixture = |f: &str| common::repo_path(&format!("tests/fixtures/jwks/{f}"));
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(fixture("server.pem"))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(fixture("server.key")).unwrap();
+    let config = Arc::new(
+        rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap(),
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { break };
+            let (config, body) = (config.clone(), body.clone());
+            std::thread::spawn(move || {
+                let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+                let conn = rustls::ServerConnection::new(config).unwrap();
+                let mut tls = rustls::StreamOwned::new(conn, stream);
+                let mut request = Vec::new();
+                let mut chunk = [0u8; 1024];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match tls.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let _ = write!(
+                    tls,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/gzip\r\nContent-Length: {}\r\nETag: \"r1\"\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = tls.write_all(&body);
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
+            });
+        }
+    });
+    format!("https://{addr}/bundles/prod.tar.gz")
+}
+
+#[test]
+fn a_bundle_server_with_a_private_ca_is_trusted_with_bundle_ca_and_refused_without() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("decisions.log");
+    let public = key_path("rsa.pub");
+    let url = https_bundle_server(bundle(&["alpha"], "r1", "rsa.pem"));
+    let ca = common::repo_path("tests/fixtures/jwks/ca.pem");
+
+    // Without --bundle-ca the system's roots do not know the test CA: no
+    // kept copy, so the server does not start, and says why.
+    let refused = tmp.path().join("refused");
+    let o = common::regent()
+        .arg("serve")
+        .args(args(&url, &refused, &log, &public))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("cannot download the bundle") && err.contains("certificate"),
+        "{err}"
+    );
+
+    // With it, the bundle is downloaded, verified and served.
+    let dir = tmp.path().join("trusted");
+    let mut a = args(&url, &dir, &log, &public);
+    a.extend(["--bundle-ca", ca.to_str().unwrap()]);
+    let mut server = start(&a);
+    assert_eq!(server.tool_names(), ["alpha"]);
+    assert_eq!(server.status()["bundle"]["revision"], "r1");
+    drop(server);
+
+    // A CA file for a server that is not https, or with no certificate in
+    // it, is refused before anything is fetched.
+    let plain = format!("http://{}/b.tar.gz", common::closed_addr());
+    let mut a = args(&plain, &dir, &log, &public);
+    a.extend(["--bundle-ca", ca.to_str().unwrap()]);
+    let o = common::regent().arg("serve").args(&a).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("--bundle-ca") && err.contains("is not https"),
+        "{err}"
+    );
+    let empty = tmp.path().join("empty.pem");
+    std::fs::write(&empty, "not a certificate\n").unwrap();
+    let mut a = args(&url, &dir, &log, &public);
+    a.extend(["--bundle-ca", empty.to_str().unwrap()]);
+    let o = common::regent().arg("serve").args(&a).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("holds no PEM certificate"), "{err}");
+}
+
+/// A bundle as `opa build` makes one of Rego and data only: `alpha`'s
+/// policy answering `answer`, at `revision`.
+fn policy_bundle(revision: &str, answer: &str) -> Vec<u8> {
+    let manifest = json!({"revision": revision, "roots": [""], "rego_version": 1});
+    crate::bundle::pack(&crate::bundle::regular(vec![
+        (".manifest".into(), manifest.to_string().into_bytes()),
+        ("data.json".into(), b"{}".to_vec()),
+        (
+            "policies/alpha.rego".into(),
+            policy("alpha", answer).into_bytes(),
+        ),
+    ]))
+}
+
+#[test]
+fn a_bundle_of_policies_serves_with_the_tools_given_beside_it_and_either_change_reloads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("bundles");
+    let log = tmp.path().join("decisions.log");
+    let tools = tmp.path().join("tools");
+    std::fs::create_dir(&tools).unwrap();
+    std::fs::write(tools.join("alpha.yaml"), tool("alpha")).unwrap();
+    let bundles = BundleServer::start(policy_bundle("p1", "p1"), "\"p1\"");
+    let d = dir.to_str().unwrap();
+    let l = log.to_str().unwrap();
+    let t = tools.to_str().unwrap();
+    let mut server = start(&[
+        "--bundle-url",
+        &bundles.url,
+        "--bundle-dir",
+        d,
+        "--bundle-poll",
+        "1",
+        "--decision-log",
+        l,
+        t,
+    ]);
+    assert_eq!(server.tool_names(), ["alpha"]);
+    let resolved = server.resolve("alpha", json!({}));
+    assert_eq!(resolved["_meta"]["answer"], "p1", "{resolved}");
+    assert_eq!(server.status()["bundle"]["revision"], "p1");
+
+    // A new policy bundle: the tools beside it stay, the policy changes.
+    bundles.serve(policy_bundle("p2", "p2"), "\"p2\"", false);
+    eventually("the policy of p2", || {
+        let r = server.resolve("alpha", json!({}));
+        (r["_meta"]["answer"] == "p2").then_some(())
+    });
+    assert_eq!(server.status()["bundle"]["revision"], "p2");
+
+    // A tool file added beside the bundle: watched, reloaded, announced;
+    // the bundle's policies stay.
+    let seen = server.count_notifications(LIST_CHANGED);
+    let beta = tool("beta").replace("    policy: tools.beta\n", "");
+    std::fs::write(tools.join("beta.yaml"), beta).unwrap();
+    server.wait_notification(LIST_CHANGED, seen);
+    assert_eq!(server.tool_names(), ["alpha", "beta"]);
+    let resolved = server.resolve("alpha", json!({}));
+    assert_eq!(resolved["_meta"]["answer"], "p2", "{resolved}");
+    assert_eq!(server.status()["bundle"]["revision"], "p2");
+    drop(server);
+
+    // Alone, a bundle of policies serves no tools: refused, saying what to do.
+    let alone = tmp.path().join("alone");
+    let o = common::regent()
+        .args(["serve", "--bundle-url", &bundles.url, "--bundle-dir"])
+        .arg(&alone)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("holds no tool files") && err.contains("give the tool files beside it"),
+        "{err}"
+    );
+}
