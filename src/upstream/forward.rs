@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use super::{CallError, Conn, error_chain, oversize, relay};
 use crate::source::upstream::UpstreamRef;
 
-/// An upstream's connection as [`Upstreams::connected`] found it for one
+/// An upstream's connection as [`super::Upstreams::connected`] found it for one
 /// call: what [`Connected::call`] sends the call on.
 pub struct Connected {
     pub(super) conn: Arc<Conn>,

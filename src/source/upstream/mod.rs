@@ -8,7 +8,7 @@
 //! `regent upstream snapshot` wrote (`snapshot:`, [`Source::import_pinned`],
 //! what `check`, `test` and `resolve` use instead of starting upstreams).
 //! [`Source::import_upstreams`] turns the snapshots into
-//! [`ToolDecl`]s beside the declared tools, so the catalog build compiles an
+//! [`ToolDecl`](super::model::ToolDecl)s beside the declared tools, so the catalog build compiles an
 //! imported tool exactly as an own one: listed annotations, `resolve:` rules
 //! and a `policy:` package (and a log-only `shadow_policy:`), with
 //! `tools/call` forwarded to the upstream instead of running a `run:`
