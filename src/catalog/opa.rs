@@ -126,22 +126,7 @@ impl Oracle {
             ))
             .expect("json");
         let text = String::from_utf8(text).expect("json is utf-8");
-        let v = self.ask(&json!({"eval": queries, "input_text": text}));
-        let Some(results) = v.get("results").and_then(Value::as_array) else {
-            panic!("the OPA oracle refused an evaluation: {v}");
-        };
-        results
-            .iter()
-            .map(|r| {
-                if let Some(v) = r.get("value") {
-                    Answer::Value(v.clone())
-                } else if let Some(e) = r.get("error") {
-                    Answer::Error(e.as_str().unwrap_or_default().to_string())
-                } else {
-                    Answer::Undefined
-                }
-            })
-            .collect()
+        self.eval_sent(queries, &text)
     }
 
     /// OPA's answer to each of `queries` on the input whose JSON text is
