@@ -419,24 +419,7 @@ fn an_unsigned_bundle_whose_catalog_does_not_build_keeps_the_last_good_one() {
 /// An HTTPS bundle server on 127.0.0.1 (rustls, with the certificate
 /// tests/fixtures/jwks' CA issued for 127.0.0.1): every request gets `body`.
 fn https_bundle_server(body: Vec<u8>) -> String {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let fixture = |f: &str| common::repo_path(&format!("tests/fixtures/jwks/{f}"));
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(fixture("server.pem"))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    let key = PrivateKeyDer::from_pem_file(fixture("server.key")).unwrap();
-    let config = Arc::new(
-        rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .unwrap(),
-    );
+    let config = crate::jwt_support::loopback_tls_config();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {

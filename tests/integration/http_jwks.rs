@@ -26,8 +26,8 @@ use common::http::{HttpServer, McpHttp};
 use common::{Era, regent};
 use ring::rand::SystemRandom;
 use ring::signature::{EcdsaKeyPair, RsaKeyPair};
+use rustls::pki_types::PrivatePkcs8KeyDer;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{Value, json};
 
 fn fixture(name: &str) -> PathBuf {
@@ -51,22 +51,7 @@ struct Idp {
 
 impl Idp {
     fn start(jwks: &Value) -> Idp {
-        let certs: Vec<CertificateDer<'static>> =
-            CertificateDer::pem_file_iter(fixture("server.pem"))
-                .unwrap()
-                .map(Result::unwrap)
-                .collect();
-        let key = PrivateKeyDer::from_pem_file(fixture("server.key")).unwrap();
-        let config = Arc::new(
-            rustls::ServerConfig::builder_with_provider(Arc::new(
-                rustls::crypto::ring::default_provider(),
-            ))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .unwrap(),
-        );
+        let config = crate::jwt_support::loopback_tls_config();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let state = Arc::new(IdpState::default());

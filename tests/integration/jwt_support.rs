@@ -129,3 +129,28 @@ pub fn bearer(http: &HttpServer, era: Era, token: &str) -> McpHttp {
         draft_client::capabilities(&[EXTENSION, DECISION]),
     )
 }
+
+/// A rustls server configuration with tests/fixtures/jwks' certificate for
+/// 127.0.0.1 (issued by that directory's `ca.pem`), for the HTTPS servers
+/// tests stand up on loopback: the JWKS endpoint (http_jwks.rs) and the
+/// bundle server (bundle_serve.rs).
+pub fn loopback_tls_config() -> std::sync::Arc<rustls::ServerConfig> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let fixture = |f: &str| common::repo_path(&format!("tests/fixtures/jwks/{f}"));
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(fixture("server.pem"))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(fixture("server.key")).unwrap();
+    std::sync::Arc::new(
+        rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap(),
+    )
+}
