@@ -348,19 +348,24 @@ pub fn run(
         }
     };
     if let Some(spawn) = regent {
-        let with_port = free_port().map(|port| {
-            let mut s = spawn.clone();
-            // `regent serve --http ADDR PATH...`: the address goes before the catalog.
-            s.args.insert(1, "--http".into());
-            s.args.insert(2, format!("127.0.0.1:{port}"));
-            (s, port)
-        });
-        add(
-            "regent",
-            with_port,
-            &[Era::Modern, Era::Legacy],
-            vec![Workload::List, Workload::Resolve, Workload::Annotations],
-        );
+        // Twice: stateless 2026-07-28 requests (what the floor is compared
+        // with), and 2025-11-25 sessions (`Mcp-Session-Id`, through rmcp's
+        // Streamable HTTP service), each in a process of its own.
+        for eras in [&[Era::Modern, Era::Legacy][..], &[Era::Legacy][..]] {
+            let with_port = free_port().map(|port| {
+                let mut s = spawn.clone();
+                // `regent serve --http ADDR PATH...`: the address goes before the catalog.
+                s.args.insert(1, "--http".into());
+                s.args.insert(2, format!("127.0.0.1:{port}"));
+                (s, port)
+            });
+            add(
+                "regent",
+                with_port,
+                eras,
+                vec![Workload::List, Workload::Resolve, Workload::Annotations],
+            );
+        }
     }
     if peer_ok {
         add(

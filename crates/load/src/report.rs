@@ -3,6 +3,7 @@
 //! comes from the run; nothing is typed in.
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use crate::stats::{Latency, fmt_nanos, fmt_rate};
 use crate::workload::{Era, Workload};
@@ -318,9 +319,12 @@ fn targets(s: &mut String, run: &Run) {
     // Over HTTP against the bare-axum floor (issue 32): regent's stateless
     // 2026-07-28 resolve beside the floor's fixed answer, same connections.
     let h = |server: &str, clients: usize| {
-        run.http
-            .iter()
-            .find(|c| c.server == server && c.workload == Workload::Resolve && c.clients == clients)
+        run.http.iter().find(|c| {
+            c.server == server
+                && c.era == Era::Modern
+                && c.workload == Workload::Resolve
+                && c.clients == clients
+        })
     };
     let floor = crate::http::FLOOR;
     let p50 = |c: Option<&Cell>| c.and_then(|c| c.samples.summary()).map(|x| x.p50 as f64);
@@ -342,6 +346,30 @@ fn targets(s: &mut String, run: &Run) {
         "| `tools/resolve` over HTTP, throughput vs the bare-axum floor ({wide} connections; median of per-round ratios) | ≥ 0.5× | {} | {} |",
         fmt_opt(rate_ratio, |r| format!("{r:.2}×")),
         verdict(rate_ratio.map(|r| r >= 0.5))
+    );
+    // `regent check` linear in the tools (issue 32 item 1).
+    let check_at = |n: usize| {
+        run.scale
+            .iter()
+            .find(|p| p.tools == n)
+            .and_then(|p| p.check.as_ref().ok())
+            .map(Duration::as_secs_f64)
+    };
+    let (check_k, check_ten) = (check_at(1000), check_at(10_000));
+    let check_ratio = ratio(check_ten, check_k);
+    let _ = writeln!(
+        s,
+        "| `regent check`, 10,000 tools ÷ 1,000 tools (and under 20 s) | ≤ 12× | {} | {} |",
+        fmt_opt(check_ratio, |r| format!(
+            "{r:.2}× ({} vs {})",
+            fmt_opt(check_ten, |x| fmt_nanos((x * 1e9) as u64)),
+            fmt_opt(check_k, |x| fmt_nanos((x * 1e9) as u64))
+        )),
+        verdict(
+            check_ratio
+                .zip(check_ten)
+                .map(|(r, t)| r <= 12.0 && t < 20.0)
+        )
     );
     let ten_text = match ten {
         Some(p) if p.error.is_none() => format!(
@@ -504,22 +532,23 @@ fn scale(s: &mut String, run: &Run) {
         "`manage_files` (YAML rules) plus N−1 generated tools, 100 per YAML file, each with its own policy file and package. \
          Start-up: spawn to the `initialize` answer (median of 3 starts; 1 at 10,000 tools). Memory: VmRSS (and the peak, VmHWM) \
          after 2,000 warm-up resolves of each kind. Latency: {} requests one at a time. Reload: SIGHUP after rewriting one policy, \
-         until the status file counts the reload (wall), and the server's own rebuild time.\n",
+         until the status file counts the reload (wall), and the server's own rebuild time. \
+         Check: `regent check DIR`, spawn to exit, before the server starts.\n",
         run.opts.serial_requests
     );
     let _ = writeln!(
         s,
-        "| tools | files | start-up | RSS | peak RSS | resolve p50 | p99 | resolve (Rego policy) p50 | p99 | reload (wall / rebuild) |"
+        "| tools | files | start-up | RSS | peak RSS | resolve p50 | p99 | resolve (Rego policy) p50 | p99 | reload (wall / rebuild) | check |"
     );
     let _ = writeln!(
         s,
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     );
     for p in &run.scale {
         if let Some(e) = &p.error {
             let _ = writeln!(
                 s,
-                "| {} | {} | failed: {} | | | | | | | |",
+                "| {} | {} | failed: {} | | | | | | | | |",
                 p.tools,
                 p.files,
                 e.replace('|', "\\|").replace('\n', " ")
@@ -542,7 +571,7 @@ fn scale(s: &mut String, run: &Run) {
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             p.tools,
             p.files,
             fmt_opt(p.startup(), |d| fmt_nanos(d.as_nanos() as u64)),
@@ -552,7 +581,11 @@ fn scale(s: &mut String, run: &Run) {
             fmt_opt(p.resolve.map(|x| x.p99), fmt_nanos),
             fmt_opt(p.resolve_policy.map(|x| x.p50), fmt_nanos),
             fmt_opt(p.resolve_policy.map(|x| x.p99), fmt_nanos),
-            reload
+            reload,
+            match &p.check {
+                Ok(d) => fmt_nanos(d.as_nanos() as u64),
+                Err(e) => format!("failed: {}", e.replace('|', "\\|")),
+            }
         );
     }
 }
@@ -625,17 +658,25 @@ pub fn summary(run: &Run) -> String {
         "| `tools/resolve` round trip p99, 2 clients | {} | |",
         fmt_opt(serial2.map(|x| x.p99), fmt_nanos)
     );
-    // Over HTTP, one request at a time per connection; each server speaks
-    // the era it supports (regent the stateless 2026-07-28, the peer a
-    // 2025-11-25 session), which the row names.
-    let http = |server: &str, clients: usize| {
-        run.http
-            .iter()
-            .find(|c| c.server == server && c.workload == Workload::Resolve && c.clients == clients)
+    // Over HTTP, one request at a time per connection; each row names the
+    // era: regent's stateless 2026-07-28 requests beside the peer's
+    // 2025-11-25 session, then regent's own 2025-11-25 sessions beside it.
+    let http = |server: &str, era: Era, clients: usize| {
+        run.http.iter().find(|c| {
+            c.server == server
+                && c.era == era
+                && c.workload == Workload::Resolve
+                && c.clients == clients
+        })
     };
-    for &clients in &run.opts.http_clients {
-        let (r, p) = (http(REGENT, clients), http(PEER, clients));
-        if r.is_none() && p.is_none() {
+    let rows = run
+        .opts
+        .http_clients
+        .iter()
+        .flat_map(|&clients| [Era::Modern, Era::Legacy].map(|era| (clients, era)));
+    for (clients, era) in rows {
+        let (r, p) = (http(REGENT, era, clients), http(PEER, Era::Legacy, clients));
+        if r.is_none() && (p.is_none() || era == Era::Legacy) {
             continue;
         }
         let cell = |c: Option<&Cell>| match c {
@@ -649,7 +690,12 @@ pub fn summary(run: &Run) -> String {
         };
         let _ = writeln!(
             s,
-            "| `tools/resolve` over HTTP, {clients} client{}, one request at a time each | {} | {} |",
+            "| `tools/resolve` over HTTP{}, {clients} client{}, one request at a time each | {} | {} |",
+            if era == Era::Legacy {
+                " in sessions"
+            } else {
+                ""
+            },
             if clients == 1 { "" } else { "s" },
             cell(r),
             cell(p)

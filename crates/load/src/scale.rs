@@ -1,7 +1,8 @@
 //! Scale points: catalogs of 1 to 10,000 tools, each generated tool with its
 //! own Rego policy. For each: start-up time (spawn to the first successful
 //! response), resident memory after warm-up, resolve latency (one request
-//! at a time), and reload time when the binary has hot reload.
+//! at a time), reload time when the binary has hot reload, and the time
+//! `regent check` takes on the same catalog (issue 32: linear in the tools).
 
 use std::path::Path;
 use std::sync::Barrier;
@@ -28,6 +29,8 @@ pub struct Point {
     pub resolve: Option<Latency>,
     pub resolve_policy: Option<Latency>,
     pub reload: Result<Reload, String>,
+    /// `regent check DIR`, spawn to exit (wall), when it exited 0.
+    pub check: Result<Duration, String>,
     pub error: Option<String>,
 }
 
@@ -87,8 +90,11 @@ fn point(opts: &Opts, root: &Path, dir: &Path, n: usize, features: &Features) ->
         reload: Err(
             "not available in this build (`regent serve --help` has no --status-file)".into(),
         ),
+        check: Err("not run".into()),
         error: None,
     };
+    // Before any server starts, so nothing else of the bench runs beside it.
+    p.check = check(&opts.bin, dir);
     // Large catalogs take long to start: fewer repeats there.
     let starts = if n >= 10_000 { 1 } else { 3 };
     let status = root.join(format!("status-{n}.json"));
@@ -167,6 +173,26 @@ fn point(opts: &Opts, root: &Path, dir: &Path, n: usize, features: &Features) ->
     }
     c.close();
     p
+}
+
+/// `regent check DIR`, timed from spawn to exit, its output discarded; an
+/// exit other than 0 (errors found, or could not run) is the error.
+fn check(bin: &Path, dir: &Path) -> Result<Duration, String> {
+    let start = Instant::now();
+    let status = std::process::Command::new(bin)
+        .arg("check")
+        .arg(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("cannot run `regent check`: {e}"))?;
+    let took = start.elapsed();
+    if status.success() {
+        Ok(took)
+    } else {
+        Err(format!("`regent check` exited with {status}"))
+    }
 }
 
 /// Rewrites one policy (a real change), sends SIGHUP and waits for the
