@@ -9,6 +9,7 @@
 //! list wait on [`CatalogState::listing_changes`]; whoever swaps decides when
 //! to announce one.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -18,6 +19,7 @@ use tokio::sync::watch;
 use serde_json::{Value, json};
 
 use crate::catalog::Catalog;
+use crate::source::upstream::Snapshot;
 use crate::timestamp::rfc3339;
 
 /// What an operator can ask about reloads without reading logs.
@@ -186,6 +188,49 @@ pub struct UpstreamStatus {
     pub last_error: Option<String>,
     /// How many tools it listed last.
     pub tools: usize,
+}
+
+/// What each upstream MCP server listed last, by name, while serving: the
+/// data every rebuilt catalog imports (`Source::import_served`). Here, below
+/// both, because two threads share it: `upstream`'s supervisors write an
+/// entry when an upstream's tools change (and then ask for a reload), the
+/// reload thread reads one copy per attempt. Neither knows the other.
+#[derive(Debug, Clone, Default)]
+pub struct UpstreamSnapshots(Arc<Mutex<BTreeMap<String, Snapshot>>>);
+
+impl UpstreamSnapshots {
+    pub fn new(snapshots: BTreeMap<String, Snapshot>) -> UpstreamSnapshots {
+        UpstreamSnapshots(Arc::new(Mutex::new(snapshots)))
+    }
+
+    /// Every snapshot as it is now, for one build.
+    pub fn copy(&self) -> BTreeMap<String, Snapshot> {
+        self.lock().clone()
+    }
+
+    /// Puts `snapshot` in `name`'s place; whether that changed anything.
+    pub fn replace(&self, name: &str, snapshot: Snapshot) -> bool {
+        let mut all = self.lock();
+        if all.get(name) == Some(&snapshot) {
+            return false;
+        }
+        all.insert(name.to_string(), snapshot);
+        true
+    }
+
+    /// Forgets an upstream that is no longer declared.
+    pub fn remove(&self, name: &str) {
+        self.lock().remove(name);
+    }
+
+    /// How many tools `name` listed last (0 when it never listed).
+    pub fn tools(&self, name: &str) -> usize {
+        self.lock().get(name).map_or(0, |s| s.tools.len())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Snapshot>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 pub struct CatalogState {
