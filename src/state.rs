@@ -378,3 +378,31 @@ impl CatalogState {
         self.status.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(tools: &[&str]) -> Snapshot {
+        let tools: Vec<Value> = tools
+            .iter()
+            .map(|n| json!({"name": n, "inputSchema": {"type": "object"}}))
+            .collect();
+        serde_json::from_value(json!({ "tools": tools })).expect("a snapshot")
+    }
+
+    /// A supervisor asks for a reload only when `replace` says the list
+    /// changed; the reload thread's copy sees what any clone wrote.
+    #[test]
+    fn upstream_snapshots_report_a_change_only_when_the_list_differs() {
+        let shared = UpstreamSnapshots::new(BTreeMap::from([("a".into(), snapshot(&["x"]))]));
+        let writer = shared.clone();
+        assert!(!writer.replace("a", snapshot(&["x"])));
+        assert!(writer.replace("a", snapshot(&["x", "y"])));
+        assert!(writer.replace("b", snapshot(&[])));
+        assert_eq!(shared.tools("a"), 2);
+        assert_eq!(shared.tools("c"), 0);
+        writer.remove("a");
+        assert_eq!(shared.copy().keys().collect::<Vec<_>>(), [&"b".to_string()]);
+    }
+}
