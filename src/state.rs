@@ -9,6 +9,7 @@
 //! list wait on [`CatalogState::listing_changes`]; whoever swaps decides when
 //! to announce one.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -18,6 +19,7 @@ use tokio::sync::watch;
 use serde_json::{Value, json};
 
 use crate::catalog::Catalog;
+use crate::source::upstream::Snapshot;
 use crate::timestamp::rfc3339;
 
 /// What an operator can ask about reloads without reading logs.
@@ -188,6 +190,49 @@ pub struct UpstreamStatus {
     pub tools: usize,
 }
 
+/// What each upstream MCP server listed last, by name, while serving: the
+/// data every rebuilt catalog imports (`Source::import_served`). Here, below
+/// both, because two threads share it: `upstream`'s supervisors write an
+/// entry when an upstream's tools change (and then ask for a reload), the
+/// reload thread reads one copy per attempt. Neither knows the other.
+#[derive(Debug, Clone, Default)]
+pub struct UpstreamSnapshots(Arc<Mutex<BTreeMap<String, Snapshot>>>);
+
+impl UpstreamSnapshots {
+    pub fn new(snapshots: BTreeMap<String, Snapshot>) -> UpstreamSnapshots {
+        UpstreamSnapshots(Arc::new(Mutex::new(snapshots)))
+    }
+
+    /// Every snapshot as it is now, for one build.
+    pub fn copy(&self) -> BTreeMap<String, Snapshot> {
+        self.lock().clone()
+    }
+
+    /// Puts `snapshot` in `name`'s place; whether that changed anything.
+    pub fn replace(&self, name: &str, snapshot: Snapshot) -> bool {
+        let mut all = self.lock();
+        if all.get(name) == Some(&snapshot) {
+            return false;
+        }
+        all.insert(name.to_string(), snapshot);
+        true
+    }
+
+    /// Forgets an upstream that is no longer declared.
+    pub fn remove(&self, name: &str) {
+        self.lock().remove(name);
+    }
+
+    /// How many tools `name` listed last (0 when it never listed).
+    pub fn tools(&self, name: &str) -> usize {
+        self.lock().get(name).map_or(0, |s| s.tools.len())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Snapshot>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 pub struct CatalogState {
     current: ArcSwap<Catalog>,
     status: Mutex<ReloadStatus>,
@@ -331,5 +376,33 @@ impl CatalogState {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, ReloadStatus> {
         self.status.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(tools: &[&str]) -> Snapshot {
+        let tools: Vec<Value> = tools
+            .iter()
+            .map(|n| json!({"name": n, "inputSchema": {"type": "object"}}))
+            .collect();
+        serde_json::from_value(json!({ "tools": tools })).expect("a snapshot")
+    }
+
+    /// A supervisor asks for a reload only when `replace` says the list
+    /// changed; the reload thread's copy sees what any clone wrote.
+    #[test]
+    fn upstream_snapshots_report_a_change_only_when_the_list_differs() {
+        let shared = UpstreamSnapshots::new(BTreeMap::from([("a".into(), snapshot(&["x"]))]));
+        let writer = shared.clone();
+        assert!(!writer.replace("a", snapshot(&["x"])));
+        assert!(writer.replace("a", snapshot(&["x", "y"])));
+        assert!(writer.replace("b", snapshot(&[])));
+        assert_eq!(shared.tools("a"), 2);
+        assert_eq!(shared.tools("c"), 0);
+        writer.remove("a");
+        assert_eq!(shared.copy().keys().collect::<Vec<_>>(), [&"b".to_string()]);
     }
 }

@@ -129,7 +129,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         tracing::warn!("{w}");
     }
     let upstreams = Arc::new(upstreams);
-    let shared: reload::SharedSnapshots = Arc::new(std::sync::Mutex::new(snapshots));
+    let shared = crate::state::UpstreamSnapshots::new(snapshots);
     let building = std::time::Instant::now();
     let catalog = crate::catalog::build(&source, &build_options(&catalog_args))
         .map_err(|d| Failure::from_diagnostics(&d))?;
@@ -252,6 +252,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
             debounce: reload::DEBOUNCE,
             settle: reload::SETTLE,
             upstreams: shared.clone(),
+            listing: crate::protocol::wire::listing_digest,
             declared: Some(declared),
             checked: checked.checked,
             skip_load_check: args.skip_load_check,
@@ -267,7 +268,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
             &upstream::supervise::Hooks {
                 state: state.clone(),
                 snapshots: shared,
-                reload: reloads.requester(),
+                reload: Arc::new(reloads.requester()),
             },
             Some(redeclared),
         );
@@ -366,6 +367,18 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     decisions.close();
     outcome
+}
+
+/// Supervisors ask the reload thread through `upstream`'s own trait: the
+/// two meet here, so `upstream` never knows `reload`.
+impl upstream::supervise::Reload for reload::Requester {
+    fn upstream_changed(&self, why: String) {
+        reload::Requester::upstream_changed(self, why);
+    }
+
+    fn status_changed(&self) {
+        reload::Requester::status_changed(self);
+    }
 }
 
 fn cannot_run(message: String) -> Failure {

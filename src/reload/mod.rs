@@ -8,7 +8,10 @@
 //! good catalog serving and records every error with its `file:line:column`.
 //! When what `tools/list` shows changed, it announces that after the swap so
 //! sessions can tell their clients; a policy-only change announces nothing.
-//! Telling clients is `protocol`'s job; building is `source` and `catalog`'s.
+//! Telling clients is `protocol`'s job, and so is what a listing is: the
+//! digest that tells a changed listing from a policy-only change is a
+//! function `serve` hands in ([`Settings::listing`]), so this module never
+//! knows MCP wire types. Building is `source` and `catalog`'s.
 
 pub mod bundle;
 pub mod settle;
@@ -26,9 +29,8 @@ use notify_debouncer_full::DebounceEventResult;
 
 use crate::catalog::{self, BuildOptions, Catalog};
 use crate::diag::{Diagnostic, Diagnostics, Location};
-use crate::protocol::wire;
 use crate::source::Source;
-use crate::state::CatalogState;
+use crate::state::{CatalogState, UpstreamSnapshots};
 use watch::{WatchPlan, Watcher};
 
 /// How long file events must settle before a reload.
@@ -61,7 +63,11 @@ pub struct Settings {
     /// rebuilt catalog (see `source::upstream`). `upstream` replaces an
     /// entry when an upstream's tools change (after a restart, or on its
     /// `notifications/tools/list_changed`) and then asks for a reload.
-    pub upstreams: SharedSnapshots,
+    pub upstreams: UpstreamSnapshots,
+    /// A digest of what `tools/list` shows for a catalog (`serve` gives
+    /// `protocol::wire::listing_digest`): a swap that changes it tells
+    /// sessions, one that keeps it (a policy-only change) does not.
+    pub listing: fn(&Catalog) -> String,
     /// Where the upstream declarations of every catalog read are sent, by
     /// name: `upstream`'s supervisors start what was added, restart what
     /// is reached differently and stop what was removed (see
@@ -89,11 +95,6 @@ impl Settings {
 pub type DeclaredSender = tokio::sync::mpsc::UnboundedSender<
     std::collections::BTreeMap<String, crate::source::upstream::Declared>,
 >;
-
-/// The upstreams' latest snapshots, shared by their supervisors (who write)
-/// and the reload thread (which reads one copy per attempt).
-pub type SharedSnapshots =
-    Arc<std::sync::Mutex<std::collections::BTreeMap<String, crate::source::upstream::Snapshot>>>;
 
 /// What one reload attempt did.
 #[derive(Debug)]
@@ -128,7 +129,7 @@ pub struct Reloader {
 
 impl Reloader {
     pub fn new(state: Arc<CatalogState>, settings: Settings) -> Reloader {
-        let listing = wire::listing_digest(&state.current());
+        let listing = (settings.listing)(&state.current());
         state.record_listing(listing.clone());
         state.set_watching(settings.watch);
         let r = Reloader {
@@ -194,12 +195,7 @@ impl Reloader {
         if let Some(declared) = &self.settings.declared {
             let _ = declared.send(source.declared_upstreams());
         }
-        let snapshots = self
-            .settings
-            .upstreams
-            .lock()
-            .map(|s| s.clone())
-            .unwrap_or_else(|p| p.into_inner().clone());
+        let snapshots = self.settings.upstreams.copy();
         // Read against the pins again each time: a re-pinned file, or an
         // upstream back to its pin, releases what was quarantined.
         let (imported, drift) = source.import_served(&snapshots);
@@ -253,7 +249,7 @@ impl Reloader {
         for w in catalog.warnings.iter().chain(&checked.warnings) {
             tracing::warn!("{w}");
         }
-        let listing = wire::listing_digest(&catalog);
+        let listing = (self.settings.listing)(&catalog);
         let listing_changed = listing != self.listing;
         let revision = catalog.revision.clone();
         let took = started.elapsed();
@@ -473,7 +469,8 @@ impl Handle {
     }
 }
 
-/// Asks the reload thread for a reload.
+/// Asks the reload thread for a reload. `serve` also hands it to the
+/// upstream supervisors, as the `Reload` trait `upstream` defines.
 #[derive(Clone)]
 pub struct Requester(Sender<Trigger>);
 

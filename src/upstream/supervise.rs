@@ -13,8 +13,9 @@
 //!
 //! After a restart, and on `list_changed`, it lists the tools again; when
 //! they differ from what the serving catalog imported, it replaces the
-//! upstream's entry in the shared snapshots and asks the reload thread for a
-//! reload, which builds a whole new catalog and swaps it as for a file
+//! upstream's entry in the shared snapshots (`state::UpstreamSnapshots`) and
+//! asks for a reload through [`Reload`], which `serve` wires to the reload
+//! thread; that builds a whole new catalog and swaps it as for a file
 //! change (and tells clients `list_changed` when the listing changed). The
 //! supervisor never builds anything itself.
 //!
@@ -22,8 +23,9 @@
 //! `/healthz`, `/metrics`) and the status file is written again.
 //!
 //! The declarations change while serving: each catalog the reload thread
-//! reads, it hands its upstream declarations over (`reload::Settings::declared`)
-//! and [`Upstreams::redeclare`] applies them. An upstream reached as before
+//! reads, it hands its upstream declarations over (on the channel `serve`
+//! gives both, `reload::Settings::declared`) and [`Upstreams::redeclare`]
+//! applies them. An upstream reached as before
 //! (see `UpstreamDecl::same_connection`) is left alone; one declared
 //! differently is retired (supervisor stopped, process killed or session
 //! closed) and a new slot with the new declaration is started in its place;
@@ -38,9 +40,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::{Conn, Slot, Upstreams, snapshot_of};
-use crate::reload::{Requester, SharedSnapshots};
 use crate::source::upstream::Declared;
-use crate::state::{CatalogState, UpstreamStatus};
+use crate::state::{CatalogState, UpstreamSnapshots, UpstreamStatus};
 
 /// The wait before the first restart of an upstream that went down.
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(500);
@@ -53,13 +54,24 @@ pub const STABLE: Duration = Duration::from_secs(60);
 /// process lives on.
 const CLOSED_POLL: Duration = Duration::from_secs(1);
 
+/// What a supervisor asks of whoever rebuilds the catalog. Supervisors
+/// never build; `serve` hands them the reload thread's requester through
+/// this, so `upstream` does not know `reload` (which sits above it).
+pub trait Reload: Send + Sync {
+    /// Rebuild the catalog: an upstream's tools changed (`why` says which
+    /// and how, for the log) and its new snapshot is in [`Hooks::snapshots`].
+    fn upstream_changed(&self, why: String);
+    /// Write the status file again: an upstream's liveness changed.
+    fn status_changed(&self);
+}
+
 /// Where supervisors report.
 #[derive(Clone)]
 pub struct Hooks {
     pub state: Arc<CatalogState>,
-    /// The snapshots the reload thread imports.
-    pub snapshots: SharedSnapshots,
-    pub reload: Requester,
+    /// The snapshots every rebuilt catalog imports.
+    pub snapshots: UpstreamSnapshots,
+    pub reload: Arc<dyn Reload>,
 }
 
 impl Upstreams {
@@ -104,11 +116,7 @@ impl Upstreams {
             if let Some(slot) = slots.remove(&name) {
                 slot.retire();
             }
-            hooks
-                .snapshots
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&name);
+            hooks.snapshots.remove(&name);
             hooks.state.remove_upstream(&name);
             tracing::info!(upstream = %name, "upstream no longer declared; stopped it");
             changed = true;
@@ -199,12 +207,7 @@ async fn run(name: String, slot: Arc<Slot>, hooks: Hooks) {
                 (conn.why_down(), conn.snapshot.tools.len(), false)
             }
             None => {
-                let imported = hooks
-                    .snapshots
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get(&name)
-                    .map_or(0, |s| s.tools.len());
+                let imported = hooks.snapshots.tools(&name);
                 (slot.not_yet(), imported, true)
             }
         };
@@ -339,16 +342,7 @@ fn publish(
     if slot.is_retired() {
         return;
     }
-    let changed = {
-        let mut all = hooks.snapshots.lock().unwrap_or_else(|p| p.into_inner());
-        if all.get(name) == Some(&snapshot) {
-            false
-        } else {
-            all.insert(name.to_string(), snapshot);
-            true
-        }
-    };
-    if changed {
+    if hooks.snapshots.replace(name, snapshot) {
         hooks
             .reload
             .upstream_changed(format!("upstream `{name}` {how}"));

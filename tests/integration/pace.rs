@@ -193,7 +193,10 @@ fn a_slow_upstream_request_rule_holds_up_nothing_else() {
     let r = s.wait_for_id(&json!(id));
     let text = common::text(&r["result"]);
     assert!(text.contains("\"error\""), "the request was refused: {r}");
-    assert!(decided(&s), "{}", s.stderr());
+    // The decision-log line and the answer travel apart (the log has a
+    // writer thread of its own, the kit reads stderr on another): wait.
+    let log = s.stderr_until(|l| l.contains("\"kind\":\"upstream_request\""));
+    assert!(log.contains("\"kind\":\"upstream_request\""), "{log}");
 }
 
 /// A call decided again after a reload while its user was asked to confirm
