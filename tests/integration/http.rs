@@ -1629,7 +1629,9 @@ const METRIC_SERIES: &[&str] = &[
     r#"regent_requests_total{method="tools/resolve",outcome="invalid_params"}"#,
     r#"regent_requests_total{method="tools/resolve",outcome="ok"}"#,
     r#"regent_resolve_duration_seconds_bucket{le="+Inf"}"#,
-    r#"regent_resolve_duration_seconds_bucket{le="0.00005"}"#,
+    // Written as Go clients write it (prometheus-client); it was "0.00005"
+    // until issue 34 (docs/http.md, "Metrics").
+    r#"regent_resolve_duration_seconds_bucket{le="5e-05"}"#,
     r#"regent_resolve_duration_seconds_bucket{le="0.0001"}"#,
     r#"regent_resolve_duration_seconds_bucket{le="0.00025"}"#,
     r#"regent_resolve_duration_seconds_bucket{le="0.0005"}"#,
