@@ -195,7 +195,7 @@ impl Shared {
     /// reports after letting go of the lock ([`Shared::report`]).
     #[must_use]
     fn dropped(&self, st: &mut State, n: u64) -> Option<u64> {
-        self.metrics.decision_log_dropped.add(n);
+        self.metrics.decision_log_dropped.inc_by(n);
         st.unreported += n;
         let now = Instant::now();
         if st.unreported == 0
@@ -411,7 +411,7 @@ fn run(shared: &Shared, client: &reqwest::Client, runtime: &tokio::runtime::Runt
         match sent {
             Ok(()) => {
                 lock(&shared.state).sending_bytes = 0;
-                metrics.decision_log_sent.add(batch.len() as u64);
+                metrics.decision_log_sent.inc_by(batch.len() as u64);
                 if backoff.take().is_some() {
                     tracing::info!(url = %settings.url, "decision-log uploads resumed");
                 }

@@ -111,8 +111,8 @@ pub fn record<T>(
 ) {
     let elapsed = started.elapsed();
     match timed {
-        Timed::Resolve => metrics.resolve_seconds.observe(elapsed),
-        Timed::Call => metrics.call_seconds.observe(elapsed),
+        Timed::Resolve => metrics.resolve_seconds.observe(elapsed.as_secs_f64()),
+        Timed::Call => metrics.call_seconds.observe(elapsed.as_secs_f64()),
         Timed::No => {}
     }
     let outcome = match result {
@@ -122,8 +122,12 @@ pub fn record<T>(
                 metrics.count_policy_error(reason);
             }
             match reason_of(e) {
-                Some("upstream-drift") => metrics.drift_refused.inc(),
-                Some(super::errors::INSUFFICIENT_SCOPE) => metrics.scope_refused.inc(),
+                Some("upstream-drift") => {
+                    metrics.drift_refused.inc();
+                }
+                Some(super::errors::INSUFFICIENT_SCOPE) => {
+                    metrics.scope_refused.inc();
+                }
                 _ => {}
             }
             error_outcome(e)
@@ -139,7 +143,8 @@ mod tests {
 
     fn rendered(m: &Metrics) -> String {
         let mut out = String::new();
-        m.render(&mut out);
+        m.render(&mut out, &crate::metrics::Scrape::default())
+            .unwrap();
         out
     }
 

@@ -1501,3 +1501,150 @@ fn a_per_address_limit_above_the_global_one_is_refused_at_start_up() {
         "{stderr}"
     );
 }
+
+/// The series users scrape from `/metrics`, after a few requests of each
+/// kind: every `# TYPE` line and every sample's name and labels (the catalog
+/// revision's value masked). A change to this list breaks dashboards, alerts
+/// and recording rules, so it is a change to document (docs/operating.md),
+/// never a side effect of how the exposition is written.
+#[test]
+fn metrics_expose_the_series_users_scrape() {
+    let http = HttpServer::start(&[
+        "--skip-load-check",
+        &catalog("tests/cases/riskier_policy"),
+        &catalog("examples/manage_files"),
+    ]);
+    let mut c = McpHttp::connect(http.addr, Era::Modern);
+    c.resolve("manage_files", json!({"path": "a", "action": "read"}));
+    c.expect_error("tools/resolve", json!({"name": "nope", "arguments": {}}));
+    c.expect_error(
+        "tools/resolve",
+        json!({"name": "cleanup", "arguments": {"mode": "purge"}}),
+    );
+    c.request(
+        "tools/call",
+        json!({"name": "manage_files", "arguments": {"path": "a", "action": "read"}}),
+    );
+    c.request("tools/list", json!({}));
+    assert_eq!(http.send(&Req::get("/nowhere")).status, 404);
+
+    let resp = http.send(&Req::get("/metrics"));
+    assert_eq!(resp.status, 200, "{}", resp.text());
+    assert_eq!(
+        resp.header("content-type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    let text = resp.text();
+    let mut got: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with("# TYPE ") || !l.starts_with('#'))
+        .map(|l| {
+            if l.starts_with('#') {
+                return l.to_string();
+            }
+            let (series, _) = l.rsplit_once(' ').unwrap_or_else(|| panic!("{l}"));
+            match series.split_once("revision=\"") {
+                Some((head, rest)) => {
+                    let (_, tail) = rest.split_once('"').unwrap();
+                    format!("{head}revision=\"*\"{tail}")
+                }
+                None => series.to_string(),
+            }
+        })
+        .collect();
+    got.sort();
+    let mut want: Vec<&str> = METRIC_SERIES.to_vec();
+    want.sort_unstable();
+    assert_eq!(got, want, "/metrics:\n{text}");
+}
+
+/// `metrics_expose_the_series_users_scrape`'s list (sorted when compared).
+const METRIC_SERIES: &[&str] = &[
+    "# TYPE regent_call_duration_seconds histogram",
+    "# TYPE regent_calls_in_flight gauge",
+    "# TYPE regent_calls_parked gauge",
+    "# TYPE regent_calls_refused_total counter",
+    "# TYPE regent_calls_scope_refused_total counter",
+    "# TYPE regent_catalog_info gauge",
+    "# TYPE regent_catalog_last_load_failed gauge",
+    "# TYPE regent_catalog_loaded_timestamp_seconds gauge",
+    "# TYPE regent_catalog_loads_total counter",
+    "# TYPE regent_catalog_tools gauge",
+    "# TYPE regent_decision_log_dropped_total counter",
+    "# TYPE regent_decision_log_sent_total counter",
+    "# TYPE regent_decision_log_upload_failures_total counter",
+    "# TYPE regent_http_connections_open gauge",
+    "# TYPE regent_http_connections_refused_per_peer_total counter",
+    "# TYPE regent_http_connections_refused_total counter",
+    "# TYPE regent_http_requests_in_flight gauge",
+    "# TYPE regent_http_responses_total counter",
+    "# TYPE regent_parked_calls_expired_total counter",
+    "# TYPE regent_policy_errors_total counter",
+    "# TYPE regent_request_state_store_errors_total counter",
+    "# TYPE regent_requests_total counter",
+    "# TYPE regent_resolve_duration_seconds histogram",
+    "# TYPE regent_upstream_drift_refused_total counter",
+    r#"regent_call_duration_seconds_bucket{le="+Inf"}"#,
+    r#"regent_call_duration_seconds_bucket{le="0.001"}"#,
+    r#"regent_call_duration_seconds_bucket{le="0.005"}"#,
+    r#"regent_call_duration_seconds_bucket{le="0.01"}"#,
+    r#"regent_call_duration_seconds_bucket{le="0.025"}"#,
+    r#"regent_call_duration_seconds_bucket{le="0.05"}"#,
+    r#"regent_call_duration_seconds_bucket{le="0.1"}"#,
+    r#"regent_call_duration_seconds_bucket{le="0.25"}"#,
+    r#"regent_call_duration_seconds_bucket{le="0.5"}"#,
+    r#"regent_call_duration_seconds_bucket{le="1"}"#,
+    r#"regent_call_duration_seconds_bucket{le="10"}"#,
+    r#"regent_call_duration_seconds_bucket{le="2.5"}"#,
+    r#"regent_call_duration_seconds_bucket{le="30"}"#,
+    r#"regent_call_duration_seconds_bucket{le="5"}"#,
+    r#"regent_call_duration_seconds_bucket{le="60"}"#,
+    "regent_call_duration_seconds_count",
+    "regent_call_duration_seconds_sum",
+    "regent_calls_in_flight",
+    "regent_calls_parked",
+    "regent_calls_refused_total",
+    "regent_calls_scope_refused_total",
+    r#"regent_catalog_info{revision="*"}"#,
+    "regent_catalog_last_load_failed",
+    "regent_catalog_loaded_timestamp_seconds",
+    r#"regent_catalog_loads_total{outcome="failure"}"#,
+    r#"regent_catalog_loads_total{outcome="success"}"#,
+    "regent_catalog_tools",
+    "regent_decision_log_dropped_total",
+    "regent_decision_log_sent_total",
+    "regent_decision_log_upload_failures_total",
+    "regent_http_connections_open",
+    "regent_http_connections_refused_per_peer_total",
+    "regent_http_connections_refused_total",
+    "regent_http_requests_in_flight",
+    r#"regent_http_responses_total{route="/mcp",code="200"}"#,
+    r#"regent_http_responses_total{route="other",code="404"}"#,
+    "regent_parked_calls_expired_total",
+    r#"regent_policy_errors_total{reason="riskier-than-listed"}"#,
+    "regent_request_state_store_errors_total",
+    r#"regent_requests_total{method="tools/call",outcome="tool_error"}"#,
+    r#"regent_requests_total{method="tools/list",outcome="ok"}"#,
+    r#"regent_requests_total{method="tools/resolve",outcome="internal_error"}"#,
+    r#"regent_requests_total{method="tools/resolve",outcome="invalid_params"}"#,
+    r#"regent_requests_total{method="tools/resolve",outcome="ok"}"#,
+    r#"regent_resolve_duration_seconds_bucket{le="+Inf"}"#,
+    // Written as Go clients write it (prometheus-client); it was "0.00005"
+    // until issue 34 (docs/http.md, "Metrics").
+    r#"regent_resolve_duration_seconds_bucket{le="5e-05"}"#,
+    r#"regent_resolve_duration_seconds_bucket{le="0.0001"}"#,
+    r#"regent_resolve_duration_seconds_bucket{le="0.00025"}"#,
+    r#"regent_resolve_duration_seconds_bucket{le="0.0005"}"#,
+    r#"regent_resolve_duration_seconds_bucket{le="0.001"}"#,
+    r#"regent_resolve_duration_seconds_bucket{le="0.0025"}"#,
+    r#"regent_resolve_duration_seconds_bucket{le="0.005"}"#,
+    r#"regent_resolve_duration_seconds_bucket{le="0.01"}"#,
+    r#"regent_resolve_duration_seconds_bucket{le="0.025"}"#,
+    r#"regent_resolve_duration_seconds_bucket{le="0.05"}"#,
+    r#"regent_resolve_duration_seconds_bucket{le="0.1"}"#,
+    r#"regent_resolve_duration_seconds_bucket{le="0.25"}"#,
+    r#"regent_resolve_duration_seconds_bucket{le="1"}"#,
+    "regent_resolve_duration_seconds_count",
+    "regent_resolve_duration_seconds_sum",
+    "regent_upstream_drift_refused_total",
+];
