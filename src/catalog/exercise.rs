@@ -7,7 +7,10 @@
 //! every request does; helper rules that the contract reaches only on some
 //! inputs are evaluated directly too. The samples vary each argument with a
 //! finite domain in turn; `check` adds the proof's combinations when it has
-//! them.
+//! them. A tool whose plan and exercised rules all run on `native` is
+//! evaluated through its engines as a request is (regorus only as
+//! native's fallback), so examining it makes no engine; the others on a
+//! copy of the tool's engine.
 
 use std::collections::BTreeSet;
 

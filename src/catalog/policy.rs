@@ -823,7 +823,9 @@ mod tests {
             modules: vec![("p.rego".to_string(), "package p\nx := := 1\n".into())],
             warm: Some(step.clone()),
         });
-        let err = pool.engine().err().expect("no engine made");
+        let Err(err) = pool.engine() else {
+            panic!("an engine was made from a text that does not parse")
+        };
         assert!(
             err.message
                 .starts_with("cannot make the tool's policy engine again: "),
