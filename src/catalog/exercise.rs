@@ -7,7 +7,10 @@
 //! every request does; helper rules that the contract reaches only on some
 //! inputs are evaluated directly too. The samples vary each argument with a
 //! finite domain in turn; `check` adds the proof's combinations when it has
-//! them.
+//! them. A tool whose plan and exercised rules all run on `native` is
+//! evaluated through its engines as a request is (regorus only as
+//! native's fallback), so examining it makes no engine; the others on a
+//! copy of the tool's engine.
 
 use std::collections::BTreeSet;
 
@@ -138,10 +141,9 @@ fn extremes(s: &Value) -> Vec<Value> {
 /// Evaluates the decision and every non-function rule the tool reaches
 /// (`Tool::modules`) on each sample; returns one diagnostic per distinct failure.
 pub fn exercise(tool: &Tool, samples: &[Value]) -> Vec<Diagnostic> {
-    let Some(template) = tool.engine() else {
+    if !tool.is_resolvable() {
         return Vec::new();
-    };
-    let mut engine = template.clone();
+    }
     // The rules of what the tool reaches (`rego::reach`); a library package
     // it never imports is not its to report.
     let modules = tool.modules();
@@ -157,6 +159,44 @@ pub fn exercise(tool: &Tool, samples: &[Value]) -> Vec<Diagnostic> {
         }
     }
     rules.insert(0, (DECISION.to_string(), "the decision".to_string()));
+    // When the plan and every rule run on `native`, they are evaluated as
+    // a request evaluates them, through the tool's engines, and a shed
+    // engine is not made again for this (10,000 tools: most of start-up's
+    // check). What native cannot plainly decide still falls back to
+    // regorus there, so an error regorus raises is found either way.
+    let native = tool.runs_natively(
+        rules
+            .iter()
+            .filter(|(path, _)| path != DECISION)
+            .map(|(path, _)| path.as_str()),
+    );
+    let steps: Vec<policy::Step> = rules
+        .iter()
+        .map(|(path, _)| policy::Step {
+            path: path.clone(),
+            by_query: false,
+        })
+        .collect();
+    let plan: Vec<&policy::Step> = tool.plan().iter().map(|(_, s)| s).collect();
+    // Otherwise on a copy of the engine, made here.
+    let mut template = None;
+    if !native {
+        match tool.engine() {
+            None => return Vec::new(),
+            Some(Ok(t)) => template = Some(t),
+            Some(Err(e)) => {
+                return vec![
+                    Diagnostic::error(
+                        "policy-eval",
+                        e.location.clone().unwrap_or_else(|| tool.location.clone()),
+                        format!("cannot evaluate `{}`'s policy: {}", tool.name, e.message),
+                    )
+                    .with_help("run `regent check` on the catalog and reload it"),
+                ];
+            }
+        }
+    }
+    let mut engine = template.clone();
     // A shadow package (log-only) never stops its tool: its failures are
     // warnings, as the build makes them.
     let shadow = |name: &str| {
@@ -177,16 +217,26 @@ pub fn exercise(tool: &Tool, samples: &[Value]) -> Vec<Diagnostic> {
             budget -= 1;
             // A query reaches rules defined by path (`meta.scratch := ...`),
             // whose prefix is not a rule path for `eval_rule`.
-            let outcome = if path == DECISION {
-                tool.evaluate_on(&mut engine, args, None)
-                    .map(|m| Some(Value::Object(m)))
+            let outcome = if let Some(engine) = engine.as_mut() {
+                if path == DECISION {
+                    tool.evaluate_on(engine, args, None).map(|_| None)
+                } else {
+                    policy::query_value(
+                        engine,
+                        path,
+                        policy::input(&tool.name, args),
+                        &tool.limits(),
+                    )
+                }
+            } else if path == DECISION {
+                tool.eval_pooled(plan.iter().copied(), args)
+                    .unwrap_or(Ok(Vec::new()))
+                    .map(|_| None)
             } else {
-                policy::query_value(
-                    &mut engine,
-                    path,
-                    policy::input(&tool.name, args),
-                    &tool.limits(),
-                )
+                let step = steps.iter().find(|s| &s.path == path);
+                tool.eval_pooled(step, args)
+                    .unwrap_or(Ok(Vec::new()))
+                    .map(|_| None)
             };
             if let Err(e) = outcome {
                 // A failed evaluation may leave the engine mid-way; start afresh.

@@ -204,6 +204,7 @@ impl<'a> Probe<'a> {
     fn new(tool: &'a Tool, args: &'a Value, caller: Option<&'a Caller>) -> Probe<'a> {
         let result = tool
             .engine()
+            .and_then(Result::ok)
             .and_then(|mut e| tool.evaluate_on(&mut e, args, caller).ok())
             .unwrap_or_default();
         Probe {
@@ -235,7 +236,7 @@ impl<'a> Probe<'a> {
         let fallback = vec![Producer::Policy {
             package: package.clone(),
         }];
-        let Some(mut engine) = self.tool.engine() else {
+        let Some(Ok(mut engine)) = self.tool.engine() else {
             return fallback;
         };
         let modules = rego::modules(&mut engine);

@@ -238,6 +238,34 @@ impl Tool {
             .is_some_and(|e| e.is_native(self.plan.iter().map(|(_, s)| s)))
     }
 
+    /// Whether the plan and each of `rules` (rule paths, `data.p.r`) run on
+    /// `native`, so that [`Tool::eval_pooled`] evaluates them without
+    /// regorus' interpreter (and, for a shed engine, without making it).
+    pub fn runs_natively<'r>(&self, rules: impl IntoIterator<Item = &'r str>) -> bool {
+        let Some(engines) = &self.engines else {
+            return false;
+        };
+        engines.is_native(self.plan.iter().map(|(_, s)| s))
+            && rules.into_iter().all(|path| {
+                engines.is_native([&policy::Step {
+                    path: path.to_string(),
+                    by_query: false,
+                }])
+            })
+    }
+
+    /// Evaluates `steps` for `args` (no caller) through the tool's engines,
+    /// as a request does: `native` when every step was lowered, regorus
+    /// otherwise. `None` without a policy.
+    pub fn eval_pooled<'s>(
+        &self,
+        steps: impl IntoIterator<Item = &'s policy::Step> + Clone,
+        args: &Value,
+    ) -> Option<Result<Vec<Option<Value>>, policy::EvalError>> {
+        let engines = self.engines.as_ref()?;
+        Some(engines.eval(steps, policy::input(&self.name, args)))
+    }
+
     /// Whether the shadow plan runs on `native` (false without
     /// `shadow_policy`).
     pub fn is_shadow_native(&self) -> bool {
@@ -319,8 +347,10 @@ impl Tool {
             .map_or_else(budget::Limits::default, policy::EnginePool::limits)
     }
 
-    /// A fresh copy of this tool's prepared engine, for explain, tests and coverage.
-    pub fn engine(&self) -> Option<regorus::Engine> {
+    /// A fresh copy of this tool's prepared engine, for explain, tests and
+    /// coverage; `None` without a policy, an error when a shed engine
+    /// cannot be made again (`policy::EnginePool::engine`).
+    pub fn engine(&self) -> Option<Result<regorus::Engine, policy::EvalError>> {
         self.engines.as_ref().map(policy::EnginePool::engine)
     }
 
@@ -338,11 +368,14 @@ impl Tool {
     /// and the library packages they reach (`rego::reach`), not the other
     /// library packages its engine holds. What the proof, the exercise and
     /// the argument analyses read; evaluation uses the whole engine.
+    ///
+    /// A shed engine is not made again for this (`policy::EnginePool::modules`).
+    /// Should its texts not parse again, there is nothing to read: what
+    /// evaluates the tool then fails closed and reports it.
     pub fn modules(&self) -> Vec<rego::PolicyModule> {
-        let Some(mut engine) = self.engine() else {
+        let Some(Ok(mut modules)) = self.engines.as_ref().map(policy::EnginePool::modules) else {
             return Vec::new();
         };
-        let mut modules = rego::modules(&mut engine);
         modules.retain(|m| self.reach.keeps(&m.path));
         modules
     }
@@ -350,8 +383,7 @@ impl Tool {
     /// Where the first definition of rule `dotted` (`tools.files.deny`) is,
     /// among the policies this tool's engine holds.
     pub fn rule_location(&self, dotted: &str) -> Option<crate::diag::Location> {
-        let mut engine = self.engine()?;
-        let modules = rego::modules(&mut engine);
+        let modules = self.engines.as_ref()?.modules().ok()?;
         rego::rule_defs(&modules)
             .into_iter()
             .find(|d| format!("{}.{}", d.package, d.name()) == dotted)

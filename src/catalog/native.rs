@@ -1377,7 +1377,7 @@ i3 := "b" in object.keys(input.arguments.a)
         ];
         // One plan per rule: an error in one fails only its own.
         let pools: Vec<_> = rules.iter().map(|r| pool(rego, &[*r])).collect();
-        oracle.load_engine(&pools[0].0.engine()).unwrap();
+        oracle.load_engine(&pools[0].0.engine().unwrap()).unwrap();
         for args in [
             json!({}),
             json!({"a": null}),

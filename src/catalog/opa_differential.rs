@@ -196,7 +196,10 @@ fn every_shipped_policy_answers_as_opa() {
         };
         for tool in catalog.tools().iter().filter(|t| t.is_resolvable()) {
             tools += 1;
-            let engine = tool.engine().expect("a resolvable tool has engines");
+            let engine = tool
+                .engine()
+                .expect("a resolvable tool has engines")
+                .expect("its engine is made");
             if let Err(e) = opa.load_engine(&engine) {
                 failures.push(format!("{name}/{}: OPA refuses the policy: {e}", tool.name));
                 continue;

@@ -24,6 +24,7 @@ use serde_json::Value;
 
 use super::budget::{self, Limits, Scope};
 use super::native::{Outcome, Program};
+use super::rego::PolicyModule;
 use crate::caller::Caller;
 use crate::diag::{Diagnostic, Location};
 
@@ -142,6 +143,7 @@ impl EnginePool {
         self.lazy = Some(Lazy {
             recipe,
             made: Mutex::new(None),
+            parsed: Mutex::new(None),
         });
         self
     }
@@ -153,6 +155,7 @@ impl EnginePool {
     pub fn release(&self) {
         if let Some(lazy) = &self.lazy {
             *lazy.made.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            *lazy.parsed.lock().unwrap_or_else(|p| p.into_inner()) = None;
             self.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
         }
     }
@@ -183,6 +186,33 @@ impl EnginePool {
         };
         drop(made);
         Ok((*engine).clone())
+    }
+
+    /// The modules this pool's engine holds that a person wrote, for the
+    /// analyses that read the syntax tree (`Tool::modules`). For a shed
+    /// template nothing is made again for this: the recipe's texts are
+    /// parsed alone (no base engine copied, no warm-up), and the parse is
+    /// kept until [`EnginePool::release`], since one examination asks
+    /// several times.
+    pub fn modules(&self) -> Result<Vec<PolicyModule>, EvalError> {
+        if let Some(template) = &self.template {
+            return Ok(super::rego::modules(&mut template.clone()));
+        }
+        let Some(lazy) = &self.lazy else {
+            return Err(EvalError {
+                message: "the tool's policy engine is missing".to_string(),
+                location: None,
+                timed_out: false,
+            });
+        };
+        let mut parsed = lazy.parsed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(modules) = &*parsed {
+            return Ok(modules.as_ref().clone());
+        }
+        let modules = Arc::new(lazy.recipe.modules()?);
+        *parsed = Some(modules.clone());
+        drop(parsed);
+        Ok(modules.as_ref().clone())
     }
 
     /// Whether every one of `steps` runs on `native`.
@@ -326,13 +356,12 @@ impl EnginePool {
     }
 
     /// A fresh copy of the template, for tools that need the engine itself
-    /// (tests, coverage, explain).
-    pub fn engine(&self) -> Engine {
-        // Making a shed template again adds the texts the build added to
-        // the same base, which parsed then; it cannot fail but for
-        // regorus' process-wide memory limit, which regent does not set.
+    /// (tests, coverage, explain). Making a shed template again adds the
+    /// texts the build added to the same base, which parsed then; should it
+    /// fail all the same, the error is the caller's to report (fail
+    /// closed), never a panic in a serving process.
+    pub fn engine(&self) -> Result<Engine, EvalError> {
         self.copy()
-            .unwrap_or_else(|e| panic!("cannot make a tool's engine again: {}", e.message))
     }
 }
 
@@ -350,19 +379,28 @@ pub struct Recipe {
 }
 
 impl Recipe {
+    /// The person-written modules the made engine would hold, in its
+    /// order (the base's, then the added ones'), parsed without making
+    /// it: the base's read from a copy of it, each added text parsed on a
+    /// bare engine of its own.
+    fn modules(&self) -> Result<Vec<PolicyModule>, EvalError> {
+        let mut out = super::rego::modules(&mut (*self.base).clone());
+        for (path, text) in &self.modules {
+            let mut scratch = Engine::new();
+            scratch
+                .add_policy(path.clone(), text.to_string())
+                .map_err(|e| remake_error(&e.to_string()))?;
+            out.extend(super::rego::modules(&mut scratch));
+        }
+        Ok(out)
+    }
+
     fn make(&self, limits: &Limits) -> Result<Engine, EvalError> {
         let mut engine = (*self.base).clone();
         for (path, text) in &self.modules {
             engine
                 .add_policy(path.clone(), text.to_string())
-                .map_err(|e| EvalError {
-                    message: format!(
-                        "cannot make the tool's policy engine again: {}",
-                        first_message(&e.to_string())
-                    ),
-                    location: None,
-                    timed_out: false,
-                })?;
+                .map_err(|e| remake_error(&e.to_string()))?;
         }
         if let Some(step) = &self.warm {
             engine.set_input(regorus::Value::new_object());
@@ -372,10 +410,26 @@ impl Recipe {
     }
 }
 
+/// A shed template's text that no longer parses: an evaluation error
+/// (the request fails closed), never a panic.
+fn remake_error(text: &str) -> EvalError {
+    EvalError {
+        message: format!(
+            "cannot make the tool's policy engine again: {}; reload the catalog (regent check names the problem)",
+            first_message(text)
+        ),
+        location: find_location(text),
+        timed_out: false,
+    }
+}
+
 /// A shed template's recipe and the engine made from it since.
 struct Lazy {
     recipe: Recipe,
     made: Mutex<Option<Arc<Engine>>>,
+    /// The recipe's modules parsed, without an engine made
+    /// ([`EnginePool::modules`]).
+    parsed: Mutex<Option<Arc<Vec<PolicyModule>>>>,
 }
 
 /// One rule read per request: a rule path for `eval_rule`, or, for a rule
@@ -739,7 +793,7 @@ mod tests {
                     want,
                     "n = {n}, round {round}"
                 );
-                let mut copy = shed.engine();
+                let mut copy = shed.engine().unwrap();
                 copy.set_input(input(n));
                 assert_eq!(vec![step.eval(&mut copy, &limits).unwrap()], want);
             }
@@ -749,6 +803,83 @@ mod tests {
             shed.eval_regorus([&step], input(21)).unwrap(),
             vec![Some(serde_json::json!(42))]
         );
+    }
+
+    #[test]
+    fn a_shed_template_that_cannot_be_made_again_fails_closed() {
+        // The recipe's text no longer parses (it cannot happen to a text
+        // the build parsed, but a bug must not become a panic): every use
+        // of the engine is an error saying so, never an answer.
+        let limits = Limits::default();
+        let base = Arc::new(new_engine(limits));
+        let mut e = (*base).clone();
+        add_policy(&mut e, "p.rego", "package p\nx := 1\n").unwrap();
+        let step = Step {
+            path: "data.p.x".into(),
+            by_query: false,
+        };
+        let pool = EnginePool::new(e, limits).shed(Recipe {
+            base,
+            modules: vec![("p.rego".to_string(), "package p\nx := := 1\n".into())],
+            warm: Some(step.clone()),
+        });
+        let Err(err) = pool.engine() else {
+            panic!("an engine was made from a text that does not parse")
+        };
+        assert!(
+            err.message
+                .starts_with("cannot make the tool's policy engine again: "),
+            "{}",
+            err.message
+        );
+        assert!(!err.timed_out);
+        let err = pool
+            .eval([&step], regorus::Value::new_object())
+            .unwrap_err();
+        assert!(
+            err.message.contains("policy engine again"),
+            "{}",
+            err.message
+        );
+        assert!(pool.modules().is_err());
+        // Asked again, it fails again: nothing half-made was kept.
+        assert!(pool.engine().is_err());
+    }
+
+    #[test]
+    fn a_shed_templates_modules_are_read_without_making_it() {
+        let limits = Limits::default();
+        let base = Arc::new(new_engine(limits));
+        let text: Arc<str> = "package p\nx := 1\ny contains 2\n".into();
+        let mut e = (*base).clone();
+        add_policy(&mut e, "p.rego", &text).unwrap();
+        let kept = EnginePool::new(e.clone(), limits);
+        let shed = EnginePool::new(e, limits).shed(Recipe {
+            base,
+            modules: vec![("p.rego".to_string(), text)],
+            warm: None,
+        });
+        let names = |pool: &EnginePool| {
+            let modules = pool.modules().unwrap();
+            let defs = super::super::rego::rule_defs(&modules);
+            (
+                modules
+                    .iter()
+                    .map(|m| m.package.clone())
+                    .collect::<Vec<_>>(),
+                defs.iter()
+                    .map(|d| d.name().to_string())
+                    .collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(names(&shed), names(&kept));
+        assert_eq!(names(&shed).1, ["x", "y"]);
+        let Some(lazy) = &shed.lazy else {
+            panic!("shed")
+        };
+        assert!(lazy.made.lock().unwrap().is_none(), "no engine was made");
+        shed.release();
+        assert!(lazy.parsed.lock().unwrap().is_none());
     }
 
     #[test]

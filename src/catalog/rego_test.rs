@@ -140,7 +140,9 @@ fn merge(covered: &mut Covered, engine: &regorus::Engine) {
 /// lines covered.
 pub fn cover_tool(tool: &Tool, inputs: &[(Value, Option<crate::caller::Caller>)]) -> Covered {
     let mut covered = Covered::new();
-    let Some(template) = tool.engine() else {
+    // No engine (no policy, or a shed one that cannot be made again):
+    // nothing is covered, and the cases' evaluations report the failure.
+    let Some(Ok(template)) = tool.engine() else {
         return covered;
     };
     let mut engine = template.clone();

@@ -25,15 +25,24 @@ use crate::diag::Diagnostic;
 pub fn check(modules: &[PolicyModule]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let defs = rego::rule_defs(modules);
+    // The rule names of each package, gathered once: filtering every
+    // definition of the catalog for each module compared strings
+    // modules x definitions times (10,000 tools: 10^8 comparisons).
+    let mut names: std::collections::HashMap<&str, Vec<&str>> = std::collections::HashMap::new();
+    for d in &defs {
+        names.entry(d.package.as_str()).or_default().push(d.name());
+    }
     for m in modules {
         let mut globals: BTreeSet<String> = ["input", "data", "_"]
             .iter()
             .map(ToString::to_string)
             .collect();
         globals.extend(
-            defs.iter()
-                .filter(|d| d.package == m.package)
-                .map(|d| d.name().to_string()),
+            names
+                .get(m.package.as_str())
+                .into_iter()
+                .flatten()
+                .map(|n| n.to_string()),
         );
         for imp in &m.module.imports {
             let alias = match &imp.r#as {
