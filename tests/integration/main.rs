@@ -22,6 +22,8 @@ mod bundle_serve;
 mod caller_stdio;
 mod confirm;
 mod decision_log;
+mod decision_log_bounds;
+mod decision_log_ship;
 mod exec_cli;
 mod exec_fence;
 mod exec_git;
