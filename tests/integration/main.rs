@@ -57,6 +57,8 @@ mod upstream_edges;
 mod upstream_filesystem;
 mod upstream_git;
 mod upstream_http;
+mod upstream_http_edges;
+mod upstream_http_reload;
 mod upstream_relay;
 mod upstream_requests;
 mod upstream_stdio;
