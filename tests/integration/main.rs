@@ -34,6 +34,7 @@ mod http;
 mod http_direct;
 mod http_jwks;
 mod http_jwt;
+mod http_jwt_claims;
 mod http_lifecycle;
 mod http_limits;
 mod http_oauth;
