@@ -6,31 +6,9 @@
 use crate::common;
 use crate::exec_support;
 
-use std::path::Path;
-use std::process::Command;
-
-use common::{Era, is_error, repo_path, text};
+use common::{Era, git, is_error, repo_path, text};
 use exec_support::Start;
 use serde_json::json;
-
-fn git(repo: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        .env("HOME", repo)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .output()
-        .expect("git is installed");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 #[tokio::test]
 async fn the_git_example_reads_adds_and_destroys_as_its_annotations_say() {

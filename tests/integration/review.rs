@@ -4,7 +4,7 @@
 //! text in both formats. The page in a headless browser (console, keyboard,
 //! print, axe-core) is tests/browser/review.mjs, run by .ci/run.
 
-use crate::common::{self, regent};
+use crate::common::{self, git, regent};
 
 /// Runs `regent review ARGS…` from the repository's root (so locations in
 /// the output are relative and stable) and returns its stdout. The policy
@@ -434,29 +434,6 @@ fn review_base_html_marks_changes_in_words() {
             "a link to #{target}, which is not on the page"
         );
     }
-}
-
-/// `git -C repo args…` with an identity and no user or system
-/// configuration; must succeed; its standard output.
-fn git(repo: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-        .output()
-        .expect("git is installed");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// Copies the files of the repository's directory `from` into `to`.

@@ -20,7 +20,7 @@ use crate::exec_support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::{Era, decision_id, is_error, repo_path, text};
+use common::{Era, decision_id, git, is_error, repo_path, text};
 use exec_support::{Regent, Start};
 use rmcp::ServiceExt;
 use rmcp::model::{
@@ -61,22 +61,6 @@ fn catalog(dir: &Path, root: &Path, server: &Path) {
             );
         std::fs::write(dir.join(entry.file_name()), text).unwrap();
     }
-}
-
-/// `git -C repo args...`, which must succeed; its standard output.
-fn git(repo: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 /// A fresh repository (canonical path: the server resolves its

@@ -2,6 +2,8 @@
 //! upstream written on the official Python SDK (tests/fixtures/upstream),
 //! imports its tools, decides each call with the team's policy, and forwards
 //! only the allowed ones, returning the upstream's result unchanged.
+//! An upstream's life (restarts, list changes, timeouts) is in
+//! `upstream_stdio_lifecycle`.
 //!
 //! The Python interpreter is `$PYTHON` (as `.ci/clients` takes it), else
 //! `python3`; without the `mcp` package the test is skipped with a message,
@@ -17,7 +19,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 /// An interpreter that has the Python MCP SDK, if there is one.
-fn python() -> Option<String> {
+pub(crate) fn python() -> Option<String> {
     let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
     let ok = Command::new(&python)
         .args(["-c", "import mcp.server.mcpserver"])
@@ -33,7 +35,7 @@ fn python() -> Option<String> {
     }
 }
 
-fn catalog(dir: &Path, python: &str) {
+pub(crate) fn catalog(dir: &Path, python: &str) {
     let python = which(python);
     let server = repo_path("tests/fixtures/upstream/notes_server.py");
     std::fs::write(
@@ -90,7 +92,7 @@ fn which(program: &str) -> std::path::PathBuf {
     std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
-fn start(era: Era, catalog_dir: &Path, notes: &Path) -> Server {
+pub(crate) fn start(era: Era, catalog_dir: &Path, notes: &Path) -> Server {
     let mut cmd = regent();
     cmd.arg("serve")
         .arg("--no-watch")
@@ -99,7 +101,7 @@ fn start(era: Era, catalog_dir: &Path, notes: &Path) -> Server {
     Server::spawn(era, cmd)
 }
 
-fn calls(notes: &Path) -> String {
+pub(crate) fn calls(notes: &Path) -> String {
     std::fs::read_to_string(notes.join("calls.log")).unwrap_or_default()
 }
 
@@ -304,14 +306,14 @@ fn selection_yaml(python: &str, notes: &Path, tools: &[&str], extra: &str) -> St
 }
 
 /// A catalog of [`selection_yaml`].
-fn selection(dir: &Path, python: &str, notes: &Path, tools: &[&str], extra: &str) {
+pub(crate) fn selection(dir: &Path, python: &str, notes: &Path, tools: &[&str], extra: &str) {
     let yaml = selection_yaml(python, notes, tools, extra);
     std::fs::write(dir.join("upstreams.yaml"), yaml).unwrap();
 }
 
 /// A legacy client of `serve` on a [`selection`] of the notes upstream, its
 /// catalog and notes directories (kept while it runs); none without the SDK.
-fn serve_selection(tools: &[&str], extra: &str) -> Option<(Server, TempDir, TempDir)> {
+pub(crate) fn serve_selection(tools: &[&str], extra: &str) -> Option<(Server, TempDir, TempDir)> {
     let python = python()?;
     let dir = tempfile::tempdir().unwrap();
     let notes = tempfile::tempdir().unwrap();
@@ -320,7 +322,7 @@ fn serve_selection(tools: &[&str], extra: &str) -> Option<(Server, TempDir, Temp
     Some((s, dir, notes))
 }
 
-fn text(r: &Value) -> String {
+pub(crate) fn text(r: &Value) -> String {
     r["result"]["content"][0]["text"]
         .as_str()
         .unwrap_or_default()
@@ -329,7 +331,7 @@ fn text(r: &Value) -> String {
 
 /// The first of `get`'s values for which `done` holds, polling every 20 ms
 /// (or its last, once [`common::WAIT`] passed).
-fn poll<T>(mut get: impl FnMut() -> T, done: impl Fn(&T) -> bool) -> T {
+pub(crate) fn poll<T>(mut get: impl FnMut() -> T, done: impl Fn(&T) -> bool) -> T {
     let deadline = std::time::Instant::now() + common::WAIT;
     loop {
         let value = get();
@@ -341,223 +343,28 @@ fn poll<T>(mut get: impl FnMut() -> T, done: impl Fn(&T) -> bool) -> T {
 }
 
 /// Calls `tool` until `done` holds for its response (or [`common::WAIT`] passed).
-fn call_until(s: &mut Server, tool: &str, args: Value, done: impl Fn(&Value) -> bool) -> Value {
+pub(crate) fn call_until(
+    s: &mut Server,
+    tool: &str,
+    args: Value,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
     let params = json!({"name": tool, "arguments": args});
     poll(|| s.request("tools/call", params.clone()), done)
 }
 
 /// `regent/status` once `done` holds for its `upstreams.notes`.
-fn status_until(s: &mut Server, done: impl Fn(&Value) -> bool) -> Value {
+pub(crate) fn status_until(s: &mut Server, done: impl Fn(&Value) -> bool) -> Value {
     let notes = || s.request("regent/status", json!({}))["result"]["upstreams"]["notes"].clone();
     poll(notes, done)
 }
 
-fn pid(notes: &Path) -> u32 {
+pub(crate) fn pid(notes: &Path) -> u32 {
     std::fs::read_to_string(notes.join("pid"))
         .unwrap()
         .trim()
         .parse()
         .unwrap()
-}
-
-#[test]
-fn an_upstream_that_exits_is_restarted_and_its_calls_fail_closed_meanwhile() {
-    let Some(python) = python() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let notes = tempfile::tempdir().unwrap();
-    std::fs::write(notes.path().join("a.md"), "text").unwrap();
-    selection(
-        dir.path(),
-        &python,
-        notes.path(),
-        &["crash", "delete_note", "read_note"],
-        "",
-    );
-    let mut s = start(Era::Legacy, dir.path(), notes.path());
-    let first = pid(notes.path());
-    let st = status_until(&mut s, |n| n["up"] == true);
-    assert_eq!(st["pid"], first, "{st}");
-    assert_eq!(st["restarts"], 0, "{st}");
-
-    // It crashes, and every restart fails while `down` is there.
-    std::fs::write(notes.path().join("down"), "").unwrap();
-    let r = s.request("tools/call", json!({"name": "crash", "arguments": {}}));
-    assert_eq!(r["result"]["isError"], true, "{r}");
-    assert!(
-        text(&r).starts_with("the call to crash did not complete"),
-        "{r}"
-    );
-    let r = call_until(&mut s, "delete_note", json!({"path": "a.md"}), |r| {
-        text(r).contains("is down")
-    });
-    let res = &r["result"];
-    assert_eq!(res["isError"], true, "{r}");
-    assert_eq!(
-        text(&r),
-        "regent did not run delete_note: upstream `notes` is down; regent is restarting it, try again shortly",
-        "{r}"
-    );
-    assert_eq!(res["_meta"]["regent/decision"]["allowed"], true, "{r}");
-    assert!(notes.path().join("a.md").exists());
-    let st = status_until(&mut s, |n| {
-        n["lastError"]
-            .as_str()
-            .is_some_and(|e| e.contains("restart failed"))
-    });
-    assert_eq!(st["up"], false, "{st}");
-    assert!(
-        st["lastError"]
-            .as_str()
-            .is_some_and(|e| e.contains("the notes directory holds `down`")),
-        "{st}"
-    );
-    // Still listed while down.
-    let listed = s.request("tools/list", json!({}));
-    assert_eq!(
-        listed["result"]["tools"].as_array().map(Vec::len),
-        Some(3),
-        "{listed}"
-    );
-
-    // The next restart succeeds, and calls reach the new process.
-    std::fs::remove_file(notes.path().join("down")).unwrap();
-    let r = call_until(&mut s, "read_note", json!({"path": "a.md"}), |r| {
-        r["result"]["isError"] == false
-    });
-    assert_eq!(text(&r), "text", "{r}\n{}", s.stderr());
-    let st = status_until(&mut s, |n| n["up"] == true);
-    assert_eq!(st["restarts"], 1, "{st}");
-    let second = pid(notes.path());
-    assert_ne!(second, first);
-    assert_eq!(st["pid"], second, "{st}");
-
-    // Killed from outside: restarted again.
-    let killed = Command::new("kill")
-        .args(["-9", &second.to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let st = status_until(&mut s, |n| n["restarts"] == 2 && n["up"] == true);
-    assert_eq!(st["restarts"], 2, "{st}\n{}", s.stderr());
-    let r = s.request(
-        "tools/call",
-        json!({"name": "read_note", "arguments": {"path": "a.md"}}),
-    );
-    assert_eq!(text(&r), "text", "{r}");
-    assert_eq!(
-        calls(notes.path()),
-        "crash -\nread_note a.md\nread_note a.md\n"
-    );
-    assert!(s.finish().success());
-}
-
-#[test]
-fn an_upstreams_list_changed_reimports_its_tools() {
-    let Some((mut s, _dir, _notes)) = serve_selection(&[], "    prefix: n_\n") else {
-        return;
-    };
-    assert!(!s.tool_names().contains(&"n_echo".to_string()));
-    let r = s.request(
-        "tools/call",
-        json!({"name": "n_add_echo", "arguments": {"name": "echo"}}),
-    );
-    assert_eq!(text(&r), "added echo", "{r}");
-    // regent re-lists, rebuilds the catalog and tells its client.
-    let deadline = std::time::Instant::now() + common::WAIT;
-    while !s
-        .notifications
-        .iter()
-        .any(|n| n["method"] == "notifications/tools/list_changed")
-    {
-        let m = s.next_message(deadline);
-        if m.get("id").is_none() {
-            s.notifications.push(m);
-        }
-    }
-    assert!(s.tool_names().contains(&"n_echo".to_string()));
-    let r = s.request(
-        "tools/call",
-        json!({"name": "n_echo", "arguments": {"text": "hi"}}),
-    );
-    assert_eq!(text(&r), "hi", "{r}");
-    let reloaded = "catalog reloaded (upstream `notes` listed changed tools)";
-    let log = s.stderr_until(|l| l.contains(reloaded));
-    assert!(log.contains(reloaded), "{log}");
-    assert!(s.finish().success());
-}
-
-#[test]
-fn an_upstream_change_that_breaks_the_catalog_keeps_the_previous_one() {
-    let Some((mut s, _dir, _notes)) = serve_selection(&["drop_tool", "read_note"], "") else {
-        return;
-    };
-    let r = s.request(
-        "tools/call",
-        json!({"name": "drop_tool", "arguments": {"name": "read_note"}}),
-    );
-    assert_eq!(text(&r), "dropped read_note", "{r}");
-    let failed = "reload failed with 1 error (upstream `notes` listed changed tools)";
-    let log = s.stderr_until(|l| l.contains(failed));
-    assert!(log.contains(failed), "{log}");
-    let st = s.request("regent/status", json!({}));
-    assert_eq!(st["result"]["ok"], false, "{st}");
-    assert!(
-        st["result"]["lastError"]
-            .as_str()
-            .is_some_and(|e| e.contains("upstream `notes` lists no tool `read_note`")),
-        "{st}"
-    );
-    let listed = s.request("tools/list", json!({}));
-    assert_eq!(
-        listed["result"]["tools"].as_array().map(Vec::len),
-        Some(2),
-        "{listed}"
-    );
-    assert!(s.finish().success());
-}
-
-#[test]
-fn a_call_past_the_upstreams_timeout_or_cancelled_is_cancelled_upstream() {
-    let Some((mut s, _dir, notes)) =
-        serve_selection(&["slow"], "    timeout: 1s\n    start_timeout: 20s\n")
-    else {
-        return;
-    };
-    let r = s.request(
-        "tools/call",
-        json!({"name": "slow", "arguments": {"seconds": 30}}),
-    );
-    assert_eq!(r["result"]["isError"], true, "{r}");
-    assert!(
-        text(&r).contains("upstream `notes` did not answer within 1s"),
-        "{r}"
-    );
-    poll(|| calls(notes.path()), |c| c.contains("cancelled slow"));
-    assert_eq!(calls(notes.path()), "slow 30.0\ncancelled slow\n");
-
-    // The client's `notifications/cancelled` reaches the upstream too.
-    s.send_line(
-        &json!({"jsonrpc": "2.0", "id": "slow-1", "method": "tools/call",
-                "params": {"name": "slow", "arguments": {"seconds": 30}}})
-        .to_string(),
-    );
-    poll(
-        || calls(notes.path()),
-        |c| c.matches("slow 30.0").count() >= 2,
-    );
-    s.notify(
-        "notifications/cancelled",
-        json!({"requestId": "slow-1", "reason": "the user gave up"}),
-    );
-    poll(
-        || calls(notes.path()),
-        |c| c.matches("cancelled slow").count() >= 2,
-    );
-    assert_eq!(
-        calls(notes.path()),
-        "slow 30.0\ncancelled slow\nslow 30.0\ncancelled slow\n"
-    );
-    assert!(s.finish().success());
 }
 
 #[test]

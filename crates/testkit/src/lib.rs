@@ -113,6 +113,32 @@ pub fn repo_path(rel: &str) -> PathBuf {
     repo_root().join(rel)
 }
 
+/// `git -C repo args…`, which must succeed; its standard output. Without
+/// the user's or the system's configuration, and with an identity of its
+/// own (`t`, `t@example.invalid`) for the commits it makes; a repository's
+/// own configuration (`git config user.name …`) still applies to commits
+/// made by others in it (a server under test).
+pub fn git(repo: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .output()
+        .expect("git is installed");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("git's output is UTF-8")
+}
+
 /// A catalog in a fresh temp dir: each file `(name, content)`, where a
 /// name may have directories (made as needed). The dir goes when dropped.
 pub fn catalog(files: &[(&str, &str)]) -> tempfile::TempDir {

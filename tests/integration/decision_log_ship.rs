@@ -1,0 +1,325 @@
+//! The decision log's HTTP sink (`--decision-log-url`), against a real
+//! collector process on 127.0.0.1 (tests/fixtures/decision_collector.py,
+//! standard library only): every decision arrives as an OPA event, a
+//! collector that is down or restarts, drops counted and reported, the
+//! sink's counts in metrics.
+
+use crate::common;
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::decision_log::{answers_for, catalog, log_lines, requests, wait};
+
+// ---------------------------------------------------------------------------
+// The HTTP sink (`--decision-log-url`), against a real collector process on
+// 127.0.0.1 (tests/fixtures/decision_collector.py, standard library only).
+
+/// A running collector; killed when dropped.
+pub(crate) struct Collector {
+    child: Child,
+    port: u16,
+    out: std::path::PathBuf,
+}
+
+impl Collector {
+    /// Starts a collector on `port` (0: any), appending events to `out`.
+    pub(crate) fn start(port: u16, out: &Path) -> Collector {
+        Collector::start_mode(port, out, "ok")
+    }
+
+    /// A collector in `mode`: "ok", "fail" (500) or "hang" (no answer).
+    pub(crate) fn start_mode(port: u16, out: &Path, mode: &str) -> Collector {
+        let script = common::repo_path("tests/fixtures/decision_collector.py");
+        let mut child = Command::new("python3")
+            .arg(script)
+            .arg(port.to_string())
+            .arg(out)
+            .arg(mode)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 runs the collector");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("listening ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("the collector did not start: {line:?}"));
+        Collector {
+            child,
+            port,
+            out: out.to_path_buf(),
+        }
+    }
+
+    pub(crate) fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/logs", self.port)
+    }
+
+    /// The distinct decision ids received so far.
+    pub(crate) fn ids(&self) -> BTreeSet<String> {
+        log_lines(&self.out)
+            .iter()
+            .map(|e| e["decision_id"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// Waits until `n` distinct decisions arrived, up to `within`.
+    pub(crate) fn wait_for(&self, n: usize, within: Duration) -> BTreeSet<String> {
+        let deadline = Instant::now() + within;
+        loop {
+            let ids = self.ids();
+            if ids.len() >= n || Instant::now() > deadline {
+                return ids;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `n` resolve requests with ids `from..from+n`, without the handshake.
+fn resolves(from: usize, n: usize) -> String {
+    let all = requests(from + n - 1);
+    all.lines()
+        .skip(2 + from - 1)
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// `regent serve` on stdio logging to `log` and shipping to `url`, with
+/// `extra` arguments; stderr is kept in `stderr`.
+fn serve_shipping(cat: &Path, log: &Path, url: &str, extra: &[&str], stderr: &Path) -> Child {
+    common::regent()
+        .arg("serve")
+        .arg("--no-watch")
+        .arg("--decision-log")
+        .arg(log)
+        .arg("--decision-log-url")
+        .arg(url)
+        .args(extra)
+        .arg(cat)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(stderr).unwrap())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn every_decision_reaches_the_collector_as_an_opa_event() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let collector = Collector::start(0, &tmp.path().join("received.jsonl"));
+    let log = tmp.path().join("decisions.jsonl");
+    let stderr = tmp.path().join("stderr.txt");
+    let mut child = serve_shipping(
+        &cat,
+        &log,
+        &collector.url(),
+        &["--decision-log-label", "env=test"],
+        &stderr,
+    );
+    let n = 1200;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(requests(n).as_bytes()).unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    answers_for(&mut stdout, 1..=n as u64);
+    // Shipped while serving (batches of at most 500, or every second)...
+    let early = collector.wait_for(n, Duration::from_secs(10));
+    assert_eq!(early.len(), n, "every decision arrives while serving");
+    drop(stdin);
+    assert!(wait(&mut child).success());
+    // ...and each is the line the file has, OPA's fields included.
+    let logged = log_lines(&log);
+    let received = log_lines(&collector.out);
+    assert_eq!(received.len(), n, "each decision arrives once");
+    let file_ids: BTreeSet<String> = logged
+        .iter()
+        .map(|l| l["decision_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(file_ids, early);
+    let e = &received[0];
+    for field in [
+        "decision_id",
+        "timestamp",
+        "path",
+        "input",
+        "result",
+        "labels",
+        "bundles",
+        "metrics",
+    ] {
+        assert!(e.get(field).is_some(), "no {field} in {e}");
+    }
+    assert_eq!(e["path"], "tools/manage_files");
+    assert_eq!(e["labels"]["env"], "test");
+    assert_eq!(e["labels"]["version"], env!("CARGO_PKG_VERSION"));
+    assert!(e["bundles"]["regent"]["revision"].is_string(), "{e}");
+    assert!(e["metrics"]["timer_regent_eval_ns"].is_u64(), "{e}");
+    assert!(
+        e["input"].get("arguments").is_none(),
+        "arguments only with --log-arguments"
+    );
+    let ids: BTreeSet<&str> = received
+        .iter()
+        .map(|e| e["labels"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 1, "one instance id per process");
+}
+
+#[test]
+fn decisions_made_while_the_collector_is_down_arrive_after_it_restarts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let out = tmp.path().join("received.jsonl");
+    let mut collector = Collector::start(0, &out);
+    let port = collector.port;
+    let log = tmp.path().join("decisions.jsonl");
+    let stderr = tmp.path().join("stderr.txt");
+    let mut child = serve_shipping(&cat, &log, &collector.url(), &[], &stderr);
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let first = 100;
+    stdin.write_all(requests(first).as_bytes()).unwrap();
+    answers_for(&mut stdout, 1..=first as u64);
+    assert_eq!(
+        collector.wait_for(first, Duration::from_secs(5)).len(),
+        first
+    );
+
+    // Down: decisions go on being made, and uploads fail.
+    drop(collector);
+    let second = 150;
+    stdin
+        .write_all(resolves(first + 1, second).as_bytes())
+        .unwrap();
+    answers_for(&mut stdout, first as u64 + 1..=(first + second) as u64);
+    let failed = Instant::now() + Duration::from_secs(5);
+    while !std::fs::read_to_string(&stderr)
+        .unwrap()
+        .contains("cannot upload decisions")
+    {
+        assert!(
+            Instant::now() < failed,
+            "no upload failed while the collector was down"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+
+    // Up again on the same port: the retries deliver every decision.
+    collector = Collector::start(port, &out);
+    let all = collector.wait_for(first + second, Duration::from_secs(12));
+    assert_eq!(
+        all.len(),
+        first + second,
+        "every decision arrives after the restart"
+    );
+    drop(stdin);
+    assert!(wait(&mut child).success());
+    let logged: BTreeSet<String> = log_lines(&log)
+        .iter()
+        .map(|l| l["decision_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(logged, collector.ids());
+    let text = std::fs::read_to_string(&stderr).unwrap();
+    assert!(text.contains("decision-log uploads resumed"), "{text}");
+    assert!(!text.contains("not sent"), "{text}");
+}
+
+#[test]
+fn with_a_tiny_buffer_and_no_collector_drops_are_counted_and_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let port = common::closed_addr().port();
+    let log = tmp.path().join("decisions.jsonl");
+    let stderr = tmp.path().join("stderr.txt");
+    let mut child = serve_shipping(
+        &cat,
+        &log,
+        &format!("http://127.0.0.1:{port}/logs"),
+        &["--decision-log-buffer", "5"],
+        &stderr,
+    );
+    let n = 40;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(requests(n).as_bytes()).unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let answers = answers_for(&mut stdout, 1..=n as u64);
+    assert!(
+        answers.values().all(|a| a.get("result").is_some()),
+        "a dead collector never fails a request"
+    );
+    drop(stdin);
+    assert!(wait(&mut child).success());
+    assert_eq!(log_lines(&log).len(), n, "the file log keeps every line");
+    let text = std::fs::read_to_string(&stderr).unwrap();
+    assert!(text.contains("the decision-log buffer was full"), "{text}");
+    assert!(
+        text.contains(&format!("ended with {n} decisions not sent")),
+        "{text}"
+    );
+    assert!(text.contains("sent=0"), "{text}");
+}
+
+#[test]
+fn the_sinks_counts_are_in_metrics_over_http() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let port = common::closed_addr().port();
+    let log = tmp.path().join("decisions.jsonl");
+    let url = format!("http://127.0.0.1:{port}/logs");
+    let http = common::http::HttpServer::start(&[
+        "--no-watch",
+        "--decision-log",
+        log.to_str().unwrap(),
+        "--decision-log-url",
+        &url,
+        "--decision-log-buffer",
+        "3",
+        cat.to_str().unwrap(),
+    ]);
+    let mut mcp = common::http::McpHttp::connect(http.addr, common::Era::Modern);
+    for i in 0..10 {
+        mcp.resolve(
+            "manage_files",
+            serde_json::json!({"path": format!("{i}.txt"), "action": "read"}),
+        );
+    }
+    let metric = |name: &str| http.metric(None, name).unwrap_or(0.0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while metric("regent_decision_log_dropped_total") < 7.0
+        || metric("regent_decision_log_upload_failures_total") < 1.0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "{}\n{}",
+            http.metrics(None),
+            http.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        http.metric(None, "regent_decision_log_sent_total"),
+        Some(0.0)
+    );
+    assert!(
+        http.stderr().contains("cannot upload decisions"),
+        "{}",
+        http.stderr()
+    );
+}
