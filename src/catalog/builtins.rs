@@ -218,7 +218,11 @@ fn verb_of(out: &mut String, verb: char, value: &Value) -> Option<()> {
             let digits = n.format_decimal();
             let exact = n.as_i64().map(|i| i.to_string()) == Some(digits.clone())
                 || n.as_u64().map(|u| u.to_string()) == Some(digits.clone());
-            if !exact {
+            // An integral float from 1e16 was spelled `1e+16` or
+            // `1.2e+17` by the client, text or a float64 to OPA (below,
+            // `4.0` is an int64 to OPA): `opa_builtins` refuses it.
+            let float = n.format_decimal_with_width(1).contains('.');
+            if !exact || (float && n.as_f64().is_some_and(|f| f.abs() >= 1e16)) {
                 return None;
             }
             out.push_str(&digits);
@@ -324,6 +328,7 @@ mod tests {
             ("%v", json!([3.5])),
             ("%d", json!([18446744073709551616.0f64])),
             ("%d", json!([1.5])),
+            ("%v", json!([1e16])),
             ("%s", json!([["a"]])),
             ("%s", json!([{"a": 1}])),
             ("%s %s", json!(["one"])),

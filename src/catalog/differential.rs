@@ -180,7 +180,11 @@ fn any_value(rng: &mut Rng, seeds: &Seeds, depth: usize) -> Value {
             1.0 / 3.0,
             1234567.5,
             1e-5,
-            1.5e21
+            1.5e21,
+            // Integral doubles: `3` in JavaScript, `3.0` and `1e+16` in
+            // Python, where OPA takes the second for a non-integer.
+            3.0,
+            1e16
         ])),
         2 => Value::Bool(rng.one_in(2)),
         3 => Value::Null,

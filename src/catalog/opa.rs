@@ -196,6 +196,56 @@ pub fn client_text(v: &Value) -> String {
     String::from_utf8(text).expect("json is utf-8")
 }
 
+/// `v` as JSON text the way Python's `json.dumps` writes it: an integer as
+/// its digits, a double as `repr` does, in the shortest digits with an
+/// exponent below 1e-4 or from 1e16 (`1e-05`, `1e+16`, `1.5e+21`) and an
+/// integral one with a fraction (`100.0`, `-0.0`). A corpus generated in
+/// Python writes these (issue 27); OPA keeps the text as sent.
+pub fn python_text(v: &Value) -> String {
+    use serde::Serialize;
+    struct Py;
+    impl serde_json::ser::Formatter for Py {
+        fn write_f64<W: ?Sized + Write>(&mut self, w: &mut W, f: f64) -> std::io::Result<()> {
+            // Rust's `{:e}` is the shortest digits: `1e-5`, `1.5e21`.
+            let e = format!("{f:e}");
+            let (m, x) = e.split_once('e').expect("`{:e}` has an exponent");
+            let x: i32 = x.parse().expect("an exponent");
+            let text = if f != 0.0 && !(-4..16).contains(&x) {
+                let sign = if x < 0 { '-' } else { '+' };
+                format!("{m}e{sign}{:02}", x.abs())
+            } else if f.fract() == 0.0 {
+                format!("{f:.1}")
+            } else {
+                format!("{f}")
+            };
+            w.write_all(text.as_bytes())
+        }
+    }
+    let mut text = Vec::new();
+    v.serialize(&mut serde_json::Serializer::with_formatter(&mut text, Py))
+        .expect("json");
+    String::from_utf8(text).expect("json is utf-8")
+}
+
+/// `v` with each integer a Python float would hold exactly (below 2^53)
+/// made a double, as a generator that draws its numbers as floats has
+/// them: written by [`python_text`], `1` is `1.0`.
+pub fn as_python_floats(v: &Value) -> Value {
+    match v {
+        Value::Number(n) => match n.as_i64() {
+            Some(i) if i.unsigned_abs() < 1 << 53 => json!(i as f64),
+            _ => v.clone(),
+        },
+        Value::Array(a) => Value::Array(a.iter().map(as_python_floats).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, e)| (k.clone(), as_python_floats(e)))
+                .collect(),
+        ),
+        _ => v.clone(),
+    }
+}
+
 /// Whether `a` and `b` are the same JSON value, numbers compared as numbers
 /// (OPA writes `1.0` as `1`): what the differential tests count as the
 /// same answer.
@@ -301,4 +351,30 @@ fn the_oracle_answers_as_opa() {
         "{answers:?}"
     );
     assert_eq!(answers[3], Answer::Undefined);
+}
+
+#[test]
+fn python_spells_numbers_as_json_dumps_does() {
+    let v = json!([
+        1,
+        100.0,
+        -0.0,
+        0.5,
+        1e-5,
+        0.0001,
+        1e16,
+        1.5e21,
+        1234567.5,
+        1.0 / 3.0
+    ]);
+    assert_eq!(
+        python_text(&v),
+        "[1,100.0,-0.0,0.5,1e-05,0.0001,1e+16,1.5e+21,1234567.5,0.3333333333333333]"
+    );
+    assert_eq!(
+        python_text(&as_python_floats(
+            &json!({"a": [0, -7, 9007199254740992i64]})
+        )),
+        r#"{"a":[0.0,-7.0,9007199254740992]}"#
+    );
 }

@@ -34,7 +34,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::differential::{Rng, Seeds, arguments, caller, load, shipped_catalogs};
-use super::opa::{Answer, Oracle, SKIPPED, client_text, same};
+use super::opa::{Answer, Oracle, SKIPPED, client_text, python_text, same};
 use super::{BuildOptions, Catalog, build, exercise, policy};
 use crate::source::Source;
 
@@ -183,6 +183,9 @@ fn every_shipped_policy_answers_as_opa() {
     };
     let started = Instant::now();
     let mut totals: BTreeMap<Outcome, usize> = BTreeMap::new();
+    // The outcomes of the inputs spelled as Python writes them, also in
+    // `totals`.
+    let mut python: BTreeMap<Outcome, usize> = BTreeMap::new();
     let (mut tools, mut invalid) = (0, 0);
     let mut failures: Vec<String> = Vec::new();
     let scratch = tempfile::tempdir().unwrap();
@@ -225,64 +228,97 @@ fn every_shipped_policy_answers_as_opa() {
                 };
                 for i in 0..n {
                     let who = caller(&mut rng, &Seeds::empty());
-                    let input = if what == "visible" {
-                        policy::listing_input(&tool.name, who.as_ref())
+                    // Each input as a JavaScript client spells its numbers
+                    // and, where that differs, as a Python one (issue 27):
+                    // OPA keeps the text, regent reads the same text.
+                    let mut spellings: Vec<(&str, Option<String>)> = Vec::new();
+                    if what == "visible" {
+                        spellings.push(("", None));
                     } else {
                         let args = arguments(&mut rng, &seeds, tool, &samples, i);
-                        // As a JavaScript client sends them: regent reads
-                        // the text OPA is given (`client_text`).
-                        let args: Value =
-                            serde_json::from_str(&client_text(&args)).expect("client text parses");
-                        if catalog.validate_partial(&tool.name, &args).is_err() {
-                            invalid += 1;
-                            continue;
+                        let js = client_text(&args);
+                        let py = python_text(&super::opa::as_python_floats(&args));
+                        let differs = py != js;
+                        spellings.push(("", Some(js)));
+                        if differs {
+                            spellings.push(("python ", Some(py)));
                         }
-                        if what == "upstream_request" {
-                            // Each method an upstream may send, in turn.
-                            let method =
-                                ["elicitation/create", "roots/list", "sampling/createMessage"]
-                                    [i % 3];
-                            policy::upstream_request_input(
-                                &tool.name,
-                                &args,
-                                who.as_ref(),
-                                method,
-                                &serde_json::json!({"mode": "form"}),
-                            )
-                        } else {
-                            policy::input_as(&tool.name, &args, who.as_ref())
-                        }
-                    };
-                    let json = serde_json::to_value(&input).expect("input is json");
-                    let run = std::panic::AssertUnwindSafe(|| tool.eval_steps(&steps, input));
-                    let Ok(mine) = std::panic::catch_unwind(run) else {
-                        *counts.entry(Outcome::Panicked).or_default() += 1;
-                        let kept = examples.entry(Outcome::Panicked).or_default();
-                        if kept.len() < EXAMPLES {
-                            kept.push(format!("  {what} {paths:?}\n    input: {json}"));
-                        }
-                        continue;
-                    };
-                    let mine = mine.expect("engines");
-                    let (outcome, theirs) = match &mine {
-                        Err(e) if policy::limit_hit(&e.message).is_some() => {
-                            (Outcome::Limited, Vec::new())
-                        }
-                        _ => {
-                            let theirs = opa.eval_sent(&paths, &client_text(&json));
-                            (compare(&mine, &theirs), theirs)
-                        }
-                    };
-                    *counts.entry(outcome).or_default() += 1;
-                    let kept = examples.entry(outcome).or_default();
-                    if outcome > Outcome::Limited && kept.len() < EXAMPLES {
-                        kept.push(format!(
-                            "  {what} {paths:?}\n    input: {json}\n    regent: {}\n    opa:    {theirs:?}",
-                            match &mine {
-                                Ok(v) => format!("{v:?}"),
-                                Err(e) => format!("error: {}", e.message),
+                    }
+                    for (spelled, text) in spellings {
+                        let input = match &text {
+                            None => policy::listing_input(&tool.name, who.as_ref()),
+                            Some(text) => {
+                                let args: Value =
+                                    serde_json::from_str(text).expect("client text parses");
+                                if catalog.validate_partial(&tool.name, &args).is_err() {
+                                    invalid += 1;
+                                    continue;
+                                }
+                                if what == "upstream_request" {
+                                    // Each method an upstream may send, in turn.
+                                    let method = [
+                                        "elicitation/create",
+                                        "roots/list",
+                                        "sampling/createMessage",
+                                    ][i % 3];
+                                    policy::upstream_request_input(
+                                        &tool.name,
+                                        &args,
+                                        who.as_ref(),
+                                        method,
+                                        &serde_json::json!({"mode": "form"}),
+                                    )
+                                } else {
+                                    policy::input_as(&tool.name, &args, who.as_ref())
+                                }
                             }
-                        ));
+                        };
+                        let mut json = serde_json::to_value(&input).expect("input is json");
+                        // The input's text for OPA: the arguments as they
+                        // were spelled (regorus writes an integral float as
+                        // an integer, so its input is not written back).
+                        let sent = match &text {
+                            Some(text) if !spelled.is_empty() => {
+                                json["arguments"] = serde_json::from_str(text).expect("parses");
+                                python_text(&json)
+                            }
+                            _ => client_text(&json),
+                        };
+                        let run = std::panic::AssertUnwindSafe(|| tool.eval_steps(&steps, input));
+                        let Ok(mine) = std::panic::catch_unwind(run) else {
+                            *counts.entry(Outcome::Panicked).or_default() += 1;
+                            let kept = examples.entry(Outcome::Panicked).or_default();
+                            if kept.len() < EXAMPLES {
+                                kept.push(format!(
+                                    "  {what} {paths:?}\n    {spelled}input: {sent}"
+                                ));
+                            }
+                            continue;
+                        };
+                        let mine = mine.expect("engines");
+                        let (outcome, theirs) = match &mine {
+                            Err(e) if policy::limit_hit(&e.message).is_some() => {
+                                (Outcome::Limited, Vec::new())
+                            }
+                            _ => {
+                                let theirs = opa.eval_sent(&paths, &sent);
+                                (compare(&mine, &theirs), theirs)
+                            }
+                        };
+                        *counts.entry(outcome).or_default() += 1;
+                        if !spelled.is_empty() {
+                            *python.entry(outcome).or_default() += 1;
+                        }
+                        let kept = examples.entry(outcome).or_default();
+                        if outcome > Outcome::Limited && kept.len() < EXAMPLES {
+                            kept.push(format!(
+                                "  {what} {paths:?}\n    {spelled}input: {sent}\n    regent: {}\n    opa:    {theirs:?}",
+                                match &mine {
+                                    Ok(v) => format!("{v:?}"),
+                                    Err(e) => format!("error: {}", e.message),
+                                }
+                            ));
+                        }
                     }
                 }
             }
@@ -314,7 +350,8 @@ fn every_shipped_policy_answers_as_opa() {
         }
     }
     eprintln!(
-        "{tools} tools, {invalid} generated arguments refused by their schema, outcomes {totals:?}, in {:?}",
+        "{tools} tools, {invalid} generated arguments refused by their schema, outcomes {totals:?} \
+         (of which spelled as Python writes numbers: {python:?}), in {:?}",
         started.elapsed()
     );
     assert!(

@@ -70,6 +70,12 @@ fn convert(v: &Value) -> Out<Arg> {
     Ok(match v {
         Value::Number(n) => {
             if let Some(i) = n.as_i64() {
+                // An integral float from 1e16 was spelled `1e+16` (a
+                // string to OPA) or `1.2e+17` (a float64) by the client:
+                // JavaScript writes the digits, an integer to regent too.
+                if text_unknown(v) {
+                    return Err(Unsure(TEXT_UNKNOWN));
+                }
                 Arg::Int(i)
             } else if let Some(f) = n.as_f64() {
                 let (digits, dp) = shortest(f);
@@ -1380,6 +1386,30 @@ mod tests {
             f.push_str(rng.pick::<&str>(VERBS));
         }
         f
+    }
+
+    /// Integral floats as Python writes them (issue 27), OPA's answers
+    /// asked once: `100.0` is an int64 to OPA, `1e+16` text and `1.2e+17`
+    /// a float64, where a JavaScript client's digits are integers to both:
+    /// refused from 1e16.
+    #[test]
+    fn integral_floats_as_python_spells_them() {
+        let v = |t: &str| regorus::Value::from_json_str(t).unwrap();
+        let f = |f: &str, t: &str| super::format_values(f, &[v(t)]);
+        assert_eq!(f("%v", "100.0").ok().as_deref(), Some("100"));
+        assert_eq!(
+            f("%d", "9007199254740992.0").ok().as_deref(),
+            Some("9007199254740992")
+        );
+        assert_eq!(f("%s", "-0.0").ok().as_deref(), Some("%!s(int64=0)"));
+        for t in ["1e+16", "1.2e+17", "1e16"] {
+            assert!(f("%v", t).is_err(), "{t}");
+            assert!(f("%d", t).is_err(), "{t}");
+        }
+        assert_eq!(
+            f("%v", "10000000000000000").ok().as_deref(),
+            Some("10000000000000000")
+        );
     }
 
     /// Precisions past what Rust's formatting takes (65535; it panics),

@@ -105,6 +105,29 @@ impl Facts<'_> {
             })
     }
 
+    /// Whether the argument at `path` is declared, in every schema of the
+    /// module's tools, a string of decimal digits: `type: string` with a
+    /// `pattern` of [`digits_only`] (`^[0-9]+$`, `^\d{1,6}$`), so
+    /// `to_number` of it is an integer (or an error).
+    fn argument_digits(&self, module: usize, path: &[String]) -> bool {
+        let schemas = &self.schemas[module];
+        !schemas.is_empty()
+            && schemas.iter().all(|schema| {
+                let mut at = *schema;
+                for seg in path {
+                    match at.get("properties").and_then(|p| p.get(seg)) {
+                        Some(next) => at = next,
+                        None => return false,
+                    }
+                }
+                at.get("type").and_then(serde_json::Value::as_str) == Some("string")
+                    && at
+                        .get("pattern")
+                        .and_then(serde_json::Value::as_str)
+                        .is_some_and(digits_only)
+            })
+    }
+
     /// The value of the data document at `path` (after `data`), when no
     /// rule can be there.
     fn data_at(&self, path: &[String]) -> Option<&serde_json::Value> {
@@ -592,6 +615,39 @@ fn may_hold_set(e: &Expr) -> bool {
             value.as_string().as_deref().map(|s| s.as_ref()),
             Ok("input" | "data")
         ),
+        // A builtin whose value is a number, a string or a boolean (or an
+        // error): `n > to_number(code)` compares no set. Not `max`/`min`,
+        // whose value is a member of any kind.
+        Expr::Call { fcn, .. } => !matches!(
+            path_of(fcn).join(".").as_str(),
+            "count"
+                | "sum"
+                | "product"
+                | "to_number"
+                | "abs"
+                | "round"
+                | "ceil"
+                | "floor"
+                | "indexof"
+                | "strings.count"
+                | "units.parse"
+                | "units.parse_bytes"
+                | "time.now_ns"
+                | "time.parse_ns"
+                | "time.parse_rfc3339_ns"
+                | "time.parse_duration_ns"
+                | "format_int"
+                | "lower"
+                | "upper"
+                | "sprintf"
+                | "concat"
+                | "substring"
+                | "trim"
+                | "trim_space"
+                | "replace"
+                | "type_name"
+                | "json.marshal"
+        ),
         _ => true,
     }
 }
@@ -620,10 +676,10 @@ fn may_be_fraction(e: &Expr, module: usize, facts: &Facts, ints: &BTreeSet<Strin
             | "time.parse_rfc3339_ns"
             | "time.parse_duration_ns" => false,
             "abs" => params.first().is_none_or(|p| may(p)),
-            "to_number" => !params
-                .first()
-                .and_then(|p| var_name(p))
-                .is_some_and(|v| ints.contains(&digits_var(&v))),
+            "to_number" => !params.first().is_some_and(|p| {
+                digits_argument(p, module, facts)
+                    || var_name(p).is_some_and(|v| ints.contains(&digits_var(&v)))
+            }),
             _ => true,
         },
         Expr::RefDot { .. } | Expr::RefBrack { .. } => {
@@ -636,6 +692,16 @@ fn may_be_fraction(e: &Expr, module: usize, facts: &Facts, ints: &BTreeSet<Strin
         Expr::Var { .. } => !var_name(e).is_some_and(|v| ints.contains(&v)),
         _ => true,
     }
+}
+
+/// Whether `e` is an argument whose schema declares it a string of
+/// decimal digits ([`Facts::argument_digits`]).
+fn digits_argument(e: &Expr, module: usize, facts: &Facts) -> bool {
+    let path = path_of(e);
+    path.len() > 2
+        && path[0] == "input"
+        && path[1] == "arguments"
+        && facts.argument_digits(module, &path[2..])
 }
 
 /// The name of a variable, if `e` is one.
@@ -654,8 +720,8 @@ fn digits_var(name: &str) -> String {
 }
 
 /// Whether the constant regex `p` matches only strings of ASCII digits
-/// with an optional leading `-`: anchored (`^…$`), made of `[0-9]` or
-/// `\d` repeated (`+`, `*`, `?`, `{m,n}`) and an optional `-?` first.
+/// with an optional leading `-`: anchored (`^…$`), made of `[0-9]`,
+/// `[1-9]` or `\d` repeated (`+`, `*`, `?`, `{m,n}`) and an optional `-?` first.
 fn digits_only(p: &str) -> bool {
     let Some(body) = p.strip_prefix('^').and_then(|b| b.strip_suffix('$')) else {
         return false;
@@ -665,6 +731,8 @@ fn digits_only(p: &str) -> bool {
     let mut pieces = 0;
     while !rest.is_empty() {
         rest = if let Some(r) = rest.strip_prefix("[0-9]") {
+            r
+        } else if let Some(r) = rest.strip_prefix("[1-9]") {
             r
         } else if let Some(r) = rest.strip_prefix("\\d") {
             r
@@ -887,6 +955,15 @@ fn integer_locals(rule: &Rule, module: usize, facts: &Facts) -> BTreeSet<String>
         _ => false,
     };
     let mut ints: BTreeSet<String> = digits.iter().map(|v| digits_var(v)).collect();
+    // A local every binding of which is an argument declared digits.
+    for (name, bs) in &bindings {
+        if bs
+            .iter()
+            .all(|b| matches!(b, Binding::Value(e) if digits_argument(e, module, facts)))
+        {
+            ints.insert(digits_var(name));
+        }
+    }
     // The least fixed point: a local is an integer once all its bindings
     // are, given the integers found so far.
     loop {
@@ -1030,7 +1107,15 @@ pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
                         rhs,
                         span,
                         ..
-                    } if may_hold_set(lhs) && may_hold_set(rhs) => push(order_finding(span)),
+                    } if may_hold_set(lhs)
+                        && may_hold_set(rhs)
+                        // A local that holds an integer is no set.
+                        && ![lhs, rhs]
+                            .iter()
+                            .any(|x| var_name(x).is_some_and(|v| ints.contains(&v))) =>
+                    {
+                        push(order_finding(span))
+                    }
                     Expr::ArithExpr {
                         op: ArithOp::Add | ArithOp::Sub | ArithOp::Mul | ArithOp::Div,
                         lhs,
