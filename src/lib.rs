@@ -16,6 +16,7 @@ pub mod fill;
 pub mod http;
 pub mod jwt_crypto;
 pub mod metrics;
+pub mod opa_builtins;
 pub mod outbound;
 pub mod par;
 pub mod protocol;

@@ -13,7 +13,7 @@ mod builtins;
 pub mod caller_classes;
 pub mod caller_schema;
 #[cfg(test)]
-mod differential;
+pub(crate) mod differential;
 pub mod exercise;
 pub mod explain;
 pub mod generate;
@@ -22,7 +22,6 @@ pub mod meta_keys;
 pub mod native;
 #[cfg(test)]
 pub(crate) mod opa;
-mod opa_builtins;
 #[cfg(test)]
 mod opa_differential;
 pub mod policy;

@@ -61,8 +61,8 @@ use regorus::unstable::BuiltinFcn;
 
 use super::budget::{self, Estimate, Limits, Scope};
 use super::builtins::Fast;
-use super::opa_builtins::Compat;
-use super::opa_builtins::arith::{Declined, Op as Arith};
+use crate::opa_builtins::Compat;
+use crate::opa_builtins::arith::{Declined, Op as Arith};
 
 /// The lowered rules of one tool's engine, and which plan steps they answer.
 pub struct Program {
@@ -717,7 +717,7 @@ impl Eval<'_> {
                 if undefined(a) || undefined(b) {
                     return Ok(Value::Undefined);
                 }
-                match super::opa_builtins::numbers::rem(a, b) {
+                match crate::opa_builtins::numbers::rem(a, b) {
                     Some(Ok((v, regorus_agrees))) => {
                         if !regorus_agrees {
                             opa_only();
@@ -745,7 +745,7 @@ impl Eval<'_> {
                     }
                     return Ok(out);
                 }
-                match super::opa_builtins::arith::eval(*op, a, b) {
+                match crate::opa_builtins::arith::eval(*op, a, b) {
                     Ok((v, regorus_agrees)) => {
                         if !regorus_agrees {
                             opa_only();
@@ -756,12 +756,12 @@ impl Eval<'_> {
                     // regorus' answer or error is OPA's.
                     Err(Declined::Regorus) => return Err(Stop::Fallback),
                     Err(Declined::Unrepresentable(text)) => {
-                        return Err(Stop::Refused(super::opa_builtins::arith::refusal(
+                        return Err(Stop::Refused(crate::opa_builtins::arith::refusal(
                             what, &text,
                         )));
                     }
                     Err(Declined::TextUnknown(text)) => {
-                        return Err(Stop::Refused(super::opa_builtins::arith::unknown_text(
+                        return Err(Stop::Refused(crate::opa_builtins::arith::unknown_text(
                             what, &text,
                         )));
                     }

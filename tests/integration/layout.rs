@@ -48,13 +48,18 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("fence", &[]),
     // What a compiled `run:` is, below `source`, `catalog` and `exec`.
     ("run_plan", &[]),
+    // OPA v1's answers for builtins, on regorus values: pure functions.
+    ("opa_builtins", &[]),
     // Files -> source: YAML/JSON into a shape-checked model.
     ("source", &["run_plan"]),
     ("caller", &["source"]),
     ("scopes", &["caller"]),
     ("bundle", &["source"]),
     // Source -> catalog: the compiled, immutable snapshot.
-    ("catalog", &["caller", "fence", "run_plan", "source"]),
+    (
+        "catalog",
+        &["caller", "fence", "opa_builtins", "run_plan", "source"],
+    ),
     ("state", &["catalog", "source"]),
     // Around a call: filling parameters, running it, logging the decision.
     ("fill", &["catalog", "run_plan", "source"]),
@@ -133,6 +138,11 @@ pub const LEAVES: &[&str] = &[
 /// removed by the layout work of issue 34: (from, to, why it is there).
 pub const KNOWN_ARROWS: &[(&str, &str, &str)] = &[
     (
+        "opa_builtins",
+        "catalog",
+        "opa_builtins' tests against OPA evaluate policies (catalog::policy, budget, opa)",
+    ),
+    (
         "reload",
         "protocol",
         "reload/mod.rs asks protocol::wire for the listing digest that decides list_changed",
@@ -153,10 +163,16 @@ pub const KNOWN_ARROWS: &[(&str, &str, &str)] = &[
 /// modules of each, sorted, and why. A cycle found among a subset of a
 /// known one's members is known (a cycle partly broken still passes); one
 /// with a member outside it fails.
-pub const KNOWN_MODULE_CYCLES: &[(&[&str], &str)] = &[(
-    &["check", "protocol", "reload", "testing", "upstream"],
-    "reload -> check (on_load) -> testing -> protocol -> upstream -> reload, and reload -> protocol: KNOWN_ARROWS",
-)];
+pub const KNOWN_MODULE_CYCLES: &[(&[&str], &str)] = &[
+    (
+        &["check", "protocol", "reload", "testing", "upstream"],
+        "reload -> check (on_load) -> testing -> protocol -> upstream -> reload, and reload -> protocol: KNOWN_ARROWS",
+    ),
+    (
+        &["catalog", "opa_builtins"],
+        "opa_builtins' tests against OPA evaluate policies: KNOWN_ARROWS",
+    ),
+];
 
 /// Cycles between files, still to be broken (issue 34): the files of each
 /// (paths under `src/`, sorted), and why; matched as the module cycles are.
@@ -171,11 +187,11 @@ pub const KNOWN_FILE_CYCLES: &[(&[&str], &str)] = &[(
         "catalog/exercise.rs",
         "catalog/native.rs",
         "catalog/opa.rs",
-        "catalog/opa_builtins/arith.rs",
-        "catalog/opa_builtins/mod.rs",
-        "catalog/opa_builtins/numbers.rs",
-        "catalog/opa_builtins/regex.rs",
-        "catalog/opa_builtins/sprintf.rs",
+        "opa_builtins/arith.rs",
+        "opa_builtins/mod.rs",
+        "opa_builtins/numbers.rs",
+        "opa_builtins/regex.rs",
+        "opa_builtins/sprintf.rs",
         "catalog/policy.rs",
         "catalog/proof.rs",
         "catalog/rego/claims.rs",

@@ -820,7 +820,7 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                     // of compiles.
                     if f == ["regex", "match"]
                         && let (Some(p), Some(c)) = (const_string(&params[0]), derived(&params[1]))
-                        && let Ok(re) = crate::catalog::opa_builtins::regex::compile(&p)
+                        && let Ok(re) = crate::opa_builtins::regex::compile(&p)
                     {
                         let text = full_text(e);
                         push(out, c, Test::Regex(p, re), false, e, text);

@@ -45,8 +45,8 @@ use crate::catalog::builtins::Fast;
 use crate::catalog::native::{
     self, Body, Builtin, Cmp, Collect, Def, Kind, Program, Rule as NRule, Stmt, Term,
 };
-use crate::catalog::opa_builtins;
-use crate::catalog::opa_builtins::arith::Op as Arith;
+use crate::opa_builtins;
+use crate::opa_builtins::arith::Op as Arith;
 
 /// Builtins whose answer is not a function of their arguments, or that
 /// need the interpreter: never lowered.

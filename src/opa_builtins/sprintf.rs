@@ -1262,10 +1262,10 @@ pub(super) fn format_values(format: &str, values: &[Value]) -> Out<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::budget::{self, Limits};
-    use super::super::super::differential::Rng;
-    use super::super::super::opa::{Answer, Oracle, SKIPPED};
-    use super::super::super::policy;
+    use crate::catalog::budget::{self, Limits};
+    use crate::catalog::differential::Rng;
+    use crate::catalog::opa::{Answer, Oracle, SKIPPED};
+    use crate::catalog::policy;
     use serde_json::{Value as Json, json};
 
     /// Generated calls compared with OPA.

@@ -228,10 +228,10 @@ pub(super) fn of(name: &str) -> Option<Compat> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::budget::{self, Limits};
-    use super::super::differential::Rng;
-    use super::super::opa::{Answer, Oracle, SKIPPED, same};
-    use super::super::policy;
+    use crate::catalog::budget::{self, Limits};
+    use crate::catalog::differential::Rng;
+    use crate::catalog::opa::{Answer, Oracle, SKIPPED, same};
+    use crate::catalog::policy;
     use serde_json::{Value as Json, json};
 
     /// Generated argument tuples per builtin.

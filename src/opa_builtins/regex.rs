@@ -764,7 +764,7 @@ mod tests {
 /// regent refuse.
 #[cfg(test)]
 mod against_opa {
-    use super::super::super::opa::{Answer, Oracle, SKIPPED};
+    use crate::catalog::opa::{Answer, Oracle, SKIPPED};
     use serde_json::json;
 
     #[test]
