@@ -13,7 +13,7 @@ mod builtins;
 pub mod caller_classes;
 pub mod caller_schema;
 #[cfg(test)]
-pub(crate) mod differential;
+mod differential;
 pub mod exercise;
 pub mod explain;
 pub mod generate;
@@ -22,6 +22,8 @@ pub mod meta_keys;
 pub mod native;
 #[cfg(test)]
 pub(crate) mod opa;
+#[cfg(test)]
+mod opa_builtins_differential;
 #[cfg(test)]
 mod opa_differential;
 pub mod policy;
