@@ -1058,14 +1058,14 @@ fn reserved_meta(
     diags: &mut Vec<Diagnostic>,
 ) {
     for key in meta.into_iter().flat_map(|m| m.keys()) {
-        if let Some(whose) = super::meta_keys::reserved(key) {
+        if let Some(whose) = crate::meta_keys::reserved(key) {
             diags.push(
                 Diagnostic::error(
                     "reserved-meta-key",
                     file.locate(&at.key(key)),
                     format!("meta of `{tool}` sets `{key}`, a key of {whose} `_meta`"),
                 )
-                .with_help(super::meta_keys::HELP),
+                .with_help(crate::meta_keys::HELP),
             );
         }
     }

@@ -39,7 +39,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::rego::partition::{self, Uses};
+use super::partition::{self, Uses};
 use super::rego::{self};
 use super::{Catalog, Tool, proof, schema};
 use crate::caller::{Caller, LOCAL_ISSUER};

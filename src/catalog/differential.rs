@@ -116,7 +116,7 @@ impl Seeds {
         let mut cache = self.patterns.borrow_mut();
         let pool = cache
             .entry(pattern.to_string())
-            .or_insert_with(|| schema::pattern_strings(pattern, 16, 32));
+            .or_insert_with(|| crate::regex_samples::pattern_strings(pattern, 16, 32));
         if pool.is_empty() {
             return None;
         }

@@ -18,7 +18,7 @@ pub mod exercise;
 pub mod explain;
 pub mod generate;
 pub mod hints;
-pub mod meta_keys;
+pub mod literal;
 pub mod native;
 #[cfg(test)]
 pub(crate) mod opa;
@@ -26,6 +26,7 @@ pub(crate) mod opa;
 mod opa_builtins_differential;
 #[cfg(test)]
 mod opa_differential;
+pub mod partition;
 pub mod policy;
 pub mod proof;
 pub mod rego;

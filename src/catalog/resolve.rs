@@ -510,7 +510,7 @@ fn apply_policy(
         Some(Value::Object(m)) => {
             if let Some((key, whose)) = m
                 .keys()
-                .find_map(|k| super::meta_keys::reserved(k).map(|w| (k, w)))
+                .find_map(|k| crate::meta_keys::reserved(k).map(|w| (k, w)))
             {
                 return Err(policy_error(
                     tool,

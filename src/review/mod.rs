@@ -494,7 +494,7 @@ fn class_of(proof: &Proof, args: &Value) -> Option<Class> {
 }
 
 /// Which of the partition's predicates `s` meets.
-fn signature(p: &rego::partition::Partition, s: &str) -> Vec<bool> {
+fn signature(p: &crate::catalog::partition::Partition, s: &str) -> Vec<bool> {
     let x = p.fold.apply(s);
     p.equals
         .iter()

@@ -50,6 +50,10 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("run_plan", &[]),
     // OPA v1's answers for builtins, on regorus values: pure functions.
     ("opa_builtins", &[]),
+    // Which `_meta` keys a catalog may set (its YAML, a policy's literals).
+    ("meta_keys", &[]),
+    // Strings a regular expression matches, for the analyses' samples.
+    ("regex_samples", &[]),
     // Files -> source: YAML/JSON into a shape-checked model.
     ("source", &["run_plan"]),
     ("caller", &["source"]),
@@ -58,7 +62,15 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     // Source -> catalog: the compiled, immutable snapshot.
     (
         "catalog",
-        &["caller", "fence", "opa_builtins", "run_plan", "source"],
+        &[
+            "caller",
+            "fence",
+            "meta_keys",
+            "opa_builtins",
+            "regex_samples",
+            "run_plan",
+            "source",
+        ],
     ),
     ("state", &["catalog", "source"]),
     // Around a call: filling parameters, running it, logging the decision.
@@ -184,7 +196,7 @@ pub const KNOWN_FILE_CYCLES: &[(&[&str], &str)] = &[(
         "catalog/policy.rs",
         "catalog/proof.rs",
         "catalog/rego/claims.rs",
-        "catalog/rego/literal.rs",
+        "catalog/literal.rs",
         "catalog/rego/lower.rs",
         "catalog/rego/mod.rs",
         "catalog/rego/portability.rs",

@@ -37,9 +37,7 @@ pub mod coverage;
 pub mod identity;
 pub mod input_sized;
 pub mod lint;
-pub mod literal;
 pub(super) mod lower;
-pub mod partition;
 pub mod portability;
 pub mod reach;
 pub mod reads;
@@ -162,9 +160,7 @@ pub(super) fn span_location(span: &Span) -> Location {
     let col = text
         .lines()
         .nth(line.saturating_sub(1))
-        .map_or(span.col as usize, |l| {
-            super::policy::char_column(l, span.col as usize)
-        });
+        .map_or(span.col as usize, |l| char_column(l, span.col as usize));
     Location::new(span.source.file().to_string(), line, col)
 }
 
@@ -276,6 +272,19 @@ pub fn rule_defs(modules: &[PolicyModule]) -> Vec<RuleDef> {
         }
     }
     out
+}
+
+/// regorus counts a tab as four columns; diagnostics count characters.
+/// Converts a regorus column on `line` to a 1-based character column.
+pub fn char_column(line: &str, regorus_col: usize) -> usize {
+    let mut width = 1;
+    for (i, c) in line.chars().enumerate() {
+        if width >= regorus_col {
+            return i + 1;
+        }
+        width += if c == '\t' { 4 } else { 1 };
+    }
+    line.chars().count() + 1
 }
 
 #[cfg(test)]

@@ -46,10 +46,10 @@ use std::collections::BTreeMap;
 use regorus::unstable::{AssignOp, BoolOp, Expr, Literal, Rule, RuleHead};
 use serde_json::{Value, json};
 
-use super::reads::hint_rules;
-use super::visit::walk_rule;
-use super::{PolicyModule, const_string, path_of};
-use crate::catalog::Tool;
+use super::Tool;
+use crate::catalog::rego::reads::hint_rules;
+use crate::catalog::rego::visit::walk_rule;
+use crate::catalog::rego::{PolicyModule, const_string, path_of};
 use crate::diag::Location;
 
 /// The builtins a derivation may go through, as the messages say it.
@@ -243,7 +243,7 @@ impl Test {
             }
             // Strings generated from the pattern (JSON Schema's reading of
             // it; whether OPA's matches is checked forward).
-            Test::Regex(p, _) => crate::catalog::schema::pattern_strings(p, 16, REGEX_SAMPLES),
+            Test::Regex(p, _) => crate::regex_samples::pattern_strings(p, 16, REGEX_SAMPLES),
         };
         out.extend([fs.clone(), format!("{fs}{fs}"), String::new()]);
         out
@@ -915,7 +915,7 @@ fn use_text(
             }
             let mut direct = false;
             let mut depth = 0;
-            super::visit::walk_expr(parent, &mut |c| {
+            crate::catalog::rego::visit::walk_expr(parent, &mut |c| {
                 depth += 1;
                 if depth > 1 && std::ptr::eq(c, target) {
                     direct = true;

@@ -77,10 +77,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use regorus::unstable::{AssignOp, BoolOp, Expr, Rule, RuleHead};
 use serde_json::{Map, Value, json};
 
-use super::reads::hint_rules;
-use super::visit::{ref_indexes, walk_expr, walk_rule};
-use super::{PolicyModule, const_string, path_of, span_location};
-use crate::catalog::{Tool, schema};
+use super::{Tool, schema};
+use crate::catalog::rego::reads::hint_rules;
+use crate::catalog::rego::visit::{ref_indexes, walk_expr, walk_rule};
+use crate::catalog::rego::{PolicyModule, const_string, path_of, span_location};
 use crate::diag::Location;
 
 /// The most contains-literals one argument may have (2^n subsets).
@@ -866,7 +866,7 @@ fn partition_in(
                     .get("maxLength")
                     .and_then(Value::as_u64)
                     .map_or(usize::MAX, |m| m as usize);
-                schema::pattern_strings(p, max, PATTERN_SAMPLES)
+                crate::regex_samples::pattern_strings(p, max, PATTERN_SAMPLES)
             })
             .unwrap_or_default(),
     };
