@@ -22,6 +22,7 @@ pub mod outbound;
 pub mod par;
 pub mod protocol;
 pub mod regex_samples;
+pub mod rego;
 pub mod reload;
 pub mod review;
 pub mod run_plan;

@@ -6,16 +6,16 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::Value;
 
 use super::budget::Limits;
-use super::generate;
 use super::hints::Hints;
 use super::policy::{self, EnginePool, Step};
-use super::rego;
 use super::resolvers;
 use super::run;
 use super::schema;
 use super::schema_keywords;
 use super::{BuildOptions, Catalog, Field, Rule, Tool};
 use crate::diag::{Diagnostic, Diagnostics, Location};
+use crate::rego;
+use crate::rego::generate;
 use crate::source::{FileKind, Source, ToolDecl, ToolSource, YamlPath};
 
 /// A policy file with the package it declares.

@@ -40,10 +40,10 @@
 use serde_json::{Map, Value, json};
 
 use super::partition::{self, Uses};
-use super::rego::{self};
 use super::{Catalog, Tool, proof, schema};
 use crate::caller::{Caller, LOCAL_ISSUER};
 use crate::diag::Location;
+use crate::rego::{self};
 
 /// The most possible members of an array claim whose member sets are
 /// enumerated (2^6 = 64 sets).

@@ -47,10 +47,10 @@ use regorus::unstable::{AssignOp, BoolOp, Expr, Literal, Rule, RuleHead};
 use serde_json::{Value, json};
 
 use super::Tool;
-use crate::catalog::rego::reads::hint_rules;
-use crate::catalog::rego::visit::walk_rule;
-use crate::catalog::rego::{PolicyModule, const_string, path_of};
 use crate::diag::Location;
+use crate::rego::reads::hint_rules;
+use crate::rego::visit::walk_rule;
+use crate::rego::{PolicyModule, const_string, path_of};
 
 /// The builtins a derivation may go through, as the messages say it.
 const FOLLOWED: &str = "lower, upper, trim*, split(…)[i], substring, concat and sprintf";
@@ -915,7 +915,7 @@ fn use_text(
             }
             let mut direct = false;
             let mut depth = 0;
-            crate::catalog::rego::visit::walk_expr(parent, &mut |c| {
+            crate::rego::visit::walk_expr(parent, &mut |c| {
                 depth += 1;
                 if depth > 1 && std::ptr::eq(c, target) {
                     direct = true;
@@ -1195,7 +1195,7 @@ mod tests {
     fn uses_of(text: &str) -> BTreeMap<String, Uses> {
         let mut e = regorus::Engine::new();
         e.add_policy("p.rego".into(), text.into()).unwrap();
-        let modules = crate::catalog::rego::modules(&mut e);
+        let modules = crate::rego::modules(&mut e);
         let mut out = BTreeMap::new();
         rego_uses(&modules, Some("t"), &mut out);
         out

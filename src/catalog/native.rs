@@ -1641,7 +1641,7 @@ known if lower(input.arguments.who) in names
         )
         .unwrap();
         let program =
-            crate::catalog::rego::lower::program(&mut e, ["data.p.names", "data.p.mine"], limits)
+            crate::catalog::lower::program(&mut e, ["data.p.names", "data.p.mine"], limits)
                 .unwrap();
         let value =
             |path: &str| &program.rules[program.entry(path).unwrap()].defs[0].bodies[0].value;
@@ -1667,7 +1667,7 @@ known if lower(input.arguments.who) in names
         )
         .unwrap();
         let program =
-            crate::catalog::rego::lower::program(&mut e, ["data.p.r", "data.p.s"], limits).unwrap();
+            crate::catalog::lower::program(&mut e, ["data.p.r", "data.p.s"], limits).unwrap();
         // `input.a`, `input.a.b`, `input.a.c`, `r.d`.
         assert_eq!(program.paths.len(), 4);
     }

@@ -78,10 +78,10 @@ use regorus::unstable::{AssignOp, BoolOp, Expr, Rule, RuleHead};
 use serde_json::{Map, Value, json};
 
 use super::{Tool, schema};
-use crate::catalog::rego::reads::hint_rules;
-use crate::catalog::rego::visit::{ref_indexes, walk_expr, walk_rule};
-use crate::catalog::rego::{PolicyModule, const_string, path_of, span_location};
 use crate::diag::Location;
+use crate::rego::reads::hint_rules;
+use crate::rego::visit::{ref_indexes, walk_expr, walk_rule};
+use crate::rego::{PolicyModule, const_string, path_of, span_location};
 
 /// The most contains-literals one argument may have (2^n subsets).
 const MAX_CONTAINS: usize = 6;
@@ -1138,7 +1138,7 @@ mod tests {
     fn uses_of(text: &str, package: &str) -> BTreeMap<String, Uses> {
         let mut e = regorus::Engine::new();
         e.add_policy("p.rego".into(), text.into()).unwrap();
-        let modules = crate::catalog::rego::modules(&mut e);
+        let modules = crate::rego::modules(&mut e);
         let mut out = BTreeMap::new();
         rego_uses(&modules, Some(package), Root::Arguments, &mut out);
         out

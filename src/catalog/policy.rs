@@ -128,7 +128,7 @@ impl EnginePool {
             .filter(|s| !s.by_query)
             .map(|s| s.path.as_str());
         if let Some(template) = &mut self.template {
-            self.native = super::rego::lower::program(template, paths, self.limits);
+            self.native = super::lower::program(template, paths, self.limits);
         }
         self
     }
@@ -555,7 +555,7 @@ pub fn find_location(text: &str) -> Option<Location> {
     let col = rest
         .lines()
         .find_map(|l| l.trim_start().strip_prefix(&prefix))
-        .map_or(col, |src| crate::catalog::rego::char_column(src, col));
+        .map_or(col, |src| crate::rego::char_column(src, col));
     Some(Location::new(file, line, col))
 }
 

@@ -21,11 +21,11 @@ use super::caller_classes::{self, CallerClasses};
 use super::hints::{Hint, Hints};
 use super::literal::{self, Reach};
 use super::partition::{self, Partition};
-use super::rego::{self, ArgumentReads};
 use super::resolve::{Origin, ResolveError};
 use super::{Catalog, Tool, schema};
 use crate::caller::Caller;
 use crate::diag::Location;
+use crate::rego::{self, ArgumentReads};
 
 /// The most combinations a proof evaluates.
 pub const LIMIT: usize = 10_000;

@@ -9,12 +9,12 @@
 
 use serde_json::{Map, Value};
 
-use super::generate::CONTRACT_RULES;
 use super::hints::{Hint, Hints};
 use super::policy;
 use super::schema::{self, ArgError};
 use super::{Catalog, Field, Tool};
 use crate::caller::Caller;
+use crate::rego::generate::CONTRACT_RULES;
 
 /// Which layer set a field, for error messages and `--explain`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

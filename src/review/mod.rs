@@ -30,9 +30,10 @@ use crate::catalog::explain::{self, Producer};
 use crate::catalog::hints::{Hint, Hints};
 use crate::catalog::proof::{self, Outcome, Proof};
 use crate::catalog::visibility::Verdict;
-use crate::catalog::{Catalog, ResolveError, Tool, rego};
+use crate::catalog::{Catalog, ResolveError, Tool};
 use crate::check::Checked;
 use crate::diag::Severity;
+use crate::rego;
 
 /// The most rows one tool's table holds; the rest are counted
 /// ([`ToolTable::omitted`]). The proof may enumerate up to

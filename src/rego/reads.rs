@@ -121,8 +121,8 @@ const NOT_HINTS: &[&str] = &[
     "confirm",
     "meta",
     "security_schemes",
-    crate::catalog::generate::VISIBLE_RULE,
-    crate::catalog::generate::UPSTREAM_REQUEST_RULE,
+    crate::rego::generate::VISIBLE_RULE,
+    crate::rego::generate::UPSTREAM_REQUEST_RULE,
 ];
 
 /// Which tool arguments can change the annotations of the tool whose policy
