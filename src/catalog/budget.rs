@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use regorus::Value;
 use regorus::unstable::{BUILTINS, Expr, Ref, Source, Span};
 
-use super::opa_builtins::{Compat, TABLE};
+use crate::opa_builtins::{Compat, TABLE};
 
 /// The default memory budget of one evaluation, in MiB.
 pub const DEFAULT_POLICY_MEMORY_MB: u64 = 64;
@@ -485,9 +485,9 @@ static PLACEHOLDER: LazyLock<(Span, Vec<Ref<Expr>>)> = LazyLock::new(|| {
 /// One path for the guards regorus calls and the calls of `super::native`,
 /// which may pass a `fast` answer (`super::builtins`): it runs after the
 /// charge, so both paths spend the same budget. Then OPA's answer where
-/// regorus' differs (`compat`, from [`super::opa_builtins::of`]), and
+/// regorus' differs (`compat`, from [`crate::opa_builtins::of`]), and
 /// regorus' builtin whenever both decline.
-pub(super) fn call(
+pub(crate) fn call(
     name: &str,
     fcn: regorus::unstable::BuiltinFcn,
     estimate: Option<Estimate>,
@@ -511,14 +511,14 @@ pub(super) fn call(
 }
 
 /// The estimate of a size-driving builtin; `None` for one that is not guarded.
-pub(super) fn estimate_of(name: &str) -> Option<Estimate> {
+pub(crate) fn estimate_of(name: &str) -> Option<Estimate> {
     GUARDED.iter().find(|(n, _)| *n == name).map(|(_, e)| *e)
 }
 
 /// Installs the guards on `engine`: each size-driving builtin becomes an
 /// extension that charges its output's size before calling regorus' own,
 /// and each builtin whose regorus answer differs from OPA's one that
-/// answers as OPA ([`super::opa_builtins`]).
+/// answers as OPA ([`crate::opa_builtins`]).
 pub fn install(engine: &mut regorus::Engine, limits: Limits) -> anyhow::Result<()> {
     let guarded = GUARDED.iter().map(|&(n, _)| n);
     let compat = TABLE.iter().map(|&(n, _)| n);
@@ -531,7 +531,7 @@ pub fn install(engine: &mut regorus::Engine, limits: Limits) -> anyhow::Result<(
             continue;
         };
         let estimate = estimate_of(name);
-        let compat = super::opa_builtins::of(name);
+        let compat = crate::opa_builtins::of(name);
         // Arguments of the wrong types are charged nothing, but the time
         // limit is still checked.
         let guard = move |args: Vec<Value>| -> anyhow::Result<Value> {

@@ -6,16 +6,16 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::Value;
 
 use super::budget::Limits;
-use super::generate;
 use super::hints::Hints;
 use super::policy::{self, EnginePool, Step};
-use super::rego;
 use super::resolvers;
 use super::run;
 use super::schema;
 use super::schema_keywords;
 use super::{BuildOptions, Catalog, Field, Rule, Tool};
 use crate::diag::{Diagnostic, Diagnostics, Location};
+use crate::rego;
+use crate::rego::generate;
 use crate::source::{FileKind, Source, ToolDecl, ToolSource, YamlPath};
 
 /// A policy file with the package it declares.
@@ -1058,14 +1058,14 @@ fn reserved_meta(
     diags: &mut Vec<Diagnostic>,
 ) {
     for key in meta.into_iter().flat_map(|m| m.keys()) {
-        if let Some(whose) = super::meta_keys::reserved(key) {
+        if let Some(whose) = crate::meta_keys::reserved(key) {
             diags.push(
                 Diagnostic::error(
                     "reserved-meta-key",
                     file.locate(&at.key(key)),
                     format!("meta of `{tool}` sets `{key}`, a key of {whose} `_meta`"),
                 )
-                .with_help(super::meta_keys::HELP),
+                .with_help(crate::meta_keys::HELP),
             );
         }
     }

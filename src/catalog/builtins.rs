@@ -28,7 +28,7 @@
 use regex::Regex;
 use regorus::Value;
 
-use super::opa_builtins::glob::Glob;
+use crate::opa_builtins::glob::Glob;
 
 /// A builtin call answered here when its arguments allow.
 #[derive(Debug)]
@@ -77,7 +77,7 @@ impl Fast {
             // Go's syntax, translated (`opa_builtins::regex`); a pattern
             // refused there is not compiled here, and each call raises the
             // refusal.
-            "regex.match" => super::opa_builtins::regex::compile(constant()?)
+            "regex.match" => crate::opa_builtins::regex::compile(constant()?)
                 .ok()
                 .map(Fast::RegexMatch),
             // A pattern OPA refuses is not compiled here: each call raises
@@ -264,7 +264,7 @@ mod tests {
     /// policy's: OPA's where `opa_builtins` has it, regorus' otherwise.
     fn regorus(name: &str, args: &[Value]) -> Option<Value> {
         let (&key, &fcn) = regorus::unstable::BUILTINS.get_key_value(name).unwrap();
-        let compat = crate::catalog::opa_builtins::of(name);
+        let compat = crate::opa_builtins::of(name);
         budget::call(key, fcn, None, compat, args, &Limits::default(), |_| None).ok()
     }
 

@@ -39,11 +39,11 @@
 
 use serde_json::{Map, Value, json};
 
-use super::rego::partition::{self, Uses};
-use super::rego::{self};
+use super::partition::{self, Uses};
 use super::{Catalog, Tool, proof, schema};
 use crate::caller::{Caller, LOCAL_ISSUER};
 use crate::diag::Location;
+use crate::rego::{self};
 
 /// The most possible members of an array claim whose member sets are
 /// enumerated (2^6 = 64 sets).

@@ -42,7 +42,7 @@ const PIECES: &[&str] = &[
 
 /// splitmix64: small, deterministic, and good enough to pick from lists
 /// (also `builtins`' generated test).
-pub(super) struct Rng(pub(super) u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -54,16 +54,16 @@ impl Rng {
     }
 
     /// Uniform in `0..n` (`n > 0`).
-    pub(super) fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 
     /// True once in `n` times.
-    pub(super) fn one_in(&mut self, n: usize) -> bool {
+    pub(crate) fn one_in(&mut self, n: usize) -> bool {
         self.below(n) == 0
     }
 
-    pub(super) fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+    pub(crate) fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
         &xs[self.below(xs.len())]
     }
 }
@@ -116,7 +116,7 @@ impl Seeds {
         let mut cache = self.patterns.borrow_mut();
         let pool = cache
             .entry(pattern.to_string())
-            .or_insert_with(|| schema::pattern_strings(pattern, 16, 32));
+            .or_insert_with(|| crate::regex_samples::pattern_strings(pattern, 16, 32));
         if pool.is_empty() {
             return None;
         }

@@ -16,13 +16,13 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::generate;
+use crate::rego::generate;
 
 /// Stands for the tool's whole decision (its evaluation plan) in the rule list.
 const DECISION: &str = "<decision>";
-use super::rego::{self, RuleKind};
 use super::{Tool, policy, proof, schema};
 use crate::diag::Diagnostic;
+use crate::rego::{self, RuleKind};
 
 /// The most rule evaluations one tool gets.
 pub const BUDGET: usize = 20_000;

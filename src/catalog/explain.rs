@@ -15,13 +15,13 @@
 
 use serde_json::{Map, Value};
 
-use super::generate;
 use super::hints::Hint;
-use super::rego::{self, RuleKind};
 use super::resolve::{Origin, Resolution};
 use super::{Tool, policy};
 use crate::caller::Caller;
 use crate::diag::Location;
+use crate::rego::generate;
+use crate::rego::{self, RuleKind};
 
 /// Which layer produced a field.
 #[derive(Debug, Clone, PartialEq)]

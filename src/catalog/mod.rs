@@ -1,7 +1,8 @@
 //! The compiled catalog: an immutable snapshot of every tool, its validator
 //! and its warm policy engines, built from a [`Source`](crate::source::Source).
 //!
-//! This is the only layer that knows regorus and jsonschema. It knows nothing
+//! With `rego` (Rego as syntax) below it, this is the only layer that knows
+//! regorus; the only one that knows jsonschema. It knows nothing
 //! of MCP wire types: `protocol` turns what it returns into JSON-RPC. A
 //! `Catalog` is never changed after it is built; reload builds a new one and
 //! swaps the `Arc` (see `state`), so a request that holds one sees one
@@ -16,18 +17,19 @@ pub mod caller_schema;
 mod differential;
 pub mod exercise;
 pub mod explain;
-pub mod generate;
 pub mod hints;
-pub mod meta_keys;
+pub mod literal;
+pub(crate) mod lower;
 pub mod native;
 #[cfg(test)]
 pub(crate) mod opa;
-mod opa_builtins;
+#[cfg(test)]
+mod opa_builtins_differential;
 #[cfg(test)]
 mod opa_differential;
+pub mod partition;
 pub mod policy;
 pub mod proof;
-pub mod rego;
 pub mod rego_test;
 mod resolve;
 pub mod resolvers;
@@ -42,6 +44,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use crate::diag::{Diagnostic, Location};
+use crate::rego;
 pub use build::{build, build_partial};
 pub use caller_schema::{CallerInvalid, CallerSchema};
 pub use hints::{Hint, Hints};

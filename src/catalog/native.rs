@@ -61,8 +61,8 @@ use regorus::unstable::BuiltinFcn;
 
 use super::budget::{self, Estimate, Limits, Scope};
 use super::builtins::Fast;
-use super::opa_builtins::Compat;
-use super::opa_builtins::arith::{Declined, Op as Arith};
+use crate::opa_builtins::Compat;
+use crate::opa_builtins::arith::{Declined, Op as Arith};
 
 /// The lowered rules of one tool's engine, and which plan steps they answer.
 pub struct Program {
@@ -717,7 +717,7 @@ impl Eval<'_> {
                 if undefined(a) || undefined(b) {
                     return Ok(Value::Undefined);
                 }
-                match super::opa_builtins::numbers::rem(a, b) {
+                match crate::opa_builtins::numbers::rem(a, b) {
                     Some(Ok((v, regorus_agrees))) => {
                         if !regorus_agrees {
                             opa_only();
@@ -745,7 +745,7 @@ impl Eval<'_> {
                     }
                     return Ok(out);
                 }
-                match super::opa_builtins::arith::eval(*op, a, b) {
+                match crate::opa_builtins::arith::eval(*op, a, b) {
                     Ok((v, regorus_agrees)) => {
                         if !regorus_agrees {
                             opa_only();
@@ -756,12 +756,12 @@ impl Eval<'_> {
                     // regorus' answer or error is OPA's.
                     Err(Declined::Regorus) => return Err(Stop::Fallback),
                     Err(Declined::Unrepresentable(text)) => {
-                        return Err(Stop::Refused(super::opa_builtins::arith::refusal(
+                        return Err(Stop::Refused(crate::opa_builtins::arith::refusal(
                             what, &text,
                         )));
                     }
                     Err(Declined::TextUnknown(text)) => {
-                        return Err(Stop::Refused(super::opa_builtins::arith::unknown_text(
+                        return Err(Stop::Refused(crate::opa_builtins::arith::unknown_text(
                             what, &text,
                         )));
                     }
@@ -1641,7 +1641,7 @@ known if lower(input.arguments.who) in names
         )
         .unwrap();
         let program =
-            crate::catalog::rego::lower::program(&mut e, ["data.p.names", "data.p.mine"], limits)
+            crate::catalog::lower::program(&mut e, ["data.p.names", "data.p.mine"], limits)
                 .unwrap();
         let value =
             |path: &str| &program.rules[program.entry(path).unwrap()].defs[0].bodies[0].value;
@@ -1667,7 +1667,7 @@ known if lower(input.arguments.who) in names
         )
         .unwrap();
         let program =
-            crate::catalog::rego::lower::program(&mut e, ["data.p.r", "data.p.s"], limits).unwrap();
+            crate::catalog::lower::program(&mut e, ["data.p.r", "data.p.s"], limits).unwrap();
         // `input.a`, `input.a.b`, `input.a.c`, `r.d`.
         assert_eq!(program.paths.len(), 4);
     }

@@ -116,7 +116,7 @@ impl Oracle {
         struct Canonical;
         impl serde_json::ser::Formatter for Canonical {
             fn write_f64<W: ?Sized + Write>(&mut self, w: &mut W, v: f64) -> std::io::Result<()> {
-                w.write_all(super::opa_builtins::arith::double_text(v).as_bytes())
+                w.write_all(crate::opa_builtins::arith::double_text(v).as_bytes())
             }
         }
         let mut text = Vec::new();

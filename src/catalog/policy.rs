@@ -129,7 +129,7 @@ impl EnginePool {
             .filter(|s| !s.by_query)
             .map(|s| s.path.as_str());
         if let Some(template) = &mut self.template {
-            self.native = super::rego::lower::program(template, paths, self.limits);
+            self.native = super::lower::program(template, paths, self.limits);
         }
         self
     }
@@ -609,21 +609,8 @@ pub fn find_location(text: &str) -> Option<Location> {
     let col = rest
         .lines()
         .find_map(|l| l.trim_start().strip_prefix(&prefix))
-        .map_or(col, |src| char_column(src, col));
+        .map_or(col, |src| crate::rego::char_column(src, col));
     Some(Location::new(file, line, col))
-}
-
-/// regorus counts a tab as four columns; diagnostics count characters.
-/// Converts a regorus column on `line` to a 1-based character column.
-pub fn char_column(line: &str, regorus_col: usize) -> usize {
-    let mut width = 1;
-    for (i, c) in line.chars().enumerate() {
-        if width >= regorus_col {
-            return i + 1;
-        }
-        width += if c == '\t' { 4 } else { 1 };
-    }
-    line.chars().count() + 1
 }
 
 /// regorus errors span several lines (location, source, caret, message); keep

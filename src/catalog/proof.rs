@@ -19,13 +19,13 @@ use serde_json::{Map, Value};
 
 use super::caller_classes::{self, CallerClasses};
 use super::hints::{Hint, Hints};
-use super::rego::literal::{self, Reach};
-use super::rego::partition::{self, Partition};
-use super::rego::{self, ArgumentReads};
+use super::literal::{self, Reach};
+use super::partition::{self, Partition};
 use super::resolve::{Origin, ResolveError};
 use super::{Catalog, Tool, schema};
 use crate::caller::Caller;
 use crate::diag::Location;
+use crate::rego::{self, ArgumentReads};
 
 /// The most combinations a proof evaluates.
 pub const LIMIT: usize = 10_000;
@@ -602,7 +602,11 @@ pub fn prove(catalog: &Catalog, tool: &Tool) -> Proof {
                     .get("maxLength")
                     .and_then(Value::as_u64)
                     .map_or(usize::MAX, |m| m as usize);
-                Some(schema::pattern_strings(p, max, PATTERN_SAMPLES))
+                Some(crate::regex_samples::pattern_strings(
+                    p,
+                    max,
+                    PATTERN_SAMPLES,
+                ))
             })
             .unwrap_or_default();
         let r = literal::reach(

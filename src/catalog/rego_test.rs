@@ -13,9 +13,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::budget::{Limits, Scope};
-use super::rego::{self, RuleKind};
 use super::{Tool, policy};
 use crate::diag::{Diagnostic, Location};
+use crate::rego::{self, RuleKind};
 use crate::source::{FileKind, Source};
 
 /// How one Rego test went.
@@ -77,7 +77,7 @@ pub fn run_tests(
         if d.kind != RuleKind::Complete || d.path.len() != 1 || !d.name().starts_with("test_") {
             continue;
         }
-        let path = super::generate::rule_ref(&d.package, d.name());
+        let path = crate::rego::generate::rule_ref(&d.package, d.name());
         if !seen.insert(path.clone()) || !selected(&path) {
             continue;
         }

@@ -9,12 +9,12 @@
 
 use serde_json::{Map, Value};
 
-use super::generate::CONTRACT_RULES;
 use super::hints::{Hint, Hints};
 use super::policy;
 use super::schema::{self, ArgError};
 use super::{Catalog, Field, Tool};
 use crate::caller::Caller;
+use crate::rego::generate::CONTRACT_RULES;
 
 /// Which layer set a field, for error messages and `--explain`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -510,7 +510,7 @@ fn apply_policy(
         Some(Value::Object(m)) => {
             if let Some((key, whose)) = m
                 .keys()
-                .find_map(|k| super::meta_keys::reserved(k).map(|w| (k, w)))
+                .find_map(|k| crate::meta_keys::reserved(k).map(|w| (k, w)))
             {
                 return Err(policy_error(
                     tool,

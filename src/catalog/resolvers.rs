@@ -331,7 +331,7 @@ fn source(
         let reference = if rule.starts_with("data.") {
             rule.clone()
         } else if let Some(pkg) = &decl.policy {
-            super::generate::rule_ref(pkg, rule)
+            crate::rego::generate::rule_ref(pkg, rule)
         } else {
             diags.push(
                 Diagnostic::error(

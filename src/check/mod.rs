@@ -21,8 +21,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use crate::catalog::proof::{self, Outcome, Proof};
-use crate::catalog::{self, BuildOptions, Catalog, Tool, exercise, policy, rego};
+use crate::catalog::{self, BuildOptions, Catalog, Tool, exercise, policy};
 use crate::diag::{self, Diagnostic};
+use crate::rego;
 use crate::source::{FileKind, Source, files};
 use proof_diag::{counterexample, failure, proof_diagnostics};
 

@@ -17,8 +17,9 @@ use crate::catalog::explain::{self, Producer};
 use crate::catalog::hints::Hint;
 use crate::catalog::proof::{self, Outcome, Proof};
 use crate::catalog::visibility::Verdict;
-use crate::catalog::{Catalog, ResolveError, Tool, rego};
+use crate::catalog::{Catalog, ResolveError, Tool};
 use crate::check::Checked;
+use crate::rego;
 
 /// Builds the review of what `checked` holds. `callers` are the caller
 /// classes besides "no caller" (the catalog's test-case callers, or a
@@ -265,7 +266,7 @@ fn class_of(proof: &Proof, args: &Value) -> Option<Class> {
 }
 
 /// Which of the partition's predicates `s` meets.
-fn signature(p: &rego::partition::Partition, s: &str) -> Vec<bool> {
+fn signature(p: &crate::catalog::partition::Partition, s: &str) -> Vec<bool> {
     let x = p.fold.apply(s);
     p.equals
         .iter()

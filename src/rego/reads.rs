@@ -8,7 +8,7 @@
 //! annotations. [`argument_literals`] collects the literals the proof's
 //! sampling tries. Whether reads are bounded by the schema, and how values
 //! are chosen, is the proof's job (`catalog/proof`); how a string argument
-//! is partitioned is [`super::partition`]'s.
+//! is partitioned is `catalog::partition`'s.
 
 use std::collections::BTreeMap;
 
@@ -121,8 +121,8 @@ const NOT_HINTS: &[&str] = &[
     "confirm",
     "meta",
     "security_schemes",
-    crate::catalog::generate::VISIBLE_RULE,
-    crate::catalog::generate::UPSTREAM_REQUEST_RULE,
+    crate::rego::generate::VISIBLE_RULE,
+    crate::rego::generate::UPSTREAM_REQUEST_RULE,
 ];
 
 /// Which tool arguments can change the annotations of the tool whose policy
@@ -249,7 +249,7 @@ fn caller_paths(e: &Expr, conditions: &[*const Expr], out: &mut CallerReads) -> 
 /// [`NOT_HINTS`] ones, unless another rule refers to those; without, every
 /// rule. For the analyses that follow arguments into the rules (the
 /// partition, the literal-directed candidates).
-pub(super) fn hint_rules<'a>(
+pub(crate) fn hint_rules<'a>(
     modules: &[PolicyModule],
     package: Option<&'a str>,
 ) -> impl Fn(&PolicyModule, &Rule) -> bool + 'a {
@@ -450,7 +450,7 @@ pub fn argument_literals(modules: &[PolicyModule]) -> BTreeMap<String, Vec<Strin
                         if let (Some(pattern), Some(name)) =
                             (const_string(&params[0]), argument(&params[1]))
                         {
-                            for s in crate::catalog::schema::pattern_strings(&pattern, 16, 3) {
+                            for s in crate::regex_samples::pattern_strings(&pattern, 16, 3) {
                                 add(name.clone(), s);
                             }
                         }

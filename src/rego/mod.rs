@@ -2,7 +2,8 @@
 //!
 //! regorus keeps its syntax tree behind `regorus::unstable` and a hidden
 //! `Engine::get_modules`; both are pinned with the crate (=0.14.1), and this
-//! directory is the only place that touches them. This module holds what
+//! module is the only place that touches them but `catalog/lower`, which
+//! lowers the planned rules for evaluation. This module holds what
 //! every analysis shares: the modules of an engine ([`modules`]), the rule
 //! definitions and where they are ([`rule_defs`]), and reading references
 //! ([`path_of`]). The walk over expressions is [`visit`]; each analysis is a
@@ -21,12 +22,14 @@
 //! - [`safety`]: OPA's safety rule (unbound variables);
 //! - [`portability`]: constructs where regorus answers differently from OPA;
 //! - [`reach`]: which library packages a tool's policy reaches;
-//! - [`partition`]: the finite partition of a free string argument;
+//! - [`generate`]: the Rego module generated from a tool's YAML rules;
 //! - [`coverage`]: the lines regorus' coverage counts;
-//! - [`lower`]: the planned rules as `native`'s terms, when they are in its subset.
 //!
-//! Evaluation stays in `policy`; deciding what a finding means for a
-//! catalog is `regent check`'s job.
+//! The partition of a free string argument and its literal-directed
+//! candidates read a tool and its schema, so they are `catalog`'s
+//! (`catalog/partition`, `catalog/literal`). This module uses nothing above
+//! it: evaluation stays in `catalog/policy`; deciding what a finding means
+//! for a catalog is `regent check`'s job.
 
 use regorus::unstable::{Expr, Module, Ref, Rule, RuleHead, Span};
 
@@ -34,12 +37,10 @@ use crate::diag::Location;
 
 pub mod claims;
 pub mod coverage;
+pub mod generate;
 pub mod identity;
 pub mod input_sized;
 pub mod lint;
-pub mod literal;
-pub(super) mod lower;
-pub mod partition;
 pub mod portability;
 pub mod reach;
 pub mod reads;
@@ -162,9 +163,7 @@ pub(super) fn span_location(span: &Span) -> Location {
     let col = text
         .lines()
         .nth(line.saturating_sub(1))
-        .map_or(span.col as usize, |l| {
-            super::policy::char_column(l, span.col as usize)
-        });
+        .map_or(span.col as usize, |l| char_column(l, span.col as usize));
     Location::new(span.source.file().to_string(), line, col)
 }
 
@@ -276,6 +275,19 @@ pub fn rule_defs(modules: &[PolicyModule]) -> Vec<RuleDef> {
         }
     }
     out
+}
+
+/// regorus counts a tab as four columns; diagnostics count characters.
+/// Converts a regorus column on `line` to a 1-based character column.
+pub fn char_column(line: &str, regorus_col: usize) -> usize {
+    let mut width = 1;
+    for (i, c) in line.chars().enumerate() {
+        if width >= regorus_col {
+            return i + 1;
+        }
+        width += if c == '\t' { 4 } else { 1 };
+    }
+    line.chars().count() + 1
 }
 
 #[cfg(test)]

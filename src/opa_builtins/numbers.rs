@@ -261,7 +261,7 @@ pub(super) fn format_int(a: &[Value]) -> Option<anyhow::Result<Value>> {
 /// is 10^300 mod 7. `Ok` with whether regorus answers the same; `Err` for
 /// OPA's errors (a fraction, modulo by zero); `None` for operands that are
 /// not numbers (a type error in both).
-pub(in crate::catalog) fn rem(a: &Value, b: &Value) -> Option<anyhow::Result<(Value, bool)>> {
+pub(crate) fn rem(a: &Value, b: &Value) -> Option<anyhow::Result<(Value, bool)>> {
     let (Value::Number(x), Value::Number(y)) = (a, b) else {
         return None;
     };

@@ -77,11 +77,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use regorus::unstable::{AssignOp, BoolOp, Expr, Rule, RuleHead};
 use serde_json::{Map, Value, json};
 
-use super::reads::hint_rules;
-use super::visit::{ref_indexes, walk_expr, walk_rule};
-use super::{PolicyModule, const_string, path_of, span_location};
-use crate::catalog::{Tool, schema};
+use super::{Tool, schema};
 use crate::diag::Location;
+use crate::rego::reads::hint_rules;
+use crate::rego::visit::{ref_indexes, walk_expr, walk_rule};
+use crate::rego::{PolicyModule, const_string, path_of, span_location};
 
 /// The most contains-literals one argument may have (2^n subsets).
 const MAX_CONTAINS: usize = 6;
@@ -866,7 +866,7 @@ fn partition_in(
                     .get("maxLength")
                     .and_then(Value::as_u64)
                     .map_or(usize::MAX, |m| m as usize);
-                schema::pattern_strings(p, max, PATTERN_SAMPLES)
+                crate::regex_samples::pattern_strings(p, max, PATTERN_SAMPLES)
             })
             .unwrap_or_default(),
     };
@@ -1138,7 +1138,7 @@ mod tests {
     fn uses_of(text: &str, package: &str) -> BTreeMap<String, Uses> {
         let mut e = regorus::Engine::new();
         e.add_policy("p.rego".into(), text.into()).unwrap();
-        let modules = crate::catalog::rego::modules(&mut e);
+        let modules = crate::rego::modules(&mut e);
         let mut out = BTreeMap::new();
         rego_uses(&modules, Some(package), Root::Arguments, &mut out);
         out

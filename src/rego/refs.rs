@@ -36,8 +36,8 @@ use serde_json::Value;
 
 use super::visit::{ref_indexes, walk_expr, walk_rule};
 use super::{PolicyModule, RuleDef};
-use crate::catalog::rego;
 use crate::diag::{Diagnostic, Location};
+use crate::rego;
 
 /// The tools whose `inputSchema` a package's references are checked against.
 pub struct Schemas<'a> {

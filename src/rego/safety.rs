@@ -18,8 +18,8 @@ use regorus::unstable::{AssignOp, Expr, Literal, Query, Rule, RuleHead, Span};
 
 use super::PolicyModule;
 use super::visit::walk_expr;
-use crate::catalog::rego;
 use crate::diag::Diagnostic;
+use crate::rego;
 
 /// Every unsafe variable in `modules`' rules, at its first use.
 pub fn check(modules: &[PolicyModule]) -> Vec<Diagnostic> {

@@ -82,14 +82,14 @@ pub fn reserved_meta(modules: &[PolicyModule], packages: &BTreeSet<&str>) -> Vec
     found
         .into_iter()
         .filter_map(|(at, key, package)| {
-            let whose = crate::catalog::meta_keys::reserved(&key)?;
+            let whose = crate::meta_keys::reserved(&key)?;
             Some(
                 Diagnostic::error(
                     "reserved-meta-key",
                     at,
                     format!("package {package} sets meta key `{key}`, a key of {whose} `_meta`"),
                 )
-                .with_help(crate::catalog::meta_keys::HELP),
+                .with_help(crate::meta_keys::HELP),
             )
         })
         .collect()

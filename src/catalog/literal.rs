@@ -46,11 +46,11 @@ use std::collections::BTreeMap;
 use regorus::unstable::{AssignOp, BoolOp, Expr, Literal, Rule, RuleHead};
 use serde_json::{Value, json};
 
-use super::reads::hint_rules;
-use super::visit::walk_rule;
-use super::{PolicyModule, const_string, path_of};
-use crate::catalog::Tool;
+use super::Tool;
 use crate::diag::Location;
+use crate::rego::reads::hint_rules;
+use crate::rego::visit::walk_rule;
+use crate::rego::{PolicyModule, const_string, path_of};
 
 /// The builtins a derivation may go through, as the messages say it.
 const FOLLOWED: &str = "lower, upper, trim*, split(…)[i], substring, concat and sprintf";
@@ -243,7 +243,7 @@ impl Test {
             }
             // Strings generated from the pattern (JSON Schema's reading of
             // it; whether OPA's matches is checked forward).
-            Test::Regex(p, _) => crate::catalog::schema::pattern_strings(p, 16, REGEX_SAMPLES),
+            Test::Regex(p, _) => crate::regex_samples::pattern_strings(p, 16, REGEX_SAMPLES),
         };
         out.extend([fs.clone(), format!("{fs}{fs}"), String::new()]);
         out
@@ -820,7 +820,7 @@ fn rego_uses(modules: &[PolicyModule], package: Option<&str>, out: &mut BTreeMap
                     // of compiles.
                     if f == ["regex", "match"]
                         && let (Some(p), Some(c)) = (const_string(&params[0]), derived(&params[1]))
-                        && let Ok(re) = crate::catalog::opa_builtins::regex::compile(&p)
+                        && let Ok(re) = crate::opa_builtins::regex::compile(&p)
                     {
                         let text = full_text(e);
                         push(out, c, Test::Regex(p, re), false, e, text);
@@ -915,7 +915,7 @@ fn use_text(
             }
             let mut direct = false;
             let mut depth = 0;
-            super::visit::walk_expr(parent, &mut |c| {
+            crate::rego::visit::walk_expr(parent, &mut |c| {
                 depth += 1;
                 if depth > 1 && std::ptr::eq(c, target) {
                     direct = true;
@@ -1195,7 +1195,7 @@ mod tests {
     fn uses_of(text: &str) -> BTreeMap<String, Uses> {
         let mut e = regorus::Engine::new();
         e.add_policy("p.rego".into(), text.into()).unwrap();
-        let modules = crate::catalog::rego::modules(&mut e);
+        let modules = crate::rego::modules(&mut e);
         let mut out = BTreeMap::new();
         rego_uses(&modules, Some("t"), &mut out);
         out

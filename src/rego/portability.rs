@@ -41,8 +41,8 @@ use std::collections::{BTreeSet, HashMap};
 use super::lint::{Callee, aliases, resolve_call, user_functions};
 use super::visit::{Walk, walk_rule};
 use super::{PolicyModule, const_string, head, path_of, span_location};
-use crate::catalog::opa_builtins::regex::{Refused, translate};
 use crate::diag::Diagnostic;
+use crate::opa_builtins::regex::{Refused, translate};
 
 /// What is known before anything runs about what a module reads: the
 /// inputSchemas of the tools whose engine holds it (the arguments are
@@ -1236,7 +1236,7 @@ fn arith_finding(span: &Span) -> Diagnostic {
     )
     .with_help(format!(
         "{}; declare the arguments `type: integer` in inputSchema so regent knows they are",
-        crate::catalog::opa_builtins::arith::PORTABLE
+        crate::opa_builtins::arith::PORTABLE
     ))
 }
 

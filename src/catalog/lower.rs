@@ -38,15 +38,15 @@ use regorus::unstable::{
     must_cache,
 };
 
-use super::{head, path_of};
 use crate::catalog::budget;
 use crate::catalog::budget::Limits;
 use crate::catalog::builtins::Fast;
 use crate::catalog::native::{
     self, Body, Builtin, Cmp, Collect, Def, Kind, Program, Rule as NRule, Stmt, Term,
 };
-use crate::catalog::opa_builtins;
-use crate::catalog::opa_builtins::arith::Op as Arith;
+use crate::opa_builtins;
+use crate::opa_builtins::arith::Op as Arith;
+use crate::rego::{head, path_of};
 
 /// Builtins whose answer is not a function of their arguments, or that
 /// need the interpreter: never lowered.
@@ -551,7 +551,7 @@ impl Lower {
                     // What OPA evaluates before the negation, as guards
                     // (`portability`); a local or constant is always defined.
                     let mut guards = Vec::new();
-                    for g in super::portability::not_guards(expr) {
+                    for g in crate::rego::portability::not_guards(expr) {
                         guard(self.expr(g, pkg, scope)?, &mut guards);
                     }
                     Stmt::Not(self.expr(expr, pkg, scope)?, guards)

@@ -35,7 +35,7 @@ use super::units::{Float, decimal, parse_float};
 
 /// An arithmetic operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::catalog) enum Op {
+pub(crate) enum Op {
     Add,
     Sub,
     Mul,
@@ -44,7 +44,7 @@ pub(in crate::catalog) enum Op {
 
 /// Why [`eval`] did not answer.
 #[derive(Debug, PartialEq, Eq)]
-pub(in crate::catalog) enum Declined {
+pub(crate) enum Declined {
     /// Not two numbers, or a zero divisor: regorus' answer or error is
     /// OPA's.
     Regorus,
@@ -61,7 +61,7 @@ const PREC: u64 = 64;
 
 /// `a op b` as OPA computes it: the value, and whether regorus computes the
 /// same value (otherwise the debug cross-check has nothing to compare).
-pub(in crate::catalog) fn eval(op: Op, a: &Value, b: &Value) -> Result<(Value, bool), Declined> {
+pub(crate) fn eval(op: Op, a: &Value, b: &Value) -> Result<(Value, bool), Declined> {
     let (Value::Number(x), Value::Number(y)) = (a, b) else {
         return Err(Declined::Regorus);
     };
@@ -202,7 +202,7 @@ fn float_text(
 
 /// `sum` or `product` of a collection of numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(in crate::catalog) enum Fold {
+pub(crate) enum Fold {
     Sum,
     Product,
 }
@@ -218,7 +218,7 @@ const PRODUCT_PREC: u64 = 53;
 /// texts, in the collection's order, kept as `'g'` text (the digits in
 /// full when integral). The value, when regent holds a number whose text
 /// is OPA's.
-pub(in crate::catalog) fn fold(kind: Fold, items: &[&Value]) -> Result<Value, Declined> {
+pub(crate) fn fold(kind: Fold, items: &[&Value]) -> Result<Value, Declined> {
     let decimals = items
         .iter()
         .map(|v| operand(v))
@@ -409,13 +409,13 @@ fn shortest(x: &Float, prec: u64) -> (String, i64) {
 }
 
 /// The portable spelling, for the refusal's help.
-pub(in crate::catalog) const PORTABLE: &str = "keep `+ - * /` on integers (scale fractions \
+pub(crate) const PORTABLE: &str = "keep `+ - * /` on integers (scale fractions \
      into integers: cents, not dollars), compare a fraction rather than compute with it \
      (`input.a > 0.3`, not `input.a * 10 > 3`), or keep results to short decimals below 10^6";
 
 /// The refusal of `what` whose operand regent holds as the double written
 /// `text`, of 2^53 or more.
-pub(in crate::catalog) fn unknown_text(what: &str, text: &str) -> String {
+pub(crate) fn unknown_text(what: &str, text: &str) -> String {
     format!(
         "{what}: OPA computes on a number's text as it was written, which regent no longer knows \
          for {text} (a double of 2^53 or more, which many integers parse to); regent refuses \
@@ -425,7 +425,7 @@ pub(in crate::catalog) fn unknown_text(what: &str, text: &str) -> String {
 
 /// The refusal of `what` (the expression and where it is) whose result OPA
 /// writes as `text`.
-pub(in crate::catalog) fn refusal(what: &str, text: &str) -> String {
+pub(crate) fn refusal(what: &str, text: &str) -> String {
     let near = text
         .parse::<f64>()
         .ok()
@@ -440,7 +440,7 @@ pub(in crate::catalog) fn refusal(what: &str, text: &str) -> String {
 
 /// The refusal of builtin `name` (`sum`, `product`) whose value OPA
 /// writes as `text`.
-pub(in crate::catalog) fn builtin_refusal(name: &str, text: &str) -> String {
+pub(crate) fn builtin_refusal(name: &str, text: &str) -> String {
     let near = text
         .parse::<f64>()
         .ok()
@@ -457,7 +457,7 @@ pub(in crate::catalog) fn builtin_refusal(name: &str, text: &str) -> String {
 
 /// The text regent reads a double as (for the OPA oracle's input).
 #[cfg(test)]
-pub(in crate::catalog) fn double_text(f: f64) -> String {
+pub(crate) fn double_text(f: f64) -> String {
     json_float(f)
 }
 
