@@ -11,7 +11,7 @@ use std::num::NonZeroUsize;
 
 /// Stack size of every thread that evaluates policies (main, workers, the
 /// reload thread, HTTP workers). regorus evaluates recursively, a few KiB of stack per nested expression.
-/// Recursive policies are refused at load (`catalog/rego/recursion`), so depth comes
+/// Recursive policies are refused at load (`rego/recursion`), so depth comes
 /// only from how deeply a policy nests its own expressions and from values up
 /// to serde_json's depth limit; a large stack keeps that far from an
 /// overflow, which would abort the process. The memory is only reserved, and

@@ -7,7 +7,7 @@
 //! from upstreams `commands/check` started for the occasion; once
 //! imported they are ordinary tool declarations, so policy rules and
 //! `resolve: when:` keys naming arguments the upstream's inputSchema lacks
-//! are found by the build's own checks (`catalog/rego/refs`, the mapping
+//! are found by the build's own checks (`rego/refs`, the mapping
 //! rules), as for own tools.
 
 use crate::catalog::hints::Hint;
