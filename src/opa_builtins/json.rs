@@ -27,6 +27,59 @@ pub(super) fn marshal(a: &[Value]) -> Option<anyhow::Result<Value>> {
     Some(Ok(Value::from(out)))
 }
 
+/// `json.unmarshal(s)`: OPA keeps each number's text as `s` spells it
+/// and writes it back so (`json.marshal(json.unmarshal("[1.50]"))` is
+/// `[1.50]` in OPA); a number spelled otherwise than regent writes it
+/// (`1e2`, `1.50`, `-0`, as `to_number` refuses) fails closed. The rest is
+/// regorus' answer.
+pub(super) fn unmarshal(a: &[Value]) -> Option<anyhow::Result<Value>> {
+    let Value::String(text) = &a[0] else {
+        return None;
+    };
+    let bytes = text.as_bytes();
+    let (mut i, mut in_string) = (0, false);
+    while i < bytes.len() {
+        let c = bytes[i];
+        if in_string {
+            match c {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        if c == b'"' {
+            in_string = true;
+            i += 1;
+            continue;
+        }
+        if c == b'-' || c.is_ascii_digit() {
+            let start = i;
+            while i < bytes.len()
+                && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+            {
+                i += 1;
+            }
+            let token = &text[start..i];
+            if let Some(Err(_)) = super::numbers::to_number(&[Value::from(token)]) {
+                return super::error(
+                    "json.unmarshal",
+                    format!(
+                        "OPA keeps the number {token} as written and writes it so in json.marshal \
+                         and sprintf, where regent would write it otherwise: not supported by \
+                         regent, which refuses rather than answer another text; spell numbers as \
+                         JSON writers do (`100`, `1.5`)"
+                    ),
+                );
+            }
+            continue;
+        }
+        i += 1;
+    }
+    None
+}
+
 /// `None` for an undefined value inside (regorus' answer).
 fn write(out: &mut String, v: &Value) -> Option<()> {
     match v {

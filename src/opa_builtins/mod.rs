@@ -62,6 +62,7 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("units.parse", units::parse),
     ("format_int", numbers::format_int),
     ("json.marshal", json::marshal),
+    ("json.unmarshal", json::unmarshal),
     ("glob.match", glob::glob_match),
     ("regex.match", regex::regex_match),
     ("regex.is_valid", regex::is_valid),
