@@ -1,9 +1,9 @@
 //! The compiled catalog: an immutable snapshot of every tool, its validator
 //! and its warm policy engines, built from a [`Source`](crate::source::Source).
 //!
-//! With `rego` (Rego as syntax) below it, this is the only layer that knows
-//! regorus; the only one that knows jsonschema. It knows nothing
-//! of MCP wire types: `protocol` turns what it returns into JSON-RPC. A
+//! With `rego` (Rego as syntax) and `policy` (evaluation) below it, this is the
+//! only layer that knows regorus; the only one that knows jsonschema. It knows
+//! nothing of MCP wire types: `protocol` turns what it returns into JSON-RPC. A
 //! `Catalog` is never changed after it is built; reload builds a new one and
 //! swaps the `Arc` (see `state`), so a request that holds one sees one
 //! consistent revision from start to end.
