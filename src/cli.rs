@@ -132,11 +132,11 @@ pub struct ToolingArgs {
     pub paths: Vec<PathBuf>,
 
     /// The longest one policy evaluation may run, in milliseconds (wall-clock)
-    #[arg(long, value_name = "MS", default_value_t = crate::catalog::DEFAULT_POLICY_TIMEOUT_MS)]
+    #[arg(long, value_name = "MS", default_value_t = crate::policy::DEFAULT_POLICY_TIMEOUT_MS)]
     pub policy_timeout_ms: u64,
 
     /// The most memory size-driving builtins (numbers.range, sprintf, concat…) may produce in one policy evaluation, in MiB
-    #[arg(long, value_name = "MB", default_value_t = crate::catalog::budget::DEFAULT_POLICY_MEMORY_MB)]
+    #[arg(long, value_name = "MB", default_value_t = crate::policy::budget::DEFAULT_POLICY_MEMORY_MB)]
     pub policy_memory_mb: u64,
 
     /// Require every bundle (*.tar.gz) among the paths to be signed and to verify with this public key (PEM, RSA or EC; or a JWK set); without it a bundle's signature is not verified
@@ -224,11 +224,11 @@ pub struct ResolveArgs {
     pub config: Vec<PathBuf>,
 
     /// The longest one policy evaluation may run, in milliseconds (wall-clock)
-    #[arg(long, value_name = "MS", default_value_t = crate::catalog::DEFAULT_POLICY_TIMEOUT_MS)]
+    #[arg(long, value_name = "MS", default_value_t = crate::policy::DEFAULT_POLICY_TIMEOUT_MS)]
     pub policy_timeout_ms: u64,
 
     /// The most memory size-driving builtins (numbers.range, sprintf, concat…) may produce in one policy evaluation, in MiB
-    #[arg(long, value_name = "MB", default_value_t = crate::catalog::budget::DEFAULT_POLICY_MEMORY_MB)]
+    #[arg(long, value_name = "MB", default_value_t = crate::policy::budget::DEFAULT_POLICY_MEMORY_MB)]
     pub policy_memory_mb: u64,
 
     /// Also show, on stderr, which YAML or Rego rule produced each field that differs from the listing
@@ -266,11 +266,11 @@ pub struct CatalogArgs {
     pub paths: Vec<PathBuf>,
 
     /// The longest one policy evaluation may run, in milliseconds (wall-clock)
-    #[arg(long, value_name = "MS", default_value_t = crate::catalog::DEFAULT_POLICY_TIMEOUT_MS)]
+    #[arg(long, value_name = "MS", default_value_t = crate::policy::DEFAULT_POLICY_TIMEOUT_MS)]
     pub policy_timeout_ms: u64,
 
     /// The most memory size-driving builtins (numbers.range, sprintf, concat…) may produce in one policy evaluation, in MiB
-    #[arg(long, value_name = "MB", default_value_t = crate::catalog::budget::DEFAULT_POLICY_MEMORY_MB)]
+    #[arg(long, value_name = "MB", default_value_t = crate::policy::budget::DEFAULT_POLICY_MEMORY_MB)]
     pub policy_memory_mb: u64,
 }
 

@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod opa_builtins;
 pub mod outbound;
 pub mod par;
+pub mod policy;
 pub mod protocol;
 pub mod regex_samples;
 pub mod rego;

@@ -5,15 +5,15 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Value;
 
-use super::budget::Limits;
 use super::hints::Hints;
-use super::policy::{self, EnginePool, Step};
 use super::resolvers;
 use super::run;
 use super::schema;
 use super::schema_keywords;
 use super::{BuildOptions, Catalog, Field, Rule, Tool};
 use crate::diag::{Diagnostic, Diagnostics, Location};
+use crate::policy::budget::Limits;
+use crate::policy::engine::{self as policy, EnginePool, Step};
 use crate::rego;
 use crate::rego::generate;
 use crate::source::{FileKind, Source, ToolDecl, ToolSource, YamlPath};
@@ -1369,12 +1369,12 @@ impl LocatedError {
                 format!("no policy module declares the resolver rule `{rule}`"),
             )
             .with_help("define the rule in the tool's policy package, or fix its name"),
-            LocatedError::Eval(loc, msg) if policy::is_conflict(&msg) => Diagnostic::error(
+            LocatedError::Eval(loc, msg) if crate::policy::errors::is_conflict(&msg) => Diagnostic::error(
                 "rego-conflict",
                 loc.unwrap_or(fallback),
                 format!("rules conflict for arguments {sample}: {msg}"),
             )
-            .with_help(policy::CONFLICT_HELP),
+            .with_help(crate::policy::errors::CONFLICT_HELP),
             LocatedError::Eval(loc, msg) => Diagnostic::error(
                 "policy-eval",
                 loc.unwrap_or(fallback),

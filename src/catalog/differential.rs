@@ -23,9 +23,9 @@ use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
-use super::policy::compared;
 use super::{BuildOptions, Catalog, ResolveError, Tool, build, exercise, proof, schema};
 use crate::caller::Caller;
+use crate::policy::engine::compared;
 use crate::source::Source;
 
 /// Generated arguments per native tool.

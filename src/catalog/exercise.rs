@@ -20,8 +20,9 @@ use crate::rego::generate;
 
 /// Stands for the tool's whole decision (its evaluation plan) in the rule list.
 const DECISION: &str = "<decision>";
-use super::{Tool, policy, proof, schema};
+use super::{Tool, proof, schema};
 use crate::diag::Diagnostic;
+use crate::policy::engine as policy;
 use crate::rego::{self, RuleKind};
 
 /// The most rule evaluations one tool gets.
@@ -249,7 +250,7 @@ pub fn exercise(tool: &Tool, samples: &[Value]) -> Vec<Diagnostic> {
                     continue;
                 }
                 let before = out.len();
-                if policy::is_conflict(&e.message) {
+                if crate::policy::errors::is_conflict(&e.message) {
                     out.push(
                         Diagnostic::error(
                             "rego-conflict",
@@ -264,7 +265,7 @@ pub fn exercise(tool: &Tool, samples: &[Value]) -> Vec<Diagnostic> {
                                 e.message
                             ),
                         )
-                        .with_help(policy::CONFLICT_HELP),
+                        .with_help(crate::policy::errors::CONFLICT_HELP),
                     );
                     shadow_warning(&mut out[before..], shadow(name));
                     continue;

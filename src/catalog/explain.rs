@@ -15,11 +15,12 @@
 
 use serde_json::{Map, Value};
 
+use super::Tool;
 use super::hints::Hint;
 use super::resolve::{Origin, Resolution};
-use super::{Tool, policy};
 use crate::caller::Caller;
 use crate::diag::Location;
+use crate::policy::engine as policy;
 use crate::rego::generate;
 use crate::rego::{self, RuleKind};
 

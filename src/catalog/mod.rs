@@ -1,16 +1,16 @@
 //! The compiled catalog: an immutable snapshot of every tool, its validator
 //! and its warm policy engines, built from a [`Source`](crate::source::Source).
 //!
-//! With `rego` (Rego as syntax) below it, this is the only layer that knows
-//! regorus; the only one that knows jsonschema. It knows nothing
-//! of MCP wire types: `protocol` turns what it returns into JSON-RPC. A
+//! With `rego` (Rego as syntax) and `policy` (evaluation) below it, this is the
+//! only layer that knows regorus; the only one that knows jsonschema. It knows
+//! nothing of MCP wire types: `protocol` turns what it returns into JSON-RPC. A
 //! `Catalog` is never changed after it is built; reload builds a new one and
 //! swaps the `Arc` (see `state`), so a request that holds one sees one
 //! consistent revision from start to end.
 
-pub mod budget;
 mod build;
-mod builtins;
+#[cfg(test)]
+mod builtins_differential;
 pub mod caller_classes;
 pub mod caller_schema;
 #[cfg(test)]
@@ -19,8 +19,8 @@ pub mod exercise;
 pub mod explain;
 pub mod hints;
 pub mod literal;
-pub(crate) mod lower;
-pub mod native;
+#[cfg(test)]
+mod native_differential;
 #[cfg(test)]
 pub(crate) mod opa;
 #[cfg(test)]
@@ -28,7 +28,6 @@ mod opa_builtins_differential;
 #[cfg(test)]
 mod opa_differential;
 pub mod partition;
-pub mod policy;
 pub mod proof;
 pub mod rego_test;
 mod resolve;
@@ -44,20 +43,14 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use crate::diag::{Diagnostic, Location};
+use crate::policy::budget;
+use crate::policy::engine as policy;
 use crate::rego;
 pub use build::{build, build_partial};
 pub use caller_schema::{CallerInvalid, CallerSchema};
 pub use hints::{Hint, Hints};
 pub use resolve::{Detached, Origin, Resolution, ResolveError, Shadow};
 pub use schema::ArgError;
-
-/// The default limit on one policy evaluation. Policies take microseconds;
-/// the limit exists only to stop a runaway. regorus measures wall-clock time,
-/// so the limit must leave room for a machine whose cores are busy: at 100 ms,
-/// a scheduling stall on a loaded 2-core machine failed healthy evaluations.
-/// (Recursion, which once made this limit a guard for the stack, is refused at
-/// load; builtins it cannot interrupt are charged by `budget` instead.)
-pub const DEFAULT_POLICY_TIMEOUT_MS: u64 = 250;
 
 /// Settings that shape how a catalog is compiled.
 #[derive(Debug, Clone, Default)]

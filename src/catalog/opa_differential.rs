@@ -297,7 +297,7 @@ fn every_shipped_policy_answers_as_opa() {
                         };
                         let mine = mine.expect("engines");
                         let (outcome, theirs) = match &mine {
-                            Err(e) if policy::limit_hit(&e.message).is_some() => {
+                            Err(e) if crate::policy::errors::limit_hit(&e.message).is_some() => {
                                 (Outcome::Limited, Vec::new())
                             }
                             _ => {

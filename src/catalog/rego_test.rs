@@ -12,9 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::budget::{Limits, Scope};
-use super::{Tool, policy};
+use super::Tool;
 use crate::diag::{Diagnostic, Location};
+use crate::policy::budget::{Limits, Scope};
+use crate::policy::engine as policy;
 use crate::rego::{self, RuleKind};
 use crate::source::{FileKind, Source};
 
@@ -102,7 +103,7 @@ pub fn run_tests(
             }
             Ok(v) => Some(format!("the test evaluated to {v}, not true")),
             Err(e) => {
-                let d = policy::rego_diagnostic(
+                let d = crate::policy::errors::rego_diagnostic(
                     "rego-test",
                     &location.file.to_string_lossy(),
                     &e.to_string(),

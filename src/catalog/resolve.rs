@@ -10,10 +10,10 @@
 use serde_json::{Map, Value};
 
 use super::hints::{Hint, Hints};
-use super::policy;
 use super::schema::{self, ArgError};
 use super::{Catalog, Field, Tool};
 use crate::caller::Caller;
+use crate::policy::engine as policy;
 use crate::rego::generate::CONTRACT_RULES;
 
 /// Which layer set a field, for error messages and `--explain`.

@@ -15,8 +15,9 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
-use super::{policy, schema};
+use super::schema;
 use crate::diag::{Diagnostic, Location};
+use crate::policy::engine as policy;
 use crate::run_plan::template::{Part, Template};
 use crate::source::resolvers::{ElicitDecl, ResolverDecl, RootsDecl, SOURCES};
 use crate::source::{ToolDecl, ToolSource, YamlPath};

@@ -20,8 +20,9 @@
 
 use serde_json::Value;
 
-use super::{Tool, policy};
+use super::Tool;
 use crate::caller::Caller;
+use crate::policy::engine as policy;
 
 /// The methods relayed when the tool's package has no `upstream_request`
 /// rule (or it is undefined for the request).

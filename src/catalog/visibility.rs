@@ -25,8 +25,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Catalog, Tool, policy};
+use super::{Catalog, Tool};
 use crate::caller::Caller;
+use crate::policy::engine as policy;
 
 /// How many callers' sets one catalog keeps.
 pub const CAPACITY: usize = 1024;

@@ -21,8 +21,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use crate::catalog::proof::{self, Outcome, Proof};
-use crate::catalog::{self, BuildOptions, Catalog, Tool, exercise, policy};
+use crate::catalog::{self, BuildOptions, Catalog, Tool, exercise};
 use crate::diag::{self, Diagnostic};
+use crate::policy::engine as policy;
 use crate::rego;
 use crate::source::{FileKind, Source, files};
 use proof_diag::{counterexample, failure, proof_diagnostics};

@@ -221,7 +221,7 @@ pub(super) fn failure(
                 .clone()
         })
         .unwrap_or_else(|| tool.location.clone());
-    if crate::catalog::policy::is_conflict(&f.message) {
+    if crate::policy::errors::is_conflict(&f.message) {
         return Diagnostic::error(
             "rego-conflict",
             location,
@@ -232,12 +232,12 @@ pub(super) fn failure(
                 f.message
             ),
         )
-        .with_help(crate::catalog::policy::CONFLICT_HELP);
+        .with_help(crate::policy::errors::CONFLICT_HELP);
     }
     // Which limit stopped it, as exercising the rules says too.
-    let code = match crate::catalog::policy::limit_hit(&f.message) {
-        Some(crate::catalog::policy::Limit::Memory) => "policy-memory",
-        Some(crate::catalog::policy::Limit::Time) => "policy-timeout",
+    let code = match crate::policy::errors::limit_hit(&f.message) {
+        Some(crate::policy::errors::Limit::Memory) => "policy-memory",
+        Some(crate::policy::errors::Limit::Time) => "policy-timeout",
         None => "policy-eval",
     };
     Diagnostic::error(

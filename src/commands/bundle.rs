@@ -48,8 +48,8 @@ fn build(args: &BundleBuildArgs) -> Result<i32, Failure> {
     };
     let catalog_args = CatalogArgs {
         paths: vec![dir.clone()],
-        policy_timeout_ms: catalog::DEFAULT_POLICY_TIMEOUT_MS,
-        policy_memory_mb: catalog::budget::DEFAULT_POLICY_MEMORY_MB,
+        policy_timeout_ms: crate::policy::DEFAULT_POLICY_TIMEOUT_MS,
+        policy_memory_mb: crate::policy::budget::DEFAULT_POLICY_MEMORY_MB,
     };
     // A bundle is what replicas will serve: one that does not load is not
     // built.

@@ -12,9 +12,10 @@ pub mod upstream;
 
 use std::time::Duration;
 
-use crate::catalog::{self, BuildOptions, Catalog, budget};
+use crate::catalog::{self, BuildOptions, Catalog};
 use crate::cli::CatalogArgs;
 use crate::diag::{Diagnostics, Outcome};
+use crate::policy::budget;
 use crate::source::{Source, files};
 
 /// Exit codes shared by every command.

@@ -127,7 +127,7 @@ fn help(reason: &str, message: &str) -> &'static str {
         "not-resolvable" => {
             "the tool has no resolve rules and no policy, so its listing is its only answer"
         }
-        "policy-error" if crate::catalog::policy::is_conflict(message) => {
+        "policy-error" if crate::policy::errors::is_conflict(message) => {
             "two definitions of a complete rule hold for these arguments with different values: make their conditions exclusive (`else`, or `not` the other condition); then add these arguments as a `regent test` case, so `regent check` reports such a conflict (rego-conflict) if it comes back"
         }
         "policy-error" if message.contains("unsafe") => {

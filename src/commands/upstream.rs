@@ -14,8 +14,8 @@ pub fn run(args: &UpstreamArgs) -> Result<i32, Failure> {
         UpstreamCommand::Snapshot(s) => {
             let catalog = CatalogArgs {
                 paths: s.paths.clone(),
-                policy_timeout_ms: crate::catalog::DEFAULT_POLICY_TIMEOUT_MS,
-                policy_memory_mb: crate::catalog::budget::DEFAULT_POLICY_MEMORY_MB,
+                policy_timeout_ms: crate::policy::DEFAULT_POLICY_TIMEOUT_MS,
+                policy_memory_mb: crate::policy::budget::DEFAULT_POLICY_MEMORY_MB,
             };
             let source = super::load_source(&catalog).map_err(|d| Failure::from_diagnostics(&d))?;
             if source.upstreams().next().is_none() {

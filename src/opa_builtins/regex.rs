@@ -18,7 +18,7 @@
 //!   Unicode version of its tables change with Go's release.
 //!
 //! `translate` is also what `rego/portability` runs on a constant pattern
-//! at load (`opa-regex-syntax`), and what `catalog/builtins` compiles a
+//! at load (`opa-regex-syntax`), and what `policy/builtins` compiles a
 //! constant `regex.match` pattern with.
 
 use std::fmt::Write as _;

@@ -184,9 +184,9 @@ pub fn resolve_error(catalog: &Catalog, e: &ResolveError) -> ErrorData {
             );
             // The budget that stopped it, so a client and the metrics can
             // tell a hostile argument from a broken policy.
-            let reason = match crate::catalog::policy::limit_hit(message) {
-                Some(crate::catalog::policy::Limit::Memory) => "policy-memory",
-                Some(crate::catalog::policy::Limit::Time) => "policy-timeout",
+            let reason = match crate::policy::errors::limit_hit(message) {
+                Some(crate::policy::errors::Limit::Memory) => "policy-memory",
+                Some(crate::policy::errors::Limit::Time) => "policy-timeout",
                 None => "policy-error",
             };
             ErrorData::internal_error(

@@ -6,7 +6,7 @@
 //! Called by [`super::lint`] on each builtin call it resolves, so the
 //! warning comes in the order of the other lint findings. Function
 //! arguments and other rules are not followed; whether a call actually
-//! passes the memory budget is `catalog/budget`'s job at run time.
+//! passes the memory budget is `policy/budget`'s job at run time.
 
 use std::collections::BTreeSet;
 

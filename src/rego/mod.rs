@@ -2,7 +2,7 @@
 //!
 //! regorus keeps its syntax tree behind `regorus::unstable` and a hidden
 //! `Engine::get_modules`; both are pinned with the crate (=0.14.1), and this
-//! module is the only place that touches them but `catalog/lower`, which
+//! module is the only place that touches them but `policy/lower`, which
 //! lowers the planned rules for evaluation. This module holds what
 //! every analysis shares: the modules of an engine ([`modules`]), the rule
 //! definitions and where they are ([`rule_defs`]), and reading references
@@ -28,7 +28,7 @@
 //! The partition of a free string argument and its literal-directed
 //! candidates read a tool and its schema, so they are `catalog`'s
 //! (`catalog/partition`, `catalog/literal`). This module uses nothing above
-//! it: evaluation stays in `catalog/policy`; deciding what a finding means
+//! it: evaluation stays in `policy/engine`; deciding what a finding means
 //! for a catalog is `regent check`'s job.
 
 use regorus::unstable::{Expr, Module, Ref, Rule, RuleHead, Span};

@@ -6,7 +6,7 @@
 //! (through [`super::visit`]), before anything runs:
 //!
 //! - `input.X` must be `input.tool`, `input.arguments` or `input.caller` (see
-//!   [`crate::catalog::policy::input`]), `input.arguments.a.b[_].c` must be a path
+//!   [`crate::policy::engine::input`]), `input.arguments.a.b[_].c` must be a path
 //!   the tool's `inputSchema` can have, and `input.caller` has only `subject`
 //!   and `issuer` (strings) and `claims` (anything below); a tool's `visible`
 //!   rule has no `input.arguments` at all;

@@ -1,6 +1,6 @@
 //! What a catalog keeps once loaded (issue 32 item 2). A tool whose every
 //! planned rule runs on `native` keeps no regorus engine after the build
-//! has warmed, checked and lowered it (`catalog::policy::EnginePool::shed`):
+//! has warmed, checked and lowered it (`policy::engine::EnginePool::shed`):
 //! what needs regorus (here native's fallback on a builtin's error, which
 //! regorus raises again with its location) makes the engine again, and the
 //! answers are those of a kept engine. A policy that fails at load still

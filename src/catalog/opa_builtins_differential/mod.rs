@@ -8,10 +8,10 @@
 mod regex;
 mod sprintf;
 
-use crate::catalog::budget::{self, Limits};
 use crate::catalog::differential::Rng;
 use crate::catalog::opa::{Answer, Oracle, SKIPPED, same};
-use crate::catalog::policy;
+use crate::policy::budget::{self, Limits};
+use crate::policy::engine as policy;
 use serde_json::{Value as Json, json};
 
 /// Generated argument tuples per builtin.

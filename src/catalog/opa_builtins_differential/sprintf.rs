@@ -2,10 +2,10 @@
 //! arguments, evaluated by regorus under `budget`; regent's answer must be
 //! OPA's or a refusal (moved here from `opa_builtins/sprintf`'s tests).
 
-use crate::catalog::budget::{self, Limits};
 use crate::catalog::differential::Rng;
 use crate::catalog::opa::{Answer, Oracle, SKIPPED};
-use crate::catalog::policy;
+use crate::policy::budget::{self, Limits};
+use crate::policy::engine as policy;
 use serde_json::{Value as Json, json};
 
 /// Generated calls compared with OPA.

@@ -38,14 +38,14 @@ use regorus::unstable::{
     must_cache,
 };
 
-use crate::catalog::budget;
-use crate::catalog::budget::Limits;
-use crate::catalog::builtins::Fast;
-use crate::catalog::native::{
-    self, Body, Builtin, Cmp, Collect, Def, Kind, Program, Rule as NRule, Stmt, Term,
-};
 use crate::opa_builtins;
 use crate::opa_builtins::arith::Op as Arith;
+use crate::policy::budget;
+use crate::policy::budget::Limits;
+use crate::policy::builtins::Fast;
+use crate::policy::native::{
+    self, Body, Builtin, Cmp, Collect, Def, Kind, Program, Rule as NRule, Stmt, Term,
+};
 use crate::rego::{head, path_of};
 
 /// Builtins whose answer is not a function of their arguments, or that
@@ -610,7 +610,7 @@ impl Lower {
     /// (`pattern := "^[a-z]+$"`, `dir := data.root`): a reference to it is
     /// then that constant, so it folds into what uses it, and a pattern or
     /// format held in a rule is compiled once like a literal one
-    /// (`catalog/builtins`). regorus evaluates such a rule to that value
+    /// (`policy/builtins`). regorus evaluates such a rule to that value
     /// every time.
     fn constant_rule(&self, i: usize) -> Option<Term> {
         let rule = self.rules.get(i)?.as_ref()?;

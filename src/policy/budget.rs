@@ -18,7 +18,7 @@
 //!   measure it first with a walk that stops at the budget ([`logical_size`]).
 //! - **Time**: [`Scope`] records when an evaluation started; guarded builtins
 //!   refuse to start once the limit has passed, and the evaluation's callers
-//!   ([`super::policy`]) discard any answer that arrives after it.
+//!   ([`super::engine`]) discard any answer that arrives after it.
 //!
 //! What is guarded, and what is not, is listed in docs/policy-tooling.md.
 //! This module knows regorus' builtin table and values; it does not know
@@ -507,7 +507,7 @@ pub(crate) fn call(
     }
     let (span, params) = &*PLACEHOLDER;
     (fcn.0)(span, &params[..args.len()], args, true)
-        .map_err(|e| refuse(super::policy::builtin_message(&e.to_string())))
+        .map_err(|e| refuse(super::errors::builtin_message(&e.to_string())))
 }
 
 /// The estimate of a size-driving builtin; `None` for one that is not guarded.

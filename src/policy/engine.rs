@@ -23,22 +23,23 @@ use regorus::utils::limits::ExecutionTimerConfig;
 use serde_json::Value;
 
 use super::budget::{self, Limits, Scope};
+use super::errors::{Limit, find_location, first_message, limit_hit, rego_diagnostic};
 use super::native::{Outcome, Program};
-use super::rego::PolicyModule;
 use crate::caller::Caller;
 use crate::diag::{Diagnostic, Location};
+use crate::rego::PolicyModule;
 
 #[cfg(all(test, debug_assertions))]
 thread_local! {
     /// How many native answers this thread has compared with regorus, so
     /// that a differential test can tell that it compared something rather
     /// than fell back to regorus on every input.
-    pub(super) static COMPARED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    pub(crate) static COMPARED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// How many native answers this thread has compared with regorus.
 #[cfg(all(test, debug_assertions))]
-pub(super) fn compared() -> usize {
+pub(crate) fn compared() -> usize {
     COMPARED.with(std::cell::Cell::get)
 }
 
@@ -55,28 +56,6 @@ impl EvalError {
     /// Whether a memory guard of [`budget`] stopped the evaluation.
     pub fn over_memory_budget(&self) -> bool {
         limit_hit(&self.message) == Some(Limit::Memory)
-    }
-}
-
-/// A limit on one evaluation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Limit {
-    Time,
-    Memory,
-}
-
-/// Which limit, if any, a policy failure's message says stopped it. Failure
-/// messages are all that crosses to the wire and the reports, so this is the
-/// one place that reads them: regorus' own timer ("execution exceeded time
-/// limit"), [`in_time`] and the guards of [`budget`] ("memory budget").
-pub fn limit_hit(message: &str) -> Option<Limit> {
-    let lower = message.to_lowercase();
-    if lower.contains("memory budget") {
-        Some(Limit::Memory)
-    } else if lower.contains("time limit") || lower.contains("timed out") {
-        Some(Limit::Time)
-    } else {
-        None
     }
 }
 
@@ -196,7 +175,7 @@ impl EnginePool {
     /// several times.
     pub fn modules(&self) -> Result<Vec<PolicyModule>, EvalError> {
         if let Some(template) = &self.template {
-            return Ok(super::rego::modules(&mut template.clone()));
+            return Ok(crate::rego::modules(&mut template.clone()));
         }
         let Some(lazy) = &self.lazy else {
             return Err(EvalError {
@@ -384,13 +363,13 @@ impl Recipe {
     /// it: the base's read from a copy of it, each added text parsed on a
     /// bare engine of its own.
     fn modules(&self) -> Result<Vec<PolicyModule>, EvalError> {
-        let mut out = super::rego::modules(&mut (*self.base).clone());
+        let mut out = crate::rego::modules(&mut (*self.base).clone());
         for (path, text) in &self.modules {
             let mut scratch = Engine::new();
             scratch
                 .add_policy(path.clone(), text.to_string())
                 .map_err(|e| remake_error(&e.to_string()))?;
-            out.extend(super::rego::modules(&mut scratch));
+            out.extend(crate::rego::modules(&mut scratch));
         }
         Ok(out)
     }
@@ -574,70 +553,11 @@ pub fn add_policy(engine: &mut Engine, path: &str, text: &str) -> Result<String,
         })
 }
 
-/// Builds a diagnostic from a regorus error, which reads like
-/// `--> file:line:col` followed by the source line and a message.
-pub fn rego_diagnostic(code: &'static str, path: &str, text: &str) -> Diagnostic {
-    let location = find_location(text).unwrap_or_else(|| Location::file(path));
-    Diagnostic::error(code, location, first_message(text))
-}
-
-/// The message of an error a builtin raised, without its location (the
-/// guard's caller adds the call's own).
-pub(super) fn builtin_message(text: &str) -> String {
-    first_message(text)
-}
-
 fn eval_error(text: &str) -> EvalError {
     EvalError {
         message: first_message(text),
         location: find_location(text),
         timed_out: limit_hit(text) == Some(Limit::Time),
-    }
-}
-
-/// The `file:line:col` after regorus' `-->` marker.
-pub fn find_location(text: &str) -> Option<Location> {
-    let rest = text.split("--> ").nth(1)?;
-    let spot = rest.lines().next()?.trim();
-    let mut parts = spot.rsplitn(3, ':');
-    let col: usize = parts.next()?.trim().parse().ok()?;
-    let line: usize = parts.next()?.trim().parse().ok()?;
-    let file = parts.next()?;
-    // regorus quotes the source line as `N | text`; use it to turn its
-    // column into ours.
-    let prefix = format!("{line} | ");
-    let col = rest
-        .lines()
-        .find_map(|l| l.trim_start().strip_prefix(&prefix))
-        .map_or(col, |src| crate::rego::char_column(src, col));
-    Some(Location::new(file, line, col))
-}
-
-/// regorus errors span several lines (location, source, caret, message); keep
-/// the message itself, as one lowercase line.
-fn first_message(text: &str) -> String {
-    let candidates: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| {
-            !l.is_empty()
-                && !l.starts_with("-->")
-                && !l.starts_with('|')
-                && !l.chars().next().is_some_and(|c| c.is_ascii_digit())
-                && !l.chars().all(|c| c == '^' || c == '-' || c == ' ')
-        })
-        .collect();
-    let msg = candidates
-        .iter()
-        .find_map(|l| l.strip_prefix("error:").map(str::trim))
-        .or_else(|| candidates.last().copied())
-        .unwrap_or(text)
-        .trim_end_matches('.')
-        .to_string();
-    let mut chars = msg.chars();
-    match chars.next() {
-        Some(c) => c.to_lowercase().collect::<String>() + chars.as_str(),
-        None => msg,
     }
 }
 
@@ -704,19 +624,6 @@ fn input_doc(tool: &str, args: Option<&Value>, caller: Option<&Caller>) -> regor
     }
     input
 }
-
-/// Whether an evaluation failed because two definitions of a complete rule
-/// (or function) produced different values (`annotations := {...} if A` and
-/// `annotations := {...} if B`, both holding).
-pub fn is_conflict(message: &str) -> bool {
-    message.contains("rule conflicts with rule")
-        || message.contains("should not produce multiple outputs")
-        || message.contains("must not produce multiple outputs")
-        || message.contains("function produced multiple outputs")
-}
-
-/// What to do about a conflict between complete rules.
-pub const CONFLICT_HELP: &str = "a complete rule may have one value per request: make the conditions exclusive (`else`, or `not` the other condition), or build the value in one rule";
 
 #[cfg(test)]
 mod tests {
@@ -848,7 +755,7 @@ mod tests {
         });
         let names = |pool: &EnginePool| {
             let modules = pool.modules().unwrap();
-            let defs = super::super::rego::rule_defs(&modules);
+            let defs = crate::rego::rule_defs(&modules);
             (
                 modules
                     .iter()
@@ -892,5 +799,55 @@ mod tests {
         ];
         let err = pool.eval(&steps, regorus::Value::new_object()).unwrap_err();
         assert!(err.over_memory_budget(), "{}", err.message);
+    }
+
+    #[test]
+    fn what_reads_only_data_is_computed_once_at_load() {
+        let limits = Limits::default();
+        let mut e = new_engine(limits);
+        e.add_data(regorus::Value::from_json_str(r#"{"names": ["Ann", "bob"]}"#).unwrap())
+            .unwrap();
+        let rego = "names := {lower(n) | some n in data.names}\nmine := {n | some n in names; n == input.arguments.who}";
+        add_policy(
+            &mut e,
+            "p.rego",
+            &format!("package p\nimport rego.v1\n{rego}"),
+        )
+        .unwrap();
+        let program =
+            super::super::lower::program(&mut e, ["data.p.names", "data.p.mine"], limits).unwrap();
+        let value =
+            |path: &str| &program.rules[program.entry(path).unwrap()].defs[0].bodies[0].value;
+        match value("data.p.names") {
+            super::super::native::Term::Const(v) => {
+                assert_eq!(
+                    serde_json::to_value(v).unwrap(),
+                    serde_json::json!(["ann", "bob"])
+                )
+            }
+            _ => panic!("the data-only comprehension was not folded"),
+        }
+        // One that reads the input stays a comprehension.
+        assert!(matches!(
+            value("data.p.mine"),
+            super::super::native::Term::Compr { .. }
+        ));
+    }
+
+    #[test]
+    fn a_reference_named_twice_is_looked_up_once() {
+        let limits = Limits::default();
+        let mut e = new_engine(limits);
+        let rego = "r := input.a.b\ns := [input.a.b, input.a[\"b\"], input.a.c, r.d, r.d]";
+        add_policy(
+            &mut e,
+            "p.rego",
+            &format!("package p\nimport rego.v1\n{rego}"),
+        )
+        .unwrap();
+        let program =
+            super::super::lower::program(&mut e, ["data.p.r", "data.p.s"], limits).unwrap();
+        // `input.a`, `input.a.b`, `input.a.c`, `r.d`.
+        assert_eq!(program.paths.len(), 4);
     }
 }
