@@ -10,6 +10,8 @@ pub mod cli;
 pub mod commands;
 pub mod decisions;
 pub mod diag;
+#[cfg(test)]
+mod differential;
 pub mod exec;
 pub mod fence;
 pub mod fill;

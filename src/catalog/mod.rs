@@ -9,24 +9,12 @@
 //! consistent revision from start to end.
 
 mod build;
-#[cfg(test)]
-mod builtins_differential;
 pub mod caller_classes;
 pub mod caller_schema;
-#[cfg(test)]
-mod differential;
 pub mod exercise;
 pub mod explain;
 pub mod hints;
 pub mod literal;
-#[cfg(test)]
-mod native_differential;
-#[cfg(test)]
-pub(crate) mod opa;
-#[cfg(test)]
-mod opa_builtins_differential;
-#[cfg(test)]
-mod opa_differential;
 pub mod partition;
 pub mod proof;
 pub mod rego_test;

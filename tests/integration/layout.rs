@@ -135,6 +135,20 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("reload", &["bundle", "catalog", "check", "source", "state"]),
     // `regent review`: the decision tables of what `check` kept.
     ("review", &["caller", "catalog", "check", "fence", "rego"]),
+    // The differential tests (test builds only): regent's evaluators and
+    // builtins against regorus and OPA, on the catalogs `catalog` builds.
+    // Nothing uses it.
+    (
+        "differential",
+        &[
+            "caller",
+            "catalog",
+            "opa_builtins",
+            "policy",
+            "regex_samples",
+            "source",
+        ],
+    ),
     // The command line and the subcommands wire everything together; only
     // `main.rs` is above them.
     ("cli", &["decisions"]),

@@ -1,6 +1,6 @@
 """OPA's own engine as a test oracle, spoken to over JSON lines.
 
-regent's differential tests (src/catalog/opa.rs) start this script with an
+regent's differential tests (src/differential/opa.rs) start this script with an
 interpreter that has `opa-golib-python-bindings` (tests/opa/requirements.txt)
 and send one JSON object per line on stdin; each gets one JSON line back:
 

@@ -33,9 +33,10 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::differential::{Rng, Seeds, arguments, caller, load, shipped_catalogs};
+use super::harness::{Rng, Seeds, arguments, caller, load, shipped_catalogs};
 use super::opa::{Answer, Oracle, SKIPPED, client_text, python_text, same};
-use super::{BuildOptions, Catalog, build, exercise, policy};
+use crate::catalog::{BuildOptions, Catalog, build, exercise};
+use crate::policy::engine as policy;
 use crate::source::Source;
 
 /// Generated inputs per rule set of each tool.

@@ -5,7 +5,7 @@
 //! regent refuse.
 //! (Moved here from `opa_builtins/regex`'s tests.)
 
-use crate::catalog::opa::{Answer, Oracle, SKIPPED};
+use crate::differential::opa::{Answer, Oracle, SKIPPED};
 use crate::opa_builtins::regex;
 use serde_json::json;
 

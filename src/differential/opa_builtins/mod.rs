@@ -8,8 +8,8 @@
 mod regex;
 mod sprintf;
 
-use crate::catalog::differential::Rng;
-use crate::catalog::opa::{Answer, Oracle, SKIPPED, same};
+use crate::differential::harness::Rng;
+use crate::differential::opa::{Answer, Oracle, SKIPPED, same};
 use crate::policy::budget::{self, Limits};
 use crate::policy::engine as policy;
 use serde_json::{Value as Json, json};

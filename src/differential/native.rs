@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{Value as Json, json};
 
-use crate::catalog::differential;
+use crate::differential::harness;
 use crate::policy::budget::Limits;
 use crate::policy::engine::{self as policy, EnginePool, Step, compared};
 
@@ -330,7 +330,7 @@ fn imports_outside_the_subset_stay_on_regorus() {
 /// 27): native answers as OPA, checked against OPA's own engine.
 #[test]
 fn constructs_answer_as_opa() {
-    use crate::catalog::opa::{self, Answer, Oracle};
+    use crate::differential::opa::{self, Answer, Oracle};
     let Some(mut oracle) = Oracle::start() else {
         eprintln!("{}", opa::SKIPPED);
         return;
@@ -436,7 +436,7 @@ fn the_shipped_examples_run_natively() {
         ("git_server", "git_add"),
         ("team_ops", "deploy"),
     ] {
-        let catalog = differential::load(&root.join(example)).expect("the example builds");
+        let catalog = harness::load(&root.join(example)).expect("the example builds");
         let Some(t) = catalog.tool(tool) else {
             let names: Vec<_> = catalog.tools().iter().map(|t| t.name.clone()).collect();
             panic!("no tool {tool} in {example}: {names:?}");

@@ -2,8 +2,8 @@
 //! arguments, evaluated by regorus under `budget`; regent's answer must be
 //! OPA's or a refusal (moved here from `opa_builtins/sprintf`'s tests).
 
-use crate::catalog::differential::Rng;
-use crate::catalog::opa::{Answer, Oracle, SKIPPED};
+use crate::differential::harness::Rng;
+use crate::differential::opa::{Answer, Oracle, SKIPPED};
 use crate::policy::budget::{self, Limits};
 use crate::policy::engine as policy;
 use serde_json::{Value as Json, json};

@@ -23,8 +23,8 @@ use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
-use super::{BuildOptions, Catalog, ResolveError, Tool, build, exercise, proof, schema};
 use crate::caller::Caller;
+use crate::catalog::{BuildOptions, Catalog, ResolveError, Tool, build, exercise, proof, schema};
 use crate::policy::engine::compared;
 use crate::source::Source;
 

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use regorus::Value;
 
-use crate::catalog::differential::Rng;
+use crate::differential::harness::Rng;
 use crate::policy::budget::{self, Limits};
 use crate::policy::builtins::Fast;
 
