@@ -91,18 +91,9 @@ impl Facts<'_> {
     /// Whether every tool's inputSchema declares `input.arguments.<path>`
     /// `type: integer` (the arguments are validated before a policy runs).
     fn argument_integer(&self, module: usize, path: &[String]) -> bool {
-        let schemas = &self.schemas[module];
-        !schemas.is_empty()
-            && schemas.iter().all(|schema| {
-                let mut at = *schema;
-                for seg in path {
-                    match at.get("properties").and_then(|p| p.get(seg)) {
-                        Some(next) => at = next,
-                        None => return false,
-                    }
-                }
-                at.get("type").and_then(serde_json::Value::as_str) == Some("integer")
-            })
+        self.every_argument_schema(module, path, |at| {
+            at.get("type").and_then(serde_json::Value::as_str) == Some("integer")
+        })
     }
 
     /// Whether the argument at `path` is declared, in every schema of the
@@ -110,21 +101,32 @@ impl Facts<'_> {
     /// `pattern` of [`digits_only`] (`^[0-9]+$`, `^\d{1,6}$`), so
     /// `to_number` of it is an integer (or an error).
     fn argument_digits(&self, module: usize, path: &[String]) -> bool {
+        self.every_argument_schema(module, path, |at| {
+            at.get("type").and_then(serde_json::Value::as_str) == Some("string")
+                && at
+                    .get("pattern")
+                    .and_then(serde_json::Value::as_str)
+                    .is_some_and(digits_only)
+        })
+    }
+
+    /// Whether the module has owning tools and, in every one's inputSchema,
+    /// `input.arguments.<path>` is declared (through `properties`) with a
+    /// schema that `holds`.
+    fn every_argument_schema(
+        &self,
+        module: usize,
+        path: &[String],
+        holds: impl Fn(&serde_json::Value) -> bool,
+    ) -> bool {
         let schemas = &self.schemas[module];
         !schemas.is_empty()
             && schemas.iter().all(|schema| {
-                let mut at = *schema;
-                for seg in path {
-                    match at.get("properties").and_then(|p| p.get(seg)) {
-                        Some(next) => at = next,
-                        None => return false,
-                    }
-                }
-                at.get("type").and_then(serde_json::Value::as_str) == Some("string")
-                    && at
-                        .get("pattern")
-                        .and_then(serde_json::Value::as_str)
-                        .is_some_and(digits_only)
+                path.iter()
+                    .try_fold(*schema, |at, seg| {
+                        at.get("properties").and_then(|p| p.get(seg))
+                    })
+                    .is_some_and(&holds)
             })
     }
 
