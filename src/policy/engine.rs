@@ -4,8 +4,10 @@
 //! tool's generated decision module, its own policy package, the shared
 //! library packages and the data. Requests borrow an idle engine (cloning the
 //! template when all are busy) so concurrent requests never wait on one
-//! another and a clone never carries other tools' policies. This module is
-//! the only one, with `catalog`'s builder, that knows regorus.
+//! another and a clone never carries other tools' policies. This module
+//! evaluates on regorus engines; `catalog`'s builder still prepares them
+//! (the shared base engine, each tool's modules and data, `catalog/build`),
+//! and the syntax tree is `rego`'s.
 //!
 //! A tool whose every planned rule runs on `native` needs regorus only as a
 //! fallback, so its template is dropped once the build has warmed, checked
