@@ -147,25 +147,8 @@ impl EnginePool {
         if let Some(template) = &self.template {
             return Ok(template.clone());
         }
-        let Some(lazy) = &self.lazy else {
-            return Err(EvalError {
-                message: "the tool's policy engine is missing".to_string(),
-                location: None,
-                timed_out: false,
-            });
-        };
-        // Made under the lock: requests arriving together wait for one
-        // making rather than each making its own.
-        let mut made = lazy.made.lock().unwrap_or_else(|p| p.into_inner());
-        let engine = match &*made {
-            Some(engine) => engine.clone(),
-            None => {
-                let engine = Arc::new(lazy.recipe.make(&self.limits)?);
-                *made = Some(engine.clone());
-                engine
-            }
-        };
-        drop(made);
+        let lazy = self.lazy.as_ref().ok_or_else(missing_engine)?;
+        let engine = made_once(&lazy.made, || lazy.recipe.make(&self.limits))?;
         Ok((*engine).clone())
     }
 
@@ -179,20 +162,8 @@ impl EnginePool {
         if let Some(template) = &self.template {
             return Ok(crate::rego::modules(&mut template.clone()));
         }
-        let Some(lazy) = &self.lazy else {
-            return Err(EvalError {
-                message: "the tool's policy engine is missing".to_string(),
-                location: None,
-                timed_out: false,
-            });
-        };
-        let mut parsed = lazy.parsed.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(modules) = &*parsed {
-            return Ok(modules.as_ref().clone());
-        }
-        let modules = Arc::new(lazy.recipe.modules()?);
-        *parsed = Some(modules.clone());
-        drop(parsed);
+        let lazy = self.lazy.as_ref().ok_or_else(missing_engine)?;
+        let modules = made_once(&lazy.parsed, || lazy.recipe.modules())?;
         Ok(modules.as_ref().clone())
     }
 
@@ -625,6 +596,31 @@ fn input_doc(tool: &str, args: Option<&Value>, caller: Option<&Caller>) -> regor
         }
     }
     input
+}
+
+/// What a shed pool keeps made: the value in `slot`, or `make`'s, kept
+/// there. Made under the lock, so callers arriving together wait for one
+/// making rather than each making its own.
+fn made_once<T>(
+    slot: &Mutex<Option<Arc<T>>>,
+    make: impl FnOnce() -> Result<T, EvalError>,
+) -> Result<Arc<T>, EvalError> {
+    let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(value) = &*slot {
+        return Ok(value.clone());
+    }
+    let value = Arc::new(make()?);
+    *slot = Some(value.clone());
+    Ok(value)
+}
+
+/// A pool with neither a template nor a recipe (never built so).
+fn missing_engine() -> EvalError {
+    EvalError {
+        message: "the tool's policy engine is missing".to_string(),
+        location: None,
+        timed_out: false,
+    }
 }
 
 #[cfg(test)]
