@@ -1,0 +1,247 @@
+//! Evaluating rules: a rule's value from its definitions (`else` chains,
+//! `default`, partial sets; each computed once per evaluation), a call of a
+//! user-defined function, a body's statements (`:=`, `not` after its
+//! guards, `some … in`) on the body's locals. A term's value is `terms`';
+//! the value helpers (order, indexing, one value per rule) are `values`'.
+
+use smallvec::SmallVec;
+
+use regorus::Value;
+
+use super::values::{clear_opa_only, opa_only, opa_only_noted, settle, truthy, undefined};
+use super::{Body, CLOCK_EVERY, Eval, Kind, SMALL, Stmt, Stop, Term};
+
+impl Eval<'_> {
+    pub(super) fn tick(&mut self) -> Result<(), Stop> {
+        self.ticks = self.ticks.wrapping_add(1);
+        if self.ticks.is_multiple_of(CLOCK_EVERY) && self.scope.elapsed() > self.limits.time {
+            return Err(Stop::TimedOut);
+        }
+        Ok(())
+    }
+
+    pub(super) fn rule(&mut self, i: usize) -> Result<Value, Stop> {
+        if let Some(v) = &self.memo[i] {
+            return Ok(v.clone());
+        }
+        let program = self.program;
+        let rule = &program.rules[i];
+        let v = match rule.kind {
+            Kind::PartialSet => {
+                let mut set = Value::new_set();
+                for def in &rule.defs {
+                    for body in &def.bodies {
+                        self.body(body, &[], &mut |v| {
+                            if !undefined(&v) {
+                                set.as_set_mut().map_err(|_| Stop::Fallback)?.insert(v);
+                            }
+                            Ok(())
+                        })?;
+                    }
+                }
+                set
+            }
+            // Only called through `Eval::call`.
+            Kind::Function(_) => return Err(Stop::Fallback),
+            Kind::Complete => {
+                let mut value = Value::Undefined;
+                for def in &rule.defs {
+                    for body in &def.bodies {
+                        let mut held = false;
+                        self.body(body, &[], &mut |v| {
+                            if undefined(&v) {
+                                return Ok(());
+                            }
+                            if held {
+                                // One body holding twice (`some`): regorus
+                                // decides whether that is a conflict.
+                                return Err(Stop::Fallback);
+                            }
+                            held = true;
+                            // Two definitions, two values: regorus'
+                            // conflict error.
+                            settle(&mut value, v)
+                        })?;
+                        // An `else` body counts only when the ones before failed.
+                        if held {
+                            break;
+                        }
+                    }
+                }
+                match (&value, &rule.default) {
+                    (Value::Undefined, Some(d)) => d.clone(),
+                    _ => value,
+                }
+            }
+        };
+        self.memo[i] = Some(v.clone());
+        Ok(v)
+    }
+
+    /// Runs `body` with its first locals bound to `args` (a function's
+    /// parameters), calling `emit` with its value (possibly undefined) for
+    /// every way it holds.
+    pub(super) fn body(
+        &mut self,
+        body: &Body,
+        args: &[Value],
+        emit: &mut dyn FnMut(Value) -> Result<(), Stop>,
+    ) -> Result<(), Stop> {
+        // Locals on the stack unless there are many; most bodies have none.
+        if body.locals == 0 {
+            self.stmts(&body.stmts, &body.value, &mut [], emit)
+        } else {
+            let mut locals = SmallVec::<[Value; SMALL]>::from_elem(Value::Undefined, body.locals);
+            locals[..args.len()].clone_from_slice(args);
+            self.stmts(&body.stmts, &body.value, &mut locals, emit)
+        }
+    }
+
+    /// A call of the function `i`, as regorus' `eval_call_impl`: every
+    /// argument evaluated first (an error in any is an error), undefined
+    /// when one is (the bodies are not run); each definition's value is
+    /// that of the first of its `else` chain to hold; the definitions that
+    /// give a value must all give the same one. Whatever is not plainly
+    /// regorus' falls back: a body holding with an undefined value, one body
+    /// giving two values, two definitions giving two values.
+    pub(super) fn call(
+        &mut self,
+        i: usize,
+        args: &[Term],
+        locals: &mut [Value],
+    ) -> Result<Value, Stop> {
+        self.tick()?;
+        let mut values = SmallVec::<[Value; 4]>::new();
+        for a in args {
+            values.push(self.term(a, locals)?);
+        }
+        if values.iter().any(undefined) {
+            return Ok(Value::Undefined);
+        }
+        let program = self.program;
+        let rule = &program.rules[i];
+        if rule.kind != Kind::Function(values.len()) {
+            return Err(Stop::Fallback);
+        }
+        let mut result = Value::Undefined;
+        for def in &rule.defs {
+            let mut out = Value::Undefined;
+            for body in &def.bodies {
+                let mut held = false;
+                self.body(body, &values, &mut |v| {
+                    if undefined(&v) {
+                        // regorus: the body holds, the definition is
+                        // undefined and its `else` is not tried.
+                        return Err(Stop::Fallback);
+                    }
+                    held = true;
+                    // Two values: "function produced multiple outputs".
+                    settle(&mut out, v)
+                })?;
+                if held {
+                    break;
+                }
+            }
+            if undefined(&out) {
+                continue;
+            }
+            // Two definitions, two values: "functions must not produce
+            // multiple outputs for same inputs".
+            settle(&mut result, out)?;
+        }
+        Ok(result)
+    }
+
+    pub(super) fn stmts(
+        &mut self,
+        mut stmts: &[Stmt],
+        value: &Term,
+        locals: &mut [Value],
+        emit: &mut dyn FnMut(Value) -> Result<(), Stop>,
+    ) -> Result<(), Stop> {
+        // Statements that hold at most once go on in this loop; only `some`
+        // recurses, once per member.
+        let (key, slot, collection, rest) = loop {
+            let Some((first, rest)) = stmts.split_first() else {
+                let v = self.term(value, locals)?;
+                emit(v)?;
+                return Ok(());
+            };
+            match first {
+                Stmt::Expr(t) => {
+                    // An `in` that is undefined (OPA) or false (regorus)
+                    // fails the body alike: nothing to note.
+                    let noted = opa_only_noted();
+                    if !truthy(&self.term(t, locals)?) {
+                        if matches!(t, Term::In(..) | Term::KeyIn(..)) && !noted {
+                            clear_opa_only();
+                        }
+                        return Ok(());
+                    }
+                }
+                Stmt::Not(t, guards) => {
+                    for g in guards {
+                        if undefined(&self.term(g, locals)?) {
+                            // OPA: the body fails; regorus: the `not` holds.
+                            opa_only();
+                            return Ok(());
+                        }
+                    }
+                    if truthy(&self.term(t, locals)?) {
+                        return Ok(());
+                    }
+                }
+                Stmt::Assign(slot, t) => {
+                    let v = self.term(t, locals)?;
+                    if undefined(&v) {
+                        return Ok(());
+                    }
+                    locals[*slot] = v;
+                }
+                Stmt::SomeIn {
+                    key,
+                    value: slot,
+                    collection,
+                } => break (key, slot, collection, rest),
+            }
+            stmts = rest;
+        };
+        let coll = self.term(collection, locals)?;
+        match &coll {
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    self.tick()?;
+                    if let Some(k) = key {
+                        locals[*k] = Value::from(i as u64);
+                    }
+                    locals[*slot] = item.clone();
+                    self.stmts(rest, value, locals, emit)?;
+                }
+            }
+            Value::Set(items) => {
+                for item in items.iter() {
+                    self.tick()?;
+                    if let Some(k) = key {
+                        locals[*k] = item.clone();
+                    }
+                    locals[*slot] = item.clone();
+                    self.stmts(rest, value, locals, emit)?;
+                }
+            }
+            Value::Object(fields) => {
+                for (k, v) in fields.iter() {
+                    self.tick()?;
+                    if let Some(kslot) = key {
+                        locals[*kslot] = k.clone();
+                    }
+                    locals[*slot] = v.clone();
+                    self.stmts(rest, value, locals, emit)?;
+                }
+            }
+            Value::Undefined => {}
+            // Iterating a scalar: OPA iterates nothing; regorus fails.
+            _ => opa_only(),
+        }
+        Ok(())
+    }
+}
