@@ -9,15 +9,8 @@
 //! consistent revision from start to end.
 
 mod build;
-pub mod caller_classes;
 pub mod caller_schema;
-pub mod exercise;
-pub mod explain;
 pub mod hints;
-pub mod literal;
-pub mod partition;
-pub mod proof;
-pub mod rego_test;
 mod resolve;
 pub mod resolvers;
 pub mod run;
@@ -263,6 +256,13 @@ impl Tool {
     /// The rules one resolution evaluates, with what each answers.
     pub fn plan(&self) -> &[(Field, policy::Step)] {
         &self.plan
+    }
+
+    /// The tool's `visible` rule, when its package declares one: evaluated
+    /// per caller for listing (`visibility`), and with coverage on by
+    /// `regent test` (`analysis::rego_test`).
+    pub fn visible_rule(&self) -> Option<&policy::Step> {
+        self.visible.as_ref()
     }
 
     /// Evaluates this tool's plan on `engine` for `args`, as a request does,

@@ -23,8 +23,9 @@ use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
+use crate::analysis::{exercise, proof};
 use crate::caller::Caller;
-use crate::catalog::{BuildOptions, Catalog, ResolveError, Tool, build, exercise, proof, schema};
+use crate::catalog::{BuildOptions, Catalog, ResolveError, Tool, build, schema};
 use crate::policy::engine::compared;
 use crate::source::Source;
 

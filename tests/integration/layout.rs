@@ -84,6 +84,23 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
             "source",
         ],
     ),
+    // What only `check`, `test`, `review` and `--explain` ask of a built
+    // catalog (the proof, the exercise, explain, Rego tests). Above
+    // `catalog`: nothing on the serving path may use it, only the rows
+    // below that report (`testing`, `check`, `review`, `commands`, and
+    // the test-only `differential`).
+    (
+        "analysis",
+        &[
+            "caller",
+            "catalog",
+            "opa_builtins",
+            "policy",
+            "regex_samples",
+            "rego",
+            "source",
+        ],
+    ),
     ("state", &["catalog", "source"]),
     // Around a call: filling parameters, running it, logging the decision.
     ("fill", &["catalog", "run_plan", "source"]),
@@ -118,12 +135,14 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     // judges what a client would be sent, built in one place.
     (
         "testing",
-        &["caller", "catalog", "fence", "protocol", "source"],
+        &[
+            "analysis", "caller", "catalog", "fence", "protocol", "source",
+        ],
     ),
     (
         "check",
         &[
-            "caller", "catalog", "policy", "rego", "run_plan", "source", "testing",
+            "analysis", "caller", "catalog", "policy", "rego", "run_plan", "source", "testing",
         ],
     ),
     // Hot reload: rebuilds with `check::on_load`, swaps in `state`. Not
@@ -134,13 +153,17 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     // which `commands/serve` implements for `reload::Requester`.
     ("reload", &["bundle", "catalog", "check", "source", "state"]),
     // `regent review`: the decision tables of what `check` kept.
-    ("review", &["caller", "catalog", "check", "fence", "rego"]),
+    (
+        "review",
+        &["analysis", "caller", "catalog", "check", "fence", "rego"],
+    ),
     // The differential tests (test builds only): regent's evaluators and
     // builtins against regorus and OPA, on the catalogs `catalog` builds.
     // Nothing uses it.
     (
         "differential",
         &[
+            "analysis",
             "caller",
             "catalog",
             "opa_builtins",
@@ -155,6 +178,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     (
         "commands",
         &[
+            "analysis",
             "bundle",
             "caller",
             "catalog",
@@ -208,7 +232,7 @@ pub const KNOWN_FILE_CYCLES: &[(&[&str], &str)] = &[
          caller-schema diagnostics; build compiles the caller schema",
     ),
     (
-        &["catalog/caller_classes.rs", "catalog/proof.rs"],
+        &["analysis/caller_classes.rs", "analysis/proof.rs"],
         "proof -> caller_classes -> proof (its finite domains): \
          the split of catalog's analysis (issue 34, item 1); \
          opa_builtins, rego and policy (evaluation) are out of catalog",

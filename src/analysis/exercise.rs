@@ -20,7 +20,8 @@ use crate::rego::generate;
 
 /// Stands for the tool's whole decision (its evaluation plan) in the rule list.
 const DECISION: &str = "<decision>";
-use super::{Tool, proof, schema};
+use super::proof;
+use crate::catalog::{Tool, schema};
 use crate::diag::Diagnostic;
 use crate::policy::engine as policy;
 use crate::rego::{self, RuleKind};

@@ -17,7 +17,7 @@
 //!   "b" in g; not "c" in g` holds for `[a, b]` only.) Any other use
 //!   (`count`, an index, iteration, a comparison of the whole array) is not
 //!   followed, and the tool is not covered;
-//! - a string claim: the partition `rego/partition` makes of an argument
+//! - a string claim: the partition `analysis/partition` makes of an argument
 //!   (its `==`, `!=`, `in`, `startswith`, `endswith` and `contains`
 //!   constants, through `lower`/`upper` and aliases), its representatives
 //!   valid against the claim's schema;
@@ -34,14 +34,15 @@
 //! decides without one, and the same catalog may be served either way.
 //!
 //! Combining the classes with the argument combinations and evaluating
-//! them is the proof's (`catalog/proof`); how the classes are reported is
+//! them is the proof's (`analysis/proof`); how the classes are reported is
 //! `check`'s.
 
 use serde_json::{Map, Value, json};
 
 use super::partition::{self, Uses};
-use super::{Catalog, Tool, proof, schema};
+use super::proof;
 use crate::caller::{Caller, LOCAL_ISSUER};
+use crate::catalog::{Catalog, Tool, schema};
 use crate::diag::Location;
 use crate::rego::{self};
 

@@ -9,7 +9,7 @@
 //! declared argument is taken as read. Arguments no rule reads are held at
 //! a sample value: they cannot change the answer. When the catalog declares
 //! a caller schema and those rules read the caller, every combination is
-//! resolved for each caller class (`catalog/caller_classes`), no caller
+//! resolved for each caller class (`analysis/caller_classes`), no caller
 //! included. This module only computes facts; `check` decides how to report
 //! them.
 
@@ -18,12 +18,11 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::caller_classes::{self, CallerClasses};
-use super::hints::{Hint, Hints};
 use super::literal::{self, Reach};
 use super::partition::{self, Partition};
-use super::resolve::{Origin, ResolveError};
-use super::{Catalog, Tool, schema};
 use crate::caller::Caller;
+use crate::catalog::hints::{Hint, Hints};
+use crate::catalog::{Catalog, Origin, ResolveError, Tool, schema};
 use crate::diag::Location;
 use crate::rego::{self, ArgumentReads};
 
@@ -119,14 +118,14 @@ pub struct Proof {
     /// classes (see `partition`), by name.
     pub partitions: BTreeMap<String, Partition>,
     /// The free string arguments no partition covers, for which the proof
-    /// tried literal-directed candidates (`rego/literal`), by name. When
+    /// tried literal-directed candidates (`analysis/literal`), by name. When
     /// every one is reached (`unreached` is `None`), the proof resolved
     /// their candidates as those arguments' domains: a `Proved` outcome is
-    /// then proved by reach, weaker than by partition (see `rego/literal`).
+    /// then proved by reach, weaker than by partition (see `analysis/literal`).
     pub reached: BTreeMap<String, Reach>,
     /// The caller classes every combination was resolved for, when the
     /// rules that can change the annotations read the caller and the
-    /// catalog declares its claims (`catalog/caller_classes`).
+    /// catalog declares its claims (`analysis/caller_classes`).
     pub callers: Option<CallerClasses>,
 }
 
