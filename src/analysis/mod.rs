@@ -1,8 +1,8 @@
 //! What only `regent check`, `regent test`, `regent review` and `resolve
 //! --explain` ask of a compiled catalog, never a request: the worst-case
-//! proof (`proof`, over finite domains, the string partitions of
-//! `partition`, the literal-directed candidates of `literal` and the caller
-//! classes of `caller_classes`), evaluating every rule on
+//! proof (`proof`, over the finite domains of `domain`, the string
+//! partitions of `partition`, the literal-directed candidates of `literal`
+//! and the caller classes of `caller_classes`), evaluating every rule on
 //! samples (`exercise`), which rule produced a field of a resolution
 //! (`explain`), Rego unit tests and line coverage (`rego_test`).
 //!
@@ -15,6 +15,7 @@
 //! serving answers the same whether an analysis exists or not.
 
 pub mod caller_classes;
+pub mod domain;
 pub mod exercise;
 pub mod explain;
 pub mod literal;

@@ -231,12 +231,6 @@ pub const KNOWN_FILE_CYCLES: &[(&[&str], &str)] = &[
         "caller_schema's tests build a catalog (super::super::build) to see its \
          caller-schema diagnostics; build compiles the caller schema",
     ),
-    (
-        &["analysis/caller_classes.rs", "analysis/proof.rs"],
-        "proof -> caller_classes -> proof (its finite domains): \
-         the split of catalog's analysis (issue 34, item 1); \
-         opa_builtins, rego and policy (evaluation) are out of catalog",
-    ),
 ];
 
 /// A module of the crate as its path segments (`["http", "jwt"]`; the crate
