@@ -2,11 +2,13 @@
 //! and its warm policy engines, built from a [`Source`](crate::source::Source).
 //!
 //! With `rego` (Rego as syntax) and `policy` (evaluation) below it, this is the
-//! only layer that knows regorus; the only one that knows jsonschema. It knows
-//! nothing of MCP wire types: `protocol` turns what it returns into JSON-RPC. A
-//! `Catalog` is never changed after it is built; reload builds a new one and
-//! swaps the `Arc` (see `state`), so a request that holds one sees one
-//! consistent revision from start to end.
+//! layer of the serving path that knows regorus and jsonschema; what only
+//! `check`, `test`, `review` and `--explain` ask of a built catalog (the
+//! proof, the exercise, explain) is `analysis`', above it, which nothing
+//! here uses. It knows nothing of MCP wire types: `protocol` turns what it
+//! returns into JSON-RPC. A `Catalog` is never changed after it is built;
+//! reload builds a new one and swaps the `Arc` (see `state`), so a request
+//! that holds one sees one consistent revision from start to end.
 
 mod build;
 pub mod caller_schema;
