@@ -76,7 +76,6 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
             "caller",
             "fence",
             "meta_keys",
-            "opa_builtins",
             "policy",
             "regex_samples",
             "rego",
