@@ -1,6 +1,7 @@
 //! regent: an MCP server whose tools are declared in YAML and whose per-call
 //! behaviour is decided by Rego policies. See ARCHITECTURE.md for the map.
 
+pub mod analysis;
 pub mod bundle;
 pub mod caller;
 pub mod canonical;

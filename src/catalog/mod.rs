@@ -2,22 +2,17 @@
 //! and its warm policy engines, built from a [`Source`](crate::source::Source).
 //!
 //! With `rego` (Rego as syntax) and `policy` (evaluation) below it, this is the
-//! only layer that knows regorus; the only one that knows jsonschema. It knows
-//! nothing of MCP wire types: `protocol` turns what it returns into JSON-RPC. A
-//! `Catalog` is never changed after it is built; reload builds a new one and
-//! swaps the `Arc` (see `state`), so a request that holds one sees one
-//! consistent revision from start to end.
+//! layer of the serving path that knows regorus and jsonschema; what only
+//! `check`, `test`, `review` and `--explain` ask of a built catalog (the
+//! proof, the exercise, explain) is `analysis`', above it, which nothing
+//! here uses. It knows nothing of MCP wire types: `protocol` turns what it
+//! returns into JSON-RPC. A `Catalog` is never changed after it is built;
+//! reload builds a new one and swaps the `Arc` (see `state`), so a request
+//! that holds one sees one consistent revision from start to end.
 
 mod build;
-pub mod caller_classes;
 pub mod caller_schema;
-pub mod exercise;
-pub mod explain;
 pub mod hints;
-pub mod literal;
-pub mod partition;
-pub mod proof;
-pub mod rego_test;
 mod resolve;
 pub mod resolvers;
 pub mod run;
@@ -263,6 +258,13 @@ impl Tool {
     /// The rules one resolution evaluates, with what each answers.
     pub fn plan(&self) -> &[(Field, policy::Step)] {
         &self.plan
+    }
+
+    /// The tool's `visible` rule, when its package declares one: evaluated
+    /// per caller for listing (`visibility`), and with coverage on by
+    /// `regent test` (`analysis::rego_test`).
+    pub fn visible_rule(&self) -> Option<&policy::Step> {
+        self.visible.as_ref()
     }
 
     /// Evaluates this tool's plan on `engine` for `args`, as a request does,

@@ -20,8 +20,9 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use crate::catalog::proof::{self, Outcome, Proof};
-use crate::catalog::{self, BuildOptions, Catalog, Tool, exercise};
+use crate::analysis::exercise;
+use crate::analysis::proof::{self, Outcome, Proof};
+use crate::catalog::{self, BuildOptions, Catalog, Tool};
 use crate::diag::{self, Diagnostic};
 use crate::policy::engine as policy;
 use crate::rego;

@@ -5,14 +5,15 @@
 //! cover the tool, and a resolution that fails (a conflict, a limit hit, an
 //! evaluation error) at the rule it names.
 //!
-//! Running the proof and sampling is `catalog::proof`'s, deciding what to run
+//! Running the proof and sampling is `analysis::proof`'s, deciding what to run
 //! and which diagnostics are failing decisions `super`'s (`tool_findings`).
 
 use std::collections::BTreeMap;
 
+use crate::analysis::explain;
+use crate::analysis::proof::{self, Outcome, Proof};
 use crate::catalog::hints::Hint;
-use crate::catalog::proof::{self, Outcome, Proof};
-use crate::catalog::{Catalog, Tool, explain};
+use crate::catalog::{Catalog, Tool};
 use crate::diag::{Diagnostic, Location};
 use crate::source::Source;
 

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
 use super::{Report, SHOWN_FAILURES};
-use crate::catalog::proof::{Outcome, Proof};
+use crate::analysis::proof::{Outcome, Proof};
 use crate::diag::{Diagnostic, Style};
 
 /// The version of the JSON shape; bumped only when a field changes meaning
@@ -194,7 +194,7 @@ fn proof_json(p: &Proof) -> Value {
                             if let (Some(caller), Value::Object(m)) = (&c.caller, &mut j) {
                                 m.insert(
                                     "caller".into(),
-                                    crate::catalog::proof::caller_json(caller.as_ref()),
+                                    crate::analysis::proof::caller_json(caller.as_ref()),
                                 );
                             }
                             j
@@ -212,7 +212,7 @@ fn proof_json(p: &Proof) -> Value {
                             if let (Some(caller), Value::Object(m)) = (&f.caller, &mut j) {
                                 m.insert(
                                     "caller".into(),
-                                    crate::catalog::proof::caller_json(caller.as_ref()),
+                                    crate::analysis::proof::caller_json(caller.as_ref()),
                                 );
                             }
                             j

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use super::{Failure, exit, load_catalog, print_stdout};
-use crate::catalog::explain;
+use crate::analysis::explain;
 use crate::cli::{CatalogArgs, ResolveArgs};
 use crate::diag::Style;
 

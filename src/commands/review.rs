@@ -107,7 +107,7 @@ pub fn run(args: &ReviewArgs) -> Result<i32, Failure> {
 fn caller_classes(checked: &Checked) -> Vec<Caller> {
     match &checked.catalog {
         Some(catalog) if checked.callers.is_empty() => {
-            crate::catalog::caller_classes::for_catalog(catalog)
+            crate::analysis::caller_classes::for_catalog(catalog)
         }
         _ => checked.callers.clone(),
     }

@@ -23,7 +23,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::catalog::{BuildOptions, Catalog, ResolveError, build, exercise};
+use crate::analysis::exercise;
+use crate::catalog::{BuildOptions, Catalog, ResolveError, build};
 use crate::policy::engine::compared;
 use crate::source::Source;
 

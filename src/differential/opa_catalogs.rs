@@ -35,7 +35,8 @@ use serde_json::Value;
 
 use super::harness::{Rng, Seeds, arguments, caller, load, shipped_catalogs};
 use super::opa::{Answer, Oracle, SKIPPED, client_text, python_text, same};
-use crate::catalog::{BuildOptions, Catalog, build, exercise};
+use crate::analysis::exercise;
+use crate::catalog::{BuildOptions, Catalog, build};
 use crate::policy::engine as policy;
 use crate::source::Source;
 

@@ -26,8 +26,8 @@
 //! - [`coverage`]: the lines regorus' coverage counts;
 //!
 //! The partition of a free string argument and its literal-directed
-//! candidates read a tool and its schema, so they are `catalog`'s
-//! (`catalog/partition`, `catalog/literal`). This module uses nothing above
+//! candidates read a tool and its schema, so they are `analysis`'s
+//! (`analysis/partition`, `analysis/literal`). This module uses nothing above
 //! it: evaluation stays in `policy/engine`; deciding what a finding means
 //! for a catalog is `regent check`'s job.
 

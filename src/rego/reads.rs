@@ -7,8 +7,8 @@
 //! [`hint_argument_reads`] does the same for the rules that can change the
 //! annotations. [`argument_literals`] collects the literals the proof's
 //! sampling tries. Whether reads are bounded by the schema, and how values
-//! are chosen, is the proof's job (`catalog/proof`); how a string argument
-//! is partitioned is `catalog::partition`'s.
+//! are chosen, is the proof's job (`analysis/proof`); how a string argument
+//! is partitioned is `analysis::partition`'s.
 
 use std::collections::BTreeMap;
 
@@ -155,7 +155,7 @@ pub fn hint_argument_reads_with(
 }
 
 /// What the rules that can change a tool's annotations read of the caller
-/// (for the proof's caller classes, `catalog/caller_classes`).
+/// (for the proof's caller classes, `analysis/caller_classes`).
 #[derive(Debug, Clone, Default)]
 pub struct CallerReads {
     /// Whether any of them reads the caller at all.

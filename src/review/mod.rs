@@ -2,13 +2,13 @@
 //! catalog `check` built, and the catalog-wide findings of `check`.
 //!
 //! For every tool: its listing (the worst case), then one row per argument
-//! class the worst-case proof enumerates (`catalog/proof`: enums, booleans,
+//! class the worst-case proof enumerates (`analysis/proof`: enums, booleans,
 //! partitioned strings; for a tool it does not cover, the combinations
 //! `check` sampled, marked with the proof's warning) and, for a tool whose
 //! policy reads the caller, per caller class (no caller, then each caller
 //! given, such as those of the catalog's test cases). Each row holds the
 //! decision a call with those arguments gets, with the rule (file:line)
-//! behind each field that differs from the listing (`catalog/explain`).
+//! behind each field that differs from the listing (`analysis/explain`).
 //!
 //! Rows are keyed by tool, argument class and caller class ([`RowKey`]), so
 //! that two reviews (a catalog and its base) can be compared row by row.
@@ -37,7 +37,7 @@ use crate::diag::Severity;
 
 /// The most rows one tool's table holds; the rest are counted
 /// ([`ToolTable::omitted`]). The proof may enumerate up to
-/// [`proof::LIMIT`](crate::catalog::proof::LIMIT) combinations, more than anyone reads.
+/// [`proof::LIMIT`](crate::analysis::proof::LIMIT) combinations, more than anyone reads.
 pub const MAX_ROWS: usize = 256;
 
 /// A whole review.

@@ -12,10 +12,10 @@ use super::{
     Class, Coverage, Decision, Field, Finding, HintCell, MAX_ROWS, Other, Review, Row, RowKey,
     RowOutcome, ToolTable, show,
 };
+use crate::analysis::explain::{self, Producer};
+use crate::analysis::proof::{self, Outcome, Proof};
 use crate::caller::Caller;
-use crate::catalog::explain::{self, Producer};
 use crate::catalog::hints::Hint;
-use crate::catalog::proof::{self, Outcome, Proof};
 use crate::catalog::visibility::Verdict;
 use crate::catalog::{Catalog, ResolveError, Tool};
 use crate::check::Checked;
@@ -266,7 +266,7 @@ fn class_of(proof: &Proof, args: &Value) -> Option<Class> {
 }
 
 /// Which of the partition's predicates `s` meets.
-fn signature(p: &crate::catalog::partition::Partition, s: &str) -> Vec<bool> {
+fn signature(p: &crate::analysis::partition::Partition, s: &str) -> Vec<bool> {
     let x = p.fold.apply(s);
     p.equals
         .iter()

@@ -4,7 +4,7 @@
 //!
 //! This module runs tests and collects results; the case format and its
 //! judging are in [`cases`], printing in [`report`], and everything that
-//! touches regorus in `catalog::rego_test`.
+//! touches regorus in `analysis::rego_test`.
 
 pub mod cases;
 pub mod report;
@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::catalog::rego_test::{self, RegoTest};
+use crate::analysis::rego_test::{self, RegoTest};
 use crate::catalog::{self, BuildOptions};
 use crate::diag::{Diagnostic, Location, Outcome};
 use crate::source::{Source, files};

@@ -318,7 +318,7 @@ pub fn junit(r: &TestReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::rego_test::RegoTest;
+    use crate::analysis::rego_test::RegoTest;
     use crate::diag::Location;
 
     #[test]

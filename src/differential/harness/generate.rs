@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use crate::analysis::proof;
 use crate::caller::Caller;
-use crate::catalog::{Tool, proof, schema};
+use crate::catalog::{Tool, schema};
 
 /// The pieces hostile strings are made of.
 pub(super) const PIECES: &[&str] = &[

@@ -6,7 +6,7 @@
 //! (`rego::hint_caller_reads`) each get a finite set of values:
 //!
 //! - an `enum`, `const`, boolean or `null` claim (or an object made of
-//!   those): every value, as for an argument (`proof::domain`);
+//!   those): every value, as for an argument (`analysis/domain`);
 //! - an array whose items are such a claim, read only by membership tests
 //!   of constants (`"oncall" in input.caller.claims.groups`): every set of
 //!   members, each as the array of those members in the schema's order, up
@@ -17,7 +17,7 @@
 //!   "b" in g; not "c" in g` holds for `[a, b]` only.) Any other use
 //!   (`count`, an index, iteration, a comparison of the whole array) is not
 //!   followed, and the tool is not covered;
-//! - a string claim: the partition `rego/partition` makes of an argument
+//! - a string claim: the partition `analysis/partition` makes of an argument
 //!   (its `==`, `!=`, `in`, `startswith`, `endswith` and `contains`
 //!   constants, through `lower`/`upper` and aliases), its representatives
 //!   valid against the claim's schema;
@@ -34,14 +34,15 @@
 //! decides without one, and the same catalog may be served either way.
 //!
 //! Combining the classes with the argument combinations and evaluating
-//! them is the proof's (`catalog/proof`); how the classes are reported is
+//! them is the proof's (`analysis/proof`); how the classes are reported is
 //! `check`'s.
 
 use serde_json::{Map, Value, json};
 
+use super::domain::{finite_values, required_names};
 use super::partition::{self, Uses};
-use super::{Catalog, Tool, proof, schema};
 use crate::caller::{Caller, LOCAL_ISSUER};
+use crate::catalog::{Catalog, Tool, schema};
 use crate::diag::Location;
 use crate::rego::{self};
 
@@ -118,7 +119,7 @@ pub fn for_tool(
     let props = schema::properties(&declared.claims)
         .cloned()
         .unwrap_or_default();
-    let required = proof::required_names(&declared.claims);
+    let required = required_names(&declared.claims);
     let closed = declared.claims.get("additionalProperties") == Some(&Value::Bool(false));
     let mut uses = None;
     let mut claims = Vec::new();
@@ -246,7 +247,7 @@ fn classes(
     s: &Value,
     u: Option<&Uses>,
 ) -> Result<ClaimClasses, (String, Option<Location>)> {
-    if let Ok(values) = proof::finite_values(s) {
+    if let Ok(values) = finite_values(s) {
         let n = values.len();
         return Ok(ClaimClasses {
             claim: claim.to_string(),
@@ -257,7 +258,7 @@ fn classes(
     let ty = s.get("type").and_then(Value::as_str);
     if ty == Some("array")
         && let Some(items) = s.get("items")
-        && let Ok(members) = proof::finite_values(items)
+        && let Ok(members) = finite_values(items)
     {
         return members_classes(claim, s, &members, u);
     }
@@ -274,7 +275,7 @@ fn classes(
                 .collect(),
         });
     }
-    let why = proof::finite_values(s).err().unwrap_or_default();
+    let why = finite_values(s).err().unwrap_or_default();
     Err((format!("has no finite domain: {why}"), None))
 }
 

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::Tool;
+use crate::catalog::Tool;
 use crate::diag::{Diagnostic, Location};
 use crate::policy::budget::{Limits, Scope};
 use crate::policy::engine as policy;
@@ -153,7 +153,7 @@ pub fn cover_tool(tool: &Tool, inputs: &[(Value, Option<crate::caller::Caller>)]
         let decided = tool.evaluate_on(&mut engine, args, caller.as_ref());
         // Listing evaluates `visible` for the caller, without arguments, as
         // `catalog/visibility` does; its lines count as covered too.
-        let listed = match &tool.visible {
+        let listed = match tool.visible_rule() {
             Some(step) => {
                 engine.set_input(policy::listing_input(&tool.name, caller.as_ref()));
                 step.eval(&mut engine, &limits).map(|_| ())

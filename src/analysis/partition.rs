@@ -64,20 +64,20 @@
 //!
 //! Caller claims (`input.caller.claims.x`) are partitioned the same way
 //! ([`claim_uses`], [`partition_claim`]) for the proof's caller classes
-//! (`catalog/caller_classes`), which also need the constants tested for
+//! (`analysis/caller_classes`), which also need the constants tested for
 //! membership in an array claim (`"ops" in input.caller.claims.groups`);
 //! for claims a plain `import data.PKG` is followed rather than taken as
 //! reading a bound rule as part of a document.
 //!
 //! Which arguments the annotations depend on, and evaluating the
-//! representatives, are the proof's (`catalog/proof`).
+//! representatives, are the proof's (`analysis/proof`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use regorus::unstable::{AssignOp, BoolOp, Expr, Rule, RuleHead};
 use serde_json::{Map, Value, json};
 
-use super::{Tool, schema};
+use crate::catalog::{Tool, schema};
 use crate::diag::Location;
 use crate::rego::reads::hint_rules;
 use crate::rego::visit::{ref_indexes, walk_expr, walk_rule};

@@ -9,7 +9,7 @@
 //! declared argument is taken as read. Arguments no rule reads are held at
 //! a sample value: they cannot change the answer. When the catalog declares
 //! a caller schema and those rules read the caller, every combination is
-//! resolved for each caller class (`catalog/caller_classes`), no caller
+//! resolved for each caller class (`analysis/caller_classes`), no caller
 //! included. This module only computes facts; `check` decides how to report
 //! them.
 
@@ -18,17 +18,16 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::caller_classes::{self, CallerClasses};
-use super::hints::{Hint, Hints};
+use super::domain::{domain, required_names};
 use super::literal::{self, Reach};
 use super::partition::{self, Partition};
-use super::resolve::{Origin, ResolveError};
-use super::{Catalog, Tool, schema};
 use crate::caller::Caller;
+use crate::catalog::hints::{Hint, Hints};
+use crate::catalog::{Catalog, Origin, ResolveError, Tool, schema};
 use crate::diag::Location;
 use crate::rego::{self, ArgumentReads};
 
-/// The most combinations a proof evaluates.
-pub const LIMIT: usize = 10_000;
+pub use super::domain::LIMIT;
 
 /// How many strings generated from a `pattern` literal-directed candidates
 /// try.
@@ -119,14 +118,14 @@ pub struct Proof {
     /// classes (see `partition`), by name.
     pub partitions: BTreeMap<String, Partition>,
     /// The free string arguments no partition covers, for which the proof
-    /// tried literal-directed candidates (`rego/literal`), by name. When
+    /// tried literal-directed candidates (`analysis/literal`), by name. When
     /// every one is reached (`unreached` is `None`), the proof resolved
     /// their candidates as those arguments' domains: a `Proved` outcome is
-    /// then proved by reach, weaker than by partition (see `rego/literal`).
+    /// then proved by reach, weaker than by partition (see `analysis/literal`).
     pub reached: BTreeMap<String, Reach>,
     /// The caller classes every combination was resolved for, when the
     /// rules that can change the annotations read the caller and the
-    /// catalog declares its claims (`catalog/caller_classes`).
+    /// catalog declares its claims (`analysis/caller_classes`).
     pub callers: Option<CallerClasses>,
 }
 
@@ -144,97 +143,6 @@ impl Proof {
             .collect::<Vec<_>>()
             .join("; ")
     }
-}
-
-/// Every value an argument can take, `None` meaning absent; `Err` says why
-/// the domain is not finite.
-pub fn domain(schema: &Value, required: bool) -> Result<Vec<Option<Value>>, String> {
-    let mut values: Vec<Option<Value>> = finite_values(schema)?.into_iter().map(Some).collect();
-    if !required {
-        values.push(None);
-    }
-    Ok(values)
-}
-
-pub(super) fn finite_values(schema: &Value) -> Result<Vec<Value>, String> {
-    if let Some(c) = schema.get("const") {
-        return Ok(vec![c.clone()]);
-    }
-    if let Some(e) = schema.get("enum").and_then(Value::as_array) {
-        return Ok(e.clone());
-    }
-    for key in ["anyOf", "oneOf"] {
-        if let Some(branches) = schema.get(key).and_then(Value::as_array) {
-            let mut out = Vec::new();
-            for b in branches {
-                for v in finite_values(b)? {
-                    if !out.contains(&v) {
-                        out.push(v);
-                    }
-                }
-            }
-            return Ok(out);
-        }
-    }
-    let types: Vec<&str> = match schema.get("type") {
-        Some(Value::String(t)) => vec![t.as_str()],
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
-        _ => return Err("it has no type, enum or const".to_string()),
-    };
-    let mut out = Vec::new();
-    for t in types {
-        match t {
-            "boolean" => out.extend([Value::Bool(true), Value::Bool(false)]),
-            "null" => out.push(Value::Null),
-            "object" => out.extend(object_values(schema)?),
-            other => return Err(format!("it is a {other} without enum or const")),
-        }
-    }
-    Ok(out)
-}
-
-fn object_values(schema: &Value) -> Result<Vec<Value>, String> {
-    let open = schema.get("additionalProperties") != Some(&Value::Bool(false));
-    let props = schema::properties(schema).cloned().unwrap_or_default();
-    if props.is_empty() && open {
-        return Err("it is an object without declared properties".to_string());
-    }
-    let required = required_names(schema);
-    let mut combos = vec![Map::new()];
-    for (name, s) in &props {
-        let d =
-            domain(s, required.contains(name)).map_err(|e| format!("property `{name}`: {e}"))?;
-        let mut next = Vec::new();
-        for c in &combos {
-            for v in &d {
-                let mut m = c.clone();
-                if let Some(v) = v {
-                    m.insert(name.clone(), v.clone());
-                }
-                next.push(m);
-                if next.len() > LIMIT {
-                    return Err(format!(
-                        "its properties have more than {LIMIT} combinations"
-                    ));
-                }
-            }
-        }
-        combos = next;
-    }
-    Ok(combos.into_iter().map(Value::Object).collect())
-}
-
-pub(super) fn required_names(schema: &Value) -> Vec<String> {
-    schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| {
-            r.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The arguments `tool`'s rules read, with where a policy first reads each,
@@ -813,31 +721,5 @@ fn evaluate(
         failures,
         rejected,
         rejected_example,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn domains_of_finite_schemas() {
-        assert_eq!(domain(&json!({"type": "boolean"}), true).unwrap().len(), 2);
-        assert_eq!(
-            domain(&json!({"enum": ["a", "b", "c"]}), false)
-                .unwrap()
-                .len(),
-            4
-        );
-        assert_eq!(
-            domain(&json!({"const": 1}), true).unwrap(),
-            vec![Some(json!(1))]
-        );
-        let obj = json!({"type": "object", "additionalProperties": false,
-            "properties": {"force": {"type": "boolean"}, "mode": {"enum": ["a", "b"]}}, "required": ["mode"]});
-        assert_eq!(domain(&obj, true).unwrap().len(), 6);
-        assert!(domain(&json!({"type": "string"}), true).is_err());
-        assert!(domain(&json!({"type": "object"}), true).is_err());
     }
 }

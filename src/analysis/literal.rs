@@ -1,5 +1,5 @@
 //! Literal-directed candidates for a free string argument the partition
-//! (`rego/partition`) cannot handle because the rules derive a value from
+//! (`analysis/partition`) cannot handle because the rules derive a value from
 //! it before comparing.
 //!
 //! The rules that can change the annotations are read for comparisons of a
@@ -39,14 +39,14 @@
 //! reaches leaves the argument unreached, named with its location.
 //!
 //! Which arguments need this, the combinations with the other arguments
-//! and evaluating them are the proof's (`catalog/proof`).
+//! and evaluating them are the proof's (`analysis/proof`).
 
 use std::collections::BTreeMap;
 
 use regorus::unstable::{AssignOp, BoolOp, Expr, Literal, Rule, RuleHead};
 use serde_json::{Value, json};
 
-use super::Tool;
+use crate::catalog::Tool;
 use crate::diag::Location;
 use crate::rego::reads::hint_rules;
 use crate::rego::visit::walk_rule;

@@ -15,10 +15,9 @@
 
 use serde_json::{Map, Value};
 
-use super::Tool;
-use super::hints::Hint;
-use super::resolve::{Origin, Resolution};
 use crate::caller::Caller;
+use crate::catalog::hints::Hint;
+use crate::catalog::{Origin, Resolution, Tool};
 use crate::diag::Location;
 use crate::policy::engine as policy;
 use crate::rego::generate;

@@ -20,7 +20,9 @@ use crate::rego::generate;
 
 /// Stands for the tool's whole decision (its evaluation plan) in the rule list.
 const DECISION: &str = "<decision>";
-use super::{Tool, proof, schema};
+use super::domain::domain;
+use super::proof;
+use crate::catalog::{Tool, schema};
 use crate::diag::Diagnostic;
 use crate::policy::engine as policy;
 use crate::rego::{self, RuleKind};
@@ -74,7 +76,7 @@ pub fn samples(tool: &Tool) -> Vec<Value> {
     let mut out = vec![Value::Object(base.clone())];
     for (name, s) in schema::properties(&tool.input_schema).into_iter().flatten() {
         // A finite domain in full; otherwise a few values the schema allows.
-        let values = proof::domain(s, required.contains(&name.as_str())).unwrap_or_else(|_| {
+        let values = domain(s, required.contains(&name.as_str())).unwrap_or_else(|_| {
             let mut vs = schema::candidates(s);
             vs.truncate(FREE_VALUES);
             for v in literals.get(name).into_iter().flatten() {
