@@ -226,8 +226,8 @@ const FLOOD: usize = 160;
 
 #[test]
 fn large_arguments_with_the_collector_down_stay_within_the_byte_bounds() {
-    let port = common::closed_addr().port();
-    let f = flood(&format!("http://127.0.0.1:{port}/logs"), FLOOD);
+    let closed = common::ClosedPort::new();
+    let f = flood(&format!("http://{}/logs", closed.addr()), FLOOD);
     assert_bounded(&f, FLOOD);
 }
 

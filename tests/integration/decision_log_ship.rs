@@ -1,16 +1,25 @@
 //! The decision log's HTTP sink (`--decision-log-url`), against a real
 //! collector process on 127.0.0.1 (tests/fixtures/decision_collector.py,
 //! standard library only): every decision arrives as an OPA event, a
-//! collector that is down or restarts, drops counted and reported, the
+//! collector that goes down and comes back, drops counted and reported, the
 //! sink's counts in metrics.
+//!
+//! Nothing here waits a set time: each test waits for what it needs to
+//! have happened (ids in the collector's file, a line on regent's stderr, a
+//! metric), up to the kit's [`common::WAIT`]. A collector that must be down
+//! keeps its port (it turns connections away, `down` mode) and "no
+//! collector" is a port held closed ([`common::ClosedPort`]), so no other
+//! process can answer there meanwhile.
 
 use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use common::WAIT;
 
 use crate::decision_log::{answers_for, catalog, log_lines, requests, wait};
 
@@ -18,9 +27,13 @@ use crate::decision_log::{answers_for, catalog, log_lines, requests, wait};
 // The HTTP sink (`--decision-log-url`), against a real collector process on
 // 127.0.0.1 (tests/fixtures/decision_collector.py, standard library only).
 
-/// A running collector; killed when dropped.
+/// A running collector; killed when dropped. Its mode changes on command
+/// ([`Collector::set_mode`]), acknowledged, so the test knows which
+/// uploads see which mode.
 pub(crate) struct Collector {
     child: Child,
+    control: ChildStdin,
+    answers: BufReader<ChildStdout>,
     port: u16,
     out: std::path::PathBuf,
 }
@@ -31,7 +44,8 @@ impl Collector {
         Collector::start_mode(port, out, "ok")
     }
 
-    /// A collector in `mode`: "ok", "fail" (500) or "hang" (no answer).
+    /// A collector in `mode`: "ok", "fail" (500), "hang" (no answer) or
+    /// "down" (connections closed unanswered).
     pub(crate) fn start_mode(port: u16, out: &Path, mode: &str) -> Collector {
         let script = common::repo_path("tests/fixtures/decision_collector.py");
         let mut child = Command::new("python3")
@@ -39,24 +53,48 @@ impl Collector {
             .arg(port.to_string())
             .arg(out)
             .arg(mode)
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("python3 runs the collector");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let control = child.stdin.take().unwrap();
+        let mut answers = BufReader::new(child.stdout.take().unwrap());
+        let line = read_answer(&mut answers);
         let port = line
-            .trim()
             .strip_prefix("listening ")
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("the collector did not start: {line:?}"));
         Collector {
             child,
+            control,
+            answers,
             port,
             out: out.to_path_buf(),
         }
+    }
+
+    /// Sends one control command and returns its answer.
+    fn command(&mut self, command: &str) -> String {
+        writeln!(self.control, "{command}").expect("the collector reads its commands");
+        self.control.flush().unwrap();
+        read_answer(&mut self.answers)
+    }
+
+    /// Switches to `mode` ("ok" or "down") for every upload that comes
+    /// after this returns; on the same port, which it never gave up.
+    pub(crate) fn set_mode(&mut self, mode: &str) {
+        let answer = self.command(&format!("mode {mode}"));
+        assert_eq!(answer, format!("mode {mode}"), "the collector's answer");
+    }
+
+    /// The connections turned away in "down" mode so far.
+    pub(crate) fn turned_away(&mut self) -> u64 {
+        let answer = self.command("turned-away");
+        answer
+            .strip_prefix("turned-away ")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("the collector's answer: {answer:?}"))
     }
 
     pub(crate) fn url(&self) -> String {
@@ -71,9 +109,10 @@ impl Collector {
             .collect()
     }
 
-    /// Waits until `n` distinct decisions arrived, up to `within`.
-    pub(crate) fn wait_for(&self, n: usize, within: Duration) -> BTreeSet<String> {
-        let deadline = Instant::now() + within;
+    /// Waits until `n` distinct decisions arrived, up to [`WAIT`] (then
+    /// returns those that did, for the test to assert on).
+    pub(crate) fn wait_for(&self, n: usize) -> BTreeSet<String> {
+        let deadline = Instant::now() + WAIT;
         loop {
             let ids = self.ids();
             if ids.len() >= n || Instant::now() > deadline {
@@ -81,6 +120,34 @@ impl Collector {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+}
+
+/// One line the collector wrote on stdout, trimmed; its end of output is
+/// a failure (it died).
+fn read_answer(answers: &mut BufReader<ChildStdout>) -> String {
+    let mut line = String::new();
+    let n = answers
+        .read_line(&mut line)
+        .expect("the collector's stdout");
+    assert!(n > 0, "the collector exited");
+    line.trim().to_string()
+}
+
+/// Waits until the file `path` holds `needle` (polling; fails after
+/// [`WAIT`]) and returns its text.
+fn wait_for_text(path: &Path, needle: &str) -> String {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.contains(needle) {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{path:?} never said {needle:?}:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -139,7 +206,7 @@ fn every_decision_reaches_the_collector_as_an_opa_event() {
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     answers_for(&mut stdout, 1..=n as u64);
     // Shipped while serving (batches of at most 500, or every second)...
-    let early = collector.wait_for(n, Duration::from_secs(10));
+    let early = collector.wait_for(n);
     assert_eq!(early.len(), n, "every decision arrives while serving");
     drop(stdin);
     assert!(wait(&mut child).success());
@@ -181,13 +248,15 @@ fn every_decision_reaches_the_collector_as_an_opa_event() {
     assert_eq!(ids.len(), 1, "one instance id per process");
 }
 
+/// The collector goes down and comes back on the port it kept (turning
+/// connections away in between, as one that went away): the decisions
+/// made meanwhile fail to upload, are retried, and arrive once.
 #[test]
 fn decisions_made_while_the_collector_is_down_arrive_after_it_restarts() {
     let tmp = tempfile::tempdir().unwrap();
     let cat = catalog(tmp.path());
     let out = tmp.path().join("received.jsonl");
     let mut collector = Collector::start(0, &out);
-    let port = collector.port;
     let log = tmp.path().join("decisions.jsonl");
     let stderr = tmp.path().join("stderr.txt");
     let mut child = serve_shipping(&cat, &log, &collector.url(), &[], &stderr);
@@ -196,34 +265,34 @@ fn decisions_made_while_the_collector_is_down_arrive_after_it_restarts() {
     let first = 100;
     stdin.write_all(requests(first).as_bytes()).unwrap();
     answers_for(&mut stdout, 1..=first as u64);
-    assert_eq!(
-        collector.wait_for(first, Duration::from_secs(5)).len(),
-        first
-    );
+    assert_eq!(collector.wait_for(first).len(), first);
 
-    // Down: decisions go on being made, and uploads fail.
-    drop(collector);
+    // Down: decisions go on being made, and their uploads are turned away.
+    collector.set_mode("down");
     let second = 150;
     stdin
         .write_all(resolves(first + 1, second).as_bytes())
         .unwrap();
     answers_for(&mut stdout, first as u64 + 1..=(first + second) as u64);
-    let failed = Instant::now() + Duration::from_secs(5);
-    while !std::fs::read_to_string(&stderr)
-        .unwrap()
-        .contains("cannot upload decisions")
-    {
+    let deadline = Instant::now() + WAIT;
+    while collector.turned_away() == 0 {
         assert!(
-            Instant::now() < failed,
-            "no upload failed while the collector was down"
+            Instant::now() < deadline,
+            "no upload came while the collector was down:\n{}",
+            std::fs::read_to_string(&stderr).unwrap()
         );
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(500));
+    wait_for_text(&stderr, "cannot upload decisions");
+    assert_eq!(
+        collector.ids().len(),
+        first,
+        "nothing arrives while the collector is down"
+    );
 
-    // Up again on the same port: the retries deliver every decision.
-    collector = Collector::start(port, &out);
-    let all = collector.wait_for(first + second, Duration::from_secs(12));
+    // Up again, on the same port: the retries deliver every decision.
+    collector.set_mode("ok");
+    let all = collector.wait_for(first + second);
     assert_eq!(
         all.len(),
         first + second,
@@ -245,13 +314,13 @@ fn decisions_made_while_the_collector_is_down_arrive_after_it_restarts() {
 fn with_a_tiny_buffer_and_no_collector_drops_are_counted_and_reported() {
     let tmp = tempfile::tempdir().unwrap();
     let cat = catalog(tmp.path());
-    let port = common::closed_addr().port();
+    let closed = common::ClosedPort::new();
     let log = tmp.path().join("decisions.jsonl");
     let stderr = tmp.path().join("stderr.txt");
     let mut child = serve_shipping(
         &cat,
         &log,
-        &format!("http://127.0.0.1:{port}/logs"),
+        &format!("http://{}/logs", closed.addr()),
         &["--decision-log-buffer", "5"],
         &stderr,
     );
@@ -280,9 +349,10 @@ fn with_a_tiny_buffer_and_no_collector_drops_are_counted_and_reported() {
 fn the_sinks_counts_are_in_metrics_over_http() {
     let tmp = tempfile::tempdir().unwrap();
     let cat = catalog(tmp.path());
-    let port = common::closed_addr().port();
+    // No collector, and none can appear there: every upload fails.
+    let closed = common::ClosedPort::new();
     let log = tmp.path().join("decisions.jsonl");
-    let url = format!("http://127.0.0.1:{port}/logs");
+    let url = format!("http://{}/logs", closed.addr());
     let http = common::http::HttpServer::start(&[
         "--no-watch",
         "--decision-log",
@@ -300,8 +370,11 @@ fn the_sinks_counts_are_in_metrics_over_http() {
             serde_json::json!({"path": format!("{i}.txt"), "action": "read"}),
         );
     }
+    // Of 10 decisions, 3 fit the buffer: the other 7 are dropped, at the
+    // latest when a failed upload puts its batch back (retries back off to
+    // 10 s at most, well within WAIT).
     let metric = |name: &str| http.metric(None, name).unwrap_or(0.0);
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + WAIT;
     while metric("regent_decision_log_dropped_total") < 7.0
         || metric("regent_decision_log_upload_failures_total") < 1.0
     {
@@ -317,9 +390,6 @@ fn the_sinks_counts_are_in_metrics_over_http() {
         http.metric(None, "regent_decision_log_sent_total"),
         Some(0.0)
     );
-    assert!(
-        http.stderr().contains("cannot upload decisions"),
-        "{}",
-        http.stderr()
-    );
+    // A failure is counted before it is logged: wait for the line.
+    http.wait_for_stderr("cannot upload decisions");
 }

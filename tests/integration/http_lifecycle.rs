@@ -89,16 +89,10 @@ fn shutdown_finishes_requests_in_flight_and_refuses_new_ones() {
         http.wait_for_metric(None, "regent_http_requests_in_flight", 2.0);
 
         http.signal(signal);
-        // New connections are refused once the listener is closed.
-        let deadline = Instant::now() + WAIT;
-        while TcpStream::connect(http.addr).is_ok() {
-            assert!(
-                Instant::now() < deadline,
-                "still accepting after signal {signal}\n{}",
-                http.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        // New connections are refused once the listener is closed, which
+        // regent says right after closing it.
+        let said = http.wait_for_stderr("shutting down: no new connections");
+        refused(&http, &format!("after signal {signal}\n{said}"));
         // The requests in flight finish, with their answers.
         for ((msg, req), s) in in_flight.iter().zip(streams.iter_mut()) {
             s.write_all(&req.body[req.body.len() / 2..]).unwrap();
@@ -114,6 +108,17 @@ fn shutdown_finishes_requests_in_flight_and_refuses_new_ones() {
         let status = http.wait_exit();
         assert_eq!(status.code(), Some(0), "stderr:\n{}", http.stderr());
         assert!(http.stderr().contains("shutting down"), "{}", http.stderr());
+    }
+}
+
+/// Asserts that a connection to the server's address is refused: its
+/// listener is closed. Called once regent said it closed it, so one probe
+/// decides, rather than probes in a loop paced by a sleep.
+fn refused(http: &HttpServer, context: &str) {
+    match TcpStream::connect(http.addr) {
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
+        Ok(_) => panic!("still accepting {context}"),
+        Err(e) => panic!("connecting failed otherwise ({e}) {context}"),
     }
 }
 
@@ -217,11 +222,8 @@ fn shutdown_lets_tool_calls_in_flight_finish() {
     http.wait_for_metric(None, "regent_http_requests_in_flight", 2.0);
 
     http.signal(15);
-    let deadline = Instant::now() + WAIT;
-    while TcpStream::connect(http.addr).is_ok() {
-        assert!(Instant::now() < deadline, "still accepting after SIGTERM");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let said = http.wait_for_stderr("shutting down: no new connections");
+    refused(&http, &format!("after SIGTERM\n{said}"));
     // The calls are still running; let them finish.
     for (era, pipe, msg, reply) in calls {
         assert!(

@@ -7,6 +7,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,6 +20,9 @@ pub struct HttpServer {
     child: Child,
     pub addr: SocketAddr,
     log: Arc<Mutex<String>>,
+    /// Set by the thread that copies stderr into `log` once it has read
+    /// the last byte (the pipe's end): only then is `log` all of it.
+    stderr_done: Arc<AtomicBool>,
 }
 
 impl HttpServer {
@@ -40,6 +44,8 @@ impl HttpServer {
         let log = Arc::new(Mutex::new(String::new()));
         let (tx, rx) = std::sync::mpsc::channel();
         let sink = log.clone();
+        let stderr_done = Arc::new(AtomicBool::new(false));
+        let done = stderr_done.clone();
         std::thread::spawn(move || {
             let mut tx = Some(tx);
             for line in BufReader::new(stderr).lines() {
@@ -52,6 +58,7 @@ impl HttpServer {
                 }
                 sink.lock().unwrap().push_str(&(line + "\n"));
             }
+            done.store(true, Ordering::SeqCst);
         });
         let addr = match rx.recv_timeout(WAIT) {
             Ok(a) => a.parse().expect("listening address"),
@@ -63,11 +70,37 @@ impl HttpServer {
                 );
             }
         };
-        HttpServer { child, addr, log }
+        HttpServer {
+            child,
+            addr,
+            log,
+            stderr_done,
+        }
     }
 
+    /// What the server wrote to stderr so far, as the copying thread has
+    /// read it: a line the server just wrote may not be here yet (wait for
+    /// one with [`HttpServer::wait_for_stderr`]); after
+    /// [`HttpServer::wait_exit`], it is all of it.
     pub fn stderr(&self) -> String {
         self.log.lock().unwrap().clone()
+    }
+
+    /// Waits until stderr holds `needle` (polling; fails after [`WAIT`]),
+    /// and returns stderr so far.
+    pub fn wait_for_stderr(&self, needle: &str) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let text = self.stderr();
+            if text.contains(needle) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "stderr never said {needle:?}:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// The server's process id (under `prlimit`, which execs it, regent's).
@@ -86,11 +119,19 @@ impl HttpServer {
         assert!(ok, "kill -{sig} failed");
     }
 
-    /// Waits for the server to exit on its own.
+    /// Waits for the server to exit on its own, then for the copy of its
+    /// stderr to reach the pipe's end, so that [`HttpServer::stderr`] is
+    /// complete (an exited process's last lines can still be in the pipe).
     pub fn wait_exit(&mut self) -> ExitStatus {
         let deadline = Instant::now() + WAIT;
         loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
+                // A process the server started and left running would hold
+                // the pipe open: then the deadline ends the wait, and the
+                // test sees what was read.
+                while !self.stderr_done.load(Ordering::SeqCst) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
                 return status;
             }
             assert!(

@@ -92,12 +92,54 @@ pub fn serve_once(catalog: &Path) -> std::process::Output {
         .expect("the regent binary runs")
 }
 
-/// A loopback address nothing listens on: bound, then released.
+/// A loopback address nothing listens on: bound, then released. Another
+/// process may take the port afterwards (or a connection to it may be
+/// given it as its own source port); a test whose outcome depends on the
+/// port staying refused holds a [`ClosedPort`] instead.
 pub fn closed_addr() -> std::net::SocketAddr {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
+}
+
+/// A loopback port that refuses every connection for as long as this
+/// lives, and that no other socket can take meanwhile: a TCP socket bound
+/// to it (without `SO_REUSEADDR`) and never listening. A connection to it
+/// is refused at once, and the kernel gives the port to no other `bind`
+/// nor to an outgoing connection as its source port, so "nothing answers
+/// there" holds however many tests run beside (which [`closed_addr`],
+/// released at once, cannot promise).
+pub struct ClosedPort {
+    socket: socket2::Socket,
+}
+
+impl ClosedPort {
+    pub fn new() -> ClosedPort {
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+            .expect("a TCP socket");
+        let any: std::net::SocketAddr = "127.0.0.1:0".parse().expect("an address");
+        socket.bind(&any.into()).expect("bind 127.0.0.1:0");
+        ClosedPort { socket }
+    }
+
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.socket
+            .local_addr()
+            .expect("a bound socket's address")
+            .as_socket()
+            .expect("an IP address")
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr().port()
+    }
+}
+
+impl Default for ClosedPort {
+    fn default() -> Self {
+        ClosedPort::new()
+    }
 }
 
 /// The repository's root: the kit lives in `crates/testkit`.
