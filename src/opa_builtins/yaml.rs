@@ -17,8 +17,8 @@
 //! certain of OPA's value: tags, anchors and aliases, merge keys (`<<`),
 //! directives (`%YAML`), a tab in the indentation, several documents, NEL, LS, PS and a byte order
 //! mark (YAML 1.1 breaks lines at the first three), a float key, keys of different kinds that turn
-//! into the same string (Go then picks one at random), an integer beyond
-//! 64 bits, an integral float from 2^63 to 1e21 (Go writes all its
+//! into the same string (Go then picks one at random), a hex, octal or
+//! binary integer beyond 64 bits (a decimal one is read as a float), an integral float from 2^63 to 1e21 (Go writes all its
 //! digits), negative zero as a float (`-0.0`, written `-0` by Go), and a
 //! plain scalar Go's `strconv` might read otherwise than regent
 //! (`.5_0`). Errors where OPA errors: `.inf`, `.nan` (Go's JSON writer
