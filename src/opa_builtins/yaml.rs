@@ -14,19 +14,21 @@
 //! `false`).
 //!
 //! Refused (an error, `not supported by regent`), where regent is not
-//! certain of OPA's value: tags, anchors and aliases, merge keys (`<<`),
-//! directives (`%YAML`), a tab in the indentation, several documents, NEL, LS, PS and a byte order
-//! mark (YAML 1.1 breaks lines at the first three), a float key, keys of different kinds that turn
+//! certain of OPA's value: tags, anchors and aliases, merge keys
+//! (`<<`), directives (`%YAML`), a tab in the indentation, several
+//! documents, NEL, LS, PS and a byte order mark (YAML 1.1 breaks lines
+//! at the first three), a float key, keys of different kinds that turn
 //! into the same string (Go then picks one at random), a hex, octal or
-//! binary integer beyond 64 bits (a decimal one is read as a float), an integral float from 2^63 to 1e21 (Go writes all its
-//! digits), negative zero as a float (`-0.0`, written `-0` by Go), and a
-//! plain scalar Go's `strconv` might read otherwise than regent
-//! (`.5_0`). Errors where OPA errors: `.inf`, `.nan` (Go's JSON writer
-//! refuses them), a null, collection or 64-bit unsigned key, a control
+//! binary integer beyond 64 bits (a decimal one is read as a float), an
+//! integral float from 2^63 to 1e21 (Go writes all its digits),
+//! negative zero as a float (`-0.0`, written `-0` by Go), and a plain
+//! scalar Go's `strconv` might read otherwise than regent (`.5_0`).
+//! Errors where OPA errors: `.inf`, `.nan` (Go's JSON writer refuses
+//! them), a null, collection or 64-bit unsigned key, a control
 //! character (libyaml's reader refuses them), a document that does not
-//! parse. What OPA writes for a float is the shortest text
-//! of the double, as regent writes it (below 1e-4 regent refuses to write
-//! any: `sprintf::text_unknown`).
+//! parse. What OPA writes for a float is the shortest text of the
+//! double, as regent writes it (below 1e-4 regent refuses to write any:
+//! `sprintf::text_unknown`).
 
 use saphyr_parser::{Event, Parser, ScalarStyle};
 use serde_json::{Map, Value as Json};
