@@ -25,10 +25,11 @@
 //! scalar Go's `strconv` might read otherwise than regent (`.5_0`).
 //! Errors where OPA errors: `.inf`, `.nan` (Go's JSON writer refuses
 //! them), a null, collection or 64-bit unsigned key, a control
-//! character (libyaml's reader refuses them), a document that does not
-//! parse. What OPA writes for a float is the shortest text of the
-//! double, as regent writes it (below 1e-4 regent refuses to write any:
-//! `sprintf::text_unknown`).
+//! character (libyaml's reader refuses them). A document saphyr cannot
+//! read is refused too: go-yaml answers the first node of some that go
+//! on with text it never reads. What OPA writes for a float is the
+//! shortest text of the double, as regent writes it (below 1e-4 regent
+//! refuses to write any: `sprintf::text_unknown`).
 
 use saphyr_parser::{Event, Parser, ScalarStyle};
 use serde_json::{Map, Value as Json};
@@ -119,7 +120,12 @@ fn read(text: &str) -> Result<Json, Fail> {
     let mut root: Option<Json> = None;
     let mut documents = 0;
     for item in Parser::new_from_str(text) {
-        let (event, _) = item.map_err(|e| Fail::Error(format!("yaml: {e}")))?;
+        // go-yaml stops reading at the end of the first node and answers
+        // it, where saphyr may refuse what follows (`a: 1\nb` less
+        // indented, `x #c: 1`): refused, not an error of OPA's.
+        let (event, _) = item.map_err(|e| {
+            Fail::Refused(format!("yaml: {e}, which OPA's reader may read otherwise"))
+        })?;
         let opens_sequence = matches!(event, Event::SequenceStart(..));
         let node = match event {
             Event::DocumentStart(_) => {
@@ -488,7 +494,9 @@ mod tests {
             refused(yaml);
         }
         refused("a: x\u{2028}y");
-        for yaml in ["a: .inf", "a: .nan", "~: x", "[1, 2", "a: \u{7}"] {
+        refused("[1, 2");
+        refused("  a: 1\nb");
+        for yaml in ["a: .inf", "a: .nan", "~: x", "a: \u{7}"] {
             assert!(matches!(read(yaml), Err(Fail::Error(_))), "{yaml:?}");
         }
     }
