@@ -120,6 +120,11 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         let owner = owner_of(&f.package).unwrap_or("");
         portability.entry(owner).or_default().push(f);
     }
+    // Data numbers spelled otherwise than regent writes them (OPA writes
+    // the spelling back): refused where a policy could write one.
+    for d in rego::data_numbers::check(&source.data, &modules) {
+        diags.push(d);
+    }
     let mut owned: HashMap<&str, Vec<&PolicyFile>> = HashMap::new();
     let mut library_files: Vec<&PolicyFile> = Vec::new();
     for p in &policies {

@@ -34,6 +34,7 @@ pub(super) mod regex;
 mod sprintf;
 mod strings;
 mod units;
+mod yaml;
 
 /// OPA's answer for a call of one builtin: `None` when regorus' own is.
 pub(super) type Compat = fn(&[Value]) -> Option<anyhow::Result<Value>>;
@@ -63,6 +64,7 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("format_int", numbers::format_int),
     ("json.marshal", json::marshal),
     ("json.unmarshal", json::unmarshal),
+    ("yaml.unmarshal", yaml::unmarshal),
     ("glob.match", glob::glob_match),
     ("regex.match", regex::regex_match),
     ("regex.is_valid", regex::is_valid),

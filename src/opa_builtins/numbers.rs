@@ -172,9 +172,13 @@ pub(super) fn range_step(a: &[Value]) -> Option<anyhow::Result<Value>> {
 /// value the number regent reads it as does not have exactly (more digits
 /// than a double holds) is refused, and so is one spelled otherwise than
 /// regent writes that number (`1e2`, `1.50`, `-0`: OPA's `json.marshal`
-/// and `sprintf` write the spelling back). White space around the number is an
-/// error in OPA (Go's `strconv.ParseFloat`), trimmed by regorus. The rest
-/// is regorus' answer.
+/// and `sprintf` write the spelling back). A string that is not a number
+/// as JSON writes it is an error: OPA's Go `strconv.ParseFloat` refuses
+/// some (`0x10`, `" 1"`, `Inf`, `1e400`) and reads others into a number
+/// spelled so (`"090"`, `"+1"`, `".5"`, `"1_0"`), which compares but
+/// cannot be written back (`json: invalid number literal`): those are
+/// refused, regorus would answer 90 or 1 and write it. The rest is
+/// regorus' answer.
 pub(super) fn to_number(a: &[Value]) -> Option<anyhow::Result<Value>> {
     let Value::String(s) = &a[0] else {
         return None;
@@ -185,26 +189,39 @@ pub(super) fn to_number(a: &[Value]) -> Option<anyhow::Result<Value>> {
             format!("strconv.ParseFloat: parsing {s:?}: invalid syntax"),
         );
     }
-    let theirs = super::units::decimal(s)?;
+    if !is_json_number(s) {
+        return error(
+            "to_number",
+            format!(
+                "{s:?} is not a number as JSON writes it: OPA refuses it, or reads it into a \
+                 number spelled {s} that it cannot write back (not supported by regent, which \
+                 refuses rather than answer another number); give to_number digits as JSON \
+                 writes them (`90`, `0.5`, `1`), or compare the string itself"
+            ),
+        );
+    }
     let held = if s.bytes().all(|c| c.is_ascii_digit() || c == b'-') {
         match s.parse::<i64>() {
             Ok(i) => Value::from(i),
             Err(_) => Value::from(s.parse::<f64>().ok()?),
         }
     } else {
-        Value::from(s.parse::<f64>().ok().filter(|f| f.is_finite())?)
+        Value::from(s.parse::<f64>().ok()?)
     };
-    let ours = number_text(&held);
-    // Below 1e-4 and from 1e16 regent refuses to print a float whatever
-    // its spelling (`sprintf::text_unknown`), so any spelling is answered.
-    if ours == s.as_ref() || super::sprintf::text_unknown(&held) {
-        return None;
+    if let Value::Number(n) = &held
+        && n.as_f64().is_some_and(|f| !f.is_finite())
+    {
+        return error(
+            "to_number",
+            format!("strconv.ParseFloat: parsing {s:?}: value out of range"),
+        );
     }
-    if same_value(&theirs, &super::units::decimal(&ours)?) {
+    match spelling(s, &held) {
+        Spelling::Kept => None,
         // The same number spelled otherwise (`1e2`, `1.50`, `-0`): OPA
         // writes it back as spelled in `json.marshal` and `sprintf`,
         // where regent would write `ours`.
-        return error(
+        Spelling::Respelled(ours) => error(
             "to_number",
             format!(
                 "OPA keeps the number as written, {s}, and writes it so in json.marshal and \
@@ -212,17 +229,92 @@ pub(super) fn to_number(a: &[Value]) -> Option<anyhow::Result<Value>> {
                  refuses rather than answer another text; give to_number the number as JSON \
                  writers spell it ({ours}), or compare the string itself"
             ),
-        );
-    }
-    error(
-        "to_number",
-        format!(
-            "OPA keeps the number as written, {s}, which regent's numbers cannot hold (the \
-             nearest is {ours}): not supported by regent, which refuses rather than answer \
-             another number; compare the string itself, or keep to numbers of at most 15 \
-             significant digits"
         ),
-    )
+        Spelling::Lost(ours) => error(
+            "to_number",
+            format!(
+                "OPA keeps the number as written, {s}, which regent's numbers cannot hold (the \
+                 nearest is {ours}): not supported by regent, which refuses rather than answer \
+                 another number; compare the string itself, or keep to numbers of at most 15 \
+                 significant digits"
+            ),
+        ),
+    }
+}
+
+/// Whether `s` is a number as JSON writes it:
+/// `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`.
+pub(crate) fn is_json_number(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = usize::from(b.first() == Some(&b'-'));
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while *i < b.len() && b[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        *i - start
+    };
+    let start = i;
+    match digits(&mut i) {
+        0 => return false,
+        n if n > 1 && b[start] == b'0' => return false,
+        _ => {}
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    i == b.len()
+}
+
+/// How a number's JSON text stands against the text regent writes for the
+/// number it reads it as ([`spelling`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Spelling {
+    /// regent writes it so, or refuses to write any spelling of that
+    /// number (`sprintf::text_unknown`: below 1e-4, from 1e16 to 1e21).
+    Kept,
+    /// The same number, which regent writes as this text (`1e2` is
+    /// `100.0`, `1.50` is `1.5`, `-0` is `0` or `-0.0`): OPA writes the
+    /// spelling back in `json.marshal` and `sprintf`.
+    Respelled(String),
+    /// A number regent's numbers cannot hold: this text is the nearest
+    /// (`0.1000000000000000000001` is `0.1`).
+    Lost(String),
+}
+
+/// How `text`, a number as JSON writes it, stands against `held`, the
+/// number regent reads it as (`to_number`'s, or `serde_json`'s for a data
+/// file): OPA keeps the text and computes and writes with it.
+pub(crate) fn spelling(text: &str, held: &Value) -> Spelling {
+    let ours = number_text(held);
+    if ours == text {
+        return Spelling::Kept;
+    }
+    let same = match (super::units::decimal(text), super::units::decimal(&ours)) {
+        (Some(theirs), Some(mine)) => same_value(&theirs, &mine),
+        _ => false,
+    };
+    if !same {
+        return Spelling::Lost(ours);
+    }
+    // Below 1e-4 and from 1e16 regent refuses to print a float whatever
+    // its spelling (`sprintf::text_unknown`), so any spelling is answered.
+    if super::sprintf::text_unknown(held) {
+        return Spelling::Kept;
+    }
+    Spelling::Respelled(ours)
 }
 
 /// Whether two decimals (`units::decimal`) denote the same number.
@@ -471,6 +563,32 @@ mod tests {
         assert!(call(to_number, &s("0.1000000000000000000001")).is_err());
         assert!(call(to_number, &s("9007199254740993.0")).is_err());
         assert!(call(to_number, &s(" 7")).is_err());
+        // OPA's answers, from its own engine: an error, or a number whose
+        // text is not JSON (refused).
+        for odd in [
+            "090", "0x10", "+1", ".5", "5.", "1_0", "Inf", "-Inf", "NaN", "1e400", "", "-",
+            "0x1p-2", "00",
+        ] {
+            assert!(call(to_number, &s(odd)).is_err(), "{odd}");
+        }
+        // 1e-400 is 0 as a double, a number OPA keeps as written.
+        assert!(call(to_number, &s("1e-400")).is_err());
+        assert_eq!(call(to_number, &s("0.00001")).unwrap(), "regorus");
+        assert_eq!(call(to_number, &s("1e-05")).unwrap(), "regorus");
+        assert!(call(to_number, &s("0.000010000000000000000001")).is_err());
+        assert!(call(to_number, &s("12345678901234567891")).is_err());
+    }
+
+    #[test]
+    fn json_numbers_are_json_grammar() {
+        for ok in ["0", "-0", "1", "10", "1.5", "-1.5e+3", "1E2", "0.0", "1e-7"] {
+            assert!(is_json_number(ok), "{ok}");
+        }
+        for bad in [
+            "", "-", "01", "+1", ".5", "5.", "1e", "1e+", "1_0", "0x1", " 1", "--1",
+        ] {
+            assert!(!is_json_number(bad), "{bad}");
+        }
     }
 
     #[test]

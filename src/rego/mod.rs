@@ -21,6 +21,7 @@
 //!   nothing declares or tests (`untyped-claim`);
 //! - [`safety`]: OPA's safety rule (unbound variables);
 //! - [`portability`]: constructs where regorus answers differently from OPA;
+//! - [`data_numbers`]: data numbers spelled otherwise than regent writes them;
 //! - [`reach`]: which library packages a tool's policy reaches;
 //! - [`generate`]: the Rego module generated from a tool's YAML rules;
 //! - [`coverage`]: the lines regorus' coverage counts;
@@ -37,6 +38,7 @@ use crate::diag::Location;
 
 pub mod claims;
 pub mod coverage;
+pub mod data_numbers;
 pub mod generate;
 pub mod identity;
 pub mod input_sized;

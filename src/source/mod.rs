@@ -6,6 +6,7 @@
 //! compiles what is here into something that can answer requests.
 
 pub mod files;
+pub mod json_numbers;
 pub mod locate;
 pub mod model;
 pub mod resolvers;
@@ -60,6 +61,10 @@ impl ToolSource {
 pub struct DataSource {
     pub path: PathBuf,
     pub value: Value,
+    /// Its numbers other than plain integers, as the file spells them
+    /// (OPA keeps that text; `rego::data_numbers` compares it with
+    /// regent's).
+    pub numbers: Vec<json_numbers::NumberText>,
 }
 
 /// Everything under the paths regent was given.
@@ -286,6 +291,7 @@ fn parse_data(path: &Path, text: &str) -> Result<DataSource, Diagnostic> {
     Ok(DataSource {
         path: path.to_path_buf(),
         value,
+        numbers: json_numbers::unplain_numbers(text),
     })
 }
 

@@ -167,6 +167,93 @@ enum Kind {
     /// `glob.match`'s delimiters: `null`, or an array of (mostly)
     /// one-character strings.
     Delims,
+    /// A YAML text: lines of keys, sequence items and flow collections
+    /// whose scalars YAML 1.1 and 1.2 read differently (`yes`, `017`,
+    /// `1_000`, `1e3`, timestamps, `~`), with indicators, tags, anchors
+    /// and the generator's strings among them.
+    Yaml,
+}
+
+/// Scalars and pieces of YAML for [`Kind::Yaml`].
+const YAML_PIECES: &[&str] = &[
+    "yes",
+    "no",
+    "on",
+    "Off",
+    "y",
+    "n",
+    "True",
+    "~",
+    "null",
+    "",
+    "0x1F",
+    "017",
+    "0o17",
+    "09",
+    "0b101",
+    "1_000",
+    "+1",
+    "-0",
+    "-0.0",
+    ".5",
+    "1.",
+    "1e3",
+    "1.50",
+    "1e400",
+    "1e-400",
+    "1e20",
+    "1e21",
+    "0.000001",
+    "12345678901234567890123",
+    "18446744073709551615",
+    ".inf",
+    "-.Inf",
+    ".nan",
+    "2001-12-14",
+    "2001-12-14t21:59:43.10-05:00",
+    "1:20",
+    "<<",
+    "'q'",
+    "\"x\\ty\"",
+    "!!str 1",
+    "&a 1",
+    "*a",
+    "[1, 2.0]",
+    "{a: 1, b}",
+    "|\n  x\n",
+    ">-\n  x\n  y\n",
+    "a b",
+    "#c",
+    "x #c",
+    "- 1",
+    "? a",
+    "%x",
+    "@",
+    "`",
+    "\t1",
+    "é",
+    "😀",
+    "0.1",
+];
+
+fn yaml(rng: &mut Rng) -> String {
+    let scalar = |rng: &mut Rng| match rng.below(4) {
+        0 => string(rng),
+        _ => (*rng.pick(YAML_PIECES)).to_string(),
+    };
+    let mut out = String::new();
+    for _ in 0..rng.below(4) {
+        let indent = ["", "  ", "    "][rng.below(3)];
+        let line = match rng.below(4) {
+            0 => format!("- {}", scalar(rng)),
+            1 => scalar(rng),
+            _ => format!("{}: {}", scalar(rng), scalar(rng)),
+        };
+        out.push_str(indent);
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
 }
 
 /// An argument, and whether the rule must make it a set.
@@ -180,6 +267,7 @@ fn arg(rng: &mut Rng, kind: Kind) -> (Json, u8) {
         Kind::Str => (json!(string(rng)), 0),
         Kind::Num => (number(rng), 0),
         Kind::Any => (any(rng, 0), 0),
+        Kind::Yaml => (json!(yaml(rng)), 0),
         Kind::Strs => (
             Json::Array((0..rng.below(4)).map(|_| json!(string(rng))).collect()),
             0,
@@ -280,6 +368,7 @@ const COVERED: &[(&str, &[Kind])] = &[
     ("object.keys", &[Any]),
     ("units.parse_bytes", &[Str]),
     ("units.parse", &[Str]),
+    ("yaml.unmarshal", &[Yaml]),
     ("urlquery.encode", &[Str]),
     ("urlquery.decode", &[Str]),
     ("urlquery.encode_object", &[Obj]),

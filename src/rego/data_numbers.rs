@@ -1,0 +1,134 @@
+//! Numbers of the data files spelled otherwise than regent writes them
+//! (issue 27).
+//!
+//! OPA keeps a data number's text as the file spells it and writes that
+//! text back: `json.marshal(data.limits.ratio)` is `1.50` for a file that
+//! says `1.50`, `1e2` for `1e2`, `-0` for `-0`. regent reads the file with
+//! `serde_json`, which keeps the number only (`1.5`, `100.0`, `-0.0`), so
+//! such a number is reported at its place in the file
+//! (`source::json_numbers`), with what OPA would write and how to spell it
+//! portably (the text regent writes: the integer, or the shortest float):
+//!
+//! - an error when regent cannot hold the number at all
+//!   (`0.1000000000000000000001`, a 30-digit integer): comparisons would
+//!   differ too;
+//! - an error when a policy of the catalog calls a builtin that writes a
+//!   number's text ([`TEXT_BUILTINS`]): any of them could be handed the
+//!   number, and the data is in every engine, so the catalog is refused
+//!   rather than answer another text;
+//! - a warning otherwise: nothing can show the text, so regent answers as
+//!   OPA does, until a policy writes numbers.
+//!
+//! Numbers regent refuses to write whatever their spelling (below 1e-4,
+//! from 1e16 to 1e21: `opa_builtins::sprintf::text_unknown`) are not
+//! reported: a policy writing one fails closed at evaluation. What regent
+//! writes, and whether two texts are the same number, is `opa_builtins`';
+//! where the numbers are, `source::json_numbers`'.
+
+use super::PolicyModule;
+use super::lint::{Callee, aliases, resolve_call, user_functions};
+use super::visit::walk_rule;
+use super::{path_of, root_span, span_location};
+use crate::diag::{Diagnostic, Location};
+use crate::opa_builtins::numbers::{Spelling, spelling};
+use crate::source::DataSource;
+use regorus::unstable::Expr;
+
+/// Builtins that write a number's text (as OPA holds it) into a string.
+pub const TEXT_BUILTINS: &[&str] = &[
+    "json.marshal",
+    "json.marshal_with_options",
+    "yaml.marshal",
+    "sprintf",
+    "strings.render_template",
+];
+
+/// The diagnostics for `data`'s numbers, given every policy module of the
+/// catalog.
+pub fn check(data: &[DataSource], modules: &[PolicyModule]) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let mut writer: Option<Option<(String, Location)>> = None;
+    for file in data {
+        for n in &file.numbers {
+            let Ok(parsed) = serde_json::from_str::<serde_json::Value>(&n.text) else {
+                continue;
+            };
+            let held = regorus::Value::from(parsed);
+            let at = Location::new(&file.path, n.line, n.column);
+            let text = &n.text;
+            match spelling(text, &held) {
+                Spelling::Kept => {}
+                Spelling::Lost(ours) => out.push(
+                    Diagnostic::error(
+                        "opa-data-number",
+                        at,
+                        format!(
+                            "regent cannot hold the number {text} (the nearest is {ours}), which \
+                             OPA keeps as written, compares and computes with"
+                        ),
+                    )
+                    .with_help(
+                        "keep to numbers of at most 15 significant digits, or write it as a \
+                         string",
+                    ),
+                ),
+                Spelling::Respelled(ours) => {
+                    let writer = writer.get_or_insert_with(|| text_writer(modules));
+                    let said = format!(
+                        "this number is spelled {text}, which OPA keeps and writes back in \
+                         json.marshal and sprintf, where regent would write {ours}"
+                    );
+                    let help = format!("spell it {ours}, as regent writes it");
+                    out.push(match writer {
+                        Some((name, place)) => Diagnostic::error(
+                            "opa-data-number",
+                            at,
+                            format!(
+                                "{said}; the catalog calls `{name}` ({place}), so regent \
+                                 refuses it"
+                            ),
+                        )
+                        .with_help(help),
+                        None => Diagnostic::warning("opa-data-number", at, said).with_help(
+                            format!("{help}: no policy writes numbers now, but one that does would be refused"),
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The first call of a [`TEXT_BUILTINS`] builtin in `modules`, and where.
+fn text_writer(modules: &[PolicyModule]) -> Option<(String, Location)> {
+    let functions = user_functions(modules);
+    for m in modules {
+        let aliases = aliases(m);
+        for rule in &m.module.policy {
+            let mut found = None;
+            walk_rule(rule, &mut |e| {
+                if found.is_some() {
+                    return false;
+                }
+                if let Expr::Call { fcn, .. } = e {
+                    let written = path_of(fcn);
+                    // An unknown function is `lint`'s error; one this
+                    // build of regorus lacks is still a writer here.
+                    if let Callee::Builtin(name, _) | Callee::Unknown(name) =
+                        resolve_call(&written, &m.package, &aliases, &functions)
+                        && TEXT_BUILTINS.contains(&name.as_str())
+                    {
+                        found = Some((name, span_location(root_span(fcn))));
+                        return false;
+                    }
+                }
+                true
+            });
+            if found.is_some() {
+                return found;
+            }
+        }
+    }
+    None
+}
