@@ -8,7 +8,7 @@
 //! Why: axum's `from_fn` layer clones the whole stack below it for every
 //! request (a boxed `Route` per level when layered on a router), and boxes
 //! its future and its `Next`; seven such layers stood in front of a
-//! resolve, each cloning the rest: 24k of its 143k instructions, with the
+//! resolve, each cloning the rest: 25k of its 144k instructions, with the
 //! front three (BENCHMARKS.md, "Session 25"). Cloning this service is one
 //! reference count, and the rmcp stack is cloned only for a request that
 //! goes to it.
