@@ -6,62 +6,50 @@
 //! the arguments by it (`decisions::arguments_digest`, which users see, so
 //! these bytes must not change).
 //!
-//! The bytes go straight into SHA-256; what the digest is for is the
+//! The text is written whole, then hashed; what the digest is for is the
 //! callers' business.
-
-use std::io::Write;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// SHA-256 of `v` as canonical JSON.
 pub fn sha256(v: &Value) -> [u8; 32] {
-    let mut h = Hasher(Sha256::new());
-    write(v, &mut h);
-    h.0.finalize().into()
+    // The text is written whole, then hashed in one call: fed piece by
+    // piece (a brace, a key, a colon), SHA-256's buffering cost more than
+    // the hashing (BENCHMARKS.md, "Session 25").
+    let mut text = Vec::with_capacity(256);
+    write(v, &mut text);
+    Sha256::digest(&text).into()
 }
 
-/// SHA-256 as an `io::Write`, so that serde_json escapes strings into it
-/// without a buffer of their own.
-struct Hasher(Sha256);
-
-impl Write for Hasher {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.update(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn write(v: &Value, out: &mut Hasher) {
-    // Writing to the hasher cannot fail, and a `Value` always serializes.
+fn write(v: &Value, out: &mut Vec<u8>) {
+    // Writing to a Vec cannot fail, and a `Value` always serializes.
     match v {
         Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort_unstable();
-            out.0.update(b"{");
-            for (i, k) in keys.into_iter().enumerate() {
+            // Keys are unique, so sorting the pairs by key sorts them as
+            // the keys, without looking each up again.
+            let mut members: Vec<(&String, &Value)> = m.iter().collect();
+            members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.extend_from_slice(b"{");
+            for (i, (k, v)) in members.into_iter().enumerate() {
                 if i > 0 {
-                    out.0.update(b",");
+                    out.extend_from_slice(b",");
                 }
                 let _ = serde_json::to_writer(&mut *out, k);
-                out.0.update(b":");
-                write(&m[k], out);
+                out.extend_from_slice(b":");
+                write(v, out);
             }
-            out.0.update(b"}");
+            out.extend_from_slice(b"}");
         }
         Value::Array(items) => {
-            out.0.update(b"[");
+            out.extend_from_slice(b"[");
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.0.update(b",");
+                    out.extend_from_slice(b",");
                 }
                 write(item, out);
             }
-            out.0.update(b"]");
+            out.extend_from_slice(b"]");
         }
         other => {
             let _ = serde_json::to_writer(&mut *out, other);

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, json};
 
 use super::instance_id;
 use super::mask::Mask;
@@ -71,11 +71,19 @@ impl Format {
     /// The line's `bundles`: OPA's `{name: {revision}}`, the bundle the
     /// deciding catalog came from; `regent` and the catalog's digest when
     /// it came from files.
-    pub(super) fn bundles_member(&self, revision: &str) -> Value {
-        match self.bundles.as_ref().and_then(|b| b.of(revision)) {
-            Some(b) => json!({ b.name.clone(): {"revision": b.revision} }),
-            None => json!({"regent": {"revision": revision}}),
-        }
+    /// Written straight to `out` as JSON text: this runs for every line.
+    pub(super) fn write_bundles(&self, revision: &str, out: &mut Vec<u8>) {
+        // Writing strings into a Vec cannot fail.
+        let bundle = self.bundles.as_ref().and_then(|b| b.of(revision));
+        let (name, revision) = match &bundle {
+            Some(b) => (b.name.as_str(), b.revision.as_str()),
+            None => ("regent", revision),
+        };
+        out.push(b'{');
+        let _ = serde_json::to_writer(&mut *out, name);
+        out.extend_from_slice(br#":{"revision":"#);
+        let _ = serde_json::to_writer(&mut *out, revision);
+        out.extend_from_slice(b"}}");
     }
 
     /// The same format, cutting lines over `bytes` (at least

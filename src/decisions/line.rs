@@ -120,11 +120,14 @@ impl Entry {
         truncated: &[&str],
         out: &mut Vec<u8>,
     ) {
-        // Writing strings and values into a Vec cannot fail.
+        // Writing strings and values into a Vec cannot fail. Every key is
+        // one of this function's plain ASCII names, which JSON writes as
+        // they are: copied, not escaped (BENCHMARKS.md, "Session 25").
         fn member<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, key: &str, value: &T) {
-            out.push(b',');
-            let _ = serde_json::to_writer(&mut *out, key);
-            out.push(b':');
+            debug_assert!(key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+            out.extend_from_slice(b",\"");
+            out.extend_from_slice(key.as_bytes());
+            out.extend_from_slice(b"\":");
             let _ = serde_json::to_writer(&mut *out, value);
         }
         let timestamp = rfc3339(time);
@@ -153,8 +156,12 @@ impl Entry {
         if let Some(a) = arguments {
             member(out, "arguments", a);
         }
+        // Where the annotations' text landed: `result` repeats it.
+        let mut annotations_at = None;
         if let Some(a) = &self.annotations {
+            let start = out.len() + br#","annotations":"#.len();
             member(out, "annotations", a);
+            annotations_at = Some(start..out.len());
         }
         match &self.verdict {
             Verdict::Allowed => {
@@ -181,7 +188,7 @@ impl Entry {
             member(out, "outcome", o);
         }
         if let Some(d) = self.duration {
-            member(out, "durationMs", &json!(millis(d)));
+            member(out, "durationMs", &millis(d));
         }
         // OPA's decision-log event.
         member(out, "decision_id", id);
@@ -198,13 +205,18 @@ impl Entry {
             member(out, "truncated", truncated);
         }
         let result = self.result();
-        member(out, "result", &result);
+        out.extend_from_slice(br#","result":"#);
+        result.write(annotations_at, out);
         out.extend_from_slice(br#","labels":"#);
         out.extend_from_slice(&format.labels);
-        member(out, "bundles", &format.bundles_member(&self.revision));
+        out.extend_from_slice(br#","bundles":"#);
+        format.write_bundles(&self.revision, out);
         if let Some(d) = self.eval {
             let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-            member(out, "metrics", &json!({"timer_regent_eval_ns": ns}));
+            // `{"timer_regent_eval_ns": ns}`, without a map to write it.
+            out.extend_from_slice(br#","metrics":{"timer_regent_eval_ns":"#);
+            let _ = serde_json::to_writer(&mut *out, &ns);
+            out.push(b'}');
         }
         if let Some(s) = &self.shadow {
             let shadow = s.result();
@@ -312,6 +324,42 @@ fn opa_result<'a>(
         error,
         annotations,
         confirm,
+    }
+}
+
+impl OpaResult<'_> {
+    /// Written as serde would write it, with its annotations copied from
+    /// `annotations_at` in `out` when they were written there already (the
+    /// line's `annotations` member, the same map): this runs for every line.
+    fn write(&self, annotations_at: Option<std::ops::Range<usize>>, out: &mut Vec<u8>) {
+        // Writing into a Vec cannot fail.
+        out.extend_from_slice(if self.allowed {
+            br#"{"allowed":true"#
+        } else {
+            br#"{"allowed":false"#
+        });
+        if let Some(deny) = self.deny {
+            out.extend_from_slice(br#","deny":"#);
+            let _ = serde_json::to_writer(&mut *out, deny);
+        }
+        if let Some(error) = self.error {
+            out.extend_from_slice(br#","error":"#);
+            let _ = serde_json::to_writer(&mut *out, error);
+        }
+        if let Some(a) = self.annotations {
+            out.extend_from_slice(br#","annotations":"#);
+            match annotations_at {
+                Some(at) => out.extend_from_within(at),
+                None => {
+                    let _ = serde_json::to_writer(&mut *out, a);
+                }
+            }
+        }
+        if let Some(confirm) = self.confirm {
+            out.extend_from_slice(br#","confirm":"#);
+            let _ = serde_json::to_writer(&mut *out, confirm);
+        }
+        out.push(b'}');
     }
 }
 

@@ -1,25 +1,29 @@
-//! The checks rmcp's Streamable HTTP service does not make, as axum
-//! middleware:
+//! The checks rmcp's Streamable HTTP service does not make. The operator
+//! routes take them as axum middleware; `/mcp` calls them in order from its
+//! one hand-written service (`door`), since every `from_fn` layer clones
+//! every layer below it for each request.
 //!
-//! - [`authenticate`]: optional bearer token, compared in constant time, or
-//!   a JWT verified against the JWKS, whose caller the request then carries
-//!   (401 with RFC 6750's `WWW-Authenticate`, written by [`super::challenge`]);
+//! - [`authenticate`] ([`authorize`] on `/mcp`): optional bearer token,
+//!   compared in constant time, or a JWT verified against the JWKS, whose
+//!   caller the request then carries (401 with RFC 6750's
+//!   `WWW-Authenticate`, written by [`super::challenge`]);
 //! - [`host_and_origin`]: the DNS-rebinding and cross-origin checks for the
 //!   operator routes (rmcp makes the same checks on `/mcp` itself);
 //! - [`deadline_and_track`]: one deadline per MCP request, covering its body,
 //!   its handler and its response stream, and the count of requests in
 //!   flight that a graceful shutdown waits for;
-//! - [`body_cap`]: 413 at once when `Content-Length` is over the body cap,
+//! - [`over_cap`]: 413 at once when `Content-Length` is over the body cap,
 //!   without waiting for the body (rmcp refuses only once the bytes arrive);
 //! - [`json_rpc_parse_errors`]: a body that is not a JSON-RPC message gets
 //!   400 with a JSON-RPC error (-32700, or -32600 for JSON that is not a
 //!   message), as on stdio, instead of rmcp's 415 with plain text;
-//! - [`one_host`]: 400 for a request with more than one `Host` header, or
-//!   whose absolute-form target (or HTTP/2 `:authority`) names another
-//!   authority than its `Host`, before any other check;
-//! - [`refuse_when_draining`]: 503 for anything new once shutdown began;
-//! - [`count_responses`]: HTTP responses by route and status, for `/metrics`.
+//! - [`Front`], before anything else on every route: HTTP responses counted
+//!   by route and status, for `/metrics`; [`two_hosts`]: 400 for a request
+//!   with more than one `Host` header, or whose absolute-form target (or
+//!   HTTP/2 `:authority`) names another authority than its `Host`;
+//!   [`draining`]: 503 for anything new once shutdown began.
 
+use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -149,8 +153,18 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// `Authorization: Bearer TOKEN` when a token or JWT verification is
 /// configured; 401 otherwise. A verified JWT's caller is put in the
 /// request's extensions, where the protocol layer finds it: a request is
-/// never evaluated as anonymous when a token was required.
+/// never evaluated as anonymous when a token was required. The layer of
+/// `/metrics`; `/mcp` calls [`authorize`] from its one service (`door`).
 pub async fn authenticate(State(s): State<Arc<Shared>>, mut req: Request, next: Next) -> Response {
+    match authorize(&s, &mut req).await {
+        Some(refused) => refused,
+        None => next.run(req).await,
+    }
+}
+
+/// [`authenticate`]'s check: `None` when the request may go on (a verified
+/// JWT's caller put in its extensions), else the 401 to answer.
+pub(super) async fn authorize(s: &Shared, req: &mut Request) -> Option<Response> {
     if let Some(verifier) = &s.jwt {
         let verified = match bearer(req.headers()) {
             Some(t) => Some(verifier.verify(t).await),
@@ -159,19 +173,17 @@ pub async fn authenticate(State(s): State<Arc<Shared>>, mut req: Request, next: 
         return match verified {
             Some(Ok(caller)) => {
                 req.extensions_mut().insert(caller);
-                next.run(req).await
+                None
             }
-            Some(Err(why)) => jwt_refused(&s.challenger, Some(why)),
-            None => jwt_refused(&s.challenger, None),
+            Some(Err(why)) => Some(jwt_refused(&s.challenger, Some(why))),
+            None => Some(jwt_refused(&s.challenger, None)),
         };
     }
-    let Some(want) = &s.token_digest else {
-        return next.run(req).await;
-    };
+    let want = s.token_digest.as_ref()?;
     let presented = bearer(req.headers());
     let ok = presented.is_some_and(|token| bool::from(digest(token).ct_eq(want)));
     if ok {
-        return next.run(req).await;
+        return None;
     }
     let mut r = plain(
         StatusCode::UNAUTHORIZED,
@@ -186,7 +198,7 @@ pub async fn authenticate(State(s): State<Arc<Shared>>, mut req: Request, next: 
         header::WWW_AUTHENTICATE,
         s.challenger.header(error, None, None),
     );
-    r
+    Some(r)
 }
 
 /// The 401 for a JWT that is missing (`None`: a challenge without an error,
@@ -211,27 +223,25 @@ fn jwt_refused(challenger: &Challenger, why: Option<Refused>) -> Response {
 /// before any of its body is read; the connection is closed after the
 /// answer, since the body is never read. (A chunked body has no length: rmcp
 /// refuses it with 413 as soon as the bytes it has read pass the cap.)
-pub async fn body_cap(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Response {
-    let length = req
-        .headers()
+/// `None`: the request may go on.
+pub(super) fn over_cap(s: &Shared, headers: &HeaderMap) -> Option<Response> {
+    let n = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    if let Some(n) = length
-        && n > s.max_body_bytes as u64
-    {
-        let mut r = plain(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "Payload Too Large: request body exceeds {} bytes (Content-Length: {n})",
-                s.max_body_bytes
-            ),
-        );
-        r.headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-        return r;
+        .and_then(|v| v.trim().parse::<u64>().ok())?;
+    if n <= s.max_body_bytes as u64 {
+        return None;
     }
-    next.run(req).await
+    let mut r = plain(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!(
+            "Payload Too Large: request body exceeds {} bytes (Content-Length: {n})",
+            s.max_body_bytes
+        ),
+    );
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    Some(r)
 }
 
 /// How rmcp's Streamable HTTP service begins the 415 it gives a body that
@@ -344,6 +354,71 @@ impl http_body::Body for Keep {
     }
 }
 
+/// What every route's requests pass first, in this order, as one
+/// hand-written layer (an axum `from_fn` layer clones the route below it,
+/// boxes a `Next` and its own future for each request; BENCHMARKS.md,
+/// "Session 25"): the response counted by route and status for `/metrics`,
+/// whoever answers it; [`two_hosts`]; [`draining`].
+#[derive(Clone)]
+pub struct Front(pub Arc<Shared>);
+
+impl<S> tower::Layer<S> for Front {
+    type Service = FrontService<S>;
+
+    fn layer(&self, inner: S) -> FrontService<S> {
+        FrontService {
+            shared: self.0.clone(),
+            inner,
+        }
+    }
+}
+
+/// A route behind [`Front`].
+#[derive(Clone)]
+pub struct FrontService<S> {
+    shared: Arc<Shared>,
+    inner: S,
+}
+
+impl<S> tower::Service<Request> for FrontService<S>
+where
+    S: tower::Service<Request, Response = Response, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send + 'static>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        let route = match req.uri().path() {
+            "/mcp" => "/mcp",
+            "/healthz" => "/healthz",
+            "/metrics" => "/metrics",
+            p if p.starts_with(super::metadata::WELL_KNOWN) => super::metadata::WELL_KNOWN,
+            _ => "other",
+        };
+        let shared = self.shared.clone();
+        if let Some(refused) = two_hosts(&req).or_else(|| draining(&shared)) {
+            shared
+                .metrics
+                .count_http_response(route, refused.status().as_u16());
+            return Box::pin(std::future::ready(Ok(refused)));
+        }
+        let answer = self.inner.call(req);
+        Box::pin(async move {
+            let r = answer.await?;
+            shared
+                .metrics
+                .count_http_response(route, r.status().as_u16());
+            Ok(r)
+        })
+    }
+}
+
 /// 400 for a request that names its host twice: two `Host` headers, or a
 /// `Host` that differs from the authority of an absolute-form target
 /// (`GET http://a.example/mcp HTTP/1.1`) or of HTTP/2's `:authority`. The
@@ -351,11 +426,11 @@ impl http_body::Body for Keep {
 /// operator routes) read one of them; a proxy or log in front may read the
 /// other, so a request that says two things is refused before anything
 /// reads either. The connection is closed after the answer.
-pub async fn one_host(req: Request, next: Next) -> Response {
+fn two_hosts(req: &Request) -> Option<Response> {
     let mut hosts = req.headers().get_all(header::HOST).iter();
     let first = hosts.next();
     let why = if hosts.next().is_some() {
-        Some("the request has more than one Host header")
+        "the request has more than one Host header"
     } else {
         match (first, req.uri().authority()) {
             (Some(host), Some(authority))
@@ -363,13 +438,10 @@ pub async fn one_host(req: Request, next: Next) -> Response {
                     .as_bytes()
                     .eq_ignore_ascii_case(authority.as_str().as_bytes()) =>
             {
-                Some("the request's Host header names another authority than its request target")
+                "the request's Host header names another authority than its request target"
             }
-            _ => None,
+            _ => return None,
         }
-    };
-    let Some(why) = why else {
-        return next.run(req).await;
     };
     tracing::warn!("refused {} {}: {why}", req.method(), req.uri().path());
     let mut r = plain(
@@ -378,40 +450,22 @@ pub async fn one_host(req: Request, next: Next) -> Response {
     );
     r.headers_mut()
         .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    r
+    Some(r)
 }
 
 /// 503 for every request that arrives after shutdown began; the connection
 /// is closed after the answer.
-pub async fn refuse_when_draining(
-    State(s): State<Arc<Shared>>,
-    req: Request,
-    next: Next,
-) -> Response {
-    if s.draining.load(Ordering::SeqCst) {
-        let mut r = plain(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Service Unavailable: the server is shutting down",
-        );
-        r.headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-        return r;
+fn draining(s: &Shared) -> Option<Response> {
+    if !s.draining.load(Ordering::SeqCst) {
+        return None;
     }
-    next.run(req).await
-}
-
-/// Counts every response by route and status code.
-pub async fn count_responses(State(s): State<Arc<Shared>>, req: Request, next: Next) -> Response {
-    let route = match req.uri().path() {
-        "/mcp" => "/mcp",
-        "/healthz" => "/healthz",
-        "/metrics" => "/metrics",
-        p if p.starts_with(super::metadata::WELL_KNOWN) => super::metadata::WELL_KNOWN,
-        _ => "other",
-    };
-    let r = next.run(req).await;
-    s.metrics.count_http_response(route, r.status().as_u16());
-    r
+    let mut r = plain(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Service Unavailable: the server is shutting down",
+    );
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    Some(r)
 }
 
 /// One deadline per MCP request (POST and DELETE; a GET opens the
@@ -420,13 +474,14 @@ pub async fn count_responses(State(s): State<Arc<Shared>>, req: Request, next: N
 /// running the handler, and streaming the response: a stream still open at
 /// the deadline is ended there. The request counts as in flight until its
 /// response body is finished or dropped.
-pub async fn deadline_and_track(
-    State(s): State<Arc<Shared>>,
-    req: Request,
-    next: Next,
-) -> Response {
+/// `rest` is everything after it on `/mcp` (`door`).
+pub(super) async fn deadline_and_track<F, Fut>(s: &Arc<Shared>, req: Request, rest: F) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: Future<Output = Response>,
+{
     if req.method() == Method::GET {
-        return next.run(req).await;
+        return rest(req).await;
     }
     let timeout = s.request_timeout;
     let deadline = Instant::now() + timeout;
@@ -440,7 +495,7 @@ pub async fn deadline_and_track(
             done: body_done.clone(),
         }),
     );
-    match tokio::time::timeout_at(deadline, next.run(req)).await {
+    match tokio::time::timeout_at(deadline, rest(req)).await {
         Ok(resp) => {
             let (parts, body) = resp.into_parts();
             Response::from_parts(
@@ -577,9 +632,10 @@ pub(super) fn check_host_and_origin(
             .ok_or("Host header is malformed")?,
         None => uri.authority().cloned().ok_or("Host header is missing")?,
     };
-    let host = normalize(authority.host());
+    // Compared without case rather than lowercased: no copy per request.
+    let host = unbracket(authority.host());
     let port = authority.port_u16();
-    if !s.hosts.iter().any(|r| r.matches(&host, port)) {
+    if !s.hosts.iter().any(|r| r.matches(host, port)) {
         return Err("Host header is not allowed".into());
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
@@ -596,9 +652,12 @@ pub(super) fn check_host_and_origin(
 }
 
 fn normalize(host: &str) -> String {
-    host.trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_ascii_lowercase()
+    unbracket(host).to_ascii_lowercase()
+}
+
+/// An IPv6 host without its brackets.
+fn unbracket(host: &str) -> &str {
+    host.trim_start_matches('[').trim_end_matches(']')
 }
 
 /// An allowed `Host`: a name, and a port when the entry names one.
@@ -626,8 +685,9 @@ impl HostRule {
         })
     }
 
+    /// `host` unbracketed, in any case (the rule's is lowercase).
     fn matches(&self, host: &str, port: Option<u16>) -> bool {
-        self.host == host && self.port.is_none_or(|p| Some(p) == port)
+        self.host.eq_ignore_ascii_case(host) && self.port.is_none_or(|p| Some(p) == port)
     }
 }
 

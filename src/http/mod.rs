@@ -47,6 +47,7 @@
 mod binding;
 pub mod challenge;
 mod claims;
+mod door;
 mod guard;
 mod hoist;
 pub mod jwks;
@@ -70,6 +71,7 @@ use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
+use tower::util::BoxCloneSyncService;
 
 use crate::metrics::Metrics;
 use crate::protocol::direct::HttpDirect;
@@ -171,11 +173,9 @@ where
     )));
 
     let shared = Arc::new(guard::Shared::new(&opts, state.clone(), metrics.clone()));
-    let door = direct.map(|direct| {
-        Arc::new(shortcut::Door {
-            direct,
-            shared: shared.clone(),
-        })
+    let door = direct.map(|direct| shortcut::Door {
+        direct,
+        shared: shared.clone(),
     });
     let app = router(
         mcp,
@@ -300,7 +300,7 @@ async fn end_session(
 fn router<S>(
     mcp: S,
     sessions: Sessions,
-    door: Option<Arc<shortcut::Door>>,
+    door: Option<shortcut::Door>,
     shared: Arc<guard::Shared>,
     oauth: Option<Arc<metadata::ResourceMetadata>>,
     enforce_scopes: bool,
@@ -318,35 +318,25 @@ where
         + 'static,
     S::Future: Send + 'static,
 {
-    // Layers run outside-in in the reverse order they are added.
-    let mcp_routes = Router::new()
-        .route_service("/mcp", mcp)
-        .layer(axum::middleware::from_fn(hoist::rewrite));
-    let mcp_routes = if enforce_scopes {
-        mcp_routes.layer(from_fn_with_state(shared.clone(), scope::challenge))
-    } else {
-        mcp_routes
-    };
-    let mcp_routes = mcp_routes
-        .layer(axum::middleware::from_fn(guard::json_rpc_parse_errors))
-        .layer(from_fn_with_state(sessions.clone(), end_session))
+    // What a request the direct path declines passes, outermost first
+    // (a `ServiceBuilder` runs its layers in the order they are added):
+    // neither a stateless request nor a resolve's answer needs any of it.
+    let rmcp = tower::ServiceBuilder::new()
         .layer(from_fn_with_state(
-            Arc::new(binding::Bindings::new(sessions)),
+            Arc::new(binding::Bindings::new(sessions.clone())),
             binding::bind_session,
-        ));
-    // Inside the deadline, authentication and body cap; outside what
-    // neither a stateless request nor a resolve's answer needs.
-    let mcp_routes = match door {
-        Some(door) => mcp_routes.layer(from_fn_with_state(door, shortcut::take)),
-        None => mcp_routes,
-    };
-    let mcp_routes = mcp_routes
-        .layer(from_fn_with_state(shared.clone(), guard::body_cap))
-        .layer(from_fn_with_state(shared.clone(), guard::authenticate))
-        .layer(from_fn_with_state(
-            shared.clone(),
-            guard::deadline_and_track,
-        ));
+        ))
+        .layer(from_fn_with_state(sessions, end_session))
+        .layer(axum::middleware::from_fn(guard::json_rpc_parse_errors))
+        .option_layer(enforce_scopes.then(|| from_fn_with_state(shared.clone(), scope::challenge)))
+        .layer(axum::middleware::from_fn(hoist::rewrite))
+        .service(mcp);
+    // The deadline, authentication, body cap and direct path in one
+    // service, in that order, before the stack above (`door`).
+    let mcp_routes = Router::new().route_service(
+        "/mcp",
+        door::McpRoute::new(shared.clone(), door, BoxCloneSyncService::new(rmcp)),
+    );
     let metrics_route = Router::new()
         .route("/metrics", get(ops::metrics))
         .layer(from_fn_with_state(shared.clone(), guard::authenticate))
@@ -372,10 +362,5 @@ where
         .merge(health_route)
         .merge(metadata_route)
         .with_state(shared.clone())
-        .layer(from_fn_with_state(
-            shared.clone(),
-            guard::refuse_when_draining,
-        ))
-        .layer(axum::middleware::from_fn(guard::one_host))
-        .layer(from_fn_with_state(shared, guard::count_responses))
+        .layer(guard::Front(shared))
 }

@@ -25,15 +25,14 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::task::{Context, Poll};
 
 use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use axum::extract::Request;
 use axum::response::Response;
 use bytes::{Bytes, BytesMut};
-use http::{HeaderMap, HeaderValue, Method, header};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, header};
 use http_body::{Body as _, Frame};
 use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 
@@ -48,17 +47,24 @@ pub struct Door {
     pub shared: Arc<Shared>,
 }
 
-pub async fn take(State(door): State<Arc<Door>>, req: Request, next: Next) -> Response {
+/// Answers `req` when the direct path takes it, else hands it to `rmcp`
+/// (the rest of `/mcp`: the session binding, `DELETE` handling, parse-error
+/// rewriting, scope challenge, `hoist`, rmcp's service).
+pub async fn take<F, Fut>(door: &Door, req: Request, rmcp: F) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: Future<Output = Response>,
+{
     if req.method() != Method::POST
         || !door.direct.wants(req.headers())
         || !plain_post(&door.shared, req.uri(), req.headers())
     {
-        return next.run(req).await;
+        return rmcp(req).await;
     }
     let (parts, body) = req.into_parts();
     let body = match collect(body, door.shared.max_body_bytes()).await {
         Ok(bytes) => bytes,
-        Err(replay) => return next.run(Request::from_parts(parts, replay)).await,
+        Err(replay) => return rmcp(Request::from_parts(parts, replay)).await,
     };
     let caller = parts.extensions.get::<Arc<Caller>>().cloned();
     match door.direct.answer(&body, caller) {
@@ -71,15 +77,19 @@ pub async fn take(State(door): State<Arc<Door>>, req: Request, next: Next) -> Re
             );
             resp
         }
-        None => next.run(Request::from_parts(parts, Body::from(body))).await,
+        None => rmcp(Request::from_parts(parts, Body::from(body))).await,
     }
 }
 
 /// Whether rmcp's checks before it reads the body plainly pass (see the
 /// module's documentation); `false` hands the request to rmcp.
 fn plain_post(shared: &Shared, uri: &http::Uri, headers: &HeaderMap) -> bool {
+    // rmcp's name, parsed once: a `&str` name is parsed at every lookup.
+    static SESSION_ID: LazyLock<HeaderName> = LazyLock::new(|| {
+        HeaderName::from_bytes(HEADER_SESSION_ID.as_bytes()).expect("a header name")
+    });
     !headers.contains_key(header::ORIGIN)
-        && !headers.contains_key(HEADER_SESSION_ID)
+        && !headers.contains_key(&*SESSION_ID)
         && headers.contains_key(header::CONTENT_LENGTH)
         && guard::check_host_and_origin(shared, uri, headers).is_ok()
         && accepts_both(headers)

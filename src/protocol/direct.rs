@@ -30,9 +30,9 @@
 //! at the message (Host, Origin, Accept, Content-Type) are `http`'s side of
 //! the door (`http/shortcut`).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
-use http::{HeaderMap, StatusCode};
+use http::{HeaderMap, HeaderName, StatusCode};
 use rmcp::model::{
     CustomRequest, ErrorCode, Extensions, ProtocolVersion, RequestMetaObject, ServerJsonRpcMessage,
     ServerResult,
@@ -166,8 +166,16 @@ impl HttpDirect {
     /// that refusal stays rmcp's). Cheap, so every other request pays only
     /// for it.
     pub fn wants(&self, headers: &HeaderMap) -> bool {
-        only(headers, HEADER_MCP_PROTOCOL_VERSION) == Some(ProtocolVersion::V_2026_07_28.as_str())
-            && only(headers, HEADER_MCP_METHOD) == Some(HTTP_METHOD)
+        // rmcp's names, parsed once: a `&str` name is parsed (and
+        // lowercased) at every lookup.
+        static PROTOCOL_VERSION: LazyLock<HeaderName> = LazyLock::new(|| {
+            HeaderName::from_bytes(HEADER_MCP_PROTOCOL_VERSION.as_bytes()).expect("a header name")
+        });
+        static METHOD: LazyLock<HeaderName> = LazyLock::new(|| {
+            HeaderName::from_bytes(HEADER_MCP_METHOD.as_bytes()).expect("a header name")
+        });
+        only(headers, &PROTOCOL_VERSION) == Some(ProtocolVersion::V_2026_07_28.as_str())
+            && only(headers, &METHOD) == Some(HTTP_METHOD)
     }
 
     /// The status and JSON body answering `body`, a request whose headers
@@ -232,7 +240,7 @@ impl HttpDirect {
 const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// The value of header `name` when it is there exactly once, as text.
-fn only<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+fn only<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'a str> {
     let mut values = headers.get_all(name).iter();
     let first = values.next()?;
     if values.next().is_some() {
