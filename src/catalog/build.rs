@@ -443,11 +443,12 @@ fn parse_policies<'a>(
     let parsed = crate::par::map_ordered(&files, 32, |file| {
         let path = file.path.to_string_lossy().to_string();
         let mut scratch = policy::parse_engine();
-        let pkg = policy::add_policy(&mut scratch, &path, &file.text).map_err(|d| (d, None))?;
+        let pkg =
+            policy::add_policy(&mut scratch, &path, &file.text).map_err(|d| Box::new((d, None)))?;
         let package = pkg.strip_prefix("data.").unwrap_or(&pkg).to_string();
         let module = rego::modules(&mut scratch).pop();
         if package == "regent" || package.starts_with("regent.") {
-            return Err((
+            return Err(Box::new((
                 Diagnostic::error(
                     "reserved-package",
                     package_location(&file.path, &file.text),
@@ -455,7 +456,7 @@ fn parse_policies<'a>(
                 )
                 .with_help("rename the package, for example to `tools.<tool name>`"),
                 module,
-            ));
+            )));
         }
         Ok(PolicyFile {
             path,
@@ -472,7 +473,8 @@ fn parse_policies<'a>(
                 linted.extend(p.module.clone());
                 out.push(p);
             }
-            Err((d, module)) => {
+            Err(failed) => {
+                let (d, module) = *failed;
                 linted.extend(module);
                 diags.push(d);
             }
