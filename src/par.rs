@@ -81,18 +81,27 @@ where
         let a = a();
         return (a, b());
     }
+    // `b` waits in a slot the thread takes it from, so that when no thread
+    // can be had (a loaded machine refuses the stack's reservation) it
+    // runs here after `a` instead of failing the load.
+    let slot = std::sync::Mutex::new(Some(b));
+    let take = || slot.lock().unwrap_or_else(|p| p.into_inner()).take();
     std::thread::scope(|s| {
         let other = std::thread::Builder::new()
             .stack_size(STACK_SIZE)
-            .spawn_scoped(s, b)
-            .expect("spawn a worker thread");
+            .spawn_scoped(s, || take().map(|b| b()));
         let a = a();
-        match other.join() {
-            Ok(b) => (a, b),
+        let b = match other.map(|h| h.join()) {
+            Ok(Ok(Some(b))) => b,
             // A panic in `b` is a bug; let it surface as it would have
             // without a thread.
-            Err(p) => std::panic::resume_unwind(p),
-        }
+            Ok(Err(p)) => std::panic::resume_unwind(p),
+            Ok(Ok(None)) | Err(_) => match take() {
+                Some(b) => b(),
+                None => unreachable!("`b` ran on the thread or waits in its slot"),
+            },
+        };
+        (a, b)
     })
 }
 
