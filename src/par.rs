@@ -1,6 +1,7 @@
 //! Spreading independent work over the machine's cores while keeping results
 //! in input order, for the parts of a catalog (re)load that grow with the
-//! catalog: parsing files and compiling tools.
+//! catalog: parsing files, the whole-catalog analyses ([`join`]) and
+//! compiling tools.
 //!
 //! Plain scoped threads, each taking every n-th item: no pool to keep alive
 //! between reloads, nothing shared but the inputs, and results come back in
@@ -66,9 +67,57 @@ where
         .collect()
 }
 
+/// `a()` and `b()` side by side when the machine has more than one core
+/// (`b` on a scoped thread with [`STACK_SIZE`], since the whole-catalog
+/// analyses recurse over syntax trees as evaluation does), else one after
+/// the other. For a few independent passes over the same input, each one
+/// pass long; nest it for more than two.
+pub fn join<A, B>(a: impl FnOnce() -> A, b: impl FnOnce() -> B + Send) -> (A, B)
+where
+    B: Send,
+{
+    let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    if cores == 1 {
+        let a = a();
+        return (a, b());
+    }
+    // `b` waits in a slot the thread takes it from, so that when no thread
+    // can be had (a loaded machine refuses the stack's reservation) it
+    // runs here after `a` instead of failing the load.
+    let slot = std::sync::Mutex::new(Some(b));
+    let take = || slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+    std::thread::scope(|s| {
+        let other = std::thread::Builder::new()
+            .stack_size(STACK_SIZE)
+            .spawn_scoped(s, || take().map(|b| b()));
+        let a = a();
+        let b = match other.map(|h| h.join()) {
+            Ok(Ok(Some(b))) => b,
+            // A panic in `b` is a bug; let it surface as it would have
+            // without a thread.
+            Ok(Err(p)) => std::panic::resume_unwind(p),
+            Ok(Ok(None)) | Err(_) => match take() {
+                Some(b) => b(),
+                None => unreachable!("`b` ran on the thread or waits in its slot"),
+            },
+        };
+        (a, b)
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::map_ordered;
+    use super::{join, map_ordered};
+
+    #[test]
+    fn join_answers_both_in_place() {
+        let items: Vec<usize> = (0..100).collect();
+        let (sum, (max, len)) = join(
+            || items.iter().sum::<usize>(),
+            || join(|| items.iter().max().copied(), || items.len()),
+        );
+        assert_eq!((sum, max, len), (4950, Some(99), 100));
+    }
 
     #[test]
     fn keeps_input_order_whatever_the_chunking() {

@@ -44,7 +44,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     let started = std::time::Instant::now();
     let mut phase = Phases::default();
 
-    let policies = parse_policies(source, opts, &mut diags);
+    let (policies, linted) = parse_policies(source, &mut diags);
     phase.parsed = started.elapsed();
     let caller_schema = super::caller_schema::compile(source, &mut diags);
     let claimed: BTreeSet<&str> = source
@@ -66,15 +66,52 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
             candidate = &candidate[..candidate.rfind('.')?];
         }
     };
+    let modules: Vec<rego::PolicyModule> =
+        policies.iter().filter_map(|p| p.module.clone()).collect();
+    let owners: Vec<Option<&str>> = modules.iter().map(|m| owner_of(&m.package)).collect();
+    // Whether every policy file parsed: what `refs` may conclude from a
+    // package no module defines, and whether a tool whose package is
+    // missing gets a "not defined" error (not after a parse error).
+    let parsed_all = policies.len()
+        == source
+            .policies
+            .iter()
+            .filter(|f| f.kind == FileKind::Policy)
+            .count();
+    let facts = portability_facts(source, &modules, &owners);
+    let claims = caller_schema.as_ref().map(|s| &s.claims);
+    // The whole-catalog analyses below read the modules and nothing of one
+    // another, so they run side by side over the cores (`par::join`); their
+    // findings are taken in the order they always were.
+    let ((cycles, meta), ((refs, safety), found)) = crate::par::join(
+        || {
+            crate::par::join(
+                || rego::recursion(&modules),
+                || rego::reserved_meta(&modules, &claimed),
+            )
+        },
+        || {
+            crate::par::join(
+                || {
+                    crate::par::join(
+                        || references(source, &modules, &owners, parsed_all, claims),
+                        // Variables no body binds (OPA's safety rule):
+                        // regorus finds them only when the expression
+                        // runs, so at request time.
+                        || rego::safety::check(&modules),
+                    )
+                },
+                || rego::portability::check(&modules, &facts),
+            )
+        },
+    );
     // Recursion is refused statically, before any rule runs: regorus would
     // only notice an unconditional one, and a conditional one can exhaust
     // the stack before the time limit. A tool whose engine holds a cycle
     // is not compiled (nor warmed up); a cycle in a library package, which
     // every engine holds, stops every tool with a policy.
-    let modules: Vec<rego::PolicyModule> =
-        policies.iter().filter_map(|p| p.module.clone()).collect();
     let mut recursive: BTreeSet<Option<&str>> = BTreeSet::new();
-    for r in rego::recursion(&modules) {
+    for r in cycles {
         for member in &r.cycle {
             let package = policies
                 .iter()
@@ -86,35 +123,17 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         diags.push(r.diagnostic);
     }
     // `meta` keys that would forge regent's or MCP's own `_meta`, written
-    // literally in a tool's package: refused at load, as in YAML.
-    // All packages in one pass: one per tool would be quadratic.
-    for d in rego::reserved_meta(&modules, &claimed) {
+    // literally in a tool's package: refused at load, as in YAML (all
+    // packages in one pass: one per tool would be quadratic). Then the
+    // references that can never be defined and the unbound variables.
+    for d in meta.into_iter().chain(refs).chain(safety) {
         diags.push(d);
     }
-    let owners: Vec<Option<&str>> = modules.iter().map(|m| owner_of(&m.package)).collect();
-    // Whether every policy file parsed: what `refs` may conclude from a
-    // package no module defines, and whether a tool whose package is
-    // missing gets a "not defined" error (not after a parse error).
-    let parsed_all = policies.len()
-        == source
-            .policies
-            .iter()
-            .filter(|f| f.kind == FileKind::Policy)
-            .count();
-    references(
-        source,
-        &modules,
-        &owners,
-        parsed_all,
-        caller_schema.as_ref().map(|s| &s.claims),
-        &mut diags,
-    );
     // Constructs where regorus answers differently from OPA: a warning
     // here; for a tool whose policy runs on regorus, an error at the tool
     // (`compile_tool`).
     let mut portability: HashMap<&str, Vec<rego::portability::Finding>> = HashMap::new();
-    let facts = portability_facts(source, &modules, &owners);
-    for f in rego::portability::check(&modules, &facts) {
+    for f in found {
         diags.push(f.diagnostic.clone());
         // A library package's under "": every engine holds it.
         let owner = owner_of(&f.package).unwrap_or("");
@@ -138,13 +157,19 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     // no tool claims) and the data documents.
     let mut base = policy::new_engine(opts.policy_limits);
     let mut library = Vec::new();
+    // The base's modules as the parse above read them, in the base's
+    // order, for the recipes of the engines tools shed.
+    let mut library_modules = Vec::new();
     let library_texts: Vec<(&str, &str)> = library_files
         .iter()
         .map(|p| (p.path.as_str(), p.text))
         .collect();
     for p in &library_files {
         match policy::add_policy(&mut base, &p.path, p.text) {
-            Ok(_) => library.push((p.path.as_str(), p.package.as_str())),
+            Ok(_) => {
+                library.push((p.path.as_str(), p.package.as_str()));
+                library_modules.extend(p.module.clone());
+            }
             Err(d) => diags.push(d),
         }
     }
@@ -168,6 +193,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     // on one thread. The base is shared with the recipes of the engines a
     // tool sheds (`policy::EnginePool::shed`).
     let base = std::sync::Arc::new(base);
+    let library_modules = std::sync::Arc::new(library_modules);
     let validators = schema::Validators::default();
     let shared = Shared {
         validators: &validators,
@@ -176,6 +202,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         portability: &portability,
         base: &base,
         library: &library,
+        library_modules: &library_modules,
     };
     // What each tool reaches of the library (issue 31): read once here,
     // followed per tool below.
@@ -312,6 +339,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         visibility,
         quarantined: source.quarantined.clone(),
         caller_schema,
+        policy_modules: std::sync::Mutex::new(Some(linted)),
     };
     (catalog, diags)
 }
@@ -335,8 +363,7 @@ fn references(
     owners: &[Option<&str>],
     parsed_all: bool,
     claims: Option<&Value>,
-    diags: &mut Diagnostics,
-) {
+) -> Vec<Diagnostic> {
     let tools: Vec<(&str, [Option<&str>; 2], &Value)> = source
         .tools()
         .map(|(_, _, t)| {
@@ -363,14 +390,7 @@ fn references(
     };
     let data: Vec<&Value> = source.data.iter().map(|d| &d.value).collect();
     let ctx = rego::refs::Context::new(modules, owners, &data, parsed_all).with_claims(claims);
-    for d in rego::refs::check(modules, &ctx, schemas) {
-        diags.push(d);
-    }
-    // Variables no body binds (OPA's safety rule): regorus finds them only
-    // when the expression runs, so at request time.
-    for d in rego::safety::check(modules) {
-        diags.push(d);
-    }
+    rego::refs::check(modules, &ctx, schemas)
 }
 
 /// What `rego/portability` reads a module against: the inputSchemas of the
@@ -409,12 +429,14 @@ fn portability_facts<'s>(
 }
 
 /// Parses every serving policy file to learn its package, reporting parse
-/// errors and the reserved `regent` namespace.
+/// errors and the reserved `regent` namespace. Beside the files that may
+/// serve, the module of every file that parsed, in the files' order (those
+/// in a reserved package too): what `check`'s lints read
+/// ([`Catalog::take_policy_modules`]), so that they parse nothing again.
 fn parse_policies<'a>(
     source: &'a Source,
-    opts: &BuildOptions,
     diags: &mut Diagnostics,
-) -> Vec<PolicyFile<'a>> {
+) -> (Vec<PolicyFile<'a>>, Vec<rego::PolicyModule>) {
     let files: Vec<_> = source
         .policies
         .iter()
@@ -422,20 +444,25 @@ fn parse_policies<'a>(
         .collect();
     // Each file is parsed on its own scratch engine, so files are parsed in
     // parallel; the order (and so the diagnostics) stays the files' order.
+    // Nothing evaluates on it: a bare engine, without the guards.
     let parsed = crate::par::map_ordered(&files, 32, |file| {
         let path = file.path.to_string_lossy().to_string();
-        let mut scratch = policy::new_engine(opts.policy_limits);
-        let pkg = policy::add_policy(&mut scratch, &path, &file.text)?;
+        let mut scratch = policy::parse_engine();
+        let pkg =
+            policy::add_policy(&mut scratch, &path, &file.text).map_err(|d| Box::new((d, None)))?;
         let package = pkg.strip_prefix("data.").unwrap_or(&pkg).to_string();
-        if package == "regent" || package.starts_with("regent.") {
-            return Err(Diagnostic::error(
-                "reserved-package",
-                package_location(&file.path, &file.text),
-                format!("package `{package}` is reserved for regent's generated rules"),
-            )
-            .with_help("rename the package, for example to `tools.<tool name>`"));
-        }
         let module = rego::modules(&mut scratch).pop();
+        if package == "regent" || package.starts_with("regent.") {
+            return Err(Box::new((
+                Diagnostic::error(
+                    "reserved-package",
+                    package_location(&file.path, &file.text),
+                    format!("package `{package}` is reserved for regent's generated rules"),
+                )
+                .with_help("rename the package, for example to `tools.<tool name>`"),
+                module,
+            )));
+        }
         Ok(PolicyFile {
             path,
             text: &file.text,
@@ -444,13 +471,21 @@ fn parse_policies<'a>(
         })
     });
     let mut out = Vec::new();
+    let mut linted = Vec::new();
     for p in parsed {
         match p {
-            Ok(p) => out.push(p),
-            Err(d) => diags.push(d),
+            Ok(p) => {
+                linted.extend(p.module.clone());
+                out.push(p);
+            }
+            Err(failed) => {
+                let (d, module) = *failed;
+                linted.extend(module);
+                diags.push(d);
+            }
         }
     }
-    out
+    (out, linted)
 }
 
 /// Where the `package` line of a policy is.
@@ -474,6 +509,8 @@ struct Shared<'a> {
     portability: &'a HashMap<&'a str, Vec<rego::portability::Finding>>,
     base: &'a std::sync::Arc<regorus::Engine>,
     library: &'a [(&'a str, &'a str)],
+    /// The base's modules, parsed (`policy::Recipe::library`).
+    library_modules: &'a std::sync::Arc<Vec<rego::PolicyModule>>,
     /// inputSchema and outputSchema validators, one per distinct schema.
     validators: &'a schema::Validators,
 }
@@ -492,6 +529,7 @@ fn compile_tool(
         portability,
         base,
         library,
+        library_modules,
         validators,
     } = *shared;
     let mut diags = Vec::new();
@@ -717,11 +755,17 @@ fn compile_tool(
                 }
                 let pool = pool.with_flagged(flagged);
                 engines = Some(if all_native {
+                    // The modules the build parsed, so that reading the
+                    // shed tool's (`check::on_load`) parses none again.
+                    let parsed = own.own.iter().chain(own.shadow);
+                    let parsed = parsed.filter_map(|p| p.module.clone()).collect();
                     pool.shed(policy::Recipe {
                         base: base.clone(),
+                        library: library_modules.clone(),
                         modules: added,
                         warm,
                     })
+                    .with_parsed(parsed)
                 } else {
                     pool
                 });

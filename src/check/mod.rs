@@ -185,7 +185,7 @@ pub fn check_keeping(paths: &[PathBuf], opts: &BuildOptions, started: &Started) 
     out.extend(started.problems.iter().cloned());
     out.extend(upstream::findings(&source, started.attempted));
 
-    out.extend(test_file_errors(&source, opts));
+    out.extend(test_file_errors(&source));
 
     let build_opts = BuildOptions {
         keep_riskier_rules: true,
@@ -208,7 +208,7 @@ pub fn check_keeping(paths: &[PathBuf], opts: &BuildOptions, started: &Started) 
     }
     merge_schema_diagnostics(&mut out, schema_diags);
 
-    out.extend(lint_policies(&source, opts));
+    out.extend(lint_policies(&source, &catalog));
 
     let cases = case_arguments(&source);
     let callers = case_callers(&source);
@@ -510,14 +510,14 @@ fn upstream_request_failure(tool: &crate::catalog::Tool) -> Option<Diagnostic> {
 
 /// Rego tests are loaded only by `regent test`, but a parse error in one is
 /// still a broken catalog.
-fn test_file_errors(source: &Source, opts: &BuildOptions) -> Vec<Diagnostic> {
+fn test_file_errors(source: &Source) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for f in source
         .policies
         .iter()
         .filter(|f| f.kind == FileKind::PolicyTest)
     {
-        let mut scratch = policy::new_engine(opts.policy_limits);
+        let mut scratch = policy::parse_engine();
         if let Err(d) = policy::add_policy(&mut scratch, &f.path.to_string_lossy(), &f.text) {
             out.push(d);
         }
@@ -525,34 +525,46 @@ fn test_file_errors(source: &Source, opts: &BuildOptions) -> Vec<Diagnostic> {
     out
 }
 
-/// Lints every serving policy in one engine (packages of all tools side by
-/// side), and flags rules in a tool's package that would change its identity.
-fn lint_policies(source: &Source, opts: &BuildOptions) -> Vec<Diagnostic> {
+/// Lints every serving policy (packages of all tools side by side), and
+/// flags rules in a tool's package that would change its identity. The
+/// modules are those the build of `catalog` parsed (every file that parsed,
+/// in the files' order), taken from it; parsed here only if already taken.
+fn lint_policies(source: &Source, catalog: &Catalog) -> Vec<Diagnostic> {
+    let modules = catalog
+        .take_policy_modules()
+        .unwrap_or_else(|| parse_policy_modules(source));
+    let packages: BTreeSet<&str> = source
+        .tools()
+        .filter_map(|(_, _, t)| t.policy.as_deref())
+        .collect();
+    // Two passes over every module, independent: side by side. The
+    // identity rules in all packages in one pass: one per tool would be
+    // quadratic.
+    let (mut out, identity) = crate::par::join(
+        || rego::lint(&modules),
+        || rego::identity_rules(&modules, &packages),
+    );
+    out.extend(identity);
+    out
+}
+
+/// Every serving policy file's module, parsed as the build parses them:
+/// each file on its own over the cores, in the files' order, those that do
+/// not parse left out (the build reported them).
+fn parse_policy_modules(source: &Source) -> Vec<rego::PolicyModule> {
     let files: Vec<_> = source
         .policies
         .iter()
         .filter(|f| f.kind == FileKind::Policy)
         .collect();
-    // The lints read modules, not an engine: each file is parsed on its own,
-    // over the cores (a catalog of 10,000 policy files spent most of this
-    // parsing them one after the other), in the files' order.
-    let modules: Vec<rego::PolicyModule> = crate::par::map_ordered(&files, 32, |f| {
-        let mut engine = policy::new_engine(opts.policy_limits);
-        // Parse errors were reported by the build.
+    crate::par::map_ordered(&files, 32, |f| {
+        let mut engine = policy::parse_engine();
         let _ = policy::add_policy(&mut engine, &f.path.to_string_lossy(), &f.text);
         rego::modules(&mut engine)
     })
     .into_iter()
     .flatten()
-    .collect();
-    let mut out = rego::lint(&modules);
-    let packages: BTreeSet<&str> = source
-        .tools()
-        .filter_map(|(_, _, t)| t.policy.as_deref())
-        .collect();
-    // All packages in one pass: one per tool would be quadratic.
-    out.extend(rego::identity_rules(&modules, &packages));
-    out
+    .collect()
 }
 
 /// A schema finding and a serde finding on the same line say the same thing;

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use sha2::{Digest, Sha256};
 
 use super::{case_arguments, case_callers, lint_policies, test_file_errors, tool_findings};
-use crate::catalog::{BuildOptions, Catalog};
+use crate::catalog::Catalog;
 use crate::diag::{Diagnostic, Severity};
 use crate::source::Source;
 
@@ -53,12 +53,7 @@ pub struct OnLoad {
 
 /// Runs `check`'s error-finding analyses on `catalog` (built from
 /// `source`), for the tools that changed since `previous`.
-pub fn on_load(
-    source: &Source,
-    catalog: &Catalog,
-    previous: &Checked,
-    opts: &BuildOptions,
-) -> OnLoad {
+pub fn on_load(source: &Source, catalog: &Catalog, previous: &Checked) -> OnLoad {
     let cases = case_arguments(source);
     let callers = case_callers(source);
     let callers_digest = format!("{callers:?}");
@@ -89,9 +84,15 @@ pub fn on_load(
         found
     });
 
+    // The build hands a shed tool the modules it parsed; a tool not run
+    // here (unchanged at a reload) must not keep them for the catalog's
+    // life either.
+    for tool in catalog.tools() {
+        tool.release_engine();
+    }
     let mut all: Vec<Diagnostic> = found.into_iter().flatten().collect();
-    all.extend(lint_policies(source, opts));
-    all.extend(test_file_errors(source, opts));
+    all.extend(lint_policies(source, catalog));
+    all.extend(test_file_errors(source));
 
     let mut out = OnLoad {
         checked,

@@ -141,12 +141,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     // What `regent check` would refuse does not serve either (see
     // `check::on_load`); reloads then run only the tools that change.
     let ran = std::time::Instant::now();
-    let mut checked = crate::check::on_load::on_load(
-        &source,
-        &catalog,
-        &Default::default(),
-        &build_options(&catalog_args),
-    );
+    let mut checked = crate::check::on_load::on_load(&source, &catalog, &Default::default());
     if args.skip_load_check {
         checked.allow_errors();
     }

@@ -129,6 +129,19 @@ impl EnginePool {
         self
     }
 
+    /// Hands a shed pool the modules of its recipe's texts as the build
+    /// parsed them (`added`, in the recipe's order, generated ones left
+    /// out), so that the first reading of its modules (`check::on_load`'s
+    /// proof and exercise) parses nothing again. Kept, as a parse made by
+    /// [`EnginePool::modules`] is, until [`EnginePool::release`]. Nothing
+    /// for a kept template, which holds its modules.
+    pub fn with_parsed(self, added: Vec<PolicyModule>) -> EnginePool {
+        if let Some(lazy) = &self.lazy {
+            *lazy.parsed.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(added));
+        }
+        self
+    }
+
     /// Forgets the template made again since [`EnginePool::shed`] and the
     /// idle copies, so that what needed regorus once (`check::on_load`
     /// examining the tool) does not keep it for the catalog's life; the
@@ -163,8 +176,10 @@ impl EnginePool {
             return Ok(crate::rego::modules(&mut template.clone()));
         }
         let lazy = self.lazy.as_ref().ok_or_else(missing_engine)?;
-        let modules = made_once(&lazy.parsed, || lazy.recipe.modules())?;
-        Ok(modules.as_ref().clone())
+        let added = made_once(&lazy.parsed, || lazy.recipe.parse_added())?;
+        let mut out = lazy.recipe.library.as_ref().clone();
+        out.extend(added.iter().cloned());
+        Ok(out)
     }
 
     /// Whether every one of `steps` runs on `native`.
@@ -322,6 +337,10 @@ impl EnginePool {
 /// order (the tool's own and shadow packages, the generated mapping rule).
 pub struct Recipe {
     pub base: Arc<Engine>,
+    /// The base's person-written modules, in its order: parsed once by the
+    /// build and shared by every recipe of it, so that reading a shed
+    /// tool's modules neither copies the base nor parses its libraries.
+    pub library: Arc<Vec<PolicyModule>>,
     /// (file, text) of each module added to the base.
     pub modules: Vec<(String, Arc<str>)>,
     /// A planned step evaluated once on the made engine, so that its copies
@@ -331,14 +350,13 @@ pub struct Recipe {
 }
 
 impl Recipe {
-    /// The person-written modules the made engine would hold, in its
-    /// order (the base's, then the added ones'), parsed without making
-    /// it: the base's read from a copy of it, each added text parsed on a
-    /// bare engine of its own.
-    fn modules(&self) -> Result<Vec<PolicyModule>, EvalError> {
-        let mut out = crate::rego::modules(&mut (*self.base).clone());
+    /// The person-written modules of the texts added to the base, in
+    /// order, parsed without making the engine: each on a bare engine of
+    /// its own (the base's are [`Recipe::library`]).
+    fn parse_added(&self) -> Result<Vec<PolicyModule>, EvalError> {
+        let mut out = Vec::new();
         for (path, text) in &self.modules {
-            let mut scratch = Engine::new();
+            let mut scratch = parse_engine();
             scratch
                 .add_policy(path.clone(), text.to_string())
                 .map_err(|e| remake_error(&e.to_string()))?;
@@ -379,8 +397,9 @@ fn remake_error(text: &str) -> EvalError {
 struct Lazy {
     recipe: Recipe,
     made: Mutex<Option<Arc<Engine>>>,
-    /// The recipe's modules parsed, without an engine made
-    /// ([`EnginePool::modules`]).
+    /// The modules of the recipe's added texts, parsed without an engine
+    /// made ([`EnginePool::modules`]) or handed over by the build
+    /// ([`EnginePool::with_parsed`]).
     parsed: Mutex<Option<Arc<Vec<PolicyModule>>>>,
 }
 
@@ -514,6 +533,15 @@ pub fn new_engine(limits: Limits) -> Engine {
     // policies make safety claims, so mistakes must be loud.
     engine.set_strict_builtin_errors(true);
     engine
+}
+
+/// An engine to parse policies on and read their syntax tree, never to
+/// evaluate: no limits and no guards, which only evaluation reads (a
+/// catalog of 10,000 policy files installed the guards on an engine per
+/// file only to parse it). Rego v1 and the policy length limits are
+/// regorus' defaults, as on [`new_engine`].
+pub fn parse_engine() -> Engine {
+    Engine::new()
 }
 
 /// Adds a policy file, turning a parse error into a located diagnostic.
@@ -673,6 +701,7 @@ mod tests {
         let kept = EnginePool::new(e.clone(), limits);
         let shed = EnginePool::new(e, limits).shed(Recipe {
             base,
+            library: Arc::default(),
             modules: vec![("p.rego".to_string(), text)],
             warm: Some(step.clone()),
         });
@@ -712,6 +741,7 @@ mod tests {
         };
         let pool = EnginePool::new(e, limits).shed(Recipe {
             base,
+            library: Arc::default(),
             modules: vec![("p.rego".to_string(), "package p\nx := := 1\n".into())],
             warm: Some(step.clone()),
         });
@@ -748,6 +778,7 @@ mod tests {
         let kept = EnginePool::new(e.clone(), limits);
         let shed = EnginePool::new(e, limits).shed(Recipe {
             base,
+            library: Arc::default(),
             modules: vec![("p.rego".to_string(), text)],
             warm: None,
         });
@@ -772,6 +803,65 @@ mod tests {
         assert!(lazy.made.lock().unwrap().is_none(), "no engine was made");
         shed.release();
         assert!(lazy.parsed.lock().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_shed_pools_modules_from_the_build_are_those_it_would_parse() {
+        // A library in the base, the tool's text added: the modules a kept
+        // template holds, those a shed pool parses alone and those the
+        // build hands it are the same, and a release forgets the handed
+        // ones (read again, they are parsed alike).
+        let limits = Limits::default();
+        let lib = "package lib\nimport rego.v1\nok := true\n";
+        let mut base = new_engine(limits);
+        add_policy(&mut base, "lib.rego", lib).unwrap();
+        let library = Arc::new(crate::rego::modules(&mut base.clone()));
+        let base = Arc::new(base);
+        let text: Arc<str> = "package p\nimport data.lib\nx := lib.ok\ny contains 2\n".into();
+        let mut e = (*base).clone();
+        add_policy(&mut e, "p.rego", &text).unwrap();
+        let recipe = || Recipe {
+            base: base.clone(),
+            library: library.clone(),
+            modules: vec![("p.rego".to_string(), text.clone())],
+            warm: None,
+        };
+        let kept = EnginePool::new(e.clone(), limits);
+        let alone = EnginePool::new(e.clone(), limits).shed(recipe());
+        let mut scratch = parse_engine();
+        add_policy(&mut scratch, "p.rego", &text).unwrap();
+        let handed = EnginePool::new(e, limits)
+            .shed(recipe())
+            .with_parsed(crate::rego::modules(&mut scratch));
+        let read = |pool: &EnginePool| {
+            let modules = pool.modules().unwrap();
+            let defs = crate::rego::rule_defs(&modules);
+            (
+                modules
+                    .iter()
+                    .map(|m| (m.path.clone(), m.package.clone(), m.text.clone()))
+                    .collect::<Vec<_>>(),
+                defs.iter()
+                    .map(|d| format!("{}.{} {}", d.package, d.name(), d.location))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let want = read(&kept);
+        assert_eq!(want.0.len(), 2);
+        assert_eq!(want.0[0].0, "lib.rego");
+        assert_eq!(want.0[1].2, &*text);
+        assert_eq!(read(&alone), want);
+        assert_eq!(read(&handed), want);
+        let Some(lazy) = &handed.lazy else {
+            panic!("shed")
+        };
+        assert!(lazy.made.lock().unwrap().is_none(), "no engine was made");
+        handed.release();
+        assert!(lazy.parsed.lock().unwrap().is_none());
+        assert_eq!(read(&handed), want);
+        // A kept template takes no parse from the build.
+        let kept = kept.with_parsed(Vec::new());
+        assert_eq!(read(&kept), want);
     }
 
     #[test]

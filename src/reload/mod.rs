@@ -227,12 +227,7 @@ impl Reloader {
         // does not serve (the tools that changed are run; see
         // `check::on_load`).
         let checking = Instant::now();
-        let mut checked = crate::check::on_load::on_load(
-            &source,
-            &catalog,
-            &self.settings.checked,
-            &self.settings.options,
-        );
+        let mut checked = crate::check::on_load::on_load(&source, &catalog, &self.settings.checked);
         if self.settings.skip_load_check {
             checked.allow_errors();
         }

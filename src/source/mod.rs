@@ -296,14 +296,16 @@ fn parse_data(path: &Path, text: &str) -> Result<DataSource, Diagnostic> {
 }
 
 fn check_duplicate_names(source: &Source, diags: &mut Diagnostics) {
-    let mut first: std::collections::HashMap<&str, Location> = Default::default();
+    // Where a name is declared is looked up only for a duplicate: most
+    // catalogs have none, and a large one has thousands of names.
+    let mut first: std::collections::HashMap<&str, (&ToolSource, YamlPath)> = Default::default();
     for (file, path, tool) in source.tools() {
-        let here = file.locate(&path.key("name"));
-        if let Some(prev) = first.get(tool.name.as_str()) {
+        if let Some((prev_file, prev_path)) = first.get(tool.name.as_str()) {
+            let prev = prev_file.locate(&prev_path.key("name"));
             diags.push(
                 Diagnostic::error(
                     "duplicate-tool",
-                    here,
+                    file.locate(&path.key("name")),
                     format!("tool `{}` is declared twice", tool.name),
                 )
                 .with_help(format!(
@@ -311,7 +313,7 @@ fn check_duplicate_names(source: &Source, diags: &mut Diagnostics) {
                 )),
             );
         } else {
-            first.insert(&tool.name, here);
+            first.insert(&tool.name, (file, path));
         }
     }
 }

@@ -457,6 +457,12 @@ broken_then_fixed! {
         CONFLICTING,
         "deploy.rego:7:1: error: rules conflict for arguments {\"env\":\"prod\"}",
         policy("v2"), both("1", "v2");
+    // Found only by the lints, which read the modules the build parsed
+    // (`Catalog::take_policy_modules`): a reload still runs them.
+    rule_changing_the_description_keeps_the_previous_catalog: "deploy.rego",
+        format!("{}\ndescription := \"renamed\"\n", policy("v2")),
+        "deploy.rego:7:1: error: rule `description` in package tools.deploy would change the tool's description",
+        policy("v2"), both("1", "v2");
     // A tab where YAML wants spaces, on line 3.
     invalid_yaml_keeps_the_previous_catalog: "deploy.yaml",
         tool_yaml("2").replacen("    description:", "\tdescription:", 1),
@@ -515,6 +521,17 @@ fn start_up_refuses_what_check_refuses() {
     let (_tmp, dir) = catalog();
     std::fs::write(dir.join("deploy.rego"), CONFLICTING).unwrap();
     refused_at_start(&dir, &[], 1, "deploy.rego:7:1: error: rules conflict");
+}
+
+/// What only the lints find (a rule that would change the tool's
+/// description) refuses the catalog at start-up as `regent check` does.
+#[test]
+fn start_up_refuses_what_only_the_lints_find() {
+    let (_tmp, dir) = catalog();
+    let rego = format!("{}\ndescription := \"renamed\"\n", policy("v1"));
+    std::fs::write(dir.join("deploy.rego"), rego).unwrap();
+    let says = "deploy.rego:7:1: error: rule `description` in package tools.deploy would change the tool's description";
+    refused_at_start(&dir, &[], 1, says);
 }
 
 #[test]
