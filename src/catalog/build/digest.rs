@@ -3,7 +3,7 @@
 //! own and shadow files, the libraries it reaches and the data.
 //!
 //! Which libraries a tool reaches is the parent's to say; what a
-//! fingerprint is for is [`Tool::fingerprint`]'s.
+//! fingerprint is for is [`Tool::fingerprint`](crate::catalog::Tool::fingerprint)'s.
 
 use super::PolicyFile;
 use crate::source::{Source, ToolDecl, ToolSource};
@@ -32,7 +32,7 @@ pub(super) fn data_digest(source: &Source) -> [u8; 32] {
 }
 
 /// A digest of everything a tool's answers are made from (see
-/// [`Tool::fingerprint`]): its declaration where it stands, its own and
+/// [`Tool::fingerprint`](crate::catalog::Tool::fingerprint)): its declaration where it stands, its own and
 /// shadow packages' files, the library files it reaches and the data. A
 /// library file it does not reach can change nothing it answers (nor what
 /// `check` finds about it), so changing one does not run it again.

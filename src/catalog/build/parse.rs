@@ -15,7 +15,7 @@ use crate::source::{FileKind, Source};
 /// errors and the reserved `regent` namespace. Beside the files that may
 /// serve, the module of every file that parsed, in the files' order (those
 /// in a reserved package too): what `check`'s lints read
-/// ([`Catalog::take_policy_modules`]), so that they parse nothing again.
+/// ([`Catalog::take_policy_modules`](crate::catalog::Catalog::take_policy_modules)), so that they parse nothing again.
 pub(super) fn parse_policies<'a>(
     source: &'a Source,
     diags: &mut Diagnostics,
