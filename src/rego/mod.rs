@@ -169,6 +169,57 @@ pub(super) fn span_location(span: &Span) -> Location {
     Location::new(span.source.file().to_string(), line, col)
 }
 
+/// A package rule that binds one name to a value with no body (`x :=
+/// input.arguments.a`): what the argument analyses follow as an alias.
+pub struct ConstantRule<'a> {
+    pub module: &'a PolicyModule,
+    pub rule: &'a Rule,
+    pub name: String,
+    pub value: &'a Expr,
+}
+
+impl ConstantRule<'_> {
+    /// The document the rule defines: `data`, the package, the name.
+    pub fn data_path(&self) -> Vec<String> {
+        let mut path = vec!["data".to_string()];
+        path.extend(self.module.package.split('.').map(str::to_string));
+        path.push(self.name.clone());
+        path
+    }
+}
+
+/// The modules' body-less single-name rules, in file order (an alias may
+/// build on an earlier one).
+pub fn constant_rules(modules: &[PolicyModule]) -> impl Iterator<Item = ConstantRule<'_>> {
+    modules.iter().flat_map(|m| {
+        m.module.policy.iter().filter_map(move |rule| {
+            let Rule::Spec {
+                head:
+                    RuleHead::Compr {
+                        refr,
+                        assign: Some(a),
+                        ..
+                    },
+                bodies,
+                ..
+            } = rule.as_ref()
+            else {
+                return None;
+            };
+            if !bodies.is_empty() {
+                return None;
+            }
+            let [name] = <[String; 1]>::try_from(path_of(refr)).ok()?;
+            Some(ConstantRule {
+                module: m,
+                rule: rule.as_ref(),
+                name,
+                value: &a.value,
+            })
+        })
+    })
+}
+
 /// The components of a reference (`input.arguments["action"]` gives
 /// `input`, `arguments`, `action`); a component that is not a constant is `[_]`.
 pub(super) fn path_of(e: &Expr) -> Vec<String> {

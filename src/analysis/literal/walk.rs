@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use regorus::unstable::{AssignOp, BoolOp, Expr, Literal, Rule, RuleHead};
+use regorus::unstable::{AssignOp, BoolOp, Expr, Literal, Rule};
 use serde_json::Value;
 
 use super::chain::{Alias, Chain, alias_of, chain, local_of, number};
@@ -19,7 +19,7 @@ use super::{Comparison, Test, Uses};
 use crate::diag::Location;
 use crate::rego::reads::hint_rules;
 use crate::rego::visit::walk_rule;
-use crate::rego::{PolicyModule, const_string, path_of};
+use crate::rego::{PolicyModule, const_string, constant_rules, path_of};
 
 /// The builtins a derivation may go through, as the messages say it.
 const FOLLOWED: &str = "lower, upper, trim*, split(…)[i], substring, concat and sprintf";
@@ -38,35 +38,16 @@ pub(super) fn rego_uses(
     // on an earlier one.
     let mut aliases: Vec<Alias> = Vec::new();
     let mut alias_rules: Vec<*const Rule> = Vec::new();
-    for m in modules {
-        for rule in &m.module.policy {
-            if let Rule::Spec {
-                head:
-                    RuleHead::Compr {
-                        refr,
-                        assign: Some(a),
-                        ..
-                    },
-                bodies,
-                ..
-            } = rule.as_ref()
-                && bodies.is_empty()
-                && let [name] = path_of(refr).as_slice()
-            {
-                let lookup = |e: &Expr| alias_of(&aliases, &m.package, e);
-                if let Some(c) = chain(&a.value, &lookup) {
-                    let mut data_path = vec!["data".to_string()];
-                    data_path.extend(m.package.split('.').map(str::to_string));
-                    data_path.push(name.clone());
-                    aliases.push(Alias {
-                        package: m.package.clone(),
-                        name: name.clone(),
-                        chain: c,
-                        data_path,
-                    });
-                    alias_rules.push(rule.as_ref() as *const Rule);
-                }
-            }
+    for c in constant_rules(modules) {
+        let lookup = |e: &Expr| alias_of(&aliases, &c.module.package, e);
+        if let Some(ch) = chain(c.value, &lookup) {
+            aliases.push(Alias {
+                package: c.module.package.clone(),
+                name: c.name.clone(),
+                chain: ch,
+                data_path: c.data_path(),
+            });
+            alias_rules.push(c.rule as *const Rule);
         }
     }
     // An alias imported, or read as part of a larger document, is not

@@ -11,12 +11,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use regorus::unstable::{AssignOp, BoolOp, Expr, Rule, RuleHead};
+use regorus::unstable::{AssignOp, BoolOp, Expr, Rule};
 
 use super::{Fold, Root, Uses, add};
 use crate::rego::reads::hint_rules;
 use crate::rego::visit::{ref_indexes, walk_expr, walk_rule};
-use crate::rego::{PolicyModule, const_string, path_of, span_location};
+use crate::rego::{PolicyModule, const_string, constant_rules, path_of, span_location};
 
 /// A rule of a package bound to exactly an argument.
 struct Alias {
@@ -110,34 +110,16 @@ pub(super) fn rego_uses(
     // Rules bound to exactly an argument.
     let mut aliases: Vec<Alias> = Vec::new();
     let mut alias_rules: BTreeSet<*const Rule> = BTreeSet::new();
-    for m in modules {
-        for rule in &m.module.policy {
-            if let Rule::Spec {
-                head:
-                    RuleHead::Compr {
-                        refr,
-                        assign: Some(a),
-                        ..
-                    },
-                bodies,
-                ..
-            } = rule.as_ref()
-                && bodies.is_empty()
-                && let [name] = path_of(refr).as_slice()
-                && let Some((argument, fold)) = folded_argument(&a.value, root)
-            {
-                let mut data_path = vec!["data".to_string()];
-                data_path.extend(m.package.split('.').map(str::to_string));
-                data_path.push(name.clone());
-                aliases.push(Alias {
-                    package: m.package.clone(),
-                    name: name.clone(),
-                    argument,
-                    fold,
-                    data_path,
-                });
-                alias_rules.insert(rule.as_ref() as *const Rule);
-            }
+    for c in constant_rules(modules) {
+        if let Some((argument, fold)) = folded_argument(c.value, root) {
+            aliases.push(Alias {
+                package: c.module.package.clone(),
+                name: c.name.clone(),
+                argument,
+                fold,
+                data_path: c.data_path(),
+            });
+            alias_rules.insert(c.rule as *const Rule);
         }
     }
     // An alias read as part of a larger document (`data.tools`, an import,
