@@ -254,8 +254,14 @@ tools:
       cli: {program: touch, args: ["--", "{marker}"], cwd: .}
 "#;
 
-/// A `redis-server` on 127.0.0.1 without persistence, killed on drop.
-struct Redis(Child, u16, #[allow(dead_code)] tempfile::TempDir);
+/// A `redis-server` on 127.0.0.1 without persistence, killed on drop; its
+/// port held for it from before it starts (`ClosedPort::for_server`), so no
+/// other process can take the port between choosing and binding it.
+struct Redis(
+    Child,
+    regent_testkit::ClosedPort,
+    #[allow(dead_code)] tempfile::TempDir,
+);
 
 impl Drop for Redis {
     fn drop(&mut self) {
@@ -265,7 +271,8 @@ impl Drop for Redis {
 }
 
 fn redis() -> Option<Redis> {
-    let port = regent_testkit::closed_addr().port();
+    let held = regent_testkit::ClosedPort::for_server();
+    let port = held.port();
     let dir = tempfile::tempdir().unwrap();
     let child = Command::new("redis-server")
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
@@ -277,8 +284,8 @@ fn redis() -> Option<Redis> {
         .stderr(Stdio::null())
         .spawn()
         .ok()?;
-    let r = Redis(child, port, dir);
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let r = Redis(child, held, dir);
+    let deadline = Instant::now() + regent_testkit::WAIT;
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "redis-server did not start");
         std::thread::sleep(Duration::from_millis(20));
@@ -342,7 +349,7 @@ fn part2(o: &Opts, root: &Path) {
     let key = dir.join("state.key");
     std::fs::write(&key, "0123456789abcdef0123456789abcdef-bench-key\n").unwrap();
     let (d, k) = (dir.to_str().unwrap(), key.to_str().unwrap());
-    let url = format!("redis://127.0.0.1:{}", redis.1);
+    let url = format!("redis://127.0.0.1:{}", redis.1.port());
     let caps = json!({"elicitation": {"form": {}}});
     let base = ["--decision-log", "/dev/null", "--request-state-key-file", k];
     let start = |extra: &[&str]| {
@@ -382,7 +389,7 @@ fn part2(o: &Opts, root: &Path) {
     }
     lv.sort();
     sv.sort();
-    let rtt = redis_round_trips(redis.1, 5_000);
+    let rtt = redis_round_trips(redis.1.port(), 5_000);
     println!(
         "confirmed call's retry (spends the state, runs touch), stdio, 1 client, {} calls each: in process p50 {} p90 {}; Redis p50 {} p90 {}; Redis − in process, median of per-round p50 differences {:.0} µs",
         lv.len(),

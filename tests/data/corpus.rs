@@ -297,7 +297,9 @@ fn check_serve(
         }
         return Ok(());
     }
-    let mut server = common::Server::spawn(common::Era::Legacy, cmd);
+    // Loading a hostile catalog runs its policies up to their budgets (the
+    // load-time check): wait for the readiness line, not a fixed time.
+    let mut server = common::Server::spawn_loaded(common::Era::Legacy, cmd);
     for r in &want.requests {
         let answer = server.request(
             "tools/resolve",

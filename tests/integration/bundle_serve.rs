@@ -348,7 +348,8 @@ fn healthz_and_metrics_name_the_bundle_and_a_first_download_that_fails_refuses_t
 
     // No kept copy and no server: the server does not start, and says why.
     let empty = tmp.path().join("empty");
-    let gone = format!("http://{}/b.tar.gz", common::closed_addr());
+    let closed = common::ClosedPort::new();
+    let gone = format!("http://{}/b.tar.gz", closed.addr());
     let o = common::regent()
         .arg("serve")
         .args(args(&gone, &empty, &log, &public))
@@ -487,7 +488,8 @@ fn a_bundle_server_with_a_private_ca_is_trusted_with_bundle_ca_and_refused_witho
 
     // A CA file for a server that is not https, or with no certificate in
     // it, is refused before anything is fetched.
-    let plain = format!("http://{}/b.tar.gz", common::closed_addr());
+    let closed = common::ClosedPort::new();
+    let plain = format!("http://{}/b.tar.gz", closed.addr());
     let mut a = args(&plain, &dir, &log, &public);
     a.extend(["--bundle-ca", ca.to_str().unwrap()]);
     let o = common::regent().arg("serve").args(&a).output().unwrap();

@@ -333,7 +333,8 @@ fn bad_jwks_urls_are_refused_at_start_up() {
     let keys = Keys::new();
     let idp = Idp::start(&keys.jwks());
     let bad = Idp::start(&json!({"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}));
-    let closed = common::closed_addr();
+    let closed_port = common::ClosedPort::new();
+    let closed = closed_port.addr();
     let ca = fixture("ca.pem").display().to_string();
     let jwks_file = keys.dir.path().join("jwks.json");
     std::fs::write(&jwks_file, keys.jwks().to_string()).unwrap();

@@ -29,7 +29,11 @@ use crate::confirm::{accept, tools};
 /// on drop.
 struct Redis {
     child: Child,
-    port: u16,
+    /// The server's port, held by the test from before the first start to
+    /// after the last stop ([`common::ClosedPort::for_server`]), so that no
+    /// other process can take it while the server is down and "Redis down"
+    /// stays a refused connection.
+    port: common::ClosedPort,
     password: Option<String>,
     dir: tempfile::TempDir,
     /// Serving TLS only (with tests/fixtures/jwks' certificate for 127.0.0.1).
@@ -56,16 +60,21 @@ impl Redis {
             eprintln!("skipped: redis-server is not on PATH (install the redis-server package)");
             return None;
         }
-        let port = common::closed_addr().port();
+        let port = common::ClosedPort::for_server();
         let dir = tempfile::tempdir().unwrap();
         Some(Redis::spawn(port, password.map(str::to_string), dir, tls))
     }
 
-    fn spawn(port: u16, password: Option<String>, dir: tempfile::TempDir, tls: bool) -> Redis {
+    fn spawn(
+        port: common::ClosedPort,
+        password: Option<String>,
+        dir: tempfile::TempDir,
+        tls: bool,
+    ) -> Redis {
         let mut cmd = Command::new("redis-server");
         if tls {
             let fixture = |f: &str| common::repo_path(&format!("tests/fixtures/jwks/{f}"));
-            cmd.args(["--port", "0", "--tls-port", &port.to_string()])
+            cmd.args(["--port", "0", "--tls-port", &port.port().to_string()])
                 .arg("--tls-cert-file")
                 .arg(fixture("server.pem"))
                 .arg("--tls-key-file")
@@ -74,7 +83,7 @@ impl Redis {
                 .arg(fixture("ca.pem"))
                 .args(["--tls-auth-clients", "no"]);
         } else {
-            cmd.args(["--port", &port.to_string()]);
+            cmd.args(["--port", &port.port().to_string()]);
         }
         cmd.args(["--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
@@ -99,14 +108,14 @@ impl Redis {
     }
 
     fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        format!("redis://127.0.0.1:{}", self.port.port())
     }
 
     /// Until the server answers PING (or asks for the password).
     fn wait_ready(&self) {
         let deadline = Instant::now() + WAIT;
         loop {
-            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
+            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port.port())) {
                 // The TLS port listens once the server is ready.
                 if self.tls {
                     return;
@@ -127,11 +136,12 @@ impl Redis {
         }
     }
 
-    /// Stops the server (SIGKILL: as a crash looks to regent).
-    fn stop(mut self) -> (u16, Option<String>, tempfile::TempDir, bool) {
+    /// Stops the server (SIGKILL: as a crash looks to regent); its port
+    /// stays held, refusing connections, for [`Redis::spawn`] again.
+    fn stop(mut self) -> (common::ClosedPort, Option<String>, tempfile::TempDir, bool) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let port = self.port;
+        let port = std::mem::replace(&mut self.port, common::ClosedPort::new());
         let password = self.password.take();
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
         (port, password, dir, self.tls)
@@ -330,7 +340,7 @@ fn a_password_protected_store_with_the_password_from_a_file_the_environment_or_t
     std::fs::remove_file(&marker).unwrap();
 
     // In the URL: works, and the password shows nowhere in the log.
-    let with_pass = format!("redis://:{secret}@127.0.0.1:{}", redis.port);
+    let with_pass = format!("redis://:{secret}@127.0.0.1:{}", redis.port.port());
     let in_url = replica(
         dir.path(),
         &[
@@ -405,7 +415,8 @@ fn start_up_needs_a_key_file_and_a_redis_url_and_survives_redis_down() {
     assert!(err.contains("only redis:// and rediss://"), "{err}");
 
     // Redis down at start: the replica starts, warns, and refuses retries.
-    let closed = format!("redis://{}", common::closed_addr());
+    let closed_port = common::ClosedPort::new();
+    let closed = format!("redis://{}", closed_port.addr());
     let down = replica(
         dir.path(),
         &[
@@ -435,7 +446,7 @@ fn a_tls_store_with_a_private_ca() {
     let dir = tools();
     let key = key_file(dir.path());
     let key = key.to_str().unwrap();
-    let url = format!("rediss://127.0.0.1:{}", redis.port);
+    let url = format!("rediss://127.0.0.1:{}", redis.port.port());
     let ca = common::repo_path("tests/fixtures/jwks/ca.pem");
     let ca = ca.to_str().unwrap();
     let flags = [

@@ -157,7 +157,8 @@ fn a_changed_url_is_reconnected_to_and_the_old_upstream_left() {
     assert_eq!(st["restarts"], 0, "a new declaration starts afresh: {st}");
 
     // A declaration that cannot be reached: calls are refused, A2 sees none.
-    let closed = format!("http://{}/mcp", common::closed_addr());
+    let closed_port = common::ClosedPort::new();
+    let closed = format!("http://{}/mcp", closed_port.addr());
     governing_catalog(b_dir.path(), &closed, "");
     // Refused while it starts, then with the reason its start failed.
     let r = call_until(&mut b, "refused", |r| {

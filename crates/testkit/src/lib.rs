@@ -33,6 +33,18 @@ use serde_json::{Value, json};
 /// How long any single wait may take before the test fails with what it saw.
 pub const WAIT: Duration = Duration::from_secs(20);
 
+/// How long a server may take to load its catalog (its readiness line,
+/// `catalog loaded`) before the test fails: generous, because what a load
+/// runs grows with the catalog (`check`'s load-time exercise of every rule,
+/// a hostile policy evaluated up to its memory budget) and shares the
+/// machine with the other tests. A bound on a wait for an event, never a
+/// measure of speed ([`Server::spawn_loaded`]).
+pub const LOAD_WAIT: Duration = Duration::from_secs(180);
+
+/// The line `regent serve` writes on stderr once its catalog is loaded,
+/// checked and about to serve.
+pub const READY_LINE: &str = "catalog loaded";
+
 static BINARY: OnceLock<PathBuf> = OnceLock::new();
 
 /// Makes `path` the binary the kit starts, e.g. a bench's
@@ -92,32 +104,38 @@ pub fn serve_once(catalog: &Path) -> std::process::Output {
         .expect("the regent binary runs")
 }
 
-/// A loopback address nothing listens on: bound, then released. Another
-/// process may take the port afterwards (or a connection to it may be
-/// given it as its own source port); a test whose outcome depends on the
-/// port staying refused holds a [`ClosedPort`] instead.
-pub fn closed_addr() -> std::net::SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
 /// A loopback port that refuses every connection for as long as this
 /// lives, and that no other socket can take meanwhile: a TCP socket bound
 /// to it (without `SO_REUSEADDR`) and never listening. A connection to it
 /// is refused at once, and the kernel gives the port to no other `bind`
 /// nor to an outgoing connection as its source port, so "nothing answers
-/// there" holds however many tests run beside (which [`closed_addr`],
-/// released at once, cannot promise).
+/// there" holds however many tests run beside (which a port bound and
+/// released at once cannot promise: another process may take it
+/// meanwhile).
 pub struct ClosedPort {
     socket: socket2::Socket,
 }
 
 impl ClosedPort {
     pub fn new() -> ClosedPort {
+        ClosedPort::bind(false)
+    }
+
+    /// A closed port for a server the test starts itself and must name a
+    /// port to (`redis-server --port`), kept for it across its starts and
+    /// stops: bound with `SO_REUSEADDR` and never listening, so a server
+    /// that binds with `SO_REUSEADDR` (as servers do, redis-server among
+    /// them) may listen on it, while a plain `bind` and the kernel's
+    /// choice of a source port still pass it by. While the server is down
+    /// the port refuses connections, as [`ClosedPort::new`]'s does.
+    pub fn for_server() -> ClosedPort {
+        ClosedPort::bind(true)
+    }
+
+    fn bind(reuse: bool) -> ClosedPort {
         let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
             .expect("a TCP socket");
+        socket.set_reuse_address(reuse).expect("set SO_REUSEADDR");
         let any: std::net::SocketAddr = "127.0.0.1:0".parse().expect("an address");
         socket.bind(&any.into()).expect("bind 127.0.0.1:0");
         ClosedPort { socket }
@@ -286,7 +304,51 @@ impl Server {
         Self::spawn_with(era, cmd, json!({}))
     }
 
-    pub fn spawn_with(era: Era, mut cmd: Command, capabilities: Value) -> Server {
+    pub fn spawn_with(era: Era, cmd: Command, capabilities: Value) -> Server {
+        let mut s = Self::launch(era, cmd, capabilities);
+        s.handshake();
+        s
+    }
+
+    /// [`Server::spawn`] for a catalog whose load may take long: waits for
+    /// the server's readiness line ([`READY_LINE`]) up to [`LOAD_WAIT`]
+    /// (failing at once, with its stderr, if it exits first), and only then
+    /// sends the first request, whose answer gets the usual [`WAIT`].
+    pub fn spawn_loaded(era: Era, cmd: Command) -> Server {
+        let mut s = Self::launch(era, cmd, json!({}));
+        s.wait_loaded();
+        s.handshake();
+        s
+    }
+
+    /// Waits for [`READY_LINE`] on stderr, up to [`LOAD_WAIT`].
+    fn wait_loaded(&mut self) {
+        let deadline = Instant::now() + LOAD_WAIT;
+        loop {
+            if self.stderr().contains(READY_LINE) {
+                return;
+            }
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                // Its last lines may still be in the pipe: let the reader
+                // thread catch up before showing them.
+                let text = self.stderr_until(|t| t.contains(READY_LINE));
+                assert!(
+                    text.contains(READY_LINE),
+                    "regent exited ({status}) before loading its catalog\nstderr:\n{text}"
+                );
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "regent did not load its catalog within {LOAD_WAIT:?}\nstderr:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts the process and its readers; no request sent yet.
+    fn launch(era: Era, mut cmd: Command, capabilities: Value) -> Server {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -313,7 +375,7 @@ impl Server {
             }
         });
         let stdin = child.stdin.take();
-        let mut s = Server {
+        Server {
             child,
             stdin,
             lines: rx,
@@ -322,20 +384,23 @@ impl Server {
             era,
             capabilities,
             notifications: Vec::new(),
-        };
-        if era == Era::Legacy {
-            let r = s.request(
+        }
+    }
+
+    /// The legacy era's `initialize` handshake; nothing for the modern one.
+    fn handshake(&mut self) {
+        if self.era == Era::Legacy {
+            let r = self.request(
                 "initialize",
                 json!({
                     "protocolVersion": "2025-11-25",
-                    "capabilities": s.capabilities.clone(),
+                    "capabilities": self.capabilities.clone(),
                     "clientInfo": {"name": "regent-tests", "version": "1"}
                 }),
             );
             assert!(r.get("result").is_some(), "initialize failed: {r}");
-            s.notify("notifications/initialized", json!({}));
+            self.notify("notifications/initialized", json!({}));
         }
-        s
     }
 
     /// What the server wrote to stderr so far.
