@@ -673,9 +673,16 @@ fn a_cancelled_call_does_not_hold_the_exit_at_the_end_of_input() {
     // The client cancels a long call, then closes stdin. MCP says no answer
     // comes for a cancelled request, so the end of input must not wait for
     // one (it once waited the whole 10 s drain).
+    // At debug level the end of input says when it stops waiting for an
+    // answer that never came ("stopped waiting for answers"): that line is
+    // the event this test rules out, not the exit's duration.
     let dir = setup();
     let pid_file = dir.path().join("work/pids");
-    let mut server = common::Server::start(Era::Legacy, &[dir.path().to_str().unwrap()]);
+    let mut cmd = common::regent();
+    cmd.env("RUST_LOG", "regent=debug")
+        .arg("serve")
+        .arg(dir.path());
+    let mut server = common::Server::spawn(Era::Legacy, cmd);
     let id = server.send_request(
         "tools/call",
         json!({"name": "sleepy_long", "arguments": {}}),
@@ -689,12 +696,10 @@ fn a_cancelled_call_does_not_hold_the_exit_at_the_end_of_input() {
         "notifications/cancelled",
         json!({"requestId": id, "reason": "the user changed their mind"}),
     );
-    let started = Instant::now();
-    let status = server.finish();
-    let took = started.elapsed();
-    assert!(status.success(), "{status:?}");
+    let (status, stderr) = server.finish_with_stderr();
+    assert!(status.success(), "{status:?}\n{stderr}");
     assert!(
-        took < Duration::from_secs(5),
-        "exit took {took:?} after the cancelled call"
+        !stderr.contains("stopped waiting for answers"),
+        "the end of input waited for the cancelled call's answer:\n{stderr}"
     );
 }

@@ -276,6 +276,9 @@ pub struct Server {
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    /// The thread copying stderr into `stderr`: finished once it read the
+    /// pipe's end, and only then is `stderr` all of it.
+    stderr_reader: std::thread::JoinHandle<()>,
     next_id: i64,
     pub era: Era,
     /// The client capabilities: in `initialize` (legacy), or in `_meta` on
@@ -368,7 +371,7 @@ impl Server {
         let stderr = child.stderr.take().expect("stderr");
         let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
         let sink = log.clone();
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
                 sink.lock().unwrap().push_str(&(line + "\n"));
@@ -380,6 +383,7 @@ impl Server {
             stdin,
             lines: rx,
             stderr: log,
+            stderr_reader,
             next_id: 0,
             era,
             capabilities,
@@ -579,12 +583,23 @@ impl Server {
     }
 
     /// Closes stdin and waits for the process to exit.
-    pub fn finish(mut self) -> std::process::ExitStatus {
+    pub fn finish(self) -> std::process::ExitStatus {
+        self.finish_with_stderr().0
+    }
+
+    /// [`Server::finish`], and all the server wrote on stderr: once it
+    /// exited, the copy is waited for up to the pipe's end (within [`WAIT`];
+    /// a process it left running may hold the pipe open, and then the text
+    /// is what was read by then).
+    pub fn finish_with_stderr(mut self) -> (std::process::ExitStatus, String) {
         drop(self.stdin.take());
         let deadline = Instant::now() + WAIT;
         loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
-                return status;
+                while !self.stderr_reader.is_finished() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                return (status, self.stderr());
             }
             assert!(
                 Instant::now() < deadline,

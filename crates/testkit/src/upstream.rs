@@ -35,8 +35,10 @@
 //! file read at each `tools/list`, whose fields are merged into the tools
 //! it names (a changed description, annotations).
 //!
-//! Each call and each cancellation is appended to the log file, if given:
-//! `call NAME ID` and `cancelled ID` (the JSON of the request id), one a line.
+//! Each call, each cancellation and each answer sent is appended to the log
+//! file, if given: `call NAME ID`, `cancelled ID` and `answered NAME ID`
+//! (the JSON of the request id), one a line; a test waits for a late
+//! answer by its line, not for a time.
 //!
 //! [`serve`] runs it on any reader and writer; the tests host it in their
 //! own binary (see `tests/integration/upstream_edges.rs`).
@@ -394,6 +396,7 @@ pub fn serve_with(
                     let result = tools.call(&call);
                     call.peer
                         .send(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+                    note(&log, &format!("answered {} {id}", call.name));
                 });
             }
             // Notifications need no answer; an unknown request gets an error.
