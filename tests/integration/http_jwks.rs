@@ -300,9 +300,10 @@ fn the_previous_keys_stay_when_a_refresh_fails() {
     let token = keys.token("ec-1", "alice", &["oncall"]);
     assert!(allowed(&http, &token));
 
-    // Down: connections are closed before TLS.
+    // Down: connections are closed before TLS. A periodic refresh fails
+    // (its warning is the event waited for), and the keys stay.
     idp.state.down.store(true, Ordering::SeqCst);
-    std::thread::sleep(Duration::from_millis(2500));
+    http.wait_for_stderr("keeping the previous key set");
     assert!(allowed(&http, &token));
     assert!(allowed(&http, &keys.token("rsa-1", "alice", &["oncall"])));
     // An unknown kid cannot be fetched either: 401, old keys still fine.
@@ -313,16 +314,28 @@ fn the_previous_keys_stay_when_a_refresh_fails() {
     idp.serve(&json!({"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}));
     idp.state.down.store(false, Ordering::SeqCst);
     let before = idp.fetches();
-    std::thread::sleep(Duration::from_millis(2500));
+    // The next refresh fetches it and refuses it, saying why.
+    http.wait_for_stderr("symmetric (oct)");
     assert!(idp.fetches() > before, "the refresh kept running");
     assert!(allowed(&http, &token));
     let log = http.stderr();
     assert!(log.contains("keeping the previous key set"), "{log}");
     assert!(log.contains("symmetric (oct)"), "{log}");
 
-    // And a good set is picked up by the periodic refresh.
+    // And a good set is picked up by the periodic refresh (its next
+    // "fetched" line is the event).
+    let fetched = "periodic refresh: fetched the JWKS";
+    let seen = http.stderr().matches(fetched).count();
     idp.serve(&keys.rotated_jwks());
-    std::thread::sleep(Duration::from_millis(2500));
+    let deadline = std::time::Instant::now() + common::WAIT;
+    while http.stderr().matches(fetched).count() == seen {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no periodic refresh fetched the new set:\n{}",
+            http.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let fetches = idp.fetches();
     assert!(allowed(&http, &keys.token("ec-2", "alice", &["oncall"])));
     assert!(idp.fetches() <= fetches + 1);
@@ -402,17 +415,19 @@ fn a_token_remembered_as_verified_is_refused_once_its_key_is_rotated_out() {
     }
     // The IdP drops ec-1; the periodic refresh fetches the new set.
     idp.serve(&json!({"keys": [keys.rsa_jwk()]}));
-    let before = idp.fetches();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while idp.fetches() < before + 1 && std::time::Instant::now() < deadline {
+    // Remembering it was under the old set: once the refresh has swapped
+    // the new set in (the event waited for: the first refusal, within the
+    // kit's bound), it is checked again, and fails.
+    let deadline = std::time::Instant::now() + common::WAIT;
+    let mut refused = decide(&http, &token);
+    while refused.is_ok() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
+        refused = decide(&http, &token);
     }
-    std::thread::sleep(Duration::from_millis(200));
-    // Remembering it was under the old set: it is checked again, and fails.
-    let refused = decide(&http, &token);
     assert!(
         refused.is_err(),
-        "a token of a removed key was accepted: {refused:?}"
+        "a token of a removed key was accepted: {refused:?}\n{}",
+        http.stderr()
     );
     assert!(allowed(&http, &keys.token("rsa-1", "alice", &["oncall"])));
 }
