@@ -25,10 +25,10 @@ use crate::policy::clock;
 ///
 /// When the process counts CPU time (`check`, `test`: [`clock`]),
 /// regorus' own timer, wall-clock in every std build, may stop a thread
-/// that was only waiting for a core, and its stop does not always surface:
-/// inside a comprehension it can leave the rule undefined and the
-/// evaluation "successful". So an attempt that ran longer than regorus'
-/// limit of wall-clock time is never taken as it is: when the thread's CPU
+/// that was only waiting for a core. Whether a stop surfaces as an error is
+/// regorus' business (its RVM swallows errors raised in rule bodies), so
+/// an attempt that ran longer than regorus' limit of wall-clock time is
+/// never taken as it is, whatever it returned: when the thread's CPU
 /// passed the limit too, it timed out; otherwise it is run again once from
 /// its start, its CPU forgiven, under regorus' timer at [`clock::BACKSTOP`]
 /// times the limit, and an attempt that passes that too times out. Serving
