@@ -131,7 +131,7 @@ pub struct ToolingArgs {
     #[arg(value_name = "PATH", default_value = ".")]
     pub paths: Vec<PathBuf>,
 
-    /// The longest one policy evaluation may run, in milliseconds (wall-clock)
+    /// The most CPU time one policy evaluation may use, in milliseconds (the evaluating thread's CPU time, so a busy machine does not fail a correct policy; serve counts wall-clock time)
     #[arg(long, value_name = "MS", default_value_t = crate::policy::DEFAULT_POLICY_TIMEOUT_MS)]
     pub policy_timeout_ms: u64,
 

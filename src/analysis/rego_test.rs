@@ -89,13 +89,17 @@ pub fn run_tests(
     for (path, location) in tests {
         engine.set_input(regorus::Value::new_object());
         let scope = Scope::begin();
-        let result = engine.eval_rule(path.clone());
+        // Through `regorus_eval`, as every evaluation: a stop by regorus'
+        // wall-clock timer that the thread's CPU does not confirm is run
+        // again (`policy::clock`).
+        let result =
+            policy::regorus_eval(&mut engine, &scope, &limits, |e| e.eval_rule(path.clone()));
         let late = scope.elapsed() > limits.time;
         drop(scope);
         let failure = match result {
             Ok(_) if late => Some(format!(
-                "the test exceeded the policy time limit of {} ms; raise --policy-timeout-ms if it is meant to be slow",
-                limits.time.as_millis()
+                "the test exceeded the policy time limit of {}; raise --policy-timeout-ms if it is meant to be slow",
+                crate::policy::clock::limit_text(limits.time)
             )),
             Ok(regorus::Value::Bool(true)) => None,
             Ok(regorus::Value::Undefined) => {
@@ -103,17 +107,15 @@ pub fn run_tests(
             }
             Ok(v) => Some(format!("the test evaluated to {v}, not true")),
             Err(e) => {
-                let d = crate::policy::errors::rego_diagnostic(
-                    "rego-test",
-                    &location.file.to_string_lossy(),
-                    &e.to_string(),
-                );
+                let at = e
+                    .location
+                    .unwrap_or_else(|| Location::file(location.file.clone()));
                 // Keep what the failed evaluation covered, then start afresh.
                 if coverage {
                     merge(&mut covered, &engine);
                     engine = test_engine(source, limits, coverage)?;
                 }
-                Some(format!("error at {}: {}", d.location, d.message))
+                Some(format!("error at {at}: {}", e.message))
             }
         };
         out.push(RegoTest {

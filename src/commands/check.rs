@@ -10,6 +10,9 @@ use crate::source::Source;
 use crate::upstream::{START_TIMEOUT, Upstreams};
 
 pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
+    // Whether a policy is too slow, not whether this machine is busy: the
+    // time limit counts the evaluating thread's CPU (`policy::clock`).
+    crate::policy::clock::count_thread_cpu();
     let opts = build_options(&args.tooling.catalog());
     // Bundles among the paths are opened (and verified) first; each stands
     // in as a directory, and the report names the files inside it.

@@ -28,6 +28,9 @@ use crate::review::{self, Compared, Review, diff, html, markdown};
 mod revision;
 
 pub fn run(args: &ReviewArgs) -> Result<i32, Failure> {
+    // Whether a policy is too slow, not whether this machine is busy: the
+    // time limit counts the evaluating thread's CPU (`policy::clock`).
+    crate::policy::clock::count_thread_cpu();
     let opts = build_options(&args.tooling.catalog());
     let key = args.tooling.bundle_public_key.as_deref();
     // Bundles among the paths are opened (and verified) first, as `check`

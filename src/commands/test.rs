@@ -7,6 +7,9 @@ use crate::diag::Style;
 use crate::testing::{self, report};
 
 pub fn run(args: &TestArgs) -> Result<i32, Failure> {
+    // Whether a policy is too slow, not whether this machine is busy: the
+    // time limit counts the evaluating thread's CPU (`policy::clock`).
+    crate::policy::clock::count_thread_cpu();
     let opts = build_options(&args.tooling.catalog());
     let filter = match &args.run {
         None => None,

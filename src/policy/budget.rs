@@ -18,7 +18,8 @@
 //!   measure it first with a walk that stops at the budget ([`logical_size`]).
 //! - **Time**: [`Scope`] records when an evaluation started; guarded builtins
 //!   refuse to start once the limit has passed, and the evaluation's callers
-//!   ([`super::engine`]) discard any answer that arrives after it.
+//!   ([`super::engine`]) discard any answer that arrives after it. Which
+//!   clock the limit counts is [`super::clock`]'s.
 //!
 //! What is guarded, and what is not, is listed in docs/policy-tooling.md.
 //! This module knows regorus' builtin table and values; it does not know
@@ -39,7 +40,8 @@ pub const DEFAULT_POLICY_MEMORY_MB: u64 = 64;
 /// What one evaluation may spend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Wall-clock time from the start of an evaluation.
+    /// Time from the start of an evaluation, on the clock `super::clock`
+    /// counts (wall-clock serving, the thread's CPU in check and test).
     pub time: Duration,
     /// Bytes that size-driving builtins may produce in one evaluation.
     pub memory: u64,
@@ -82,15 +84,17 @@ impl Scope {
             },
             None => {
                 let start = Instant::now();
+                super::clock::started();
                 s.set(Some(Spent { start, bytes: 0 }));
                 Scope { outer: true, start }
             }
         })
     }
 
-    /// Time since the outermost scope began.
+    /// Time since the outermost scope began, on the clock this process
+    /// counts (`super::clock`: wall-clock serving, the thread's CPU checking).
     pub fn elapsed(&self) -> Duration {
-        self.start.elapsed()
+        super::clock::spent(self.start)
     }
 }
 
@@ -114,11 +118,11 @@ fn charge(builtin: &str, bytes: u64, limits: &Limits) -> anyhow::Result<()> {
     SPENT.with(|s| {
         let mut spent = s.get();
         if let Some(sp) = &spent
-            && sp.start.elapsed() > limits.time
+            && super::clock::spent(sp.start) > limits.time
         {
             return Err(refuse(format!(
-                "policy evaluation exceeded its time limit of {} ms before `{builtin}`",
-                limits.time.as_millis()
+                "policy evaluation exceeded its time limit of {} before `{builtin}`",
+                super::clock::limit_text(limits.time)
             )));
         }
         let before = spent.map_or(0, |sp| sp.bytes);

@@ -34,10 +34,12 @@ use super::errors::{Limit, find_location, first_message, limit_hit, rego_diagnos
 use crate::caller::Caller;
 use crate::diag::{Diagnostic, Location};
 
+mod clocked;
 mod pool;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use clocked::regorus_eval;
 pub use pool::{EnginePool, Recipe};
 
 #[cfg(all(test, debug_assertions))]
@@ -97,9 +99,7 @@ pub fn eval_rule(
     limits: &Limits,
 ) -> Result<Option<Value>, EvalError> {
     let scope = Scope::begin();
-    let value = engine
-        .eval_rule(rule.to_string())
-        .map_err(|e| eval_error(&e.to_string()))?;
+    let value = regorus_eval(engine, &scope, limits, |e| e.eval_rule(rule.to_string()))?;
     in_time(&scope, limits)?;
     to_json(value, limits)
 }
@@ -112,8 +112,8 @@ fn in_time(scope: &Scope, limits: &Limits) -> Result<(), EvalError> {
     if took > limits.time {
         return Err(EvalError {
             message: format!(
-                "policy evaluation exceeded its time limit of {} ms (it took {} ms); its answer was discarded",
-                limits.time.as_millis(),
+                "policy evaluation exceeded its time limit of {} (it took {} ms); its answer was discarded",
+                super::clock::limit_text(limits.time),
                 took.as_millis()
             ),
             location: None,
@@ -170,9 +170,9 @@ pub fn eval_query(
     limits: &Limits,
 ) -> Result<Option<Value>, EvalError> {
     let scope = Scope::begin();
-    let results = engine
-        .eval_query(query.to_string(), false)
-        .map_err(|e| eval_error(&e.to_string()))?;
+    let results = regorus_eval(engine, &scope, limits, |e| {
+        e.eval_query(query.to_string(), false)
+    })?;
     in_time(&scope, limits)?;
     let Some(value) = results
         .result
