@@ -56,8 +56,14 @@ struct Hand {
     /// OPA hands Go a number whose text has a decimal point as a number of
     /// its value (`1.50` is `float64 1.5`, `100.00` is `int64 100`), and
     /// `-0` as `int64 0`, as regent does; one with an exponent and no
-    /// decimal point (`1E2`, `1e-7`) as its text.
+    /// decimal point (`1E2`, `1e-7`) as its text, and an integral one with
+    /// both (`2.0e0`) as a `float64` where regent has an integer.
     sprintf_same: bool,
+    /// Whether it is an integer spelled with an exponent (`2E0`, `1e3`,
+    /// `2.0e0`): OPA never reads such a text as an integer (a builtin that
+    /// wants one, `substring`, `array.slice`, answers `must be integer
+    /// number`), where regent holds the integral value and reads it as one.
+    not_integer: bool,
 }
 
 impl Spelled {
@@ -153,12 +159,16 @@ fn hand(token: &[u8]) -> Option<Hand> {
         Spelling::Respelled(ours) => (ours, false),
         Spelling::Lost(ours) => (ours, true),
     };
+    let exponent = text.contains(['e', 'E']);
+    let integral =
+        matches!(&held, Value::Number(n) if n.as_f64().is_some_and(|f| f.fract() == 0.0));
     Some(Hand {
         held,
         text: text.into(),
         ours: ours.into(),
         lost,
-        sprintf_same: !lost && (text.contains('.') || !text.contains(['e', 'E'])),
+        sprintf_same: !lost && !(exponent && (integral || !text.contains('.'))),
+        not_integer: !lost && exponent && integral,
     })
 }
 
@@ -203,12 +213,34 @@ pub(crate) fn check(name: &str, args: &[Value]) -> anyhow::Result<()> {
             return Ok(());
         };
         if !writes_text(name) {
-            return Ok(());
+            // Any other builtin given an integer spelled with an exponent,
+            // as an operand or an operand's item: OPA may refuse it as
+            // not an integer (`IntOperand`), regent would answer.
+            let direct = |x: &Value| match x {
+                Value::Number(_) => spelled
+                    .numbers
+                    .iter()
+                    .find(|h| h.not_integer && h.held == *x),
+                _ => None,
+            };
+            let found = args.iter().find_map(|x| match x {
+                Value::Array(items) => items.iter().find_map(direct),
+                _ => direct(x),
+            });
+            return match found {
+                None => Ok(()),
+                Some(h) => Err(anyhow::anyhow!(not_integer(name, h))),
+            };
         }
         let found = if name == "sprintf" {
             match args.get(1) {
                 Some(Value::Array(items)) => items.iter().find_map(|x| match x {
-                    Value::Number(_) => spelled.find(x).filter(|h| !h.sprintf_same),
+                    // Any of the spellings of this value (`1.00` and `1E0`
+                    // are one number to regent).
+                    Value::Number(_) => spelled
+                        .numbers
+                        .iter()
+                        .find(|h| !h.sprintf_same && h.held == *x),
                     _ => spelled.find(x),
                 }),
                 _ => None,
@@ -221,6 +253,18 @@ pub(crate) fn check(name: &str, args: &[Value]) -> anyhow::Result<()> {
             Some(h) => Err(anyhow::anyhow!(refusal(name, h))),
         }
     })
+}
+
+/// Why `name`, which does not write text, refuses `h`, an integer spelled
+/// with an exponent.
+fn not_integer(name: &str, h: &Hand) -> String {
+    let Hand { text, ours, .. } = h;
+    format!(
+        "{name}: the request spelled the number {text} with an exponent, which OPA never reads as \
+         an integer (a builtin that wants one answers `must be integer number`) where regent \
+         reads {ours} as one: not supported by regent, which refuses rather than answer otherwise; \
+         send the number without an exponent, or compare it instead"
+    )
 }
 
 /// Why `name` refuses `h`: what OPA writes, what regent would, the fix.
@@ -300,9 +344,19 @@ mod tests {
         for (rego, input) in [
             ("x := json.marshal(input.a)", r#"{"a": 1.50}"#),
             ("x := json.marshal([input.a])", r#"{"a": 1E2}"#),
+            (
+                r#"x := sprintf("%v", [input.b])"#,
+                r#"{"a": 1.00, "b": 1E0}"#,
+            ),
             ("x := json.marshal({input.a: 1})", r#"{"a": -0}"#),
             (r#"x := sprintf("%v", [input.a])"#, r#"{"a": 1E2}"#),
             (r#"x := sprintf("%v", [[input.a]])"#, r#"{"a": 1.50}"#),
+            (r#"x := sprintf("%d", [input.a])"#, r#"{"a": 2.0e0}"#),
+            (r#"x := substring("abcdef", 0, input.a)"#, r#"{"a": 2E0}"#),
+            (
+                r#"x := array.slice([1, 2, 3], input.a, 2)"#,
+                r#"{"a": 0e0}"#,
+            ),
             ("x := yaml.marshal(input.a)", r#"{"a": 1.50}"#),
         ] {
             let err = eval(rego, input).expect_err(rego);
@@ -336,6 +390,17 @@ mod tests {
                 r#""2.5""#,
             ),
             ("x := json.marshal(input.a)", r#"{"a": 1.5}"#, r#""1.5""#),
+            (
+                r#"x := sprintf("%v", [input.a])"#,
+                r#"{"a": 1.5e0}"#,
+                r#""1.5""#,
+            ),
+            (
+                r#"x := substring("abcdef", 0, input.a)"#,
+                r#"{"a": 2.00}"#,
+                r#""ab""#,
+            ),
+            ("x := abs(input.a)", r#"{"a": -2.5e0}"#, "2.5"),
             (
                 "x := json.marshal(input.a)",
                 r#"{"a": 100.0}"#,
