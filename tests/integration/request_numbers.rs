@@ -185,3 +185,36 @@ fn hand_spelled_numbers_over_http() {
         }
     }
 }
+
+#[test]
+fn hand_spelled_numbers_in_regent_resolve() {
+    // `regent resolve` reads the arguments' text too, and answers as
+    // `serve` does: the policy's refusal on stderr, exit 1.
+    for case in cases() {
+        for (tool, want) in [("writes", &case.writes), ("compares", &case.compares)] {
+            let out = regent()
+                .args(["resolve", "--config", &catalog(), tool, &case.arguments])
+                .output()
+                .unwrap();
+            let stdout: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let what = format!("resolve {tool} {}: {stdout}\n{stderr}", case.arguments);
+            match want {
+                Expected { deny: Some(d), .. } => {
+                    assert_eq!(out.status.code(), Some(0), "{what}");
+                    let got = stdout["_meta"]["regent/decision"]["reasons"]
+                        .as_array()
+                        .map_or(0, Vec::len);
+                    assert_eq!(got, d.len(), "{what}");
+                }
+                Expected {
+                    refused: Some(why), ..
+                } => {
+                    assert_eq!(out.status.code(), Some(1), "{what}");
+                    assert!(stderr.contains(why.as_str()), "{what}");
+                }
+                _ => panic!("{what}: a case says deny or refused"),
+            }
+        }
+    }
+}
