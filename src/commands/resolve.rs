@@ -60,7 +60,7 @@ fn resolve(args: &ResolveArgs, arguments: &Value) -> Result<i32, Failure> {
             let reason = e.reason();
             // The wire message hides the policy's own (it is in the log); the
             // help depends on it.
-            let detail = match catalog.resolve_as(&args.tool, &arguments, caller.as_ref()) {
+            let detail = match catalog.resolve_as(&args.tool, arguments, caller.as_ref()) {
                 Err(crate::catalog::ResolveError::Policy { message, .. }) => message,
                 _ => e.message.clone(),
             };
@@ -71,7 +71,7 @@ fn resolve(args: &ResolveArgs, arguments: &Value) -> Result<i32, Failure> {
     if args.explain {
         eprint!(
             "{}",
-            explanation(&catalog, &args.tool, &arguments, caller.as_ref())
+            explanation(&catalog, &args.tool, arguments, caller.as_ref())
         );
     }
     Ok(code)
