@@ -112,7 +112,7 @@ pub fn scan(text: &[u8]) -> Option<Arc<Spelled>> {
                 }
                 let token = &text[start..i];
                 let digits = token.len() - usize::from(token[0] == b'-');
-                if plain && digits <= 18 && token != b"-0" {
+                if (plain && digits <= 18 && token != b"-0") || (!plain && written_so(token)) {
                     continue;
                 }
                 if let Some(hand) = hand(token)
@@ -127,8 +127,48 @@ pub fn scan(text: &[u8]) -> Option<Arc<Spelled>> {
     (!numbers.is_empty()).then(|| Arc::new(Spelled { numbers }))
 }
 
+/// Whether `token`, a number with a fraction or an exponent, is plainly
+/// one regent writes so, without parsing it: `-?I.F` with no exponent, at
+/// most 15 digits (any such decimal reads back from a double as itself,
+/// so its shortest text is its own), `F` not ending in `0` unless it is
+/// `0` alone (`100.0`, `-0.0` are regent's text of an integral float), at
+/// least 1e-4 (regent writes smaller ones with an exponent). Anything else
+/// is parsed ([`hand`]).
+fn written_so(token: &[u8]) -> bool {
+    let t = token.strip_prefix(b"-").unwrap_or(token);
+    let Some(dot) = t.iter().position(|&b| b == b'.') else {
+        return false;
+    };
+    let (int, frac) = (&t[..dot], &t[dot + 1..]);
+    if int.is_empty()
+        || frac.is_empty()
+        || int.len() + frac.len() > 15
+        || !frac.iter().all(u8::is_ascii_digit)
+    {
+        return false;
+    }
+    let zeros = frac.iter().take_while(|&&b| b == b'0').count();
+    if frac.len() == 1 && frac[0] == b'0' {
+        return true;
+    }
+    frac.last() != Some(&b'0') && (int != b"0" || zeros <= 3)
+}
+
 /// Where the string whose text starts at `from` ends (past its quote).
 fn string_end(text: &[u8], mut from: usize) -> usize {
+    // Most strings of a request are short (keys, names): a plain loop over
+    // their first bytes costs less than setting up the vector search.
+    let near = text.len().min(from + 24);
+    while from < near {
+        match text[from] {
+            b'"' => return from + 1,
+            b'\\' => from += 2,
+            _ => from += 1,
+        }
+    }
+    if from >= text.len() {
+        return text.len();
+    }
     while let Some(at) = memchr::memchr2(b'"', b'\\', &text[from..]) {
         let at = from + at;
         if text[at] == b'"' {
@@ -307,6 +347,38 @@ mod tests {
         ] {
             assert_eq!(texts(s), Vec::<String>::new(), "{s}");
         }
+    }
+
+    #[test]
+    fn plain_decimals_are_known_without_parsing() {
+        // Each answer of `written_so` is the parse's (`hand`) where it says
+        // yes; where it says no, the parse decides.
+        for t in [
+            "1.5",
+            "-0.5",
+            "100.0",
+            "0.0",
+            "-0.0",
+            "0.0001",
+            "123456789.12345",
+            "2.25",
+        ] {
+            assert!(written_so(t.as_bytes()), "{t}");
+            assert_eq!(hand(t.as_bytes()), None, "{t}");
+        }
+        for t in [
+            "1.50",
+            "0.00001",
+            "1234567890.1234567",
+            "1e2",
+            "1.5E0",
+            "100.00",
+            "0.10",
+        ] {
+            assert!(!written_so(t.as_bytes()), "{t}");
+        }
+        assert_eq!(hand(b"0.00001"), None, "refused whatever its spelling");
+        assert!(hand(b"100.00").is_some());
     }
 
     #[test]
