@@ -11,7 +11,14 @@ use crate::cli::{CatalogArgs, ResolveArgs};
 use crate::diag::Style;
 
 pub fn run(args: &ResolveArgs) -> Result<i32, Failure> {
-    let arguments = arguments(args)?;
+    let (arguments, text) = arguments(args)?;
+    // As the server does for a request's text: numbers spelled by hand
+    // (`1.50`) are not written back otherwise (`policy::spelled`).
+    let spelled = crate::policy::spelled::scan(text.as_bytes());
+    crate::policy::spelled::with(spelled.as_ref(), || resolve(args, &arguments))
+}
+
+fn resolve(args: &ResolveArgs, arguments: &Value) -> Result<i32, Failure> {
     let caller = match &args.caller {
         Some(path) => Some(
             crate::caller::Caller::from_file(path)
@@ -53,7 +60,7 @@ pub fn run(args: &ResolveArgs) -> Result<i32, Failure> {
             let reason = e.reason();
             // The wire message hides the policy's own (it is in the log); the
             // help depends on it.
-            let detail = match catalog.resolve_as(&args.tool, &arguments, caller.as_ref()) {
+            let detail = match catalog.resolve_as(&args.tool, arguments, caller.as_ref()) {
                 Err(crate::catalog::ResolveError::Policy { message, .. }) => message,
                 _ => e.message.clone(),
             };
@@ -64,18 +71,18 @@ pub fn run(args: &ResolveArgs) -> Result<i32, Failure> {
     if args.explain {
         eprint!(
             "{}",
-            explanation(&catalog, &args.tool, &arguments, caller.as_ref())
+            explanation(&catalog, &args.tool, arguments, caller.as_ref())
         );
     }
     Ok(code)
 }
 
-/// The arguments: JSON-ARGUMENTS, the `--input` file or standard input, or
-/// `{}` when neither is given.
-fn arguments(args: &ResolveArgs) -> Result<Value, Failure> {
+/// The arguments, and their text: JSON-ARGUMENTS, the `--input` file or
+/// standard input, or `{}` when neither is given.
+fn arguments(args: &ResolveArgs) -> Result<(Value, String), Failure> {
     let Some(input) = &args.input else {
         let text = args.arguments.as_deref().unwrap_or("{}");
-        return serde_json::from_str(text).map_err(|e| {
+        return serde_json::from_str(text).map(|v| (v, text.to_string())).map_err(|e| {
             Failure::new(
                 exit::CANNOT_RUN,
                 format!(
@@ -106,7 +113,7 @@ fn arguments(args: &ResolveArgs) -> Result<Value, Failure> {
             ),
         )
     })?;
-    serde_json::from_str(&text).map_err(|e| {
+    serde_json::from_str(&text).map(|v| (v, text.clone())).map_err(|e| {
         Failure::new(
             exit::CANNOT_RUN,
             format!(

@@ -227,6 +227,68 @@ pub fn python_text(v: &Value) -> String {
     String::from_utf8(text).expect("json is utf-8")
 }
 
+/// `v` as JSON text with its numbers spelled by hand, as a person or a
+/// template writes them and no JSON writer does (`2.50`, `2.5E0`, `25e-1`,
+/// `7.00`, `7e0`, `-0`): the same values, other texts, which OPA keeps and
+/// regent sees only in the request's text (`policy::spelled`). Integers
+/// from 2^53 keep their digits (a fraction would make them doubles regent
+/// cannot hold exactly, whose comparisons are not covered); about one
+/// number in four keeps the text a JavaScript client writes.
+pub fn hand_text(v: &Value, rng: &mut super::harness::Rng) -> String {
+    use serde::Serialize;
+    struct Hand<'r>(&'r mut super::harness::Rng);
+    impl Hand<'_> {
+        fn integer<W: ?Sized + Write>(&mut self, w: &mut W, i: i128) -> std::io::Result<()> {
+            let text = match self.0.below(5) {
+                _ if i.unsigned_abs() >= 1 << 53 => i.to_string(),
+                0 => format!("{i}.00"),
+                1 => format!("{i}E0"),
+                2 if i == 0 => "-0".to_string(),
+                2 if i % 10 == 0 => format!("{}e1", i / 10),
+                2 => format!("{i}.0e0"),
+                3 => format!("{i}e+0"),
+                _ => i.to_string(),
+            };
+            w.write_all(text.as_bytes())
+        }
+    }
+    impl serde_json::ser::Formatter for Hand<'_> {
+        fn write_i64<W: ?Sized + Write>(&mut self, w: &mut W, i: i64) -> std::io::Result<()> {
+            self.integer(w, i128::from(i))
+        }
+        fn write_u64<W: ?Sized + Write>(&mut self, w: &mut W, i: u64) -> std::io::Result<()> {
+            self.integer(w, i128::from(i))
+        }
+        fn write_f64<W: ?Sized + Write>(&mut self, w: &mut W, f: f64) -> std::io::Result<()> {
+            let plain = client_text(&json!(f));
+            // Rust's `{:e}` is the shortest digits: `2.5e0`, `1e-7`.
+            let e = format!("{f:e}");
+            let (m, x) = e.split_once('e').expect("`{:e}` has an exponent");
+            let x: i32 = x.parse().expect("an exponent");
+            let text = match self.0.below(4) {
+                0 if plain.contains('.') && !plain.contains(['e', 'E']) => format!("{plain}0"),
+                1 => format!("{m}E{x}"),
+                2 => {
+                    // The digits as an integer: `2.5` is `25e-1`.
+                    let (sign, digits) = m.strip_prefix('-').map_or(("", m), |d| ("-", d));
+                    let fraction = digits.split_once('.').map_or(0, |(_, f)| f.len());
+                    let digits = digits.replace('.', "");
+                    format!("{sign}{digits}e{}", x - fraction as i32)
+                }
+                _ => plain,
+            };
+            w.write_all(text.as_bytes())
+        }
+    }
+    let mut text = Vec::new();
+    v.serialize(&mut serde_json::Serializer::with_formatter(
+        &mut text,
+        Hand(rng),
+    ))
+    .expect("json");
+    String::from_utf8(text).expect("json is utf-8")
+}
+
 /// `v` with each integer a Python float would hold exactly (below 2^53)
 /// made a double, as a generator that draws its numbers as floats has
 /// them: written by [`python_text`], `1` is `1.0`.

@@ -13,6 +13,13 @@
 //! arguments that pass the tool's schema are compared, since no others
 //! reach a policy.
 //!
+//! Each input is sent as a JavaScript client spells its numbers, where
+//! that differs as Python's `json.dumps` does, and for every other input
+//! with its numbers spelled by hand (`2.50`, `1E2`, `-0`: [`super::opa::hand_text`]),
+//! regent evaluating it as a transport would, with the numbers its text
+//! spelled by hand (`policy::spelled`); a refusal of those is what regent
+//! promises, counted as failing closed, never a construct's difference.
+//!
 //! A plan's answer is its rules' values, or an error when any rule fails.
 //! Four outcomes per input:
 //! - the same values, or both failing: agreement;
@@ -38,6 +45,14 @@ use super::opa::{Answer, Oracle, SKIPPED, client_text, python_text, same};
 use crate::analysis::exercise;
 use crate::catalog::{BuildOptions, Catalog, build};
 use crate::policy::engine as policy;
+use crate::policy::spelled;
+
+/// Where the arguments' own text goes in an input sent with numbers spelled
+/// by hand.
+const HAND_ARGUMENTS: &str = "@@arguments spelled by hand@@";
+
+/// What `policy::spelled`'s refusals say.
+const SPELLED_REFUSAL: &str = "the request spelled the number";
 use crate::source::Source;
 
 /// Generated inputs per rule set of each tool.
@@ -188,6 +203,11 @@ fn every_shipped_policy_answers_as_opa() {
     // The outcomes of the inputs spelled as Python writes them, also in
     // `totals`.
     let mut python: BTreeMap<Outcome, usize> = BTreeMap::new();
+    // The outcomes of the inputs with numbers spelled by hand, also in
+    // `totals`.
+    let mut hand: BTreeMap<Outcome, usize> = BTreeMap::new();
+    // Of those, refused by `policy::spelled`.
+    let mut hand_refused = 0;
     let (mut tools, mut invalid) = (0, 0);
     let mut failures: Vec<String> = Vec::new();
     let scratch = tempfile::tempdir().unwrap();
@@ -217,6 +237,9 @@ fn every_shipped_policy_answers_as_opa() {
                 .fold(0xcbf2_9ce4_8422_2325, |h, b| {
                     (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
                 }));
+            // The hand spellings draw from a generator of their own, so the
+            // other inputs stay those compared before they were added.
+            let mut hand_rng = Rng(rng.0 ^ 0x6861_6e64);
             let seeds = Seeds::of(tool);
             let samples = exercise::samples(tool);
             let mut counts: BTreeMap<Outcome, usize> = BTreeMap::new();
@@ -241,7 +264,16 @@ fn every_shipped_policy_answers_as_opa() {
                         let js = client_text(&args);
                         let py = python_text(&super::opa::as_python_floats(&args));
                         let differs = py != js;
-                        spellings.push(("", Some(js)));
+                        // Numbers spelled by hand (`1.50`, `1E2`, `-0`),
+                        // every other input: OPA writes them back as
+                        // spelled, regent refuses where it would write them
+                        // (`policy::spelled`, which the transports apply).
+                        let by_hand =
+                            (i % 2 == 0).then(|| super::opa::hand_text(&args, &mut hand_rng));
+                        if let Some(h) = by_hand.filter(|h| *h != js) {
+                            spellings.push(("hand ", Some(h)));
+                        }
+                        spellings.insert(0, ("", Some(js)));
                         if differs {
                             spellings.push(("python ", Some(py)));
                         }
@@ -280,13 +312,28 @@ fn every_shipped_policy_answers_as_opa() {
                         // were spelled (regorus writes an integral float as
                         // an integer, so its input is not written back).
                         let sent = match &text {
+                            // The arguments as their text, which no value
+                            // holds.
+                            Some(text) if spelled == "hand " => {
+                                json["arguments"] = Value::from(HAND_ARGUMENTS);
+                                client_text(&json).replacen(
+                                    &format!("\"{HAND_ARGUMENTS}\""),
+                                    text,
+                                    1,
+                                )
+                            }
                             Some(text) if !spelled.is_empty() => {
                                 json["arguments"] = serde_json::from_str(text).expect("parses");
                                 python_text(&json)
                             }
                             _ => client_text(&json),
                         };
-                        let run = std::panic::AssertUnwindSafe(|| tool.eval_steps(&steps, input));
+                        // As a transport would: the numbers the request's
+                        // text spelled by hand, for its evaluation.
+                        let found = text.as_deref().and_then(|t| spelled::scan(t.as_bytes()));
+                        let run = std::panic::AssertUnwindSafe(|| {
+                            spelled::with(found.as_ref(), || tool.eval_steps(&steps, input))
+                        });
                         let Ok(mine) = std::panic::catch_unwind(run) else {
                             *counts.entry(Outcome::Panicked).or_default() += 1;
                             let kept = examples.entry(Outcome::Panicked).or_default();
@@ -307,9 +354,24 @@ fn every_shipped_policy_answers_as_opa() {
                                 (compare(&mine, &theirs), theirs)
                             }
                         };
+                        // The refusal of a number spelled by hand is what
+                        // regent promises where OPA would answer with its
+                        // spelling (`policy::spelled`): counted, not a
+                        // difference of the construct.
+                        if spelled == "hand "
+                            && outcome == Outcome::FailClosed
+                            && matches!(&mine, Err(e) if e.message.contains(SPELLED_REFUSAL))
+                        {
+                            *totals.entry(outcome).or_default() += 1;
+                            *hand.entry(outcome).or_default() += 1;
+                            hand_refused += 1;
+                            continue;
+                        }
                         *counts.entry(outcome).or_default() += 1;
-                        if !spelled.is_empty() {
-                            *python.entry(outcome).or_default() += 1;
+                        match spelled {
+                            "python " => *python.entry(outcome).or_default() += 1,
+                            "hand " => *hand.entry(outcome).or_default() += 1,
+                            _ => {}
                         }
                         let kept = examples.entry(outcome).or_default();
                         if outcome > Outcome::Limited && kept.len() < EXAMPLES {
@@ -353,7 +415,8 @@ fn every_shipped_policy_answers_as_opa() {
     }
     eprintln!(
         "{tools} tools, {invalid} generated arguments refused by their schema, outcomes {totals:?} \
-         (of which spelled as Python writes numbers: {python:?}), in {:?}",
+         (of which spelled as Python writes numbers: {python:?}; with numbers spelled by hand: \
+         {hand:?}, {hand_refused} of them refused for the spelling), in {:?}",
         started.elapsed()
     );
     assert!(

@@ -127,7 +127,7 @@ fn accepts_both(headers: &HeaderMap) -> bool {
 /// The whole body, or, when it cannot be read whole within `cap` (an error
 /// from the connection, more bytes than the cap), a body that gives rmcp
 /// the same frames and then the rest, so that it refuses as it would have.
-async fn collect(mut body: Body, cap: usize) -> Result<Bytes, Body> {
+pub(super) async fn collect(mut body: Body, cap: usize) -> Result<Bytes, Body> {
     let mut frames: VecDeque<Bytes> = VecDeque::new();
     let mut total = 0usize;
     loop {

@@ -503,6 +503,9 @@ pub(crate) fn call(
     if let Some(estimate) = estimate {
         charge(name, estimate(args, limits).unwrap_or(0), limits)?;
     }
+    // A number the request spelled by hand, which OPA would write back as
+    // spelled (`super::spelled`); after the charge, which bounds its walk.
+    super::spelled::check(name, args)?;
     if let Some(v) = fast(args) {
         return Ok(v);
     }

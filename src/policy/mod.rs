@@ -1,8 +1,9 @@
 //! Policy evaluation: warm regorus engines per tool (`engine`), the native
 //! evaluator of the planned rules (`native`, lowered to by `lower`, with the
 //! constant-argument builtins of `builtins`), the time and memory budget of
-//! one evaluation (`budget`), the clock its time limit counts (`clock`) and
-//! the reading of regorus' errors (`errors`).
+//! one evaluation (`budget`), the clock its time limit counts (`clock`), the
+//! numbers a request spelled by hand that its evaluations must not write
+//! (`spelled`) and the reading of regorus' errors (`errors`).
 //!
 //! It knows regorus as an evaluator; Rego as syntax is `rego`'s, OPA's
 //! builtin answers `opa_builtins`'. It knows nothing of catalogs, tools'
@@ -16,6 +17,7 @@ pub mod engine;
 pub mod errors;
 pub(crate) mod lower;
 pub mod native;
+pub mod spelled;
 
 /// The default limit on one policy evaluation. Policies take microseconds;
 /// the limit exists only to stop a runaway. Serving measures wall-clock time

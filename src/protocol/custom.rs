@@ -17,6 +17,7 @@ use serde_json::json;
 use super::answer::{self, Answer};
 use super::{Negotiated, Regent, count, errors, has_result_type, pace};
 use crate::caller::Caller;
+use crate::policy::spelled::{self, Spelled};
 
 impl Regent {
     /// Answers a request rmcp has no type for (`tools/resolve`,
@@ -38,7 +39,10 @@ impl Regent {
         let started = Instant::now();
         let label = count::custom_label(&request.method);
         let catalog = self.state.current();
-        let value = match request.method.as_str() {
+        // Every evaluation of the request sees the numbers its text spelled
+        // by hand, put there by its transport (`policy::spelled`).
+        let spelled = request.extensions.get::<Arc<Spelled>>().cloned();
+        let value = spelled::with(spelled.as_ref(), || match request.method.as_str() {
             "tools/resolve" => self
                 .resolve(
                     &catalog,
@@ -88,7 +92,7 @@ impl Regent {
                 format!("method not found: {m}"),
                 None,
             )),
-        };
+        });
         let r = value.map(CustomResult::new);
         self.record(label, count::custom_timed(label), started, &r, count::ok);
         r
@@ -135,9 +139,12 @@ impl Regent {
 impl Regent {
     pub(super) async fn answer_custom_request(
         &self,
-        request: CustomRequest,
+        mut request: CustomRequest,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
+        if let Some(spelled) = super::spelled_of(&ctx) {
+            request.extensions.insert(spelled);
+        }
         let result_type = has_result_type(&ctx);
         let negotiated = Negotiated::for_request(&ctx, result_type);
         self.custom_paced(request, result_type, negotiated, self.caller(&ctx))

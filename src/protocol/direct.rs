@@ -108,14 +108,18 @@ impl Direct {
         record: Option<Arc<pace::Tool>>,
     ) -> Vec<u8> {
         let Custom {
-            id, method, params, ..
+            id,
+            method,
+            params,
+            spelled,
+            ..
         } = request;
         // For tests and for whoever wonders which path answered.
         tracing::trace!(%id, %method, "answered without rmcp");
         let custom = CustomRequest {
             method,
             params,
-            extensions: Extensions::new(),
+            extensions: spelled_extensions(spelled),
         };
         // A 2025-era session has no `resultType`; its caller is the
         // configured one (stdio has no other).
@@ -140,6 +144,17 @@ impl Direct {
             }
         }
     }
+}
+
+/// A direct request's extensions: the numbers it spelled by hand, where
+/// `Regent::custom` reads them as it does a request rmcp hands it (nothing
+/// allocated for a request without any).
+fn spelled_extensions(spelled: Option<Arc<crate::policy::spelled::Spelled>>) -> Extensions {
+    let mut extensions = Extensions::new();
+    if let Some(spelled) = spelled {
+        extensions.insert(spelled);
+    }
+    extensions
 }
 
 /// The one method [`HttpDirect`] answers.
@@ -214,7 +229,7 @@ impl HttpDirect {
         let custom = CustomRequest {
             method: request.method,
             params: request.params,
-            extensions: Extensions::new(),
+            extensions: spelled_extensions(request.spelled),
         };
         // As `Regent::caller`: the verified caller, else the configured one.
         let caller = caller.or_else(|| self.regent.caller.clone());

@@ -26,6 +26,9 @@ pub(super) struct Custom {
     /// `params` without `_meta`.
     pub params: Option<Value>,
     pub meta: Option<serde_json::Map<String, Value>>,
+    /// The numbers the line spelled by hand (`policy::spelled`), for the
+    /// request's evaluations.
+    pub spelled: Option<std::sync::Arc<crate::policy::spelled::Spelled>>,
 }
 
 impl Custom {
@@ -36,6 +39,9 @@ impl Custom {
         let mut extensions = Extensions::new();
         if let Some(meta) = self.meta {
             extensions.insert(RequestMetaObject::from(meta));
+        }
+        if let Some(spelled) = self.spelled {
+            extensions.insert(spelled);
         }
         let request = CustomRequest {
             method: self.method,
@@ -98,6 +104,7 @@ pub(super) fn custom_request(text: &[u8]) -> Option<Custom> {
         method,
         params,
         meta,
+        spelled: crate::policy::spelled::scan(text),
     })
 }
 

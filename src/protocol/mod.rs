@@ -56,6 +56,7 @@ use rmcp::{ErrorData, ServerHandler};
 use crate::caller::Caller;
 use crate::decisions::DecisionLog;
 use crate::metrics::Metrics;
+use crate::policy::spelled::Spelled;
 use crate::state::CatalogState;
 use count::Timed;
 pub use errors::{INSUFFICIENT_SCOPE, INSUFFICIENT_SCOPE_CODE, Refusal, resolve_error};
@@ -258,6 +259,19 @@ pub fn caller_of(ctx: &RequestContext<RoleServer>) -> Option<Arc<Caller>> {
         .get::<http::request::Parts>()
         .and_then(|p| p.extensions.get::<Arc<Caller>>())
         .cloned()
+}
+
+/// The numbers the request spelled by hand (`policy::spelled`), when its
+/// transport found any in its text: over stdio in the message's own
+/// extensions (`transport`), over HTTP in the request's `Parts` (`http`,
+/// which reads every POST body before rmcp does).
+pub fn spelled_of(ctx: &RequestContext<RoleServer>) -> Option<Arc<Spelled>> {
+    ctx.extensions.get::<Arc<Spelled>>().cloned().or_else(|| {
+        ctx.extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| p.extensions.get::<Arc<Spelled>>())
+            .cloned()
+    })
 }
 
 /// Each method is answered in a file of its own (named after it) and

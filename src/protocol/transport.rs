@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use rmcp::model::GetExtensions;
 use rmcp::model::{
     ClientJsonRpcMessage, ErrorCode, JsonRpcMessage, RequestId, ServerJsonRpcMessage,
 };
@@ -405,7 +406,16 @@ where
                 return Some(self.counted(request.into_message()));
             }
             match serde_json::from_slice::<ClientJsonRpcMessage>(text) {
-                Ok(msg) => return Some(self.counted(msg)),
+                Ok(mut msg) => {
+                    // The numbers the request spelled by hand reach its
+                    // handler in the request's extensions (`spelled_of`).
+                    if let JsonRpcMessage::Request(r) = &mut msg
+                        && let Some(spelled) = crate::policy::spelled::scan(text)
+                    {
+                        r.request.extensions_mut().insert(spelled);
+                    }
+                    return Some(self.counted(msg));
+                }
                 Err(e) if e.is_syntax() || e.is_eof() => {
                     tracing::debug!("unparsable line: {e}");
                     self.reply_error(

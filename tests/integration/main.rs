@@ -48,6 +48,7 @@ mod protocol;
 mod protocol_meta;
 mod reload;
 mod reload_layouts;
+mod request_numbers;
 mod request_state_store;
 mod resolve_input;
 mod resolvers;

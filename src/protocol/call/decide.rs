@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::catalog::{Catalog, ResolveError};
 use crate::decisions::{ShadowEntry, Verdict};
+use crate::policy::spelled::{self, Spelled};
 use crate::protocol::pace::{self, Pace};
 use crate::protocol::wire;
 
@@ -62,28 +63,36 @@ pub(super) async fn decide(
     name: &str,
     args: &Value,
     caller: &Option<Arc<crate::caller::Caller>>,
+    spelled: Option<&Arc<Spelled>>,
 ) -> Decided {
     // Every `tools/call` decides here: nothing is copied unless the
     // decision leaves the session's thread (over HTTP there is no pace).
     let Some(pace) = pace else {
-        return decide_here(catalog, name, args, caller.as_deref());
+        return spelled::with(spelled, || {
+            decide_here(catalog, name, args, caller.as_deref())
+        });
     };
     let bytes = crate::diag::json_size(args, pace::MAX_IN_PLACE_BYTES);
     let (here, record) = pace.in_place(catalog, name, bytes);
     if here {
         return pace::timed(record, || {
-            decide_here(catalog, name, args, caller.as_deref())
+            spelled::with(spelled, || {
+                decide_here(catalog, name, args, caller.as_deref())
+            })
         });
     }
-    let (catalog, tool, args, caller) = (
+    let (catalog, tool, args, caller, spelled) = (
         catalog.clone(),
         name.to_string(),
         args.clone(),
         caller.clone(),
+        spelled.cloned(),
     );
     pace.off_thread(move || {
         pace::timed(record, || {
-            decide_here(&catalog, &tool, &args, caller.as_deref())
+            spelled::with(spelled.as_ref(), || {
+                decide_here(&catalog, &tool, &args, caller.as_deref())
+            })
         })
     })
     .await

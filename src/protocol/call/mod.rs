@@ -115,6 +115,10 @@ pub struct CallContext<'a> {
     /// (2026-07-28, nothing without it).
     #[allow(deprecated)]
     pub log_level: Option<rmcp::model::LoggingLevel>,
+    /// The numbers the request spelled by hand (`policy::spelled`), which
+    /// its evaluations (resolvers, decision, decision again) must not
+    /// write.
+    pub spelled: Option<Arc<crate::policy::spelled::Spelled>>,
 }
 
 /// Writes the call's intent line (its decision, before anything runs) and
@@ -281,14 +285,17 @@ pub async fn call(
             // Policy rules, files: paced like the decision (see `pace`).
             let bytes = || crate::diag::json_size(&args, super::pace::MAX_IN_PLACE_BYTES);
             let (tool, a, r) = (name.to_string(), args.clone(), replies.clone());
+            let spelled = cc.spelled.clone();
             super::pace::evaluate(
                 cc.pace.map(|p| &**p),
                 &catalog,
                 name,
                 bytes,
-                move |catalog| match catalog.tool(&tool) {
-                    Some(t) => fill::fill(t, &a, &r, fill::Mode::Call),
-                    None => Err(ResolveError::UnknownTool(tool)),
+                move |catalog| {
+                    crate::policy::spelled::with(spelled.as_ref(), || match catalog.tool(&tool) {
+                        Some(t) => fill::fill(t, &a, &r, fill::Mode::Call),
+                        None => Err(ResolveError::UnknownTool(tool)),
+                    })
                 },
             )
             .await
@@ -339,7 +346,15 @@ pub async fn call(
     let as_sent = (!tool.fences.is_empty()).then(|| full.clone());
     let mut full = full;
     let fenced = crate::fence::apply(&tool.fences, &mut full);
-    let decided = decide(cc.pace.map(|p| &**p), &catalog, name, &full, &caller).await;
+    let decided = decide(
+        cc.pace.map(|p| &**p),
+        &catalog,
+        name,
+        &full,
+        &caller,
+        cc.spelled.as_ref(),
+    )
+    .await;
     entry.eval = Some(decided.eval);
     entry.shadow = decided.shadow;
     let mut r = match decided.resolution {
@@ -479,8 +494,11 @@ pub async fn call(
                 caller.clone(),
                 r.confirm.clone(),
             );
+            let spelled = cc.spelled.clone();
             super::pace::evaluate(cc.pace.map(|p| &**p), &now, name, bytes, move |now| {
-                redecide(now, &tool, &a, who.as_deref(), confirm.as_deref())
+                crate::policy::spelled::with(spelled.as_ref(), || {
+                    redecide(now, &tool, &a, who.as_deref(), confirm.as_deref())
+                })
             })
             .await
             .unwrap_or_else(|e| Err(format!("the policy evaluation did not finish: {e}")))
@@ -662,6 +680,7 @@ impl Regent {
             } else {
                 Some(self.log_level.get())
             },
+            spelled: super::spelled_of(&ctx),
         };
         // Boxed: rmcp runs every request in one future type whose size is
         // that of its largest branch, and a call's state (execution,

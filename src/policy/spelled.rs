@@ -1,0 +1,485 @@
+//! Numbers a request spelled by hand: otherwise than regent writes them.
+//!
+//! OPA keeps an input number's text as the request spelled it (`1.50`,
+//! `1E2`, `-0`) and writes that text back in `json.marshal`,
+//! `json.marshal_with_options`, `strings.render_template`, the Rego text of
+//! a composite in `sprintf`, and `sprintf` of a number spelled with an
+//! exponent and no decimal point (passed to Go as text). regent receives
+//! the request parsed (rmcp, `serde_json`): the spelling is gone by the time
+//! a policy runs, and regent would write its own text (`1.5`, `100.0`).
+//!
+//! The transports see the request's text before it is parsed (stdio every
+//! line, `protocol/transport`; HTTP the body of every POST to `/mcp`,
+//! `http/shortcut`), and [`scan`] it there: a byte walk over the text that
+//! parses only a number token with a fraction, an exponent or 19 digits
+//! and more, and keeps each one regent would write otherwise
+//! (`opa_builtins::numbers::spelling`). The request carries what it found
+//! to where it is answered, which evaluates its policies inside [`with`];
+//! there a builtin that writes a number's text ([`check`], from
+//! `budget::call`, in both evaluators) given a value holding one of those
+//! numbers refuses (fail closed), naming the spelling and what regent
+//! would write. Everything else (comparisons, arithmetic, other builtins,
+//! other numbers) is answered as before.
+//!
+//! Matched by value, not provenance: the same number computed, or spelled
+//! canonically elsewhere in the request, is refused too. A number regent
+//! cannot hold (`0.1000000000000000000001`, a 22-digit integer) is kept as
+//! well; its comparisons are not covered (docs/policy-tooling.md). What
+//! the transports pass and where they install it is `protocol`'s and
+//! `http`'s; this module knows regorus' values, not the wire.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use regorus::Value;
+
+use crate::opa_builtins::numbers::{Spelling, spelling};
+
+/// The numbers one request spelled otherwise than regent writes them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spelled {
+    numbers: Vec<Hand>,
+}
+
+/// One number spelled by hand.
+#[derive(Debug, Clone, PartialEq)]
+struct Hand {
+    /// The number regent holds for it.
+    held: Value,
+    /// The request's text (`1.50`).
+    text: Box<str>,
+    /// What regent writes for `held` (`1.5`), or the nearest it holds.
+    ours: Box<str>,
+    /// Whether regent's numbers cannot hold it (more digits than a double).
+    lost: bool,
+    /// Whether `sprintf` of the bare number is the same in OPA and regent:
+    /// OPA hands Go a number whose text has a decimal point as a number of
+    /// its value (`1.50` is `float64 1.5`, `100.00` is `int64 100`), and
+    /// `-0` as `int64 0`, as regent does; one with an exponent and no
+    /// decimal point (`1E2`, `1e-7`) as its text, and an integral one with
+    /// both (`2.0e0`) as a `float64` where regent has an integer.
+    sprintf_same: bool,
+    /// Whether it is an integer spelled with an exponent (`2E0`, `1e3`,
+    /// `2.0e0`): OPA never reads such a text as an integer (a builtin that
+    /// wants one, `substring`, `array.slice`, answers `must be integer
+    /// number`), where regent holds the integral value and reads it as one.
+    not_integer: bool,
+}
+
+impl Spelled {
+    /// The texts of the numbers, for logs and tests (`["1.50", "1E2"]`).
+    pub fn texts(&self) -> Vec<&str> {
+        self.numbers.iter().map(|h| &*h.text).collect()
+    }
+
+    /// The first number of `v` (any depth, keys too) spelled by hand, and
+    /// whether only its bare `sprintf` would be the same.
+    fn find(&self, v: &Value) -> Option<&Hand> {
+        match v {
+            Value::Number(_) => self.numbers.iter().find(|h| h.held == *v),
+            Value::Array(a) => a.iter().find_map(|x| self.find(x)),
+            Value::Set(s) => s.iter().find_map(|x| self.find(x)),
+            Value::Object(o) => o
+                .iter()
+                .find_map(|(k, x)| self.find(k).or_else(|| self.find(x))),
+            _ => None,
+        }
+    }
+}
+
+/// The numbers of `text`, a JSON request, spelled otherwise than regent
+/// writes them; `None` when there is none (or `text` is not JSON: the
+/// parser refuses it later). Integers of at most 18 digits, by far the
+/// most numbers, are written as spelled (`-0` aside) and never parsed here.
+pub fn scan(text: &[u8]) -> Option<Arc<Spelled>> {
+    let mut numbers = Vec::new();
+    let n = text.len();
+    let mut i = 0;
+    while i < n {
+        match text[i] {
+            b'"' => i = string_end(text, i + 1),
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                i += 1;
+                let mut plain = true;
+                while i < n {
+                    match text[i] {
+                        b'0'..=b'9' => {}
+                        b'.' | b'e' | b'E' | b'+' | b'-' => plain = false,
+                        _ => break,
+                    }
+                    i += 1;
+                }
+                let token = &text[start..i];
+                let digits = token.len() - usize::from(token[0] == b'-');
+                if (plain && digits <= 18 && token != b"-0") || (!plain && written_so(token)) {
+                    continue;
+                }
+                if let Some(hand) = hand(token)
+                    && !numbers.contains(&hand)
+                {
+                    numbers.push(hand);
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    (!numbers.is_empty()).then(|| Arc::new(Spelled { numbers }))
+}
+
+/// Whether `token`, a number with a fraction or an exponent, is plainly
+/// one regent writes so, without parsing it: `-?I.F` with no exponent, at
+/// most 15 digits (any such decimal reads back from a double as itself,
+/// so its shortest text is its own), `F` not ending in `0` unless it is
+/// `0` alone (`100.0`, `-0.0` are regent's text of an integral float), at
+/// least 1e-4 (regent writes smaller ones with an exponent). Anything else
+/// is parsed ([`hand`]).
+fn written_so(token: &[u8]) -> bool {
+    let t = token.strip_prefix(b"-").unwrap_or(token);
+    let Some(dot) = t.iter().position(|&b| b == b'.') else {
+        return false;
+    };
+    let (int, frac) = (&t[..dot], &t[dot + 1..]);
+    if int.is_empty()
+        || frac.is_empty()
+        || int.len() + frac.len() > 15
+        || !frac.iter().all(u8::is_ascii_digit)
+    {
+        return false;
+    }
+    let zeros = frac.iter().take_while(|&&b| b == b'0').count();
+    if frac.len() == 1 && frac[0] == b'0' {
+        return true;
+    }
+    frac.last() != Some(&b'0') && (int != b"0" || zeros <= 3)
+}
+
+/// Where the string whose text starts at `from` ends (past its quote).
+fn string_end(text: &[u8], mut from: usize) -> usize {
+    // Most strings of a request are short (keys, names): a plain loop over
+    // their first bytes costs less than setting up the vector search.
+    let near = text.len().min(from + 24);
+    while from < near {
+        match text[from] {
+            b'"' => return from + 1,
+            b'\\' => from += 2,
+            _ => from += 1,
+        }
+    }
+    if from >= text.len() {
+        return text.len();
+    }
+    while let Some(at) = memchr::memchr2(b'"', b'\\', &text[from..]) {
+        let at = from + at;
+        if text[at] == b'"' {
+            return at + 1;
+        }
+        from = at + 2;
+        if from >= text.len() {
+            break;
+        }
+    }
+    text.len()
+}
+
+/// `token` as one number spelled by hand, `None` when regent writes it so
+/// (or it is not a JSON number).
+fn hand(token: &[u8]) -> Option<Hand> {
+    use serde::Deserialize;
+    let text = std::str::from_utf8(token).ok()?;
+    if !crate::opa_builtins::numbers::is_json_number(text) {
+        return None;
+    }
+    // As the request's arguments reach a policy: `serde_json`, then
+    // regorus' value (`policy::engine::input_as`).
+    let parsed: serde_json::Value = serde_json::from_str(text).ok()?;
+    let held = Value::deserialize(&parsed).ok()?;
+    let (ours, lost) = match spelling(text, &held) {
+        Spelling::Kept => return None,
+        Spelling::Respelled(ours) => (ours, false),
+        Spelling::Lost(ours) => (ours, true),
+    };
+    let exponent = text.contains(['e', 'E']);
+    let integral =
+        matches!(&held, Value::Number(n) if n.as_f64().is_some_and(|f| f.fract() == 0.0));
+    Some(Hand {
+        held,
+        text: text.into(),
+        ours: ours.into(),
+        lost,
+        sprintf_same: !lost && !(exponent && (integral || !text.contains('.'))),
+        not_integer: !lost && exponent && integral,
+    })
+}
+
+thread_local! {
+    /// The numbers of the request whose policies this thread evaluates.
+    static CURRENT: RefCell<Option<Arc<Spelled>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f`, the evaluations of one request, with `spelled` its numbers
+/// spelled by hand ([`check`] reads them). `None` runs `f` as it is.
+pub fn with<R>(spelled: Option<&Arc<Spelled>>, f: impl FnOnce() -> R) -> R {
+    let Some(spelled) = spelled else {
+        return f();
+    };
+    struct Restore(Option<Arc<Spelled>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let before = self.0.take();
+            CURRENT.with(|c| *c.borrow_mut() = before);
+        }
+    }
+    let before = CURRENT.with(|c| c.borrow_mut().replace(spelled.clone()));
+    let _restore = Restore(before);
+    f()
+}
+
+/// The builtins that write a number's text (the same list `rego/data_numbers`
+/// reports data numbers for).
+fn writes_text(name: &str) -> bool {
+    crate::rego::data_numbers::TEXT_BUILTINS.contains(&name)
+}
+
+/// Refuses `name` given a number the request being evaluated spelled by
+/// hand, when it writes that number's text: `json.marshal`, `yaml.marshal`
+/// and the others write OPA's text of the spelling; `sprintf` of a bare
+/// number spelled with a decimal point is answered (OPA and regent hand Go
+/// the same value), of one without or inside a composite refused.
+pub(crate) fn check(name: &str, args: &[Value]) -> anyhow::Result<()> {
+    CURRENT.with(|c| {
+        let current = c.borrow();
+        let Some(spelled) = current.as_ref() else {
+            return Ok(());
+        };
+        if !writes_text(name) {
+            // Any other builtin given an integer spelled with an exponent,
+            // as an operand or an operand's item: OPA may refuse it as
+            // not an integer (`IntOperand`), regent would answer.
+            let direct = |x: &Value| match x {
+                Value::Number(_) => spelled
+                    .numbers
+                    .iter()
+                    .find(|h| h.not_integer && h.held == *x),
+                _ => None,
+            };
+            let found = args.iter().find_map(|x| match x {
+                Value::Array(items) => items.iter().find_map(direct),
+                _ => direct(x),
+            });
+            return match found {
+                None => Ok(()),
+                Some(h) => Err(anyhow::anyhow!(not_integer(name, h))),
+            };
+        }
+        let found = if name == "sprintf" {
+            match args.get(1) {
+                Some(Value::Array(items)) => items.iter().find_map(|x| match x {
+                    // Any of the spellings of this value (`1.00` and `1E0`
+                    // are one number to regent).
+                    Value::Number(_) => spelled
+                        .numbers
+                        .iter()
+                        .find(|h| !h.sprintf_same && h.held == *x),
+                    _ => spelled.find(x),
+                }),
+                _ => None,
+            }
+        } else {
+            args.iter().find_map(|x| spelled.find(x))
+        };
+        match found {
+            None => Ok(()),
+            Some(h) => Err(anyhow::anyhow!(refusal(name, h))),
+        }
+    })
+}
+
+/// Why `name`, which does not write text, refuses `h`, an integer spelled
+/// with an exponent.
+fn not_integer(name: &str, h: &Hand) -> String {
+    let Hand { text, ours, .. } = h;
+    format!(
+        "{name}: the request spelled the number {text} with an exponent, which OPA never reads as \
+         an integer (a builtin that wants one answers `must be integer number`) where regent \
+         reads {ours} as one: not supported by regent, which refuses rather than answer otherwise; \
+         send the number without an exponent, or compare it instead"
+    )
+}
+
+/// Why `name` refuses `h`: what OPA writes, what regent would, the fix.
+fn refusal(name: &str, h: &Hand) -> String {
+    let Hand { text, ours, .. } = h;
+    if h.lost {
+        format!(
+            "{name}: the request spelled the number {text}, which OPA writes back as spelled and \
+             regent's numbers cannot hold (the nearest is {ours}): not supported by regent, which \
+             refuses rather than write another text; send the number with at most 17 significant \
+             digits, or compare it instead of writing it"
+        )
+    } else {
+        format!(
+            "{name}: the request spelled the number {text}, which OPA writes back as spelled where \
+             regent would write {ours}: not supported by regent, which refuses rather than write \
+             another text; send the number as JSON writers spell it ({ours}), or compare it \
+             instead of writing it"
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(s: &str) -> Vec<String> {
+        scan(s.as_bytes()).map_or_else(Vec::new, |s| {
+            s.texts().into_iter().map(str::to_string).collect()
+        })
+    }
+
+    #[test]
+    fn canonical_numbers_are_not_kept() {
+        for s in [
+            r#"{"a": 1, "b": -2, "c": 0.5, "d": 100.0, "e": [3, 4.25], "f": "1.50 1E2 -0"}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/resolve","params":{"name":"t","arguments":{"n":123456789012345678}}}"#,
+            r#"{"a": 1e-7, "b": 0.00001, "c": 1e16, "d": "\"1.50\\", "e": 0.1}"#,
+            "not json at all 12 ]",
+        ] {
+            assert_eq!(texts(s), Vec::<String>::new(), "{s}");
+        }
+    }
+
+    #[test]
+    fn plain_decimals_are_known_without_parsing() {
+        // Each answer of `written_so` is the parse's (`hand`) where it says
+        // yes; where it says no, the parse decides.
+        for t in [
+            "1.5",
+            "-0.5",
+            "100.0",
+            "0.0",
+            "-0.0",
+            "0.0001",
+            "123456789.12345",
+            "2.25",
+        ] {
+            assert!(written_so(t.as_bytes()), "{t}");
+            assert_eq!(hand(t.as_bytes()), None, "{t}");
+        }
+        for t in [
+            "1.50",
+            "0.00001",
+            "1234567890.1234567",
+            "1e2",
+            "1.5E0",
+            "100.00",
+            "0.10",
+        ] {
+            assert!(!written_so(t.as_bytes()), "{t}");
+        }
+        assert_eq!(hand(b"0.00001"), None, "refused whatever its spelling");
+        assert!(hand(b"100.00").is_some());
+    }
+
+    #[test]
+    fn hand_spelled_numbers_are_kept_once() {
+        assert_eq!(
+            texts(r#"{"a": 1.50, "b": [1E2, -0, 1.50], "c": {"d": 100.00}, "e": "x\"1.5"}"#),
+            ["1.50", "1E2", "-0", "100.00"]
+        );
+        assert_eq!(
+            texts(r#"{"big": 123456789012345678901, "l": 0.1000000000000000000001}"#),
+            ["123456789012345678901", "0.1000000000000000000001"]
+        );
+    }
+
+    fn eval(rego: &str, input: &str) -> Result<String, String> {
+        let mut engine = regorus::Engine::new();
+        engine.set_strict_builtin_errors(true);
+        super::super::budget::install(&mut engine, Default::default()).unwrap();
+        engine
+            .add_policy("p.rego".into(), format!("package p\n{rego}"))
+            .unwrap();
+        engine.set_input_json(input).unwrap();
+        let spelled = scan(input.as_bytes());
+        with(spelled.as_ref(), || {
+            let _scope = super::super::budget::Scope::begin();
+            engine
+                .eval_rule("data.p.x".into())
+                .map(|v| serde_json::to_string(&v).unwrap())
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    #[test]
+    fn writing_a_hand_spelled_number_is_refused() {
+        for (rego, input) in [
+            ("x := json.marshal(input.a)", r#"{"a": 1.50}"#),
+            ("x := json.marshal([input.a])", r#"{"a": 1E2}"#),
+            (
+                r#"x := sprintf("%v", [input.b])"#,
+                r#"{"a": 1.00, "b": 1E0}"#,
+            ),
+            ("x := json.marshal({input.a: 1})", r#"{"a": -0}"#),
+            (r#"x := sprintf("%v", [input.a])"#, r#"{"a": 1E2}"#),
+            (r#"x := sprintf("%v", [[input.a]])"#, r#"{"a": 1.50}"#),
+            (r#"x := sprintf("%d", [input.a])"#, r#"{"a": 2.0e0}"#),
+            (r#"x := substring("abcdef", 0, input.a)"#, r#"{"a": 2E0}"#),
+            (
+                r#"x := array.slice([1, 2, 3], input.a, 2)"#,
+                r#"{"a": 0e0}"#,
+            ),
+            ("x := yaml.marshal(input.a)", r#"{"a": 1.50}"#),
+        ] {
+            let err = eval(rego, input).expect_err(rego);
+            assert!(
+                err.contains("the request spelled the number"),
+                "{rego}: {err}"
+            );
+        }
+        let err = eval("x := json.marshal(input.a)", r#"{"a": 1.50}"#).unwrap_err();
+        assert!(err.contains("1.50") && err.contains("(1.5)"), "{err}");
+    }
+
+    #[test]
+    fn the_rest_is_answered() {
+        for (rego, input, want) in [
+            ("x := input.a == 1.5", r#"{"a": 1.50}"#, "true"),
+            ("x := input.a > 99", r#"{"a": 1E2}"#, "true"),
+            (
+                r#"x := sprintf("%v", [input.a])"#,
+                r#"{"a": 1.50}"#,
+                r#""1.5""#,
+            ),
+            (
+                r#"x := sprintf("%d", [input.a])"#,
+                r#"{"a": 100.00}"#,
+                r#""100""#,
+            ),
+            (
+                "x := json.marshal(input.b)",
+                r#"{"a": 1.50, "b": 2.5}"#,
+                r#""2.5""#,
+            ),
+            ("x := json.marshal(input.a)", r#"{"a": 1.5}"#, r#""1.5""#),
+            (
+                r#"x := sprintf("%v", [input.a])"#,
+                r#"{"a": 1.5e0}"#,
+                r#""1.5""#,
+            ),
+            (
+                r#"x := substring("abcdef", 0, input.a)"#,
+                r#"{"a": 2.00}"#,
+                r#""ab""#,
+            ),
+            ("x := abs(input.a)", r#"{"a": -2.5e0}"#, "2.5"),
+            (
+                "x := json.marshal(input.a)",
+                r#"{"a": 100.0}"#,
+                r#""100.0""#,
+            ),
+        ] {
+            assert_eq!(eval(rego, input).as_deref(), Ok(want), "{rego} {input}");
+        }
+    }
+}
