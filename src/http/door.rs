@@ -2,7 +2,7 @@
 //! in-flight count, authentication, the body cap and the direct path
 //! (`shortcut`) called in that order as plain functions, then, for what the
 //! direct path does not answer, a POST's body read whole and scanned for
-//! numbers spelled by hand (`policy::spelled`), and the rest of `/mcp` (the session binding,
+//! numbers spelled by hand (`protocol::scan_spelled`), and the rest of `/mcp` (the session binding,
 //! `DELETE` handling, parse-error rewriting, scope challenge, `hoist`,
 //! rmcp's service), still axum `from_fn` layers.
 //!
@@ -70,14 +70,14 @@ impl Inner {
     /// rmcp's stack, cloned for this request only. A POST's body is read
     /// whole first (within the cap; one that cannot be is handed on as it
     /// came, and rmcp refuses it) and scanned for numbers spelled by hand
-    /// (`policy::spelled`), which ride in the request's extensions to the
+    /// (`protocol::scan_spelled`), which ride in the request's extensions to the
     /// handler (`protocol::spelled_of`).
     async fn rmcp(&self, req: Request) -> Response {
         let req = if req.method() == http::Method::POST {
             let (mut parts, body) = req.into_parts();
             match shortcut::collect(body, self.shared.max_body_bytes()).await {
                 Ok(bytes) => {
-                    if let Some(spelled) = crate::policy::spelled::scan(&bytes) {
+                    if let Some(spelled) = crate::protocol::scan_spelled(&bytes) {
                         parts.extensions.insert(spelled);
                     }
                     Request::from_parts(parts, axum::body::Body::from(bytes))

@@ -261,6 +261,14 @@ pub fn caller_of(ctx: &RequestContext<RoleServer>) -> Option<Arc<Caller>> {
         .cloned()
 }
 
+/// Scans a request's text for numbers spelled by hand (`policy::spelled`),
+/// for a transport to put in the request's extensions where
+/// [`spelled_of`] finds them; here so that `http` reads the wire without
+/// knowing `policy`.
+pub fn scan_spelled(text: &[u8]) -> Option<Arc<Spelled>> {
+    crate::policy::spelled::scan(text)
+}
+
 /// The numbers the request spelled by hand (`policy::spelled`), when its
 /// transport found any in its text: over stdio in the message's own
 /// extensions (`transport`), over HTTP in the request's `Parts` (`http`,
