@@ -1,6 +1,6 @@
 //! What a catalog load leaves the allocator holding: the pages its
-//! temporaries freed go back to the system soon after they are freed while
-//! a load runs, and all at once when it is done (issue 32 item 2:
+//! temporaries freed go back to the system as they are freed while a load
+//! runs, and what is left all at once when it is done (issue 32 item 2:
 //! 10,000 tools under 300 MB, peak included).
 //!
 //! The binary's allocator is mimalloc (`main.rs`). It returns a freed page
@@ -26,21 +26,21 @@ use std::ffi::c_long;
 /// checks that it reads mimalloc 3's default delay.
 const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-/// The purge delay while a load runs, in milliseconds: short enough that
-/// the pages a tool's compilation frees are purged before the next few
-/// tools have made theirs, long enough that a page freed and taken again at
-/// once is not purged in between. Measured at 10,000 tools (BENCHMARKS.md,
-/// session 26): 0 ms lowered the peak as much, for twice the extra CPU.
-const LOADING_DELAY_MS: c_long = 10;
+/// The purge delay while a load runs, in milliseconds: none, a page is
+/// purged when it empties. Measured at 10,000 tools (BENCHMARKS.md, session
+/// 26): 10 ms left the peak where it was on a loaded machine (the purge
+/// waits for a thread to get round to it), 0 ms took 20–30 MB off it in
+/// every run, for about a tenth more CPU in the load.
+const LOADING_DELAY_MS: c_long = 0;
 
-/// Purging soon after pages are freed, for the time a load runs; dropped,
+/// Purging pages as they are freed, for the time a load runs; dropped,
 /// the delay is as it was and every page freed meanwhile is purged.
 #[must_use = "the short purge delay ends when this is dropped"]
 pub struct Loading {
     delay: c_long,
 }
 
-/// Starts purging freed pages after [`LOADING_DELAY_MS`], until the
+/// Starts purging freed pages after [`LOADING_DELAY_MS`] (at once), until the
 /// returned guard is dropped (at the end of the load). An explicit
 /// `MIMALLOC_PURGE_DELAY` in the environment is respected (the guard then
 /// only purges at the end).
