@@ -16,6 +16,7 @@ mod differential;
 pub mod exec;
 pub mod fence;
 pub mod fill;
+pub mod heap;
 pub mod http;
 pub mod jwt_crypto;
 pub mod meta_keys;

@@ -240,6 +240,9 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         };
         let own = own_of(decl.policy.as_deref());
         let shadow = own_of(decl.shadow_policy.as_deref());
+        // Boxed while the results wait to be put in order: a tool is about
+        // a kilobyte inline, and the threads' results, their ordered vector
+        // and the catalog's would otherwise each hold every tool's.
         compile_tool(file, at, decl, (&own, &shadow), &shared, opts).map(|(mut tool, ds)| {
             let roots: Vec<_> = own
                 .iter()
@@ -266,7 +269,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
                     .map(|i| library_files[i].path.clone())
                     .collect(),
             };
-            (tool, ds)
+            (Box::new(tool), ds)
         })
     });
     phase.compiled = started.elapsed();
@@ -275,7 +278,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         match c {
             Ok((tool, mut ds)) => {
                 diags.0.append(&mut ds);
-                tools.push(tool);
+                tools.push(*tool);
             }
             Err(mut ds) => diags.0.append(&mut ds),
         }

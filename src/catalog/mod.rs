@@ -95,8 +95,11 @@ pub struct Tool {
     pub resolvers: Vec<resolvers::Resolver>,
     /// Compiled once at load, for results of tools that declare `outputSchema`.
     output_validator: Option<std::sync::Arc<jsonschema::Validator>>,
-    /// Absent for tools with neither mapping rules nor a policy.
-    engines: Option<policy::EnginePool>,
+    /// Absent for tools with neither mapping rules nor a policy. Boxed: a
+    /// pool is 1 KB inline (most of it regorus' engine, `None` once shed),
+    /// twice the rest of a tool, and a 10,000-tool catalog held three vectors
+    /// of tools at its build's peak (issue 32 item 2).
+    engines: Option<Box<policy::EnginePool>>,
     /// How `tools/call` executes the tool; absent when it declares no `run`.
     pub run: Option<crate::run_plan::RunPlan>,
     /// What its `run:` needs from the machine, for `check` to look at.
@@ -329,7 +332,7 @@ impl Tool {
     /// What one evaluation of this tool's policy may spend.
     pub fn limits(&self) -> budget::Limits {
         self.engines
-            .as_ref()
+            .as_deref()
             .map_or_else(budget::Limits::default, policy::EnginePool::limits)
     }
 
@@ -337,7 +340,7 @@ impl Tool {
     /// coverage; `None` without a policy, an error when a shed engine
     /// cannot be made again (`policy::EnginePool::engine`).
     pub fn engine(&self) -> Option<Result<regorus::Engine, policy::EvalError>> {
-        self.engines.as_ref().map(policy::EnginePool::engine)
+        self.engines.as_deref().map(policy::EnginePool::engine)
     }
 
     /// Forgets the engine made again for a tool whose plan runs on
@@ -359,7 +362,7 @@ impl Tool {
     /// Should its texts not parse again, there is nothing to read: what
     /// evaluates the tool then fails closed and reports it.
     pub fn modules(&self) -> Vec<rego::PolicyModule> {
-        let Some(Ok(mut modules)) = self.engines.as_ref().map(policy::EnginePool::modules) else {
+        let Some(Ok(mut modules)) = self.engines.as_deref().map(policy::EnginePool::modules) else {
             return Vec::new();
         };
         modules.retain(|m| self.reach.keeps(&m.path));

@@ -105,6 +105,10 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     // Upstream MCP servers are started and listed before the catalog is
     // built: the build imports what they listed, as data.
     let reading = std::time::Instant::now();
+    // Most of what a load makes is freed within it (each tool's engine is
+    // made, warmed and dropped): purged as it is freed, it is not all held
+    // at the peak (`heap`).
+    let loading = crate::heap::loading();
     let mut source = load_source(&catalog_args).map_err(|d| Failure::from_diagnostics(&d))?;
     tracing::debug!(
         took_ms = reading.elapsed().as_millis() as u64,
@@ -155,6 +159,16 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
         "checked the catalog as regent check does"
     );
     drop(source);
+    // The build's and the check's temporaries are freed by now: their pages
+    // go back to the system before serving, and serving purges at the
+    // allocator's own pace again (`heap`).
+    let collecting = std::time::Instant::now();
+    drop(loading);
+    tracing::debug!(
+        took_us = collecting.elapsed().as_micros() as u64,
+        rss_kb = resident_kb(),
+        "returned the memory the load freed"
+    );
     for w in catalog.warnings.iter().chain(&checked.warnings) {
         tracing::warn!("{w}");
     }

@@ -255,7 +255,7 @@ pub(super) fn compile_tool(
                     }
                 }
                 let pool = pool.with_flagged(flagged);
-                engines = Some(if all_native {
+                engines = Some(Box::new(if all_native {
                     // The modules the build parsed, so that reading the
                     // shed tool's (`check::on_load`) parses none again.
                     let parsed = own.own.iter().chain(own.shadow);
@@ -269,7 +269,7 @@ pub(super) fn compile_tool(
                     .with_parsed(parsed)
                 } else {
                     pool
-                });
+                }));
                 plan = p;
                 visible = v;
                 upstream_request = ur;

@@ -1,0 +1,95 @@
+//! What a catalog load leaves the allocator holding: the pages its
+//! temporaries freed go back to the system as they are freed while a load
+//! runs, and what is left all at once when it is done (issue 32 item 2:
+//! 10,000 tools under 300 MB, peak included).
+//!
+//! The binary's allocator is mimalloc (`main.rs`). It returns a freed page
+//! to the system only after a delay (`purge_delay`, 1 s in mimalloc 3), and
+//! only when a later allocation or free gets round to it. A load frees most
+//! of what it makes within that second (each tool's engine made, warmed,
+//! lowered and dropped), so with the delay the freed pages pile up and the
+//! peak holds them; and a server that goes idle on its stdin right after
+//! the load can keep them for as long as it serves, which made the resident
+//! figure after start-up differ by 100 MB between runs of one binary. What
+//! stays live is not this module's concern (the build drops its
+//! temporaries); it only changes when the allocator lets go of what was
+//! already freed. Serving keeps mimalloc's delay, so that a request's
+//! allocations do not pay a system call for each page that empties.
+//!
+//! In builds that use another allocator (the library's unit tests) this
+//! acts on mimalloc's own, unused, heap: nothing to free, and harmless.
+
+use std::ffi::c_long;
+
+/// `mi_option_purge_delay` in mimalloc 3's `mimalloc.h` (the 16th option),
+/// which `libmimalloc-sys` 0.1 declares no constant for. The test below
+/// checks that it reads mimalloc 3's default delay.
+const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// The purge delay while a load runs, in milliseconds: none, a page is
+/// purged when it empties. Measured at 10,000 tools (BENCHMARKS.md, session
+/// 26): 10 ms left the peak where it was on a loaded machine (the purge
+/// waits for a thread to get round to it), 0 ms took 20–30 MB off it in
+/// every run, for about a tenth more CPU in the load.
+const LOADING_DELAY_MS: c_long = 0;
+
+/// Purging pages as they are freed, for the time a load runs; dropped,
+/// the delay is as it was and every page freed meanwhile is purged.
+#[must_use = "the short purge delay ends when this is dropped"]
+pub struct Loading {
+    delay: c_long,
+}
+
+/// Starts purging freed pages after [`LOADING_DELAY_MS`] (at once), until the
+/// returned guard is dropped (at the end of the load). An explicit
+/// `MIMALLOC_PURGE_DELAY` in the environment is respected (the guard then
+/// only purges at the end).
+pub fn loading() -> Loading {
+    // SAFETY: reading and setting an option is what mimalloc's options API
+    // is for; they may be changed at any time from any thread (the value is
+    // read when a purge is scheduled).
+    let delay = unsafe { libmimalloc_sys::mi_option_get(PURGE_DELAY) };
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, LOADING_DELAY_MS) };
+    }
+    Loading { delay }
+}
+
+impl Drop for Loading {
+    fn drop(&mut self) {
+        // SAFETY: as in `loading`. `mi_collect` takes no pointers; with
+        // `force` it frees this thread's empty pages and purges every page
+        // of the arenas waiting for its delay (those the build's worker
+        // threads freed before they ended included).
+        unsafe {
+            libmimalloc_sys::mi_option_set(PURGE_DELAY, self.delay);
+            libmimalloc_sys::mi_collect(true);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_option_is_the_purge_delay() {
+        // mimalloc 3 purges after 1,000 ms unless told otherwise; a wrong
+        // option number would read another option's default.
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+            let delay = unsafe { libmimalloc_sys::mi_option_get(PURGE_DELAY) };
+            assert_eq!(delay, 1000);
+        }
+        let guard = loading();
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+            let delay = unsafe { libmimalloc_sys::mi_option_get(PURGE_DELAY) };
+            assert_eq!(delay, LOADING_DELAY_MS);
+        }
+        let before = guard.delay;
+        drop(guard);
+        assert_eq!(
+            unsafe { libmimalloc_sys::mi_option_get(PURGE_DELAY) },
+            before
+        );
+    }
+}
