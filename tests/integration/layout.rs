@@ -166,14 +166,15 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
         &["analysis", "caller", "catalog", "check", "fence", "rego"],
     ),
     // The differential tests (test builds only): regent's evaluators and
-    // builtins against regorus and OPA, on the catalogs `catalog` builds.
-    // Nothing uses it.
+    // builtins against regorus and OPA, on the catalogs `catalog` builds,
+    // and whether `check` flags what fails closed. Nothing uses it.
     (
         "differential",
         &[
             "analysis",
             "caller",
             "catalog",
+            "check",
             "opa_builtins",
             "policy",
             "regex_samples",
