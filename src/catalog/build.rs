@@ -140,6 +140,9 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     let mut portability: HashMap<&str, Vec<rego::portability::Finding>> = HashMap::new();
     for f in found {
         diags.push(f.diagnostic.clone());
+        if !f.regorus {
+            continue;
+        }
         // A library package's under "": every engine holds it.
         let owner = owner_of(&f.package).unwrap_or("");
         portability.entry(owner).or_default().push(f);

@@ -73,6 +73,11 @@ pub struct Finding {
     pub rule: String,
     /// A warning: a load error is made of it by the build.
     pub diagnostic: Diagnostic,
+    /// Whether regorus answers the construct otherwise than OPA, so that a
+    /// tool running it on regorus is refused and its pool flagged; false
+    /// for one both evaluators fail closed on (`opa-number-text`), which
+    /// stays a warning.
+    pub regorus: bool,
 }
 
 /// What regent flags in `modules`, as warnings.
@@ -115,10 +120,12 @@ pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
             });
             *cx.assigned.borrow_mut() = assignments(rule);
             let mut push = |d: Diagnostic| {
+                let regorus = d.code != TEXT_CODE;
                 out.push(Finding {
                     package: m.package.clone(),
                     rule: name.clone(),
                     diagnostic: d,
+                    regorus,
                 })
             };
             // `x in c` as a statement of its own fails the body whether it
@@ -206,8 +213,15 @@ pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
                     {
                         push(arith_finding(span))
                     }
-                    Expr::Call { fcn, params, .. } => {
+                    Expr::Call {
+                        fcn, params, span, ..
+                    } => {
                         let name = path_of(fcn).join(".");
+                        if super::data_numbers::TEXT_BUILTINS.contains(&name.as_str())
+                            && params.iter().any(|p| writes_input_number(p, mi, facts))
+                        {
+                            push(text_finding(span));
+                        }
                         let at = match name.as_str() {
                             "regex.match" | "regex.is_valid" | "regex.split" | "regex.find_n" => 0,
                             "regex.replace" => 1,
@@ -314,6 +328,56 @@ fn arith_finding(span: &Span) -> Diagnostic {
         "{}; declare the arguments `type: integer` in inputSchema so regent knows they are",
         crate::opa_builtins::arith::PORTABLE
     ))
+}
+
+/// The code of [`text_finding`].
+const TEXT_CODE: &str = "opa-number-text";
+
+/// Whether `e` is, or is a literal holding, a reference into `input` that
+/// may be a number the client spelled: any but an argument every schema
+/// declares a string or boolean, and the strings regent puts in `input`. Locals and other rules' values are not
+/// followed (a finding must not be noise; evaluation fails closed anyway).
+fn writes_input_number(e: &Expr, module: usize, facts: &Facts) -> bool {
+    let may = |x: &Expr| writes_input_number(x, module, facts);
+    match e {
+        Expr::Array { items, .. } | Expr::Set { items, .. } => items.iter().any(|x| may(x)),
+        Expr::Object { fields, .. } => fields.iter().any(|(_, k, v)| may(k) || may(v)),
+        Expr::RefDot { .. } | Expr::RefBrack { .. } | Expr::Var { .. } => {
+            let path = path_of(e);
+            let p: Vec<&str> = path.iter().map(String::as_str).collect();
+            // regent's own strings: the tool's name, the caller's
+            // subject and issuer.
+            let strings = matches!(
+                p[..],
+                ["input", "tool"] | ["input", "caller", "subject" | "issuer"]
+            );
+            p.first() == Some(&"input")
+                && !strings
+                && !(p.len() > 2
+                    && p[1] == "arguments"
+                    && facts.argument_not_number(module, &path[2..]))
+        }
+        _ => false,
+    }
+}
+
+/// A builtin that writes a number's text, given a request's value that may
+/// be a number: OPA writes it back as the client spelled it, regent
+/// answers only where its own text is the same (`policy::spelled`,
+/// `opa_builtins::sprintf::text_unknown`) and fails closed otherwise, in
+/// both evaluators: a warning, never a refusal of the tool.
+fn text_finding(span: &Span) -> Diagnostic {
+    Diagnostic::warning(
+        TEXT_CODE,
+        span_location(span),
+        format!(
+            "`{}`: writes the text of a number the request may hold; OPA writes it back as the client spelled it (`1.50`, `1E2`) and some floats (from 1e16, below 1e-4) in Go's form; regent answers where its own text is OPA's and fails closed otherwise",
+            span.text()
+        ),
+    )
+    .with_help(
+        "declare the argument `type: string` (or `boolean`) in inputSchema if it is one, or compare the number instead of writing it",
+    )
 }
 
 fn regex_finding(pattern: &Expr, what: &str) -> Diagnostic {

@@ -59,6 +59,17 @@ impl Facts<'_> {
         })
     }
 
+    /// Whether every tool's inputSchema declares `input.arguments.<path>`
+    /// a string or a boolean: no number a client spells can be there.
+    pub(super) fn argument_not_number(&self, module: usize, path: &[String]) -> bool {
+        self.every_argument_schema(module, path, |at| {
+            matches!(
+                at.get("type").and_then(serde_json::Value::as_str),
+                Some("string" | "boolean")
+            )
+        })
+    }
+
     /// Whether the argument at `path` is declared, in every schema of the
     /// module's tools, a string of decimal digits: `type: string` with a
     /// `pattern` of [`digits_only`] (`^[0-9]+$`, `^\d{1,6}$`), so
