@@ -186,14 +186,21 @@ pub fn eval_query(
     to_json(value, limits)
 }
 
+/// regorus' timer at `limit`, checked every 32 steps of its interpreter:
+/// every engine's (`new_engine`), and the backstop `clocked` sets for a
+/// second attempt.
+fn timer(limit: std::time::Duration) -> ExecutionTimerConfig {
+    ExecutionTimerConfig {
+        limit,
+        check_interval: NonZeroU32::new(32).expect("non-zero"),
+    }
+}
+
 /// A new engine with regent's settings: Rego v1, a time limit on every
 /// evaluation and the memory guards of [`budget`] on size-driving builtins.
 pub fn new_engine(limits: Limits) -> Engine {
     let mut engine = Engine::new();
-    engine.set_execution_timer_config(ExecutionTimerConfig {
-        limit: limits.time,
-        check_interval: NonZeroU32::new(32).expect("non-zero"),
-    });
+    engine.set_execution_timer_config(timer(limits.time));
     // Installing on a fresh engine cannot collide with another extension.
     budget::install(&mut engine, limits).expect("guards install on a fresh engine");
     // A builtin given the wrong type is an error, not a silent undefined:

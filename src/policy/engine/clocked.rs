@@ -10,13 +10,11 @@
 //! backstop. What an evaluation spent and since when is `budget`'s; the
 //! evaluation around it (steps, answers, `in_time`) is the parent's.
 
-use std::num::NonZeroU32;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use regorus::Engine;
-use regorus::utils::limits::ExecutionTimerConfig;
 
-use super::{EvalError, eval_error};
+use super::{EvalError, eval_error, timer};
 use crate::policy::budget::{Limits, Scope};
 use crate::policy::clock;
 
@@ -102,13 +100,4 @@ fn time_out_message(scope: &Scope, limits: &Limits) -> String {
         "policy evaluation exceeded its time limit of {}",
         clock::limit_text(limits.time)
     )
-}
-
-/// regorus' timer at `limit`, checked every 32 steps of its interpreter,
-/// as `new_engine` sets it.
-fn timer(limit: Duration) -> ExecutionTimerConfig {
-    ExecutionTimerConfig {
-        limit,
-        check_interval: NonZeroU32::new(32).expect("non-zero"),
-    }
 }
