@@ -140,7 +140,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     let mut portability: HashMap<&str, Vec<rego::portability::Finding>> = HashMap::new();
     for f in found {
         diags.push(f.diagnostic.clone());
-        if !f.regorus {
+        if !f.regorus() {
             continue;
         }
         // A library package's under "": every engine holds it.

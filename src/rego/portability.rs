@@ -73,11 +73,16 @@ pub struct Finding {
     pub rule: String,
     /// A warning: a load error is made of it by the build.
     pub diagnostic: Diagnostic,
+}
+
+impl Finding {
     /// Whether regorus answers the construct otherwise than OPA, so that a
     /// tool running it on regorus is refused and its pool flagged; false
     /// for one both evaluators fail closed on (`opa-number-text`), which
     /// stays a warning.
-    pub regorus: bool,
+    pub fn regorus(&self) -> bool {
+        self.diagnostic.code != TEXT_CODE
+    }
 }
 
 /// What regent flags in `modules`, as warnings.
@@ -120,12 +125,10 @@ pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
             });
             *cx.assigned.borrow_mut() = assignments(rule);
             let mut push = |d: Diagnostic| {
-                let regorus = d.code != TEXT_CODE;
                 out.push(Finding {
                     package: m.package.clone(),
                     rule: name.clone(),
                     diagnostic: d,
-                    regorus,
                 })
             };
             // `x in c` as a statement of its own fails the body whether it
@@ -365,7 +368,8 @@ fn writes_input_number(e: &Expr, module: usize, facts: &Facts) -> bool {
 /// be a number: OPA writes it back as the client spelled it, regent
 /// answers only where its own text is the same (`policy::spelled`,
 /// `opa_builtins::sprintf::text_unknown`) and fails closed otherwise, in
-/// both evaluators: a warning, never a refusal of the tool.
+/// both evaluators: a warning, never a refusal of the tool
+/// ([`Finding::regorus`]).
 fn text_finding(span: &Span) -> Diagnostic {
     Diagnostic::warning(
         TEXT_CODE,
