@@ -132,16 +132,10 @@ fn catalogs(scratch: &Path) -> Vec<Case> {
             }
             continue;
         }
-        if e.differs.contains(&Outcome::FailClosed) {
-            match (unflagged(&dir), e.unflagged) {
-                (Some(why), false) => out.push((format!("{name} (check)"), Err(why), vec![])),
-                (None, true) => out.push((
-                    format!("{name} (check)"),
-                    Err("`regent check` flags it now: remove its `unflagged`".into()),
-                    vec![],
-                )),
-                _ => {}
-            }
+        if e.differs.contains(&Outcome::FailClosed)
+            && let Some(why) = unflagged(&dir)
+        {
+            out.push((format!("{name} (check)"), Err(why), vec![]));
         }
         out.push((name, built, e.differs));
     }
@@ -189,11 +183,6 @@ struct Construct {
     /// it cannot evaluate it as OPA does (issue 27).
     #[serde(default)]
     refused: Option<String>,
-    /// A construct that fails closed where OPA answers but that `regent
-    /// check` does not flag yet (the issue asks that it be); the test fails
-    /// on any other, and on a listed one that `check` now flags.
-    #[serde(default)]
-    unflagged: bool,
 }
 
 /// How one input came out.
