@@ -314,6 +314,21 @@ const MARKING: &str = r#"tools:
       cli: {program: touch, args: ["--", "{n}"], cwd: marks}
 "#;
 
+/// Whether a process regent started for `mark` may still make a marker:
+/// one running in `marks` (a `touch`), or one forked by regent and not yet
+/// `touch` (its command line is still regent's, which names `dir`; the
+/// killed regent itself, a zombie, has none).
+fn still_marking(marks: &Path, dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let marks = marks.canonicalize().unwrap();
+    let dir = dir.as_os_str().as_bytes();
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c == marks)
+            || std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| c.split(|&b| b == 0).any(|a| a == dir))
+    })
+}
+
 #[test]
 fn after_kill_9_every_side_effect_has_its_intent_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -347,8 +362,17 @@ fn after_kill_9_every_side_effect_has_its_intent_line() {
         .status()
         .unwrap();
     assert!(status.success());
-    // Processes already started finish on their own: let them.
-    std::thread::sleep(Duration::from_millis(500));
+    // Processes already started finish on their own: wait until none is
+    // left, so that every side effect is counted.
+    let deadline = Instant::now() + common::WAIT;
+    while still_marking(&marks, dir.path()) {
+        assert!(
+            Instant::now() < deadline,
+            "a `touch` regent started still runs after {:?}",
+            common::WAIT
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let ran: BTreeSet<String> = std::fs::read_dir(&marks)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().to_string())

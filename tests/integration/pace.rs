@@ -161,27 +161,28 @@ fn a_slow_upstream_request_rule_holds_up_nothing_else() {
     )
     .unwrap();
     let caps = json!({"sampling": {}});
-    let mut s = serve(
-        Era::Legacy,
-        tmp.path(),
-        &["--policy-timeout-ms", "3000"],
-        caps,
-    );
+    // rmcp's service logs each request it receives (debug): the line for
+    // the upstream's request is the moment regent has it and goes on to
+    // decide it, which is when the ping must be sent.
+    let mut cmd = common::regent();
+    cmd.arg("serve")
+        .args(["--skip-load-check", "--policy-timeout-ms", "3000"])
+        .arg(tmp.path())
+        .env(
+            "RUST_LOG",
+            "regent=info,rmcp=error,rmcp::service=debug,rmcp::transport::worker=off",
+        );
+    let mut s = Server::spawn_with(Era::Legacy, cmd, caps);
     let id = s.send_request(
         "tools/call",
         json!({"name": "ask", "arguments": {"ask": ["sample"]}}),
     );
-    // The upstream has the call, and sends its request at once: give it
-    // time to reach regent, whose rule then runs for 3 s.
-    let deadline = std::time::Instant::now() + common::WAIT;
-    while !std::fs::read_to_string(&calls).is_ok_and(|l| l.contains("call ask")) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the upstream got no call"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    let received = |l: &str| l.contains("received request") && l.contains("CreateMessage");
+    let log = s.stderr_until(|t| t.lines().any(received));
+    assert!(
+        log.lines().any(received),
+        "regent never received the upstream's request:\n{log}"
+    );
     let ping = s.request("ping", json!({}));
     assert!(ping.get("result").is_some(), "{ping}");
     let decided = |s: &Server| s.stderr().contains("\"kind\":\"upstream_request\"");
