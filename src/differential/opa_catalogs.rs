@@ -104,6 +104,9 @@ fn catalogs(scratch: &Path) -> Vec<Case> {
             format!("tools:\n  - name: t\n    policy: tools.t\n    inputSchema: {schema}\n"),
         )
         .unwrap();
+        if let Some(data) = &e.data {
+            std::fs::write(dir.join("data.json"), data).unwrap();
+        }
         std::fs::write(
             dir.join("t.rego"),
             format!("package tools.t\n\nimport rego.v1\n\n{}\n", e.rego),
@@ -183,6 +186,9 @@ struct Construct {
     /// it cannot evaluate it as OPA does (issue 27).
     #[serde(default)]
     refused: Option<String>,
+    /// A data file's JSON text, as spelled (`2E0`), beside the policy.
+    #[serde(default)]
+    data: Option<String>,
 }
 
 /// How one input came out.

@@ -1,5 +1,7 @@
-//! `json.marshal` as OPA writes it: Go's `encoding/json` (`json.Marshal`
-//! of the value as JSON, `topdown/encoding.go`).
+//! `json.marshal` and `json.marshal_with_options` as OPA writes them: Go's
+//! `encoding/json` (`json.Marshal` of the value as JSON, or
+//! `json.MarshalIndent` when the options ask for a layout,
+//! `topdown/encoding.go`).
 //!
 //! regorus writes with `serde_json`, which agrees with Go on the document's
 //! shape (keys in byte order, sets as sorted arrays) but not on its text:
@@ -9,6 +11,8 @@
 //! text: a non-integral one is written as `sprintf` writes it, the shortest
 //! text that reads back as it, in the spelling of JSON writers such as
 //! Python's (`1e-07`, `3.0`; see docs/policy-tooling.md, "regent and OPA").
+//! Both builtins go through one writer, [`write`]; the options' reading
+//! and errors are [`layout`]'s.
 
 use std::fmt::Write as _;
 
@@ -16,15 +20,111 @@ use regorus::Value;
 
 /// `json.marshal(x)`.
 pub(super) fn marshal(a: &[Value]) -> Option<anyhow::Result<Value>> {
-    if unknown_text(&a[0]) {
+    marshal_as("json.marshal", &a[0], None)
+}
+
+/// `json.marshal_with_options(x, opts)`: the options are read first, so
+/// a bad one is OPA's error whatever `x` holds.
+pub(super) fn marshal_with_options(a: &[Value]) -> Option<anyhow::Result<Value>> {
+    const NAME: &str = "json.marshal_with_options";
+    match layout(&a[1]) {
+        Ok(layout) => marshal_as(NAME, &a[0], layout.as_ref()),
+        Err(why) => super::error(NAME, why),
+    }
+}
+
+/// `x` written by `name`, compact or laid out as `layout` says.
+fn marshal_as(name: &str, x: &Value, layout: Option<&Layout>) -> Option<anyhow::Result<Value>> {
+    if unknown_text(x) {
         return super::error(
-            "json.marshal",
+            name,
             format!("{} (not supported by regent)", super::sprintf::TEXT_UNKNOWN),
         );
     }
     let mut out = String::new();
-    write(&mut out, &a[0])?;
+    if let Some(layout) = layout {
+        // `json.MarshalIndent` starts the lines after the first with the
+        // prefix; OPA puts it before the first one too.
+        out.push_str(&layout.prefix);
+    }
+    write(&mut out, x, layout, 0)?;
     Some(Ok(Value::from(out)))
+}
+
+/// Go's `json.MarshalIndent` layout: each element of a non-empty array or
+/// object on a line of its own, the line started by `prefix` and `indent`
+/// once per depth; `": "` between a key and its value; `[]` and `{}` as
+/// they are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub(crate) prefix: String,
+    pub(crate) indent: String,
+}
+
+/// The layout `json.marshal_with_options`' `opts` asks for, `None` for
+/// `json.marshal`'s compact text, or OPA's error (without the builtin's
+/// name). As OPA reads them: the keys in order, the first bad one the
+/// error; `prefix` or `indent` (a string; `indent` is a tab unless given)
+/// asks for a layout, unless `pretty` (a boolean) says otherwise, which
+/// alone asks for one when true.
+pub(crate) fn layout(opts: &Value) -> Result<Option<Layout>, String> {
+    let Value::Object(opts) = opts else {
+        return Err(format!(
+            "operand 2 must be object but got {}",
+            type_name(opts)
+        ));
+    };
+    let mut layout = Layout {
+        prefix: String::new(),
+        indent: "\t".into(),
+    };
+    let (mut implied, mut pretty) = (false, None);
+    for (i, (k, v)) in opts.iter().enumerate() {
+        let Value::String(key) = k else {
+            let mut text = String::new();
+            let _ = write(&mut text, k, None, 0);
+            return Err(format!(
+                "operand 2 failed to stringify key {text} at index {i}: operand {i} must be \
+                 string but got {}",
+                type_name(k)
+            ));
+        };
+        match (key.as_ref(), v) {
+            ("prefix" | "indent", Value::String(s)) => {
+                implied = true;
+                if key.as_ref() == "prefix" {
+                    layout.prefix = s.to_string();
+                } else {
+                    layout.indent = s.to_string();
+                }
+            }
+            ("prefix" | "indent", v) => {
+                return Err(format!(
+                    "operand 2 key {key:?} failed cast to string: operand {i} must be string but \
+                     got {}",
+                    type_name(v)
+                ));
+            }
+            ("pretty", Value::Bool(b)) => pretty = Some(*b),
+            ("pretty", _) => return Err(format!("operand 2 key {key:?} failed cast to bool")),
+            (key, _) => return Err(format!("operand 2 object contained unknown key {key:?}")),
+        }
+    }
+    Ok(pretty.unwrap_or(implied).then_some(layout))
+}
+
+/// OPA's name of a value's type in its errors.
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Set(_) => "set",
+        Value::Object(_) => "object",
+        Value::Undefined => "undefined",
+    }
 }
 
 /// `json.unmarshal(s)`: OPA keeps each number's text as `s` spells it
@@ -80,45 +180,81 @@ pub(super) fn unmarshal(a: &[Value]) -> Option<anyhow::Result<Value>> {
     None
 }
 
+/// `v` as Go writes it, at `depth` in `layout` (compact without one);
 /// `None` for an undefined value inside (regorus' answer).
-fn write(out: &mut String, v: &Value) -> Option<()> {
+fn write(out: &mut String, v: &Value, layout: Option<&Layout>, depth: usize) -> Option<()> {
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Number(_) => out.push_str(&super::sprintf::number_text(v)),
         Value::String(s) => string(out, s),
-        Value::Array(a) => list(out, a.iter())?,
-        Value::Set(s) => list(out, s.iter())?,
+        Value::Array(a) => list(out, a.iter().map(|e| (None, e)), ('[', ']'), layout, depth)?,
+        Value::Set(s) => list(out, s.iter().map(|e| (None, e)), ('[', ']'), layout, depth)?,
         Value::Object(o) => {
-            // A key that is not a string is written as its JSON text, and
-            // Go sorts the keys as written.
+            // A key that is not a string is written as its (compact) JSON
+            // text, and Go sorts the keys as written.
             let mut pairs = Vec::with_capacity(o.len());
             for (k, e) in o.iter() {
                 let key = match k {
                     Value::String(k) => k.to_string(),
                     k => {
                         let mut t = String::new();
-                        write(&mut t, k)?;
+                        write(&mut t, k, None, 0)?;
                         t
                     }
                 };
                 pairs.push((key, e));
             }
             pairs.sort_by(|a, b| a.0.cmp(&b.0));
-            out.push('{');
-            for (i, (k, e)) in pairs.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                string(out, &k);
-                out.push(':');
-                write(out, e)?;
-            }
-            out.push('}');
+            let items = pairs.iter().map(|(k, e)| (Some(k.as_str()), *e));
+            list(out, items, ('{', '}'), layout, depth)?;
         }
         Value::Undefined => return None,
     }
     Some(())
+}
+
+/// The elements of an array (no keys) or the pairs of an object between
+/// `brackets`, one a line in `layout`.
+fn list<'a>(
+    out: &mut String,
+    items: impl Iterator<Item = (Option<&'a str>, &'a Value)>,
+    brackets: (char, char),
+    layout: Option<&Layout>,
+    depth: usize,
+) -> Option<()> {
+    out.push(brackets.0);
+    let mut empty = true;
+    for (key, e) in items {
+        if !empty {
+            out.push(',');
+        }
+        empty = false;
+        if let Some(layout) = layout {
+            line(out, layout, depth + 1);
+        }
+        if let Some(key) = key {
+            string(out, key);
+            out.push_str(if layout.is_some() { ": " } else { ":" });
+        }
+        write(out, e, layout, depth + 1)?;
+    }
+    if let Some(layout) = layout
+        && !empty
+    {
+        line(out, layout, depth);
+    }
+    out.push(brackets.1);
+    Some(())
+}
+
+/// A new line of `layout` at `depth`.
+fn line(out: &mut String, layout: &Layout, depth: usize) {
+    out.push('\n');
+    out.push_str(&layout.prefix);
+    for _ in 0..depth {
+        out.push_str(&layout.indent);
+    }
 }
 
 /// Whether `v` holds a number whose text regent cannot know
@@ -131,18 +267,6 @@ fn unknown_text(v: &Value) -> bool {
         Value::Object(o) => o.iter().any(|(k, e)| unknown_text(k) || unknown_text(e)),
         _ => false,
     }
-}
-
-fn list<'a>(out: &mut String, items: impl Iterator<Item = &'a Value>) -> Option<()> {
-    out.push('[');
-    for (i, e) in items.enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        write(out, e)?;
-    }
-    out.push(']');
-    Some(())
 }
 
 /// Go's `encoding/json` string with HTML escaping (its default).
@@ -200,5 +324,133 @@ mod tests {
             out.as_string().unwrap().as_ref(),
             r#"{"[1,\"a\"]":null,"b":1,"true":2}"#
         );
+    }
+    fn with_options(json: &str, opts: &str) -> Result<String, String> {
+        let v = Value::from_json_str(json).unwrap();
+        let opts = Value::from_json_str(opts).unwrap();
+        with_options_of(v, opts)
+    }
+
+    fn with_options_of(v: Value, opts: Value) -> Result<String, String> {
+        match marshal_with_options(&[v, opts]).unwrap() {
+            Ok(out) => Ok(out.as_string().unwrap().to_string()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    #[test]
+    fn laid_out_as_go_lays_it_out() {
+        // OPA's answers, from its own engine: Go's `json.MarshalIndent`,
+        // the prefix before the first line too, `[]` and `{}` as they are,
+        // a tab when only `pretty` asks, compact when `pretty` is false.
+        let cases = [
+            (
+                r#"{"a": [1, {}, [], {"b": [[]]}], "c": "<"}"#,
+                r#"{"pretty": true}"#,
+                "{\n\t\"a\": [\n\t\t1,\n\t\t{},\n\t\t[],\n\t\t{\n\t\t\t\"b\": [\n\t\t\t\t[]\n\t\t\t]\n\t\t}\n\t],\n\t\"c\": \"\\u003c\"\n}",
+            ),
+            ("[1]", r#"{"prefix": "P"}"#, "P[\nP\t1\nP]"),
+            (
+                r#"{"a": [1, 2]}"#,
+                r#"{"prefix": "P", "indent": "--"}"#,
+                "P{\nP--\"a\": [\nP----1,\nP----2\nP--]\nP}",
+            ),
+            ("[1]", r#"{"pretty": false, "indent": "  "}"#, "[1]"),
+            ("[1]", "{}", "[1]"),
+            ("[]", r#"{"pretty": true, "prefix": "P"}"#, "P[]"),
+            ("1", r#"{"prefix": "P"}"#, "P1"),
+            ("[7.0, 2]", r#"{"indent": " "}"#, "[\n 7.0,\n 2\n]"),
+            ("[1, [2]]", r#"{"indent": ""}"#, "[\n1,\n[\n2\n]\n]"),
+            (
+                "[1]",
+                r#"{"pretty": true, "indent": "", "prefix": ""}"#,
+                "[\n1\n]",
+            ),
+            (
+                "[1, [2]]",
+                r#"{"indent": "\n<é\u2028"}"#,
+                "[\n\n<é\u{2028}1,\n\n<é\u{2028}[\n\n<é\u{2028}\n<é\u{2028}2\n\n<é\u{2028}]\n]",
+            ),
+        ];
+        for (v, opts, want) in cases {
+            assert_eq!(with_options(v, opts).as_deref(), Ok(want), "{v} {opts}");
+        }
+        // A set and keys that are not strings, as `json.marshal` writes them.
+        let mut keys = Value::from_json_str(r#"{"a": 1}"#)
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .clone();
+        keys.insert(Value::from(1), Value::from(2));
+        keys.insert(Value::from(true), Value::Null);
+        let set: std::collections::BTreeSet<Value> = [Value::from(3)].into();
+        keys.insert(Value::from("a"), Value::from(set));
+        let opts = Value::from_json_str(r#"{"indent": " "}"#).unwrap();
+        assert_eq!(
+            with_options_of(Value::from(keys), opts).as_deref(),
+            Ok("{\n \"1\": 2,\n \"a\": [\n  3\n ],\n \"true\": null\n}")
+        );
+    }
+
+    #[test]
+    fn bad_options_are_opas_errors() {
+        // OPA's errors (eval_type_error), from its own engine: the keys in
+        // order, the first bad one.
+        let cases = [
+            (r#"{"bogus": 1}"#, r#"object contained unknown key "bogus""#),
+            (
+                r#"{"pretty": true, "zzz": 1}"#,
+                r#"object contained unknown key "zzz""#,
+            ),
+            (
+                r#"{"pretty": "yes"}"#,
+                r#"key "pretty" failed cast to bool"#,
+            ),
+            (
+                r#"{"indent": 1}"#,
+                r#"key "indent" failed cast to string: operand 0 must be string but got number"#,
+            ),
+            (
+                r#"{"zzz": 1, "indent": 1}"#,
+                r#"key "indent" failed cast to string: operand 0 must be string but got number"#,
+            ),
+            (
+                r#"{"prefix": null}"#,
+                r#"key "prefix" failed cast to string: operand 0 must be string but got null"#,
+            ),
+            (
+                r#"{"pretty": 1, "prefix": 1}"#,
+                r#"key "prefix" failed cast to string: operand 0 must be string but got number"#,
+            ),
+            (
+                r#"{"abc": 1, "indent": 1}"#,
+                r#"object contained unknown key "abc""#,
+            ),
+            (r#""s""#, "must be object but got string"),
+        ];
+        for (opts, why) in cases {
+            assert_eq!(
+                with_options("[1]", opts),
+                Err(format!("json.marshal_with_options: operand 2 {why}")),
+                "{opts}"
+            );
+        }
+        let mut opts = Value::from_json_str(r#"{"zzz": 1}"#)
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .clone();
+        opts.insert(Value::from(1), Value::from("a"));
+        assert_eq!(
+            with_options_of(Value::from(1), Value::from(opts)),
+            Err(
+                "json.marshal_with_options: operand 2 failed to stringify key 1 at index 0: \
+                 operand 0 must be string but got number"
+                    .into()
+            )
+        );
+        // A number whose text regent does not know is refused, laid out
+        // or not.
+        assert!(with_options("[1e-7]", r#"{"pretty": true}"#).is_err());
     }
 }

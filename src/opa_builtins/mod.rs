@@ -29,6 +29,7 @@ pub(super) mod arith;
 mod encoding;
 pub(super) mod glob;
 mod json;
+pub(crate) use json::{Layout, layout as marshal_layout};
 pub(super) mod numbers;
 pub(super) mod regex;
 mod sprintf;
@@ -63,6 +64,7 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("units.parse", units::parse),
     ("format_int", numbers::format_int),
     ("json.marshal", json::marshal),
+    ("json.marshal_with_options", json::marshal_with_options),
     ("json.unmarshal", json::unmarshal),
     ("yaml.unmarshal", yaml::unmarshal),
     ("glob.match", glob::glob_match),

@@ -212,6 +212,50 @@ fn written(v: &Value, factor: u64, limits: &Limits) -> u64 {
     logical_size(v, limits.memory).map_or(u64::MAX, |n| n.saturating_mul(factor))
 }
 
+/// What `layout` adds to `v`'s compact text: the prefix before the first
+/// line, and for each element of a non-empty array or object and for its
+/// closing bracket a line (a newline, the prefix, the indent once per
+/// depth) and a space after a key. Stops counting (returning `None`) once
+/// it passes `limit`: every element adds at least its newline, so the walk
+/// costs at most the budget.
+fn laid_out(v: &Value, layout: &crate::opa_builtins::Layout, limit: u64) -> Option<u64> {
+    let (prefix, indent) = (layout.prefix.len() as u64, layout.indent.len() as u64);
+    let line = |depth: u64| {
+        indent
+            .saturating_mul(depth)
+            .saturating_add(prefix)
+            .saturating_add(2)
+    };
+    let mut total = prefix;
+    let mut stack = vec![(v, 0u64)];
+    while let Some((v, depth)) = stack.pop() {
+        let n = match v {
+            Value::Array(a) => {
+                stack.extend(a.iter().map(|e| (e, depth + 1)));
+                a.len()
+            }
+            Value::Set(s) => {
+                stack.extend(s.iter().map(|e| (e, depth + 1)));
+                s.len()
+            }
+            Value::Object(o) => {
+                stack.extend(o.values().map(|e| (e, depth + 1)));
+                o.len()
+            }
+            _ => 0,
+        } as u64;
+        if n > 0 {
+            total = total
+                .saturating_add(n.saturating_mul(line(depth + 1)))
+                .saturating_add(line(depth));
+        }
+        if total > limit {
+            return None;
+        }
+    }
+    Some(total)
+}
+
 /// The result size, in bytes, of a size-driving builtin for these arguments;
 /// `None` when the arguments are not of the builtin's types, in which case
 /// the builtin itself reports the type error.
@@ -334,7 +378,18 @@ const GUARDED: &[(&str, Estimate)] = &[
     }),
     ("json.marshal", |a, limits| Some(written(&a[0], 2, limits))),
     ("json.marshal_with_options", |a, limits| {
-        Some(written(&a[0], 4, limits))
+        // Go writes a character as up to six bytes (`\u003c`); a layout
+        // the options ask for (`opa_builtins::marshal_layout`) puts each
+        // element on a line of its own, after the prefix and the indent
+        // once per depth, which the indent multiplies.
+        let compact = written(&a[0], 6, limits);
+        let lines = match crate::opa_builtins::marshal_layout(&a[1]) {
+            Ok(Some(layout)) if compact < u64::MAX => {
+                laid_out(&a[0], &layout, limits.memory).unwrap_or(u64::MAX)
+            }
+            _ => 0,
+        };
+        Some(compact.saturating_add(lines))
     }),
     ("yaml.marshal", |a, limits| Some(written(&a[0], 4, limits))),
     ("json.unmarshal", |a, _| {
@@ -658,6 +713,36 @@ mod tests {
         let err = eval(&rego, 64 << 20).unwrap_err();
         assert!(err.contains("memory budget"), "{err}");
         assert_eq!(logical_size(&Value::from("ab"), 100), Some(4));
+    }
+
+    #[test]
+    fn a_layout_is_charged_as_the_indent_multiplies_it() {
+        // 1,000 numbers: compact they are small; each on a line after an
+        // indent of 2,000 bytes, 2 MB, past a budget of 1 MiB.
+        let indent = r#"s := concat("", [" " | some _ in numbers.range(1, 2000)])"#;
+        let v = "v := numbers.range(1, 1000)";
+        let ok = eval(
+            &format!(
+                "{indent}\n{v}\nx := count(json.marshal_with_options(v, {{\"indent\": s, \"pretty\": false}}))"
+            ),
+            1 << 20,
+        );
+        assert_eq!(ok.as_deref(), Ok("3894"));
+        let err = eval(
+            &format!("{indent}\n{v}\nx := count(json.marshal_with_options(v, {{\"indent\": s}}))"),
+            1 << 20,
+        )
+        .unwrap_err();
+        assert!(err.contains("memory budget"), "{err}");
+        let layout = crate::opa_builtins::Layout {
+            prefix: "P".into(),
+            indent: "--".into(),
+        };
+        // `P[\nP--1,\nP--[\nP----2\nP--]\nP]` is 27 bytes, 20 more than
+        // `[1,[2]]`: bounded by 26.
+        let v = Value::from_json_str("[1, [2]]").unwrap();
+        assert_eq!(laid_out(&v, &layout, 100), Some(26));
+        assert_eq!(laid_out(&v, &layout, 10), None);
     }
 
     #[test]

@@ -16,6 +16,12 @@
 //!   number's text ([`TEXT_BUILTINS`]): any of them could be handed the
 //!   number, and the data is in every engine, so the catalog is refused
 //!   rather than answer another text;
+//! - an error for an integer spelled with an exponent (`2E0`, `1e3`) when a
+//!   policy of the catalog reads an integer from a value it cannot see
+//!   ([`INTEGER_BUILTINS`], or an index that is not a literal): OPA never
+//!   reads such a text as an integer (`substring(s, 0, data.n)` is a type
+//!   error, `arr[data.n]` undefined), where regent reads the integral value
+//!   as one and answers;
 //! - a warning otherwise: nothing can show the text, so regent answers as
 //!   OPA does, until a policy writes numbers.
 //!
@@ -43,11 +49,29 @@ pub const TEXT_BUILTINS: &[&str] = &[
     "strings.render_template",
 ];
 
+/// Builtins that read an operand as an integer as OPA does
+/// (`builtins.IntOperand`): given a number spelled with an exponent they
+/// answer `must be integer number` in OPA, whatever its value (asked of
+/// OPA with the data as JSON text; `numbers.range`, `bits.*`, `format_int`,
+/// `round` accept it).
+pub const INTEGER_BUILTINS: &[&str] =
+    &["substring", "array.slice", "regex.find_n", "time.add_date"];
+
+/// What a policy does with a number that [`first_reader`] looks for.
+#[derive(Clone, Copy, PartialEq)]
+enum Reads {
+    /// Writes its text ([`TEXT_BUILTINS`]).
+    Text,
+    /// Reads it as an integer ([`INTEGER_BUILTINS`], an index).
+    Integer,
+}
+
 /// The diagnostics for `data`'s numbers, given every policy module of the
 /// catalog.
 pub fn check(data: &[DataSource], modules: &[PolicyModule]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     let mut writer: Option<Option<(String, Location)>> = None;
+    let mut integer_reader: Option<Option<(String, Location)>> = None;
     for file in data {
         for n in &file.numbers {
             let Ok(parsed) = serde_json::from_str::<serde_json::Value>(&n.text) else {
@@ -73,7 +97,34 @@ pub fn check(data: &[DataSource], modules: &[PolicyModule]) -> Vec<Diagnostic> {
                     ),
                 ),
                 Spelling::Respelled(ours) => {
-                    let writer = writer.get_or_insert_with(|| text_writer(modules));
+                    let writer = writer.get_or_insert_with(|| first_reader(modules, Reads::Text));
+                    let integral = matches!(&held, regorus::Value::Number(n)
+                        if n.as_f64().is_some_and(|f| f.fract() == 0.0));
+                    if writer.is_none()
+                        && integral
+                        && text.contains(['e', 'E'])
+                        && !ours.contains('e')
+                        && let Some((what, place)) = integer_reader
+                            .get_or_insert_with(|| first_reader(modules, Reads::Integer))
+                    {
+                        let int = ours.trim_end_matches(".0");
+                        out.push(
+                            Diagnostic::error(
+                                "opa-data-number",
+                                at,
+                                format!(
+                                    "this integer is spelled {text}, with an exponent, which OPA \
+                                     never reads as an integer (`substring`, `array.slice` answer \
+                                     `must be integer number`, an array index with it is \
+                                     undefined) where regent reads it as the integer {int}; \
+                                     the catalog \
+                                     {what} ({place}), so regent refuses it"
+                                ),
+                            )
+                            .with_help(format!("spell it {int}, without an exponent")),
+                        );
+                        continue;
+                    }
                     let said = format!(
                         "this number is spelled {text}, which OPA keeps and writes back in \
                          json.marshal and sprintf, where regent would write {ours}"
@@ -84,7 +135,7 @@ pub fn check(data: &[DataSource], modules: &[PolicyModule]) -> Vec<Diagnostic> {
                             "opa-data-number",
                             at,
                             format!(
-                                "{said}; the catalog calls `{name}` ({place}), so regent \
+                                "{said}; the catalog {name} ({place}), so regent \
                                  refuses it"
                             ),
                         )
@@ -100,8 +151,11 @@ pub fn check(data: &[DataSource], modules: &[PolicyModule]) -> Vec<Diagnostic> {
     out
 }
 
-/// The first call of a [`TEXT_BUILTINS`] builtin in `modules`, and where.
-fn text_writer(modules: &[PolicyModule]) -> Option<(String, Location)> {
+/// The first place in `modules` that `reads` a number, what it does there
+/// (`` calls `sprintf` ``, `indexes with a computed key`) and where: a call
+/// of a [`TEXT_BUILTINS`] or an [`INTEGER_BUILTINS`] builtin, or for an
+/// integer, an index that is not a literal (it could be the number).
+fn first_reader(modules: &[PolicyModule], reads: Reads) -> Option<(String, Location)> {
     let functions = user_functions(modules);
     for m in modules {
         let aliases = aliases(m);
@@ -111,17 +165,41 @@ fn text_writer(modules: &[PolicyModule]) -> Option<(String, Location)> {
                 if found.is_some() {
                     return false;
                 }
-                if let Expr::Call { fcn, .. } = e {
-                    let written = path_of(fcn);
-                    // An unknown function is `lint`'s error; one this
-                    // build of regorus lacks is still a writer here.
-                    if let Callee::Builtin(name, _) | Callee::Unknown(name) =
-                        resolve_call(&written, &m.package, &aliases, &functions)
-                        && TEXT_BUILTINS.contains(&name.as_str())
+                let list = match reads {
+                    Reads::Text => TEXT_BUILTINS,
+                    Reads::Integer => INTEGER_BUILTINS,
+                };
+                match e {
+                    Expr::Call { fcn, .. } => {
+                        let written = path_of(fcn);
+                        // An unknown function is `lint`'s error; one this
+                        // build of regorus lacks is still a reader here.
+                        if let Callee::Builtin(name, _) | Callee::Unknown(name) =
+                            resolve_call(&written, &m.package, &aliases, &functions)
+                            && list.contains(&name.as_str())
+                        {
+                            found =
+                                Some((format!("calls `{name}`"), span_location(root_span(fcn))));
+                            return false;
+                        }
+                    }
+                    Expr::RefBrack { index, .. }
+                        if reads == Reads::Integer
+                            && !matches!(
+                                index.as_ref(),
+                                Expr::String { .. }
+                                    | Expr::RawString { .. }
+                                    | Expr::Number { .. }
+                                    | Expr::Bool { .. }
+                            ) =>
                     {
-                        found = Some((name, span_location(root_span(fcn))));
+                        found = Some((
+                            "indexes with a computed key".into(),
+                            span_location(index.span()),
+                        ));
                         return false;
                     }
+                    _ => {}
                 }
                 true
             });

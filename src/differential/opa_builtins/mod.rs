@@ -172,6 +172,9 @@ enum Kind {
     /// `1_000`, `1e3`, timestamps, `~`), with indicators, tags, anchors
     /// and the generator's strings among them.
     Yaml,
+    /// `json.marshal_with_options`' options: `pretty`, `indent`, `prefix`
+    /// (now and then of another type), and now and then an unknown key.
+    MarshalOpts,
 }
 
 /// Scalars and pieces of YAML for [`Kind::Yaml`].
@@ -268,6 +271,23 @@ fn arg(rng: &mut Rng, kind: Kind) -> (Json, u8) {
         Kind::Num => (number(rng), 0),
         Kind::Any => (any(rng, 0), 0),
         Kind::Yaml => (json!(yaml(rng)), 0),
+        Kind::MarshalOpts => {
+            let mut m = serde_json::Map::new();
+            for key in ["pretty", "indent", "prefix", "other"] {
+                let n = if key == "other" { 8 } else { 2 };
+                if rng.below(n) != 0 {
+                    continue;
+                }
+                let v = match (key, rng.below(7)) {
+                    (_, 0) => any(rng, 1),
+                    ("pretty", _) => json!(rng.below(2) == 0),
+                    (_, 1) => json!(string(rng)),
+                    (_, k) => json!(["", " ", "\t", "--", "P>"][k - 2]),
+                };
+                m.insert(key.into(), v);
+            }
+            (Json::Object(m), 0)
+        }
         Kind::Strs => (
             Json::Array((0..rng.below(4)).map(|_| json!(string(rng))).collect()),
             0,
@@ -374,6 +394,8 @@ const COVERED: &[(&str, &[Kind])] = &[
     ("urlquery.encode_object", &[Obj]),
     ("semver.is_valid", &[Any]),
     ("semver.compare", &[Str, Str]),
+    // Last, so the cases generated for the others stay as they were.
+    ("json.marshal_with_options", &[Any, MarshalOpts]),
 ];
 
 /// Builtins whose differences from OPA are known and not fixed here yet

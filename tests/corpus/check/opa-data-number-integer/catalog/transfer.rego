@@ -1,0 +1,5 @@
+package tools.transfer
+
+import rego.v1
+
+deny contains "a test account" if substring(input.arguments.account, data.limits.skip, 4) == "test"
