@@ -28,6 +28,12 @@ pub struct Caller {
     pub issuer: String,
     /// Every claim of the token, `sub` and `iss` included.
     pub claims: Map<String, Value>,
+    /// The claims' numbers spelled otherwise than regent writes them
+    /// (`1E2`, `2.50`), as their text spelled them: found in a token's
+    /// decoded payload by whoever verified it (`policy::spelled`, through
+    /// `protocol::claims_spelled`), so that a request's evaluations refuse
+    /// to write them as the request's own. Empty for a written caller.
+    pub spelled: Vec<Box<str>>,
 }
 
 impl Caller {
@@ -130,6 +136,7 @@ impl CallerDocument {
             subject: self.subject,
             issuer,
             claims,
+            spelled: Vec::new(),
         })
     }
 }

@@ -38,6 +38,7 @@ mod entry;
 mod format;
 mod line;
 mod mask;
+mod sent;
 
 use std::fs::OpenOptions;
 use std::path::Path;

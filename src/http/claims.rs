@@ -34,6 +34,20 @@ const REGISTERED_HEADERS: &[&str] = &[
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused(pub &'static str);
 
+/// The numbers of a verified token's claims spelled otherwise than regent
+/// writes them (`1E2`, `2.50`), found in the payload's own JSON text as
+/// requests' are (`protocol::claims_spelled`): OPA, given the claims, writes
+/// that text back. A payload that does not decode (`jsonwebtoken` decoded
+/// it already, so it cannot happen) refuses the token.
+pub fn spelled(token: &str) -> Result<Vec<Box<str>>, Refused> {
+    let payload = token
+        .split('.')
+        .nth(1)
+        .and_then(|p| URL_SAFE_NO_PAD.decode(p).ok())
+        .ok_or(Refused("the token's payload is not base64url-encoded JSON"))?;
+    Ok(crate::protocol::claims_spelled(&payload))
+}
+
 /// Refuses a token whose header has a `crit` parameter. regent understands
 /// no JWS extension, so any well-formed `crit` names one it does not
 /// understand, which RFC 7515 says makes the token invalid; an empty or

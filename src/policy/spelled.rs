@@ -35,10 +35,16 @@ use regorus::Value;
 
 use crate::opa_builtins::numbers::{Spelling, spelling};
 
-/// The numbers one request spelled otherwise than regent writes them.
+/// The numbers one request spelled otherwise than regent writes them, and
+/// the request's text (the decision log writes its arguments from it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spelled {
     numbers: Vec<Hand>,
+    /// The request's text [`scan`] read, kept only when it found a number:
+    /// with `--log-arguments`, the decision line writes the arguments'
+    /// numbers from it as sent (`decisions::sent`). `None` when only a
+    /// caller's claims spelled some ([`Spelled::joined`]).
+    text: Option<Arc<[u8]>>,
 }
 
 /// One number spelled by hand.
@@ -72,6 +78,35 @@ impl Spelled {
         self.numbers.iter().map(|h| &*h.text).collect()
     }
 
+    /// The request's text this was scanned from, as its transport read it
+    /// (`None` when only its caller's claims spelled numbers).
+    pub fn text(&self) -> Option<&Arc<[u8]>> {
+        self.text.as_ref()
+    }
+
+    /// The numbers a request's evaluations must see: its own (`request`,
+    /// whose text is kept) and its caller's claims' (`claims`, the texts
+    /// [`claim_numbers`] found in them). A claims' text that no longer
+    /// reads as a number spelled by hand adds nothing.
+    pub fn joined(request: Option<&Arc<Spelled>>, claims: &[Box<str>]) -> Option<Arc<Spelled>> {
+        if claims.is_empty() {
+            return request.cloned();
+        }
+        let mut joined = match request {
+            Some(r) => Spelled::clone(r),
+            None => Spelled {
+                numbers: Vec::new(),
+                text: None,
+            },
+        };
+        for h in claims.iter().filter_map(|t| hand(t.as_bytes())) {
+            if !joined.numbers.contains(&h) {
+                joined.numbers.push(h);
+            }
+        }
+        (!joined.numbers.is_empty()).then(|| Arc::new(joined))
+    }
+
     /// The first number of `v` (any depth, keys too) spelled by hand, and
     /// whether only its bare `sprintf` would be the same.
     fn find(&self, v: &Value) -> Option<&Hand> {
@@ -92,6 +127,25 @@ impl Spelled {
 /// parser refuses it later). Integers of at most 18 digits, by far the
 /// most numbers, are written as spelled (`-0` aside) and never parsed here.
 pub fn scan(text: &[u8]) -> Option<Arc<Spelled>> {
+    let numbers = numbers(text);
+    (!numbers.is_empty()).then(|| {
+        Arc::new(Spelled {
+            numbers,
+            text: Some(text.into()),
+        })
+    })
+}
+
+/// The numbers of `text`, a caller's claims as JSON (a token's decoded
+/// payload), spelled otherwise than regent writes them, as their text
+/// spelled them: what `Caller::spelled` keeps for [`Spelled::joined`]
+/// (the claims' text itself is not kept: a decision line never holds it).
+pub fn claim_numbers(text: &[u8]) -> Vec<Box<str>> {
+    numbers(text).into_iter().map(|h| h.text).collect()
+}
+
+/// The numbers of `text` spelled by hand ([`scan`]'s walk).
+fn numbers(text: &[u8]) -> Vec<Hand> {
     let mut numbers = Vec::new();
     let n = text.len();
     let mut i = 0;
@@ -124,7 +178,7 @@ pub fn scan(text: &[u8]) -> Option<Arc<Spelled>> {
             _ => i += 1,
         }
     }
-    (!numbers.is_empty()).then(|| Arc::new(Spelled { numbers }))
+    numbers
 }
 
 /// Whether `token`, a number with a fraction or an exponent, is plainly
@@ -215,6 +269,12 @@ fn hand(token: &[u8]) -> Option<Hand> {
 thread_local! {
     /// The numbers of the request whose policies this thread evaluates.
     static CURRENT: RefCell<Option<Arc<Spelled>>> = const { RefCell::new(None) };
+}
+
+/// The numbers of the request whose policies this thread evaluates now
+/// (inside [`with`]), for what records the request (its decision line).
+pub fn current() -> Option<Arc<Spelled>> {
+    CURRENT.with(|c| c.borrow().clone())
 }
 
 /// Runs `f`, the evaluations of one request, with `spelled` its numbers
