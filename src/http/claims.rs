@@ -16,7 +16,10 @@
 //! audience, and which of the claims are required (`jsonwebtoken`'s
 //! `Validation`, set up by [`super::jwt`]). Only the types and ranges of
 //! claims that are present are checked here, and `iat`'s place in time,
-//! which `jsonwebtoken` does not check.
+//! which `jsonwebtoken` does not check. And, once a token verified, the
+//! numbers its payload's text spells by hand ([`spelled`], for
+//! `Caller::spelled`; the scan is `policy::spelled`'s, reached through
+//! `protocol`).
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

@@ -21,6 +21,14 @@
 //! would write. Everything else (comparisons, arithmetic, other builtins,
 //! other numbers) is answered as before.
 //!
+//! A caller's claims are JSON text too (a token's payload): `http` scans
+//! them when the token verifies ([`claim_numbers`], kept in
+//! `Caller::spelled`), and [`Spelled::joined`] adds them to the request's
+//! for its evaluations. The request's text is kept with its numbers
+//! ([`Spelled::text`]): with `--log-arguments` the decision log writes the
+//! arguments' numbers from it as the client spelled them
+//! (`decisions::sent`).
+//!
 //! Matched by value, not provenance: the same number computed, or spelled
 //! canonically elsewhere in the request, is refused too. A number regent
 //! cannot hold (`0.1000000000000000000001`, a 22-digit integer) is kept as
