@@ -14,7 +14,7 @@ pub fn run(args: &ResolveArgs) -> Result<i32, Failure> {
     let (arguments, text) = arguments(args)?;
     let caller = match &args.caller {
         Some(path) => Some(
-            crate::caller::Caller::from_file(path)
+            crate::caller::Caller::from_file(path, crate::policy::spelled::claim_numbers)
                 .map_err(|d| Failure::new(exit::CANNOT_RUN, d.render().trim_end().to_string()))?,
         ),
         None => None,

@@ -382,7 +382,7 @@ fn a_token_whose_claims_do_not_match_the_caller_schema_gets_no_decision() {
 
 /// Tools whose policies read the caller's `level` claim: `writes_level`
 /// writes it (`json.marshal`), `compares_level` only compares it.
-const LEVEL_TOOLS: &str = r#"tools:
+pub(crate) const LEVEL_TOOLS: &str = r#"tools:
   - name: writes_level
     description: writes the caller's level
     inputSchema: {type: object}
@@ -397,16 +397,8 @@ const LEVEL_TOOLS: &str = r#"tools:
     run: {cli: {program: "true"}}
 "#;
 
-/// A token's claims are JSON text too: a claim spelled by hand (`1E2`,
-/// `2.50`), which OPA given these claims writes back as spelled
-/// (`json.marshal` answers `1E2`; asked through tests/opa/oracle.py), fails
-/// closed where a policy writes it, as a request's own number does, and is
-/// answered where it is only compared. Real tokens (EdDSA and ES256), every
-/// era, resolve and call.
-#[test]
-fn claims_spelled_by_hand_are_refused_where_a_policy_writes_them() {
-    let keys = Keys::new();
-    let dir = std::path::PathBuf::from(keys.catalog());
+/// Writes [`LEVEL_TOOLS`] and their policies into the catalog `dir`.
+pub(crate) fn write_level_tools(dir: &std::path::Path) {
     std::fs::write(dir.join("level.yaml"), LEVEL_TOOLS).unwrap();
     std::fs::write(
         dir.join("writes_level.rego"),
@@ -418,6 +410,18 @@ fn claims_spelled_by_hand_are_refused_where_a_policy_writes_them() {
         "package tools.compares_level\n\ndeny contains \"level over 50\" if input.caller.claims.level > 50\n",
     )
     .unwrap();
+}
+
+/// A token's claims are JSON text too: a claim spelled by hand (`1E2`,
+/// `2.50`), which OPA given these claims writes back as spelled
+/// (`json.marshal` answers `1E2`; asked through tests/opa/oracle.py), fails
+/// closed where a policy writes it, as a request's own number does, and is
+/// answered where it is only compared. Real tokens (EdDSA and ES256), every
+/// era, resolve and call.
+#[test]
+fn claims_spelled_by_hand_are_refused_where_a_policy_writes_them() {
+    let keys = Keys::new();
+    write_level_tools(std::path::Path::new(&keys.catalog()));
     let http = keys.serve();
     // The level as the token spells it, and what writing it answers.
     let cases: &[(&str, Option<&str>)] = &[

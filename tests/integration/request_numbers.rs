@@ -392,3 +392,70 @@ fn hand_spelled_numbers_are_logged_as_sent_over_http() {
     }
     logged_as_sent(&log, &sent);
 }
+
+/// A written caller's claims (`regent resolve --caller`, `serve
+/// --caller-file`) are scanned in the document's text as a token's are: a
+/// claim spelled `1E2` fails closed where a policy writes it, and is
+/// answered where it is compared.
+#[test]
+fn a_written_callers_numbers_spelled_by_hand_are_refused_where_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = tmp.path().join("catalog");
+    std::fs::create_dir(&cat).unwrap();
+    crate::http_jwt_claims::write_level_tools(&cat);
+    let cat = cat.to_str().unwrap().to_string();
+    for (name, text, spelled) in [
+        (
+            "c.json",
+            r#"{"subject": "alice", "claims": {"level": 1E2}}"#,
+            Some("1E2"),
+        ),
+        (
+            "c.yaml",
+            "subject: alice\nclaims: {level: 75.50}\n",
+            Some("75.50"),
+        ),
+        (
+            "plain.json",
+            r#"{"subject": "alice", "claims": {"level": 75.5}}"#,
+            None,
+        ),
+    ] {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let path = path.to_str().unwrap();
+        let resolve = |tool: &str| {
+            regent()
+                .args(["resolve", "--config", &cat, "--caller", path, tool, "{}"])
+                .output()
+                .unwrap()
+        };
+        let out = resolve("writes_level");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        match spelled {
+            Some(t) => {
+                assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+                let want = format!("the request spelled the number {t}");
+                assert!(stderr.contains(&want), "{name}: {stderr}");
+            }
+            None => assert_eq!(out.status.code(), Some(0), "{name}: {stderr}"),
+        }
+        let out = resolve("compares_level");
+        assert_eq!(out.status.code(), Some(0), "{name}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("level over 50"));
+
+        // `serve --caller-file`, over stdio.
+        let mut server = Server::start(Era::Legacy, &["--caller-file", path, &cat]);
+        let r = server.resolve_response("writes_level", json!({}));
+        match spelled {
+            Some(t) => {
+                assert!(r.get("error").is_some(), "{name}: {r}");
+                let want = format!("the request spelled the number {t}");
+                server.stderr_until(|l| l.contains(&want));
+            }
+            None => assert!(r.to_string().contains("level 75.5"), "{name}: {r}"),
+        }
+        let r = server.resolve_response("compares_level", json!({}));
+        assert!(r.to_string().contains("level over 50"), "{name}: {r}");
+    }
+}
