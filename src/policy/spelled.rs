@@ -78,6 +78,9 @@ struct Hand {
     /// wants one, `substring`, `array.slice`, answers `must be integer
     /// number`), where regent holds the integral value and reads it as one.
     not_integer: bool,
+    /// Whether a caller's claims spelled it, not the request
+    /// ([`Spelled::joined`]): the refusal says which, and whom to ask.
+    claim: bool,
 }
 
 impl Spelled {
@@ -107,8 +110,9 @@ impl Spelled {
                 text: None,
             },
         };
-        for h in claims.iter().filter_map(|t| hand(t.as_bytes())) {
-            if !joined.numbers.contains(&h) {
+        for mut h in claims.iter().filter_map(|t| hand(t.as_bytes())) {
+            if !joined.numbers.iter().any(|x| x.text == h.text) {
+                h.claim = true;
                 joined.numbers.push(h);
             }
         }
@@ -271,6 +275,7 @@ fn hand(token: &[u8]) -> Option<Hand> {
         lost,
         sprintf_same: !lost && !(exponent && (integral || !text.contains('.'))),
         not_integer: !lost && exponent && integral,
+        claim: false,
     })
 }
 
@@ -367,29 +372,45 @@ pub(crate) fn check(name: &str, args: &[Value]) -> anyhow::Result<()> {
 /// with an exponent.
 fn not_integer(name: &str, h: &Hand) -> String {
     let Hand { text, ours, .. } = h;
+    let (who, fix) = if h.claim {
+        (
+            "the caller's claims",
+            "have the token's issuer (or the caller document) spell the claim without one",
+        )
+    } else {
+        ("the request", "send the number without an exponent")
+    };
     format!(
-        "{name}: the request spelled the number {text} with an exponent, which OPA never reads as \
+        "{name}: {who} spelled the number {text} with an exponent, which OPA never reads as \
          an integer (a builtin that wants one answers `must be integer number`) where regent \
          reads {ours} as one: not supported by regent, which refuses rather than answer otherwise; \
-         send the number without an exponent, or compare it instead"
+         {fix}, or compare it instead"
     )
 }
 
 /// Why `name` refuses `h`: what OPA writes, what regent would, the fix.
 fn refusal(name: &str, h: &Hand) -> String {
     let Hand { text, ours, .. } = h;
+    let (who, send) = if h.claim {
+        (
+            "the caller's claims",
+            "have the token's issuer (or the caller document) spell the claim",
+        )
+    } else {
+        ("the request", "send the number")
+    };
     if h.lost {
         format!(
-            "{name}: the request spelled the number {text}, which OPA writes back as spelled and \
+            "{name}: {who} spelled the number {text}, which OPA writes back as spelled and \
              regent's numbers cannot hold (the nearest is {ours}): not supported by regent, which \
-             refuses rather than write another text; send the number with at most 17 significant \
+             refuses rather than write another text; {send} with at most 17 significant \
              digits, or compare it instead of writing it"
         )
     } else {
         format!(
-            "{name}: the request spelled the number {text}, which OPA writes back as spelled where \
+            "{name}: {who} spelled the number {text}, which OPA writes back as spelled where \
              regent would write {ours}: not supported by regent, which refuses rather than write \
-             another text; send the number as JSON writers spell it ({ours}), or compare it \
+             another text; {send} as JSON writers spell it ({ours}), or compare it \
              instead of writing it"
         )
     }

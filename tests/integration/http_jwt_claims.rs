@@ -456,7 +456,7 @@ fn claims_spelled_by_hand_are_refused_where_a_policy_writes_them() {
                                 r.get("error").is_some() || r["result"]["isError"] == json!(true);
                             assert!(failed, "{what} {method}: {r}");
                             http.wait_for_stderr(&format!(
-                                "json.marshal: the request spelled the number {level}"
+                                "json.marshal: the caller's claims spelled the number {level}"
                             ));
                         }
                     }

@@ -435,7 +435,7 @@ fn a_written_callers_numbers_spelled_by_hand_are_refused_where_written() {
         match spelled {
             Some(t) => {
                 assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
-                let want = format!("the request spelled the number {t}");
+                let want = format!("the caller's claims spelled the number {t}");
                 assert!(stderr.contains(&want), "{name}: {stderr}");
             }
             None => assert_eq!(out.status.code(), Some(0), "{name}: {stderr}"),
@@ -450,7 +450,7 @@ fn a_written_callers_numbers_spelled_by_hand_are_refused_where_written() {
         match spelled {
             Some(t) => {
                 assert!(r.get("error").is_some(), "{name}: {r}");
-                let want = format!("the request spelled the number {t}");
+                let want = format!("the caller's claims spelled the number {t}");
                 server.stderr_until(|l| l.contains(&want));
             }
             None => assert!(r.to_string().contains("level 75.5"), "{name}: {r}"),
