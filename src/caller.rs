@@ -28,6 +28,13 @@ pub struct Caller {
     pub issuer: String,
     /// Every claim of the token, `sub` and `iss` included.
     pub claims: Map<String, Value>,
+    /// The claims' numbers spelled otherwise than regent writes them
+    /// (`1E2`, `2.50`), as their text spelled them: found in a token's
+    /// decoded payload by whoever verified it (`policy::spelled`, through
+    /// `protocol::claims_spelled`), or in a caller document's text
+    /// ([`Caller::from_file`]), so that a request's evaluations refuse to
+    /// write them as the request's own. Empty for a test case's caller.
+    pub spelled: Vec<Box<str>>,
 }
 
 impl Caller {
@@ -40,8 +47,22 @@ impl Caller {
         Value::Object(o)
     }
 
-    /// Reads a caller document (JSON or YAML) from `path`.
-    pub fn from_file(path: &Path) -> Result<Caller, Diagnostic> {
+    /// Reads a caller document (JSON or YAML) from `path`, with the
+    /// numbers its text spells by hand as `numbers` finds them
+    /// (`policy::spelled::claim_numbers`, which `commands` hands in: a
+    /// caller knows nothing of policies). In YAML a number-like part of a
+    /// plain string (`v1.50`) is found too: it may refuse more, never less.
+    pub fn from_file(
+        path: &Path,
+        numbers: fn(&[u8]) -> Vec<Box<str>>,
+    ) -> Result<Caller, Diagnostic> {
+        let (mut caller, text) = Caller::read(path)?;
+        caller.spelled = numbers(text.as_bytes());
+        Ok(caller)
+    }
+
+    /// The caller document at `path`, and its text.
+    fn read(path: &Path) -> Result<(Caller, String), Diagnostic> {
         let text = std::fs::read_to_string(path).map_err(|e| {
             Diagnostic::error(
                 "caller-file",
@@ -53,7 +74,7 @@ impl Caller {
             )
             .with_help("pass a readable JSON or YAML file such as {\"subject\": \"alice\", \"claims\": {\"groups\": [\"oncall\"]}}")
         })?;
-        Caller::parse(path, &text)
+        Caller::parse(path, &text).map(|caller| (caller, text))
     }
 
     /// Parses a caller document; `path` only names it in errors.
@@ -130,6 +151,7 @@ impl CallerDocument {
             subject: self.subject,
             issuer,
             claims,
+            spelled: Vec::new(),
         })
     }
 }

@@ -26,7 +26,8 @@
 //!
 //! A line's parts have a file each: what a decision is as the request path
 //! records it (`entry`), its JSON line (`line`), what every line of a
-//! log shares (`format`), the masks (`mask`), cutting an oversized line
+//! log shares (`format`), the masks (`mask`), the arguments with their
+//! numbers as the client spelled them (`sent`), cutting an oversized line
 //! (`cut`) and the arguments' digest (`digest`).
 
 pub mod ship;
@@ -38,6 +39,7 @@ mod entry;
 mod format;
 mod line;
 mod mask;
+mod sent;
 
 use std::fs::OpenOptions;
 use std::path::Path;

@@ -306,6 +306,7 @@ mod tests {
             subject: "alice".into(),
             issuer: "https://idp".into(),
             claims: claims.as_object().unwrap().clone(),
+            spelled: Vec::new(),
         }
     }
 

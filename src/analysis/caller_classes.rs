@@ -237,6 +237,7 @@ fn caller(mut claims: Map<String, Value>) -> Caller {
         subject,
         issuer,
         claims,
+        spelled: Vec::new(),
     }
 }
 

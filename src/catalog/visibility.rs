@@ -245,6 +245,7 @@ mod tests {
             subject: "alice".into(),
             issuer: "local".into(),
             claims: claims.as_object().unwrap().clone(),
+            spelled: Vec::new(),
         }
     }
 

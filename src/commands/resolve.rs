@@ -12,20 +12,29 @@ use crate::diag::Style;
 
 pub fn run(args: &ResolveArgs) -> Result<i32, Failure> {
     let (arguments, text) = arguments(args)?;
-    // As the server does for a request's text: numbers spelled by hand
-    // (`1.50`) are not written back otherwise (`policy::spelled`).
-    let spelled = crate::policy::spelled::scan(text.as_bytes());
-    crate::policy::spelled::with(spelled.as_ref(), || resolve(args, &arguments))
-}
-
-fn resolve(args: &ResolveArgs, arguments: &Value) -> Result<i32, Failure> {
     let caller = match &args.caller {
         Some(path) => Some(
-            crate::caller::Caller::from_file(path)
+            crate::caller::Caller::from_file(path, crate::policy::spelled::claim_numbers)
                 .map_err(|d| Failure::new(exit::CANNOT_RUN, d.render().trim_end().to_string()))?,
         ),
         None => None,
     };
+    // As the server does for a request's text and its caller's claims:
+    // numbers spelled by hand (`1.50`) are not written back otherwise
+    // (`policy::spelled`).
+    use crate::policy::spelled::{self, Spelled};
+    let spelled = Spelled::joined(
+        spelled::scan(text.as_bytes()).as_ref(),
+        caller.as_ref().map_or(&[], |c| &c.spelled),
+    );
+    spelled::with(spelled.as_ref(), || resolve(args, &arguments, caller))
+}
+
+fn resolve(
+    args: &ResolveArgs,
+    arguments: &Value,
+    caller: Option<crate::caller::Caller>,
+) -> Result<i32, Failure> {
     let catalog = load_catalog(&CatalogArgs {
         paths: args.config.clone(),
         policy_timeout_ms: args.policy_timeout_ms,

@@ -37,7 +37,8 @@ fn caller(args: &ServeArgs) -> Result<Option<crate::caller::Caller>, Failure> {
             "{named_by} cannot be used with --http: over HTTP the caller comes only from a verified token\n  = help: drop {named_by} (unset {CALLER_FILE_ENV}), or give --jwt-jwks-file or --jwt-jwks-url so each request names its caller"
         )));
     }
-    crate::caller::Caller::from_file(&path)
+    // Its numbers spelled by hand as a token's are (`policy::spelled`).
+    crate::caller::Caller::from_file(&path, crate::policy::spelled::claim_numbers)
         .map(Some)
         .map_err(|d| Failure::new(exit::CANNOT_RUN, d.render().trim_end().to_string()))
 }

@@ -96,6 +96,7 @@ impl Entry {
             tool: clip(&self.tool, "tool", &mut cut),
             caller: self.caller.clone(),
             arguments: Value::Null,
+            sent: None,
             annotations: None,
             verdict: cut_verdict(&self.verdict, &mut cut),
             revision: self.revision.clone(),

@@ -64,6 +64,11 @@ pub struct Entry {
     /// records its subject and issuer, never the token or its other claims.
     pub caller: Option<Arc<Caller>>,
     pub arguments: Value,
+    /// The request's text, when it spelled numbers otherwise than regent
+    /// writes them (`policy::spelled` keeps it then): with
+    /// `--log-arguments`, the line writes the arguments' numbers from it,
+    /// as the client spelled them (`sent`).
+    pub sent: Option<Arc<[u8]>>,
     /// The resolved annotations, when resolution succeeded.
     pub annotations: Option<Map<String, Value>>,
     pub verdict: Verdict,
@@ -123,6 +128,7 @@ impl Entry {
             tool: tool.to_string(),
             caller: None,
             arguments,
+            sent: None,
             annotations: None,
             verdict: Verdict::Error("undecided".into()),
             revision: revision.to_string(),

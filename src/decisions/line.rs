@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 use std::time::SystemTime;
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::cut::json_size;
@@ -15,6 +16,7 @@ use super::entry::{Entry, Kind, Phase, ShadowEntry, Verdict};
 use super::format::Format;
 use super::mask::{CallerRef, Mask, MaskRoot, Masked, erase, holds};
 use super::millis;
+use super::sent;
 use crate::timestamp::rfc3339;
 
 impl ShadowEntry {
@@ -63,7 +65,18 @@ impl Entry {
         let id = self.id();
         let start = out.len();
         let limit = format.line_limit;
-        let args_size = format.log_arguments.then(|| json_size(&masked.arguments));
+        // The arguments' text with their numbers as the client spelled
+        // them, when its request spelled some by hand (`sent`).
+        let as_sent = self
+            .sent
+            .as_ref()
+            .filter(|_| format.log_arguments)
+            .and_then(|text| sent::arguments(text, &self.arguments, &masked.arguments, limit));
+        let args_size = format.log_arguments.then(|| {
+            as_sent
+                .as_ref()
+                .map_or_else(|| json_size(&masked.arguments), |a| a.get().len())
+        });
         let marker = |size: usize| json!({"truncated": true, "bytes": size, "digest": digest});
         let mut truncated: Vec<&str> = Vec::new();
         // The arguments appear twice: over half the limit, they cannot fit.
@@ -78,9 +91,11 @@ impl Entry {
         // that stands for them) or whole.
         let write =
             |entry: &Entry, shown: &Option<Value>, truncated: &[&str], out: &mut Vec<u8>| {
-                let arguments = format
-                    .log_arguments
-                    .then(|| shown.as_ref().unwrap_or(&*masked.arguments));
+                let arguments = format.log_arguments.then(|| match (shown, &as_sent) {
+                    (Some(marker), _) => Shown::Value(marker),
+                    (None, Some(sent)) => Shown::Sent(sent),
+                    (None, None) => Shown::Value(&masked.arguments),
+                });
                 entry.write(
                     time, &id, format, &masked, &digest, arguments, truncated, out,
                 );
@@ -116,7 +131,7 @@ impl Entry {
         format: &Format,
         masked: &Masked<'_>,
         digest: &str,
-        arguments: Option<&Value>,
+        arguments: Option<Shown<'_>>,
         truncated: &[&str],
         out: &mut Vec<u8>,
     ) {
@@ -154,7 +169,7 @@ impl Entry {
         }
         member(out, "argumentsDigest", digest);
         if let Some(a) = arguments {
-            member(out, "arguments", a);
+            member(out, "arguments", &a);
         }
         // Where the annotations' text landed: `result` repeats it.
         let mut annotations_at = None;
@@ -274,7 +289,7 @@ impl Entry {
     /// Masking (erasing caller claims or argument paths before they leave
     /// the process, OPA's `erased`/`masked`) belongs here: it is the one
     /// place the policy input is put into a line.
-    fn input<'a>(&'a self, arguments: Option<&'a Value>, masked: &Masked<'_>) -> OpaInput<'a> {
+    fn input<'a>(&'a self, arguments: Option<Shown<'a>>, masked: &Masked<'_>) -> OpaInput<'a> {
         OpaInput {
             tool: &self.tool,
             arguments,
@@ -303,9 +318,26 @@ impl Entry {
 struct OpaInput<'a> {
     tool: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    arguments: Option<&'a Value>,
+    arguments: Option<Shown<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     caller: Option<CallerRef<'a>>,
+}
+
+/// The arguments a line shows: a value (the arguments, or the marker that
+/// stands for them), or their text as sent (`sent`).
+#[derive(Clone, Copy)]
+enum Shown<'a> {
+    Value(&'a Value),
+    Sent(&'a RawValue),
+}
+
+impl serde::Serialize for Shown<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Shown::Value(v) => v.serialize(s),
+            Shown::Sent(raw) => raw.serialize(s),
+        }
+    }
 }
 
 fn opa_result<'a>(

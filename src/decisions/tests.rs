@@ -150,6 +150,7 @@ fn opa_fields_carry_confirm_timer_caller_and_labels() {
         subject: "alice".into(),
         issuer: "https://idp".into(),
         claims: Default::default(),
+        spelled: Vec::new(),
     }));
     let format = Format::new(false, &[("env".into(), "prod".into())]);
     let mut out = Vec::new();
@@ -187,6 +188,7 @@ fn masks_erase_what_they_name_and_list_it() {
         subject: "alice".into(),
         issuer: "https://idp".into(),
         claims: Default::default(),
+        spelled: Vec::new(),
     }));
     let mask = [
         "/input/arguments/a~1b",

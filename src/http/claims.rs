@@ -16,7 +16,10 @@
 //! audience, and which of the claims are required (`jsonwebtoken`'s
 //! `Validation`, set up by [`super::jwt`]). Only the types and ranges of
 //! claims that are present are checked here, and `iat`'s place in time,
-//! which `jsonwebtoken` does not check.
+//! which `jsonwebtoken` does not check. And, once a token verified, the
+//! numbers its payload's text spells by hand ([`spelled`], for
+//! `Caller::spelled`; the scan is `policy::spelled`'s, reached through
+//! `protocol`).
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -33,6 +36,20 @@ const REGISTERED_HEADERS: &[&str] = &[
 /// echoed back).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused(pub &'static str);
+
+/// The numbers of a verified token's claims spelled otherwise than regent
+/// writes them (`1E2`, `2.50`), found in the payload's own JSON text as
+/// requests' are (`protocol::claims_spelled`): OPA, given the claims, writes
+/// that text back. A payload that does not decode (`jsonwebtoken` decoded
+/// it already, so it cannot happen) refuses the token.
+pub fn spelled(token: &str) -> Result<Vec<Box<str>>, Refused> {
+    let payload = token
+        .split('.')
+        .nth(1)
+        .and_then(|p| URL_SAFE_NO_PAD.decode(p).ok())
+        .ok_or(Refused("the token's payload is not base64url-encoded JSON"))?;
+    Ok(crate::protocol::claims_spelled(&payload))
+}
 
 /// Refuses a token whose header has a `crit` parameter. regent understands
 /// no JWS extension, so any well-formed `crit` names one it does not

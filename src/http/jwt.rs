@@ -263,11 +263,13 @@ impl Verifier {
         let text = |k: &str| claims.get(k).and_then(Value::as_str).map(str::to_string);
         let subject = text("sub").ok_or(Refused("the token's sub claim is not a string"))?;
         let issuer = text("iss").ok_or(Refused("the token's iss claim is not a string"))?;
+        let spelled = claims::spelled(token)?;
         Ok((
             Caller {
                 subject,
                 issuer,
                 claims,
+                spelled,
             },
             used,
         ))

@@ -115,6 +115,7 @@ mod tests {
             subject: sub.into(),
             issuer: "https://idp.example".into(),
             claims: Map::new(),
+            spelled: Vec::new(),
         })
     }
 

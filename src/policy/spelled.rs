@@ -21,6 +21,14 @@
 //! would write. Everything else (comparisons, arithmetic, other builtins,
 //! other numbers) is answered as before.
 //!
+//! A caller's claims are JSON text too (a token's payload): `http` scans
+//! them when the token verifies ([`claim_numbers`], kept in
+//! `Caller::spelled`), and [`Spelled::joined`] adds them to the request's
+//! for its evaluations. The request's text is kept with its numbers
+//! ([`Spelled::text`]): with `--log-arguments` the decision log writes the
+//! arguments' numbers from it as the client spelled them
+//! (`decisions::sent`).
+//!
 //! Matched by value, not provenance: the same number computed, or spelled
 //! canonically elsewhere in the request, is refused too. A number regent
 //! cannot hold (`0.1000000000000000000001`, a 22-digit integer) is kept as
@@ -35,10 +43,16 @@ use regorus::Value;
 
 use crate::opa_builtins::numbers::{Spelling, spelling};
 
-/// The numbers one request spelled otherwise than regent writes them.
+/// The numbers one request spelled otherwise than regent writes them, and
+/// the request's text (the decision log writes its arguments from it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spelled {
     numbers: Vec<Hand>,
+    /// The request's text [`scan`] read, kept only when it found a number:
+    /// with `--log-arguments`, the decision line writes the arguments'
+    /// numbers from it as sent (`decisions::sent`). `None` when only a
+    /// caller's claims spelled some ([`Spelled::joined`]).
+    text: Option<Arc<[u8]>>,
 }
 
 /// One number spelled by hand.
@@ -64,12 +78,45 @@ struct Hand {
     /// wants one, `substring`, `array.slice`, answers `must be integer
     /// number`), where regent holds the integral value and reads it as one.
     not_integer: bool,
+    /// Whether a caller's claims spelled it, not the request
+    /// ([`Spelled::joined`]): the refusal says which, and whom to ask.
+    claim: bool,
 }
 
 impl Spelled {
     /// The texts of the numbers, for logs and tests (`["1.50", "1E2"]`).
     pub fn texts(&self) -> Vec<&str> {
         self.numbers.iter().map(|h| &*h.text).collect()
+    }
+
+    /// The request's text this was scanned from, as its transport read it
+    /// (`None` when only its caller's claims spelled numbers).
+    pub fn text(&self) -> Option<&Arc<[u8]>> {
+        self.text.as_ref()
+    }
+
+    /// The numbers a request's evaluations must see: its own (`request`,
+    /// whose text is kept) and its caller's claims' (`claims`, the texts
+    /// [`claim_numbers`] found in them). A claims' text that no longer
+    /// reads as a number spelled by hand adds nothing.
+    pub fn joined(request: Option<&Arc<Spelled>>, claims: &[Box<str>]) -> Option<Arc<Spelled>> {
+        if claims.is_empty() {
+            return request.cloned();
+        }
+        let mut joined = match request {
+            Some(r) => Spelled::clone(r),
+            None => Spelled {
+                numbers: Vec::new(),
+                text: None,
+            },
+        };
+        for mut h in claims.iter().filter_map(|t| hand(t.as_bytes())) {
+            if !joined.numbers.iter().any(|x| x.text == h.text) {
+                h.claim = true;
+                joined.numbers.push(h);
+            }
+        }
+        (!joined.numbers.is_empty()).then(|| Arc::new(joined))
     }
 
     /// The first number of `v` (any depth, keys too) spelled by hand, and
@@ -92,6 +139,25 @@ impl Spelled {
 /// parser refuses it later). Integers of at most 18 digits, by far the
 /// most numbers, are written as spelled (`-0` aside) and never parsed here.
 pub fn scan(text: &[u8]) -> Option<Arc<Spelled>> {
+    let numbers = numbers(text);
+    (!numbers.is_empty()).then(|| {
+        Arc::new(Spelled {
+            numbers,
+            text: Some(text.into()),
+        })
+    })
+}
+
+/// The numbers of `text`, a caller's claims as JSON (a token's decoded
+/// payload), spelled otherwise than regent writes them, as their text
+/// spelled them: what `Caller::spelled` keeps for [`Spelled::joined`]
+/// (the claims' text itself is not kept: a decision line never holds it).
+pub fn claim_numbers(text: &[u8]) -> Vec<Box<str>> {
+    numbers(text).into_iter().map(|h| h.text).collect()
+}
+
+/// The numbers of `text` spelled by hand ([`scan`]'s walk).
+fn numbers(text: &[u8]) -> Vec<Hand> {
     let mut numbers = Vec::new();
     let n = text.len();
     let mut i = 0;
@@ -124,7 +190,7 @@ pub fn scan(text: &[u8]) -> Option<Arc<Spelled>> {
             _ => i += 1,
         }
     }
-    (!numbers.is_empty()).then(|| Arc::new(Spelled { numbers }))
+    numbers
 }
 
 /// Whether `token`, a number with a fraction or an exponent, is plainly
@@ -209,12 +275,19 @@ fn hand(token: &[u8]) -> Option<Hand> {
         lost,
         sprintf_same: !lost && !(exponent && (integral || !text.contains('.'))),
         not_integer: !lost && exponent && integral,
+        claim: false,
     })
 }
 
 thread_local! {
     /// The numbers of the request whose policies this thread evaluates.
     static CURRENT: RefCell<Option<Arc<Spelled>>> = const { RefCell::new(None) };
+}
+
+/// The numbers of the request whose policies this thread evaluates now
+/// (inside [`with`]), for what records the request (its decision line).
+pub fn current() -> Option<Arc<Spelled>> {
+    CURRENT.with(|c| c.borrow().clone())
 }
 
 /// Runs `f`, the evaluations of one request, with `spelled` its numbers
@@ -299,29 +372,45 @@ pub(crate) fn check(name: &str, args: &[Value]) -> anyhow::Result<()> {
 /// with an exponent.
 fn not_integer(name: &str, h: &Hand) -> String {
     let Hand { text, ours, .. } = h;
+    let (who, fix) = if h.claim {
+        (
+            "the caller's claims",
+            "have the token's issuer (or the caller document) spell the claim without one",
+        )
+    } else {
+        ("the request", "send the number without an exponent")
+    };
     format!(
-        "{name}: the request spelled the number {text} with an exponent, which OPA never reads as \
+        "{name}: {who} spelled the number {text} with an exponent, which OPA never reads as \
          an integer (a builtin that wants one answers `must be integer number`) where regent \
          reads {ours} as one: not supported by regent, which refuses rather than answer otherwise; \
-         send the number without an exponent, or compare it instead"
+         {fix}, or compare it instead"
     )
 }
 
 /// Why `name` refuses `h`: what OPA writes, what regent would, the fix.
 fn refusal(name: &str, h: &Hand) -> String {
     let Hand { text, ours, .. } = h;
+    let (who, send) = if h.claim {
+        (
+            "the caller's claims",
+            "have the token's issuer (or the caller document) spell the claim",
+        )
+    } else {
+        ("the request", "send the number")
+    };
     if h.lost {
         format!(
-            "{name}: the request spelled the number {text}, which OPA writes back as spelled and \
+            "{name}: {who} spelled the number {text}, which OPA writes back as spelled and \
              regent's numbers cannot hold (the nearest is {ours}): not supported by regent, which \
-             refuses rather than write another text; send the number with at most 17 significant \
+             refuses rather than write another text; {send} with at most 17 significant \
              digits, or compare it instead of writing it"
         )
     } else {
         format!(
-            "{name}: the request spelled the number {text}, which OPA writes back as spelled where \
+            "{name}: {who} spelled the number {text}, which OPA writes back as spelled where \
              regent would write {ours}: not supported by regent, which refuses rather than write \
-             another text; send the number as JSON writers spell it ({ours}), or compare it \
+             another text; {send} as JSON writers spell it ({ours}), or compare it \
              instead of writing it"
         )
     }

@@ -41,7 +41,11 @@ impl Regent {
         let catalog = self.state.current();
         // Every evaluation of the request sees the numbers its text spelled
         // by hand, put there by its transport (`policy::spelled`).
-        let spelled = request.extensions.get::<Arc<Spelled>>().cloned();
+        // Its caller's claims' too (`Caller::spelled`).
+        let spelled = Spelled::joined(
+            request.extensions.get::<Arc<Spelled>>(),
+            caller.as_ref().map_or(&[], |c| &c.spelled),
+        );
         let value = spelled::with(spelled.as_ref(), || match request.method.as_str() {
             "tools/resolve" => self
                 .resolve(

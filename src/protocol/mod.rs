@@ -269,6 +269,13 @@ pub fn scan_spelled(text: &[u8]) -> Option<Arc<Spelled>> {
     crate::policy::spelled::scan(text)
 }
 
+/// The numbers of a caller's claims (`text`, a token's decoded payload)
+/// spelled by hand, for `Caller::spelled`; here so that `http` reads a
+/// token without knowing `policy`.
+pub fn claims_spelled(text: &[u8]) -> Vec<Box<str>> {
+    crate::policy::spelled::claim_numbers(text)
+}
+
 /// The numbers the request spelled by hand (`policy::spelled`), when its
 /// transport found any in its text: over stdio in the message's own
 /// extensions (`transport`), over HTTP in the request's `Parts` (`http`,

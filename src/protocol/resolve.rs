@@ -191,6 +191,8 @@ fn resolve_logged(
                     "tools/annotations"
                 };
                 let mut entry = Entry::new(Kind::Resolve, method, &name, args, &catalog.revision);
+                // Its numbers as sent, for `--log-arguments`.
+                entry.sent = crate::policy::spelled::current().and_then(|s| s.text().cloned());
                 entry.caller = caller;
                 entry.verdict = Verdict::Error(e.to_string());
                 // The answer is an error either way.
@@ -279,6 +281,8 @@ fn resolve_logged(
         Err(e) => {
             if let Some(log) = log {
                 let mut entry = Entry::new(Kind::Resolve, method, &name, args, &catalog.revision);
+                // Its numbers as sent, for `--log-arguments`.
+                entry.sent = crate::policy::spelled::current().and_then(|s| s.text().cloned());
                 entry.caller = caller;
                 entry.eval = Some(eval);
                 entry.shadow = shadow;
@@ -309,6 +313,8 @@ fn resolve_logged(
             Verdict::Denied(r.deny.clone())
         };
         let mut entry = Entry::new(Kind::Resolve, method, &name, args, &catalog.revision);
+        // Its numbers as sent, for `--log-arguments`.
+        entry.sent = crate::policy::spelled::current().and_then(|s| s.text().cloned());
         entry.caller = caller;
         entry.annotations = Some(annotations);
         entry.verdict = verdict;

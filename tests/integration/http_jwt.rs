@@ -9,7 +9,9 @@
 
 use crate::common;
 
-use crate::jwt_support::{AUDIENCE, ISSUER, TOOLS, bearer, ec_jwk, jwt, now, p256, write_catalog};
+use crate::jwt_support::{
+    AUDIENCE, ISSUER, TOOLS, bearer, ec_jwk, jwt_text, now, p256, write_catalog,
+};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
@@ -63,7 +65,12 @@ impl Keys {
     /// A JWT with `header` and `claims`, signed as its `alg` says (`none`:
     /// no signature; `HS256`: HMAC with the Ed25519 public key's bytes).
     pub(crate) fn sign(&self, header: &Value, claims: &Value) -> String {
-        jwt(header, claims, |input| {
+        self.sign_text(header, &claims.to_string())
+    }
+
+    /// [`Keys::sign`] of `claims`, the payload's JSON text as given.
+    pub(crate) fn sign_text(&self, header: &Value, claims: &str) -> String {
+        jwt_text(header, claims, |input| {
             match header["alg"].as_str().unwrap() {
                 "EdDSA" => self.ed.sign(input).as_ref().to_vec(),
                 "ES256" => self.ec.sign(&self.rng, input).unwrap().as_ref().to_vec(),

@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use crate::jwt_support::{TOOLS, bearer, now};
+use crate::jwt_support::{AUDIENCE, ISSUER, TOOLS, bearer, now};
 
 use crate::http_jwt::{Keys, call, claims, header, refused, wait_for_lines};
 use common::draft_client::DECISION;
@@ -378,4 +378,97 @@ fn a_token_whose_claims_do_not_match_the_caller_schema_gets_no_decision() {
         "{}",
         http.stderr()
     );
+}
+
+/// Tools whose policies read the caller's `level` claim: `writes_level`
+/// writes it (`json.marshal`), `compares_level` only compares it.
+pub(crate) const LEVEL_TOOLS: &str = r#"tools:
+  - name: writes_level
+    description: writes the caller's level
+    inputSchema: {type: object}
+    annotations: {readOnlyHint: true}
+    policy: tools.writes_level
+    run: {cli: {program: "true"}}
+  - name: compares_level
+    description: compares the caller's level
+    inputSchema: {type: object}
+    annotations: {readOnlyHint: true}
+    policy: tools.compares_level
+    run: {cli: {program: "true"}}
+"#;
+
+/// Writes [`LEVEL_TOOLS`] and their policies into the catalog `dir`.
+pub(crate) fn write_level_tools(dir: &std::path::Path) {
+    std::fs::write(dir.join("level.yaml"), LEVEL_TOOLS).unwrap();
+    std::fs::write(
+        dir.join("writes_level.rego"),
+        "package tools.writes_level\n\ndeny contains concat(\"\", [\"level \", json.marshal(input.caller.claims.level)]) if input.caller.claims.level > 50\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("compares_level.rego"),
+        "package tools.compares_level\n\ndeny contains \"level over 50\" if input.caller.claims.level > 50\n",
+    )
+    .unwrap();
+}
+
+/// A token's claims are JSON text too: a claim spelled by hand (`1E2`,
+/// `2.50`), which OPA given these claims writes back as spelled
+/// (`json.marshal` answers `1E2`; asked through tests/opa/oracle.py), fails
+/// closed where a policy writes it, as a request's own number does, and is
+/// answered where it is only compared. Real tokens (EdDSA and ES256), every
+/// era, resolve and call.
+#[test]
+fn claims_spelled_by_hand_are_refused_where_a_policy_writes_them() {
+    let keys = Keys::new();
+    write_level_tools(std::path::Path::new(&keys.catalog()));
+    let http = keys.serve();
+    // The level as the token spells it, and what writing it answers.
+    let cases: &[(&str, Option<&str>)] = &[
+        ("1E2", None),
+        ("6.50e1", None),
+        ("75.50", None),
+        ("100.0", Some("level 100.0")),
+        ("100", Some("level 100")),
+        ("60.5", Some("level 60.5")),
+    ];
+    for (level, written) in cases {
+        let payload = format!(
+            r#"{{"sub": "alice", "iss": "{ISSUER}", "aud": "{AUDIENCE}", "iat": {}, "exp": {}, "level": {level}}}"#,
+            now(),
+            now() + 300
+        );
+        for (alg, kid) in [("EdDSA", "ed-1"), ("ES256", "ec-1")] {
+            let token = keys.sign_text(&header(alg, Some(kid)), &payload);
+            for era in Era::ALL {
+                let mut c = bearer(&http, era, &token);
+                let what = format!("{alg} {era:?} level {level}");
+                for method in ["tools/resolve", "tools/call"] {
+                    let r = c.request(method, json!({"name": "writes_level", "arguments": {}}));
+                    match written {
+                        Some(reason) => {
+                            assert!(r.get("error").is_none(), "{what} {method}: {r}");
+                            assert!(r.to_string().contains(reason), "{what} {method}: {r}");
+                        }
+                        None => {
+                            // A resolve fails; a call's failure is its result.
+                            let failed =
+                                r.get("error").is_some() || r["result"]["isError"] == json!(true);
+                            assert!(failed, "{what} {method}: {r}");
+                            http.wait_for_stderr(&format!(
+                                "json.marshal: the caller's claims spelled the number {level}"
+                            ));
+                        }
+                    }
+                    // Compared only: answered, as OPA answers.
+                    let r = c.request(method, json!({"name": "compares_level", "arguments": {}}));
+                    assert!(r.get("error").is_none(), "{what} {method}: {r}");
+                    assert!(
+                        r.to_string().contains("level over 50"),
+                        "{what} {method}: {r}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -81,11 +81,13 @@ pub fn now() -> u64 {
 /// The compact JWT of `header` and `claims`, its signature made by `sign`
 /// over the signing input.
 pub fn jwt(header: &Value, claims: &Value, sign: impl FnOnce(&[u8]) -> Vec<u8>) -> String {
-    let input = format!(
-        "{}.{}",
-        B64.encode(header.to_string()),
-        B64.encode(claims.to_string())
-    );
+    jwt_text(header, &claims.to_string(), sign)
+}
+
+/// [`jwt`] of `claims`, the payload's JSON text as given (numbers spelled
+/// by hand kept).
+pub fn jwt_text(header: &Value, claims: &str, sign: impl FnOnce(&[u8]) -> Vec<u8>) -> String {
+    let input = format!("{}.{}", B64.encode(header.to_string()), B64.encode(claims));
     let sig = sign(input.as_bytes());
     format!("{input}.{}", B64.encode(sig))
 }

@@ -218,3 +218,244 @@ fn hand_spelled_numbers_in_regent_resolve() {
         }
     }
 }
+
+/// Arguments beyond the cases file's for the decision log: numbers longer
+/// than a double, and a masked member (`secret`, which must not be logged
+/// whatever its spelling).
+const LOGGED_TOO: &[&str] = &[
+    r#"{"n": 12345678901234567890123, "m": 0.1000000000000000000001}"#,
+    r#"{"n": -1.0E+2, "secret": 7.50, "deep": {"a": [1.50, {"b": 2E0}]}}"#,
+];
+
+/// The decision-log flags: arguments logged, `secret` masked.
+const LOG_FLAGS: &[&str] = &[
+    "--log-arguments",
+    "--decision-log-mask",
+    "/input/arguments/secret",
+];
+
+/// Every arguments text the decision-log tests send.
+fn logged_arguments() -> Vec<String> {
+    let mut all: Vec<String> = cases().into_iter().map(|c| c.arguments).collect();
+    all.extend(LOGGED_TOO.iter().map(|s| s.to_string()));
+    all
+}
+
+/// `text`, JSON, without the blanks between its tokens (its strings have
+/// no escaped quote), and without its `secret` member (masked): the
+/// arguments as a line must show them, numbers as spelled.
+fn compact(text: &str) -> String {
+    let mut out = String::new();
+    let mut in_string = false;
+    for c in text.chars() {
+        if c == '"' {
+            in_string = !in_string;
+        }
+        if in_string || !c.is_whitespace() {
+            out.push(c);
+        }
+    }
+    match out.find(r#""secret":"#) {
+        Some(at) => {
+            let end = at + out[at..].find(',').unwrap() + 1;
+            format!("{}{}", &out[..at], &out[end..])
+        }
+        None => out,
+    }
+}
+
+/// Waits until the decision log at `path` has a line for each of `sent`
+/// (tool, arguments text as sent), showing the arguments twice (`arguments`
+/// and `input.arguments`) with their numbers as the client spelled them,
+/// and holding no `secret`.
+fn logged_as_sent(path: &std::path::Path, sent: &[(&str, String)]) {
+    let deadline = std::time::Instant::now() + common::WAIT;
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+        let lines: Vec<&str> = complete
+            .lines()
+            .filter(|l| !l.contains(r#""phase":"intent""#))
+            .collect();
+        let missing: Vec<String> = sent
+            .iter()
+            .filter_map(|(tool, arguments)| {
+                let shown = compact(arguments);
+                let want = [
+                    format!(r#""tool":"{tool}","argumentsDigest":"#),
+                    format!(r#","arguments":{shown},"#),
+                    format!(r#""input":{{"tool":"{tool}","arguments":{shown}"#),
+                ];
+                let found = lines
+                    .iter()
+                    .any(|l| want.iter().all(|w| l.contains(w.as_str())));
+                (!found).then(|| format!("{tool} {shown}"))
+            })
+            .collect();
+        if missing.is_empty() {
+            // Masked, whatever its spelling: listed as erased, not shown.
+            assert!(
+                !complete.contains(r#""secret":"#)
+                    && !complete.contains(":7.50")
+                    && !complete.contains(":7.5,")
+                    && !complete.contains(":7.5}"),
+                "a masked member was logged:\n{complete}"
+            );
+            assert!(complete.contains(r#""erased":["/input/arguments/secret"]"#));
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not logged as sent: {missing:#?}\nlog:\n{complete}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn hand_spelled_numbers_are_logged_as_sent_over_stdio() {
+    let cat = catalog();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut sent = Vec::new();
+    for era in [Era::Legacy, Era::Modern] {
+        let log = tmp.path().join(format!("{era:?}.jsonl"));
+        let mut args = LOG_FLAGS.to_vec();
+        args.extend(["--decision-log", log.to_str().unwrap(), &cat]);
+        let mut server = Server::start(era, &args);
+        let mut id = 2000;
+        let mut these = Vec::new();
+        for arguments in logged_arguments() {
+            for tool in ["writes", "compares"] {
+                for method in ["tools/resolve", "tools/call"] {
+                    id += 1;
+                    let mut params = json!({"name": tool, "arguments": {}});
+                    if era == Era::Modern {
+                        params["_meta"] = json!({
+                            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                            "io.modelcontextprotocol/clientCapabilities": {},
+                            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}
+                        });
+                    }
+                    let msg =
+                        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+                    server.send_line(&spelled(&msg, &arguments));
+                    server.wait_for_id(&json!(id));
+                    these.push((tool, arguments.clone()));
+                }
+            }
+        }
+        logged_as_sent(&log, &these);
+        sent.extend(these);
+    }
+    assert_eq!(sent.len(), 2 * logged_arguments().len() * 4);
+}
+
+#[test]
+fn hand_spelled_numbers_are_logged_as_sent_over_http() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("decisions.jsonl");
+    let mut cmd = regent();
+    cmd.arg("serve")
+        .arg("--http")
+        .arg("127.0.0.1:0")
+        .args(LOG_FLAGS)
+        .arg("--decision-log")
+        .arg(&log)
+        .arg(catalog());
+    let http = HttpServer::spawn(cmd);
+    let mut modern = McpHttp::connect(http.addr, Era::Modern);
+    let mut legacy = McpHttp::connect(http.addr, Era::Legacy);
+    let mut sent = Vec::new();
+    for arguments in logged_arguments() {
+        for tool in ["writes", "compares"] {
+            for method in ["tools/resolve", "tools/call"] {
+                // The direct path (a plain stateless resolve), rmcp's (an
+                // `Origin` header), and a 2025-11-25 session's.
+                let msg = modern.message(method, json!({"name": tool, "arguments": {}}));
+                let req = modern.req(&msg, method);
+                let body = spelled(&msg, &arguments).into_bytes();
+                let r = send(http.addr, &req.clone().body(body.clone()));
+                r.response_to(&msg["id"]);
+                let r = send(
+                    http.addr,
+                    &req.header("Origin", "http://localhost:9").body(body),
+                );
+                r.response_to(&msg["id"]);
+                let msg = legacy.message(method, json!({"name": tool, "arguments": {}}));
+                let req = legacy
+                    .req(&msg, method)
+                    .body(spelled(&msg, &arguments).into_bytes());
+                send(http.addr, &req).response_to(&msg["id"]);
+                sent.extend(std::iter::repeat_n((tool, arguments.clone()), 3));
+            }
+        }
+    }
+    logged_as_sent(&log, &sent);
+}
+
+/// A written caller's claims (`regent resolve --caller`, `serve
+/// --caller-file`) are scanned in the document's text as a token's are: a
+/// claim spelled `1E2` fails closed where a policy writes it, and is
+/// answered where it is compared.
+#[test]
+fn a_written_callers_numbers_spelled_by_hand_are_refused_where_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = tmp.path().join("catalog");
+    std::fs::create_dir(&cat).unwrap();
+    crate::http_jwt_claims::write_level_tools(&cat);
+    let cat = cat.to_str().unwrap().to_string();
+    for (name, text, spelled) in [
+        (
+            "c.json",
+            r#"{"subject": "alice", "claims": {"level": 1E2}}"#,
+            Some("1E2"),
+        ),
+        (
+            "c.yaml",
+            "subject: alice\nclaims: {level: 75.50}\n",
+            Some("75.50"),
+        ),
+        (
+            "plain.json",
+            r#"{"subject": "alice", "claims": {"level": 75.5}}"#,
+            None,
+        ),
+    ] {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let path = path.to_str().unwrap();
+        let resolve = |tool: &str| {
+            regent()
+                .args(["resolve", "--config", &cat, "--caller", path, tool, "{}"])
+                .output()
+                .unwrap()
+        };
+        let out = resolve("writes_level");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        match spelled {
+            Some(t) => {
+                assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+                let want = format!("the caller's claims spelled the number {t}");
+                assert!(stderr.contains(&want), "{name}: {stderr}");
+            }
+            None => assert_eq!(out.status.code(), Some(0), "{name}: {stderr}"),
+        }
+        let out = resolve("compares_level");
+        assert_eq!(out.status.code(), Some(0), "{name}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("level over 50"));
+
+        // `serve --caller-file`, over stdio.
+        let mut server = Server::start(Era::Legacy, &["--caller-file", path, &cat]);
+        let r = server.resolve_response("writes_level", json!({}));
+        match spelled {
+            Some(t) => {
+                assert!(r.get("error").is_some(), "{name}: {r}");
+                let want = format!("the caller's claims spelled the number {t}");
+                server.stderr_until(|l| l.contains(&want));
+            }
+            None => assert!(r.to_string().contains("level 75.5"), "{name}: {r}"),
+        }
+        let r = server.resolve_response("compares_level", json!({}));
+        assert!(r.to_string().contains("level over 50"), "{name}: {r}");
+    }
+}

@@ -22,6 +22,7 @@ fn caller(claims: Value) -> Caller {
         subject: "alice".into(),
         issuer: "local".into(),
         claims: claims.as_object().unwrap().clone(),
+        spelled: Vec::new(),
     }
 }
 

@@ -367,5 +367,6 @@ pub(in crate::differential) fn caller(rng: &mut Rng, seeds: &Seeds) -> Option<Ca
         subject,
         issuer,
         claims,
+        spelled: Vec::new(),
     })
 }

@@ -154,3 +154,37 @@ fn the_rest_is_answered() {
         assert_eq!(eval(rego, input).as_deref(), Ok(want), "{rego} {input}");
     }
 }
+
+#[test]
+fn a_callers_claims_join_the_requests_numbers() {
+    let claims = claim_numbers(br#"{"sub": "a", "level": 1E2, "ratio": 2.50, "n": 7, "x": 1.5}"#);
+    assert_eq!(claims, vec!["1E2".into(), "2.50".into()] as Vec<Box<str>>);
+    // Without a request's own numbers: the claims', no request text.
+    let joined = Spelled::joined(None, &claims).unwrap();
+    assert_eq!(joined.texts(), ["1E2", "2.50"]);
+    assert_eq!(joined.text(), None);
+    // With them: both, the request's text kept, a number in both once.
+    let request = scan(br#"{"n": 1.50, "m": 2.50}"#);
+    let joined = Spelled::joined(request.as_ref(), &claims).unwrap();
+    assert_eq!(joined.texts(), ["1.50", "2.50", "1E2"]);
+    assert_eq!(
+        joined.text().map(|t| &t[..]),
+        Some(&br#"{"n": 1.50, "m": 2.50}"#[..])
+    );
+    // No claims: the request's own, as they were.
+    assert!(Arc::ptr_eq(
+        &Spelled::joined(request.as_ref(), &[]).unwrap(),
+        request.as_ref().unwrap()
+    ));
+    assert_eq!(Spelled::joined(None, &[]), None);
+}
+
+#[test]
+fn current_is_the_numbers_of_the_request_being_evaluated() {
+    assert_eq!(current(), None);
+    let spelled = scan(b"[1.50]");
+    with(spelled.as_ref(), || {
+        assert_eq!(current().unwrap().texts(), ["1.50"]);
+    });
+    assert_eq!(current(), None);
+}

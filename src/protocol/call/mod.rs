@@ -186,6 +186,8 @@ pub async fn call(
     );
     let caller = cc.caller.clone();
     entry.caller.clone_from(&caller);
+    // Its numbers as sent, for `--log-arguments`.
+    entry.sent = cc.spelled.as_ref().and_then(|s| s.text().cloned());
     // Until the policy has decided, a refusal (a spent state, a declined
     // question for a parameter) is logged as made before any decision.
     entry.verdict =
@@ -659,6 +661,12 @@ impl Regent {
         let started = Instant::now();
         let catalog = self.state.current();
         let args = Value::Object(request.arguments.unwrap_or_default());
+        let caller = self.caller(&ctx);
+        // The numbers its text spelled by hand and its caller's claims'.
+        let spelled = crate::policy::spelled::Spelled::joined(
+            super::spelled_of(&ctx).as_ref(),
+            caller.as_ref().map_or(&[], |c| &c.spelled),
+        );
         let cc = CallContext {
             log: &self.decisions,
             states: &self.states,
@@ -668,7 +676,7 @@ impl Regent {
                 state: request.request_state,
             },
             limit: &self.calls,
-            caller: self.caller(&ctx),
+            caller,
             enforce_scopes: self.enforce_scopes,
             pace: self.pace.as_ref(),
             upstreams: &self.upstreams,
@@ -680,7 +688,7 @@ impl Regent {
             } else {
                 Some(self.log_level.get())
             },
-            spelled: super::spelled_of(&ctx),
+            spelled,
         };
         // Boxed: rmcp runs every request in one future type whose size is
         // that of its largest branch, and a call's state (execution,
