@@ -368,6 +368,68 @@ pub(crate) fn check(name: &str, args: &[Value]) -> anyhow::Result<()> {
     })
 }
 
+/// Why an array indexed by `key` (a computed key, not a literal of the
+/// policy) refuses: `key` is the value of an integer the request being
+/// evaluated spelled with an exponent (`2E0`). OPA never reads such a text
+/// as an integer, so its index into an array is undefined where regent's
+/// is the member; matched by value, regent cannot tell whether this key is
+/// that text or the same number from elsewhere (`2`, `count(x)`, a
+/// literal), where OPA answers the member too: `None` when nothing was
+/// spelled so. The native evaluator asks it only where the member exists
+/// (out of range, both answer undefined).
+pub(crate) fn index_refusal(key: &Value) -> Option<String> {
+    CURRENT.with(|c| {
+        let current = c.borrow();
+        let h = current
+            .as_ref()?
+            .numbers
+            .iter()
+            .find(|h| h.not_integer && h.held == *key)?;
+        Some(index_words(h, "indexes an array with a key of that value"))
+    })
+}
+
+/// Why a plan evaluated on regorus refuses a request holding an integer
+/// spelled with an exponent, when the tool's policy indexes with a
+/// computed key (`at`, `file:line:column`): regorus indexes inside its
+/// interpreter, where regent cannot tell the array and the key apart, so
+/// the whole evaluation fails closed. `None` when nothing was spelled so.
+pub(crate) fn regorus_index_refusal(at: &str) -> Option<String> {
+    CURRENT.with(|c| {
+        let current = c.borrow();
+        let h = current.as_ref()?.numbers.iter().find(|h| h.not_integer)?;
+        Some(index_words(
+            h,
+            &format!(
+                "runs on regorus, where the tool's policy indexes with a computed key ({at}) that \
+                 may be that number"
+            ),
+        ))
+    })
+}
+
+/// The refusal of an index by `h`'s value: who spelled it, what OPA does,
+/// what the policy did (`did`), the fix.
+fn index_words(h: &Hand, did: &str) -> String {
+    let Hand { text, ours, .. } = h;
+    let (who, fix) = if h.claim {
+        (
+            "the caller's claims",
+            "have the token's issuer (or the caller document) spell the claim without one",
+        )
+    } else {
+        ("the request", "send the number without an exponent")
+    };
+    let int = ours.trim_end_matches(".0");
+    format!(
+        "array index: {who} spelled the number {text} with an exponent, which OPA never reads as \
+         an integer (an array indexed by it is undefined) where regent reads {int}; this \
+         evaluation {did}: not supported by regent, which refuses rather than answer otherwise; \
+         {fix}, or have the policy find the member by iterating (`some i, x in arr; i == n`), \
+         which OPA answers alike whatever the spelling"
+    )
+}
+
 /// Why `name`, which does not write text, refuses `h`, an integer spelled
 /// with an exponent.
 fn not_integer(name: &str, h: &Hand) -> String {
