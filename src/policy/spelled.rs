@@ -29,6 +29,19 @@
 //! arguments' numbers from it as the client spelled them
 //! (`decisions::sent`).
 //!
+//! An integer spelled with an exponent (`2E0`) is no integer to OPA: an
+//! array indexed by it is undefined there, the member in regent. Matched
+//! by value, regent cannot tell that key from the same number reached
+//! otherwise (`count(x)`, another argument spelled `2`), where OPA answers
+//! the member, so answering undefined would be as wrong as answering the
+//! member; the index is refused instead, which is exact (never OPA's
+//! other answer) and simple. Natively only where it happens
+//! ([`index_refusal`]: a computed key of that value, a member there);
+//! regorus indexes where regent cannot watch, so before it evaluates a
+//! request holding such a number, a tool whose modules index with a
+//! computed key (found once at load, `rego::data_numbers::computed_index`)
+//! refuses it ([`regorus_index_refusal`], `policy::EnginePool`).
+//!
 //! Matched by value, not provenance: the same number computed, or spelled
 //! canonically elsewhere in the request, is refused too. A number regent
 //! cannot hold (`0.1000000000000000000001`, a 22-digit integer) is kept as
