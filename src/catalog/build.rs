@@ -203,6 +203,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     let base = std::sync::Arc::new(base);
     let library_modules = std::sync::Arc::new(library_modules);
     let validators = schema::Validators::default();
+    let library_index = rego::data_numbers::computed_index(library_modules.iter());
     let shared = Shared {
         validators: &validators,
         all: &policies,
@@ -211,6 +212,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         base: &base,
         library: &library,
         library_modules: &library_modules,
+        library_index: &library_index,
     };
     // What each tool reaches of the library (issue 31): read once here,
     // followed per tool below.
@@ -453,6 +455,9 @@ struct Shared<'a> {
     library: &'a [(&'a str, &'a str)],
     /// The base's modules, parsed (`policy::Recipe::library`).
     library_modules: &'a std::sync::Arc<Vec<rego::PolicyModule>>,
+    /// Where the library first indexes with a computed key, once for every
+    /// tool (`rego::data_numbers::computed_index`).
+    library_index: &'a Option<String>,
     /// inputSchema and outputSchema validators, one per distinct schema.
     validators: &'a schema::Validators,
 }

@@ -29,6 +29,19 @@
 //! arguments' numbers from it as the client spelled them
 //! (`decisions::sent`).
 //!
+//! An integer spelled with an exponent (`2E0`) is no integer to OPA: an
+//! array indexed by it is undefined there, the member in regent. Matched
+//! by value, regent cannot tell that key from the same number reached
+//! otherwise (`count(x)`, another argument spelled `2`), where OPA answers
+//! the member, so answering undefined would be as wrong as answering the
+//! member; the index is refused instead, which is exact (never OPA's
+//! other answer) and simple. Natively only where it happens
+//! ([`index_refusal`]: a computed key of that value, a member there);
+//! regorus indexes where regent cannot watch, so before it evaluates a
+//! request holding such a number, a tool whose modules index with a
+//! computed key (found once at load, `rego::data_numbers::computed_index`)
+//! refuses it ([`regorus_index_refusal`], `policy::EnginePool`).
+//!
 //! Matched by value, not provenance: the same number computed, or spelled
 //! canonically elsewhere in the request, is refused too. A number regent
 //! cannot hold (`0.1000000000000000000001`, a 22-digit integer) is kept as
@@ -366,6 +379,68 @@ pub(crate) fn check(name: &str, args: &[Value]) -> anyhow::Result<()> {
             Some(h) => Err(anyhow::anyhow!(refusal(name, h))),
         }
     })
+}
+
+/// Why an array indexed by `key` (a computed key, not a literal of the
+/// policy) refuses: `key` is the value of an integer the request being
+/// evaluated spelled with an exponent (`2E0`). OPA never reads such a text
+/// as an integer, so its index into an array is undefined where regent's
+/// is the member; matched by value, regent cannot tell whether this key is
+/// that text or the same number from elsewhere (`2`, `count(x)`, a
+/// literal), where OPA answers the member too: `None` when nothing was
+/// spelled so. The native evaluator asks it only where the member exists
+/// (out of range, both answer undefined).
+pub(crate) fn index_refusal(key: &Value) -> Option<String> {
+    CURRENT.with(|c| {
+        let current = c.borrow();
+        let h = current
+            .as_ref()?
+            .numbers
+            .iter()
+            .find(|h| h.not_integer && h.held == *key)?;
+        Some(index_words(h, "indexes an array with a key of that value"))
+    })
+}
+
+/// Why a plan evaluated on regorus refuses a request holding an integer
+/// spelled with an exponent, when the tool's policy indexes with a
+/// computed key (`at`, `file:line:column`): regorus indexes inside its
+/// interpreter, where regent cannot tell the array and the key apart, so
+/// the whole evaluation fails closed. `None` when nothing was spelled so.
+pub(crate) fn regorus_index_refusal(at: &str) -> Option<String> {
+    CURRENT.with(|c| {
+        let current = c.borrow();
+        let h = current.as_ref()?.numbers.iter().find(|h| h.not_integer)?;
+        Some(index_words(
+            h,
+            &format!(
+                "runs on regorus, where the tool's policy indexes with a computed key ({at}) that \
+                 may be that number"
+            ),
+        ))
+    })
+}
+
+/// The refusal of an index by `h`'s value: who spelled it, what OPA does,
+/// what the policy did (`did`), the fix.
+fn index_words(h: &Hand, did: &str) -> String {
+    let Hand { text, ours, .. } = h;
+    let (who, fix) = if h.claim {
+        (
+            "the caller's claims",
+            "have the token's issuer (or the caller document) spell the claim without one",
+        )
+    } else {
+        ("the request", "send the number without an exponent")
+    };
+    let int = ours.trim_end_matches(".0");
+    format!(
+        "array index: {who} spelled the number {text} with an exponent, which OPA never reads as \
+         an integer (an array indexed by it is undefined) where regent reads {int}; this \
+         evaluation {did}: not supported by regent, which refuses rather than answer otherwise; \
+         {fix}, or have the policy find the member by iterating (`some i, x in arr; i == n`), \
+         which OPA answers alike whatever the spelling"
+    )
 }
 
 /// Why `name`, which does not write text, refuses `h`, an integer spelled

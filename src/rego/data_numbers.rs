@@ -66,6 +66,47 @@ enum Reads {
     Integer,
 }
 
+/// Where `modules` first index with a key that is not a literal, as
+/// `file:line:column`: the fact `policy::EnginePool::with_computed_index`
+/// keeps for a tool, found once at load by the walk [`check`] uses. An
+/// input number spelled with an exponent (`2E0`) could be such a key, and
+/// regorus, which indexes an array by it as by the integer where OPA's
+/// answer is undefined, cannot be watched doing it.
+pub fn computed_index<'m>(modules: impl IntoIterator<Item = &'m PolicyModule>) -> Option<String> {
+    for m in modules {
+        for rule in &m.module.policy {
+            let mut found = None;
+            walk_rule(rule, &mut |e| {
+                if found.is_some() {
+                    return false;
+                }
+                // `x[_]` iterates: its key is never a number of the request.
+                if let Expr::RefBrack { index, .. } = e
+                    && !literal_key(index)
+                    && index.span().text() != "_"
+                {
+                    found = Some(span_location(root_span(index)));
+                    return false;
+                }
+                true
+            });
+            if let Some(at) = found {
+                return Some(at.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// Whether an index is a literal of the policy (`x["k"]`, `arr[2]`): never
+/// a number of the request.
+fn literal_key(index: &Expr) -> bool {
+    matches!(
+        index,
+        Expr::String { .. } | Expr::RawString { .. } | Expr::Number { .. } | Expr::Bool { .. }
+    )
+}
+
 /// The diagnostics for `data`'s numbers, given every policy module of the
 /// catalog.
 pub fn check(data: &[DataSource], modules: &[PolicyModule]) -> Vec<Diagnostic> {
@@ -184,14 +225,7 @@ fn first_reader(modules: &[PolicyModule], reads: Reads) -> Option<(String, Locat
                         }
                     }
                     Expr::RefBrack { index, .. }
-                        if reads == Reads::Integer
-                            && !matches!(
-                                index.as_ref(),
-                                Expr::String { .. }
-                                    | Expr::RawString { .. }
-                                    | Expr::Number { .. }
-                                    | Expr::Bool { .. }
-                            ) =>
+                        if reads == Reads::Integer && !literal_key(index) =>
                     {
                         found = Some((
                             "indexes with a computed key".into(),

@@ -81,7 +81,7 @@ impl Finding {
     /// for one both evaluators fail closed on (`opa-number-text`), which
     /// stays a warning.
     pub fn regorus(&self) -> bool {
-        self.diagnostic.code != TEXT_CODE
+        self.diagnostic.code != TEXT_CODE && self.diagnostic.code != INDEX_CODE
     }
 }
 
@@ -237,6 +237,11 @@ pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
                             push(regex_finding(p, &what));
                         }
                     }
+                    // `x[input.n]`: an array indexed by a number the
+                    // request may spell with an exponent (`2E0`).
+                    Expr::RefBrack { index, .. } if writes_input_number(index, mi, facts) => {
+                        push(index_finding(index))
+                    }
                     Expr::Membership {
                         key,
                         value,
@@ -382,6 +387,29 @@ fn text_finding(span: &Span) -> Diagnostic {
     .with_help(
         "declare the argument `type: string` (or `boolean`) in inputSchema if it is one, or compare the number instead of writing it",
     )
+}
+
+/// The code of [`index_finding`].
+const INDEX_CODE: &str = "opa-number-index";
+
+/// An index by a request's value that may be a number: OPA never reads an
+/// integer spelled with an exponent (`2E0`) as one, so an array indexed by
+/// it is undefined, where regent would read the integer; both evaluators
+/// fail closed on such a request (`policy::spelled::index_refusal`, the
+/// pool's guard before regorus): a warning, never a refusal of the tool
+/// ([`Finding::regorus`]).
+fn index_finding(index: &Expr) -> Diagnostic {
+    let n = path_of(index).join(".");
+    Diagnostic::warning(
+        INDEX_CODE,
+        span_location(super::root_span(index)),
+        format!(
+            "`[{n}]`: indexes with a number the request may hold; when the request spells it with an exponent (`2E0`, `1e1`) OPA's index into an array is undefined (it never reads that text as an integer), where regent would read the integer; regent fails closed on such a request"
+        ),
+    )
+    .with_help(format!(
+        "find the member by iterating (`some i, x in arr; i == {n}`), which OPA and regent answer alike whatever the spelling, or declare the argument `type: string` in inputSchema if it is a key"
+    ))
 }
 
 fn regex_finding(pattern: &Expr, what: &str) -> Diagnostic {

@@ -29,6 +29,19 @@ struct Case {
     arguments: String,
     writes: Expected,
     compares: Expected,
+    /// For the `picks` tool, which indexes an array by `n`, when the case
+    /// says.
+    #[serde(default)]
+    picks: Option<Expected>,
+}
+
+impl Case {
+    /// The tools this case is sent to, with what each answers.
+    fn tools(&self) -> Vec<(&'static str, &Expected)> {
+        let mut out = vec![("writes", &self.writes), ("compares", &self.compares)];
+        out.extend(self.picks.as_ref().map(|p| ("picks", p)));
+        out
+    }
 }
 
 fn cases() -> Vec<Case> {
@@ -75,11 +88,12 @@ fn seen(response: &Value) -> Seen {
 /// what the case expects; a refusal's message is looked for in `log`, the
 /// server's standard error, once it is there.
 fn check(how: &str, case: &Case, tool: &str, response: &Value, log: impl Fn(&str) -> String) {
-    let want = if tool == "writes" {
-        &case.writes
-    } else {
-        &case.compares
-    };
+    let want = case
+        .tools()
+        .into_iter()
+        .find(|(t, _)| *t == tool)
+        .map(|(_, w)| w)
+        .expect("the case names the tool");
     let what = format!("{how}: {tool} {}: {response}", case.arguments);
     match (seen(response), want) {
         (Seen::Deny(got), Expected { deny: Some(d), .. }) => assert_eq!(&got, d, "{what}"),
@@ -106,7 +120,7 @@ fn hand_spelled_numbers_over_stdio() {
     let mut modern = Server::start(Era::Modern, &[&cat]);
     let mut id = 1000;
     for case in &cases {
-        for tool in ["writes", "compares"] {
+        for (tool, _) in case.tools() {
             for (how, server) in [("stdio 2025", &mut legacy), ("stdio 2026", &mut modern)] {
                 for method in ["tools/resolve", "tools/call"] {
                     id += 1;
@@ -142,7 +156,7 @@ fn hand_spelled_numbers_over_http() {
     let mut modern = McpHttp::connect(http.addr, Era::Modern);
     let mut legacy = McpHttp::connect(http.addr, Era::Legacy);
     for case in &cases {
-        for tool in ["writes", "compares"] {
+        for (tool, _) in case.tools() {
             for method in ["tools/resolve", "tools/call"] {
                 let log = |why: &str| http.wait_for_stderr(why);
                 // The direct path (a plain stateless resolve), and rmcp's.
@@ -191,7 +205,7 @@ fn hand_spelled_numbers_in_regent_resolve() {
     // `regent resolve` reads the arguments' text too, and answers as
     // `serve` does: the policy's refusal on stderr, exit 1.
     for case in cases() {
-        for (tool, want) in [("writes", &case.writes), ("compares", &case.compares)] {
+        for (tool, want) in case.tools() {
             let out = regent()
                 .args(["resolve", "--config", &catalog(), tool, &case.arguments])
                 .output()

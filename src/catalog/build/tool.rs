@@ -31,6 +31,7 @@ pub(super) fn compile_tool(
         base,
         library,
         library_modules,
+        library_index,
         validators,
     } = *shared;
     let mut diags = Vec::new();
@@ -255,6 +256,17 @@ pub(super) fn compile_tool(
                     }
                 }
                 let pool = pool.with_flagged(flagged);
+                // Where the tool's modules index with a computed key, which
+                // a number spelled `2E0` could be: what regorus evaluates
+                // for a request holding one fails closed.
+                let computed_index = crate::rego::data_numbers::computed_index(
+                    own.own
+                        .iter()
+                        .chain(own.shadow)
+                        .filter_map(|p| p.module.as_ref()),
+                )
+                .or_else(|| library_index.clone());
+                let pool = pool.with_computed_index(computed_index);
                 engines = Some(Box::new(if all_native {
                     // The modules the build parsed, so that reading the
                     // shed tool's (`check::on_load`) parses none again.

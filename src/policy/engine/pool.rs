@@ -35,6 +35,13 @@ pub struct EnginePool {
     /// native hands a request to regorus, only regorus' error may come
     /// back, never its answer.
     flagged: Option<String>,
+    /// Where the tool's modules first index with a key that is not a
+    /// literal (`file:line:column`), when they do: regorus indexes an
+    /// array by a number the request spelled with an exponent (`2E0`) as
+    /// by the integer, OPA's answer is undefined, and regent cannot see
+    /// inside regorus' interpreter, so a request holding such a number
+    /// evaluated there fails closed (`policy::spelled::regorus_index_refusal`).
+    computed_index: Option<String>,
 }
 
 impl EnginePool {
@@ -50,6 +57,7 @@ impl EnginePool {
             limits,
             native: None,
             flagged: None,
+            computed_index: None,
         }
     }
 
@@ -58,6 +66,15 @@ impl EnginePool {
     /// cannot decide then fails closed unless regorus fails too.
     pub fn with_flagged(mut self, what: Option<String>) -> EnginePool {
         self.flagged = what;
+        self
+    }
+
+    /// Notes where the tool's modules first index with a computed key
+    /// (`rego::data_numbers::computed_index`, found once at load), so that a
+    /// request holding an integer spelled with an exponent is never
+    /// answered by regorus (a plan that runs there, or native's fallback).
+    pub fn with_computed_index(mut self, at: Option<String>) -> EnginePool {
+        self.computed_index = at;
         self
     }
 
@@ -208,6 +225,7 @@ impl EnginePool {
                 // scope ends here and regorus starts afresh.
                 Outcome::Fallback => {}
             }
+            self.regorus_may_index()?;
             if let Some(what) = &self.flagged {
                 // regorus' answer may not be OPA's here: only its error is.
                 self.eval_regorus(steps, input)?;
@@ -217,8 +235,29 @@ impl EnginePool {
                     timed_out: false,
                 });
             }
+        } else {
+            self.regorus_may_index()?;
         }
         self.eval_regorus(steps, input)
+    }
+
+    /// Refuses, before regorus evaluates a request, one that holds an
+    /// integer spelled with an exponent when the tool's modules index with
+    /// a computed key: regorus would read it as the integer where OPA's
+    /// index is undefined. Native decides each index itself
+    /// (`native::terms`), so this is for what runs on regorus only.
+    fn regorus_may_index(&self) -> Result<(), EvalError> {
+        let Some(at) = &self.computed_index else {
+            return Ok(());
+        };
+        match crate::policy::spelled::regorus_index_refusal(at) {
+            None => Ok(()),
+            Some(message) => Err(EvalError {
+                message,
+                location: None,
+                timed_out: false,
+            }),
+        }
     }
 
     /// Every answer of `native` is checked against regorus' in debug builds,

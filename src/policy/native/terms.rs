@@ -75,10 +75,23 @@ impl Eval<'_> {
                 self.memo[program.rules.len() + i] = Some(v.clone());
                 v
             }
-            Term::Index(base, key) => {
+            Term::Index(base, key_term) => {
                 let base = self.operand(base, locals)?;
-                let key = self.operand(key, locals)?;
-                index(&base, &key)?
+                let key = self.operand(key_term, locals)?;
+                let v = index(&base, &key)?;
+                // An array's member at a number the request spelled with an
+                // exponent (`2E0`): undefined in OPA, which never reads that
+                // text as an integer; the same number from elsewhere is the
+                // member. Matched by value, so refused (`policy::spelled`).
+                // A literal key is the policy's own integer.
+                if matches!((&*base, &*key), (Value::Array(_), Value::Number(_)))
+                    && !matches!(key_term.as_ref(), Term::Const(_))
+                    && !undefined(&v)
+                    && let Some(why) = crate::policy::spelled::index_refusal(&key)
+                {
+                    return Err(Stop::Refused(why));
+                }
+                v
             }
             Term::Call(b, args) => {
                 // Every argument is evaluated before any is found undefined,

@@ -188,3 +188,119 @@ fn current_is_the_numbers_of_the_request_being_evaluated() {
     });
     assert_eq!(current(), None);
 }
+
+/// A pool for `rego` (package `p`, rule `x`) as the build makes one: lowered
+/// for `native` where it can be, with the fact of where its modules index
+/// with a computed key; and whether the plan runs natively.
+fn pool(rego: &str) -> (crate::policy::engine::EnginePool, bool) {
+    use crate::policy::engine::{EnginePool, Step, add_policy, new_engine};
+    let limits = crate::policy::budget::Limits::default();
+    let mut e = new_engine(limits);
+    add_policy(&mut e, "p.rego", &format!("package p\n{rego}")).unwrap();
+    let at = crate::rego::data_numbers::computed_index(&crate::rego::modules(&mut e.clone()));
+    let step = [Step {
+        path: "data.p.x".into(),
+        by_query: false,
+    }];
+    let pool = EnginePool::new(e, limits)
+        .with_native(&step)
+        .with_computed_index(at);
+    let native = pool.is_native(&step);
+    (pool, native)
+}
+
+/// `x` of `pool` for the request whose arguments' text is `input`, its
+/// numbers spelled by hand scanned as a transport does.
+fn pick(pool: &crate::policy::engine::EnginePool, input: &str) -> Result<String, String> {
+    let step = crate::policy::engine::Step {
+        path: "data.p.x".into(),
+        by_query: false,
+    };
+    let spelled = scan(input.as_bytes());
+    let value = regorus::Value::from_json_str(input).unwrap();
+    with(spelled.as_ref(), || pool.eval([&step], value))
+        .map(|v| v[0].as_ref().map_or("undefined".into(), |v| v.to_string()))
+        .map_err(|e| e.message)
+}
+
+#[test]
+fn an_array_indexed_by_an_integer_spelled_with_an_exponent_is_refused() {
+    // OPA (tests/opa/oracle.py, the input as this text): ["a", "b", "c"][n]
+    // is "c" for 2 and 2.0, undefined for 2E0 and 2.0e0; an object's member
+    // is looked up by value. regent cannot tell the request's 2E0 from the
+    // same number reached otherwise, so it refuses where the member exists.
+    let refused = "array index: the request spelled the number";
+    for (rego, runs_natively) in [
+        (r#"x := ["a", "b", "c"][input.n]"#, true),
+        (
+            r#"x := ["a", "b", "c"][input.n] if every y in [1] { y == 1 }"#,
+            false,
+        ),
+    ] {
+        let (pool, native) = pool(rego);
+        assert_eq!(native, runs_natively, "{rego}");
+        for (input, want) in [
+            (r#"{"n": 2}"#, Ok(r#""c""#)),
+            (r#"{"n": 2.0}"#, Ok(r#""c""#)),
+            (r#"{"n": 1.00, "m": 2.50}"#, Ok(r#""b""#)),
+            (r#"{"n": 2E0}"#, Err("2E0")),
+            (r#"{"n": 2.0e0}"#, Err("2.0e0")),
+            (r#"{"n": 20E-1}"#, Err("20E-1")),
+        ] {
+            match (pick(&pool, input), want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{rego} {input}"),
+                (Err(e), Err(text)) => assert!(
+                    e.contains(&format!("{refused} {text} with an exponent")),
+                    "{rego} {input}: {e}"
+                ),
+                (got, _) => panic!("{rego} {input}: {got:?}, want {want:?}"),
+            }
+        }
+        // Out of range, native answers undefined as both engines do; on
+        // regorus the request is refused before it evaluates.
+        let far = pick(&pool, r#"{"n": 7E0}"#);
+        if runs_natively {
+            assert_eq!(far.as_deref(), Ok("undefined"));
+        } else {
+            assert!(far.unwrap_err().contains("runs on regorus"));
+        }
+    }
+    // Natively, a literal index, an object's member and an array indexed by
+    // another number are answered whatever the request spelled.
+    for (rego, want) in [
+        (r#"x := ["a", "b", "c"][2]"#, r#""c""#),
+        (r#"x := {2: "two"}[input.n]"#, r#""two""#),
+        (r#"x := ["a", "b", "c"][input.m]"#, r#""b""#),
+        (
+            r#"x := y if { some i, y in ["a", "b", "c"]; i == input.n }"#,
+            r#""c""#,
+        ),
+    ] {
+        let (pool, native) = pool(rego);
+        assert!(native, "{rego}");
+        assert_eq!(
+            pick(&pool, r#"{"n": 2E0, "m": 1}"#).as_deref(),
+            Ok(want),
+            "{rego}"
+        );
+    }
+}
+
+#[test]
+fn where_modules_index_with_a_computed_key_is_found_once() {
+    let at = |rego: &str| {
+        let mut e = crate::policy::engine::parse_engine();
+        e.add_policy("p.rego".into(), format!("package p\n{rego}"))
+            .unwrap();
+        crate::rego::data_numbers::computed_index(&crate::rego::modules(&mut e))
+    };
+    assert_eq!(
+        at("x := [1][input.n]").as_deref(),
+        Some("p.rego:2:10"),
+        "the key's place"
+    );
+    assert_eq!(
+        at("x := input.a[\"k\"]\ny := [1][0]\nz if input.a[_]"),
+        None
+    );
+}
