@@ -1,7 +1,8 @@
 //! What a catalog load leaves the allocator holding: the pages its
-//! temporaries freed go back to the system as they are freed while a load
-//! runs, and what is left all at once when it is done (issue 32 item 2:
-//! 10,000 tools under 300 MB, peak included).
+//! temporaries freed go back to the system soon after they are freed while
+//! a load runs (serve's start-up and each reload), and what is left all at
+//! once when it is done (issue 32 item 2: 10,000 tools under 300 MB, peak
+//! included).
 //!
 //! The binary's allocator is mimalloc (`main.rs`). It returns a freed page
 //! to the system only after a delay (`purge_delay`, 1 s in mimalloc 3), and
@@ -26,12 +27,15 @@ use std::ffi::c_long;
 /// checks that it reads mimalloc 3's default delay.
 const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-/// The purge delay while a load runs, in milliseconds: none, a page is
-/// purged when it empties. Measured at 10,000 tools (BENCHMARKS.md, session
-/// 26): 10 ms left the peak where it was on a loaded machine (the purge
-/// waits for a thread to get round to it), 0 ms took 20–30 MB off it in
-/// every run, for about a tenth more CPU in the load.
-const LOADING_DELAY_MS: c_long = 0;
+/// The purge delay while a load runs, in milliseconds. Session 26 had 0
+/// (a page purged when it empties): 20–30 MB off the peak at 10,000 tools,
+/// but each tool's engine then freed its pages to the system and the next
+/// one faulted them in again, 68,000 page faults against 10,000 with
+/// 100 ms, and a fifth to a quarter more CPU in the load (BENCHMARKS.md,
+/// session 27). 100 ms lets the next tools reuse a page that empties and
+/// still purges within the load what stays empty; the peak is about 10 MB
+/// above 0's, far under the 300 MB goal.
+const LOADING_DELAY_MS: c_long = 100;
 
 /// Purging pages as they are freed, for the time a load runs; dropped,
 /// the delay is as it was and every page freed meanwhile is purged.
@@ -40,8 +44,10 @@ pub struct Loading {
     delay: c_long,
 }
 
-/// Starts purging freed pages after [`LOADING_DELAY_MS`] (at once), until the
-/// returned guard is dropped (at the end of the load). An explicit
+/// Starts purging freed pages after [`LOADING_DELAY_MS`], until the
+/// returned guard is dropped (at the end of the load). One load at a time:
+/// start-up's guard is dropped before the reload thread starts, and that
+/// thread runs one attempt after another. An explicit
 /// `MIMALLOC_PURGE_DELAY` in the environment is respected (the guard then
 /// only purges at the end).
 pub fn loading() -> Loading {
