@@ -185,6 +185,11 @@ impl Reloader {
     }
 
     fn attempt(&mut self, started: Instant) -> Outcome {
+        // A reload makes and drops what the start-up load does (each changed
+        // tool's engine made, warmed and lowered): its freed pages go back
+        // as the start-up's do, and all at once when the attempt ends,
+        // whatever its outcome (`heap`).
+        let _loading = crate::heap::loading();
         let mut source = match self.read_consistently() {
             Ok(s) => s,
             Err(diags) => return self.failed(diags),

@@ -33,12 +33,13 @@ pub(super) fn tool_engine(
     let mut engine = (**base).clone();
     // What is added to the base, in order, for the engine's recipe.
     let mut added: Vec<(String, std::sync::Arc<str>)> = Vec::new();
-    // Every module that could declare a contract rule: (file, package).
-    let modules: Vec<(&str, &str)> = own
+    // Every module that could declare a contract rule: (file, package,
+    // and the text for the tool's own files, see `declares`).
+    let modules: Vec<Module> = own
         .iter()
         .chain(shadow)
-        .map(|p| (p.path.as_str(), p.package.as_str()))
-        .chain(library.iter().copied())
+        .map(|p| (p.path.as_str(), p.package.as_str(), Some(p.text)))
+        .chain(library.iter().map(|&(file, package)| (file, package, None)))
         .collect();
     for p in own.iter().chain(shadow) {
         policy::add_policy(&mut engine, &p.path, p.text).map_err(LocatedError::Diag)?;
@@ -73,7 +74,7 @@ pub(super) fn tool_engine(
     let mut visible = None;
     for (field, path, dotted) in candidates {
         // A contract rule is planned when a loaded module declares it.
-        if field != Field::Mapping && !declares(&engine, &modules, &dotted) {
+        if field != Field::Mapping && !declares_contract(&engine, &modules, &dotted) {
             continue;
         }
         if field == Field::Contract(generate::VISIBLE_RULE) {
@@ -100,7 +101,7 @@ pub(super) fn tool_engine(
             if *rule == generate::VISIBLE_RULE {
                 continue;
             }
-            if !declares(&engine, &modules, &format!("{pkg}.{rule}")) {
+            if !declares_contract(&engine, &modules, &format!("{pkg}.{rule}")) {
                 continue;
             }
             let path = generate::rule_ref(pkg, rule);
@@ -136,7 +137,7 @@ pub(super) fn tool_engine(
     // during a call (the sample arguments, an elicitation without params).
     let upstream_request = match &decl.policy {
         Some(pkg)
-            if declares(
+            if declares_contract(
                 &engine,
                 &modules,
                 &format!("{pkg}.{}", generate::UPSTREAM_REQUEST_RULE),
@@ -211,7 +212,7 @@ pub(super) struct ToolEngine {
 /// evaluated once on the sample input (which the engine holds).
 fn resolver_step(
     engine: &mut regorus::Engine,
-    modules: &[(&str, &str)],
+    modules: &[Module],
     rule: &str,
     limits: &Limits,
 ) -> Result<policy::Step, LocatedError> {
@@ -228,8 +229,8 @@ fn resolver_step(
 /// relative to the module's package). When regorus cannot say, assume it
 /// does: evaluating an absent rule by query is merely undefined, while
 /// skipping a present one would silently drop its answer.
-fn declares(engine: &regorus::Engine, modules: &[(&str, &str)], dotted: &str) -> bool {
-    modules.iter().any(|(file, package)| {
+fn declares(engine: &regorus::Engine, modules: &[Module], dotted: &str) -> bool {
+    modules.iter().any(|(file, package, _)| {
         dotted
             .strip_prefix(&format!("{package}."))
             .is_some_and(|root| {
@@ -237,6 +238,54 @@ fn declares(engine: &regorus::Engine, modules: &[(&str, &str)], dotted: &str) ->
                     .has_declared_rule_rooted_at(file, root)
                     .unwrap_or(true)
             })
+    })
+}
+
+/// A module a tool's engine holds: (file, package, its text when it is one
+/// of the tool's own files rather than a library's).
+type Module<'a> = (&'a str, &'a str, Option<&'a str>);
+
+/// [`declares`] for a contract rule (`annotations`, `deny`, ...: one
+/// identifier after the package), without asking regorus about a module
+/// whose text never spells the rule's name: a rule head names its first
+/// part as written, so such a module cannot declare it. regorus parses a
+/// selector for each question, and six contract rules asked of every tool
+/// were a measurable part of a 10,000-tool start-up (BENCHMARKS.md,
+/// session 27); most tools declare one or two of them.
+fn declares_contract(engine: &regorus::Engine, modules: &[Module], dotted: &str) -> bool {
+    modules.iter().any(|&(file, package, text)| {
+        dotted
+            .strip_prefix(&format!("{package}."))
+            .is_some_and(|root| {
+                let spelled = match text {
+                    Some(text) if is_identifier(root) => spells_word(text, root),
+                    _ => true,
+                };
+                spelled
+                    && engine
+                        .has_declared_rule_rooted_at(file, root)
+                        .unwrap_or(true)
+            })
+    })
+}
+
+/// Whether `name` is one Rego identifier (what a contract rule's name is).
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Whether `text` holds `word` anywhere not inside a longer identifier
+/// (comments and strings count: a false "yes" only means regorus is asked).
+fn spells_word(text: &str, word: &str) -> bool {
+    let is_part = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(is_part) && !after.is_some_and(is_part)
     })
 }
 
@@ -297,5 +346,25 @@ impl LocatedError {
             )
             .with_help("fix the rule; regorus reports unknown functions, wrong arity and unsafe variables only when a rule runs"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_identifier, spells_word};
+
+    #[test]
+    fn a_rule_name_is_spelled_only_as_a_whole_word() {
+        let text = "package p\n\nannotations.readOnlyHint := true\nmy_deny contains 1\n";
+        assert!(spells_word(text, "annotations"));
+        // Inside a longer identifier it is not the rule: regorus is not asked.
+        assert!(!spells_word(text, "deny"));
+        assert!(!spells_word(text, "confirm"));
+        assert!(spells_word("deny[m] {", "deny"));
+        assert!(spells_word("x\ndeny", "deny"));
+        assert!(is_identifier("security_schemes"));
+        assert!(!is_identifier("a.b"));
+        assert!(!is_identifier("1a"));
+        assert!(!is_identifier(""));
     }
 }
