@@ -425,14 +425,7 @@ pub(crate) fn regorus_index_refusal(at: &str) -> Option<String> {
 /// what the policy did (`did`), the fix.
 fn index_words(h: &Hand, did: &str) -> String {
     let Hand { text, ours, .. } = h;
-    let (who, fix) = if h.claim {
-        (
-            "the caller's claims",
-            "have the token's issuer (or the caller document) spell the claim without one",
-        )
-    } else {
-        ("the request", "send the number without an exponent")
-    };
+    let (who, fix) = who_and_fix(h, " without an exponent");
     let int = ours.trim_end_matches(".0");
     format!(
         "array index: {who} spelled the number {text} with an exponent, which OPA never reads as \
@@ -447,14 +440,7 @@ fn index_words(h: &Hand, did: &str) -> String {
 /// with an exponent.
 fn not_integer(name: &str, h: &Hand) -> String {
     let Hand { text, ours, .. } = h;
-    let (who, fix) = if h.claim {
-        (
-            "the caller's claims",
-            "have the token's issuer (or the caller document) spell the claim without one",
-        )
-    } else {
-        ("the request", "send the number without an exponent")
-    };
+    let (who, fix) = who_and_fix(h, " without an exponent");
     format!(
         "{name}: {who} spelled the number {text} with an exponent, which OPA never reads as \
          an integer (a builtin that wants one answers `must be integer number`) where regent \
@@ -463,17 +449,24 @@ fn not_integer(name: &str, h: &Hand) -> String {
     )
 }
 
+/// Who spelled `h` (the request, or the caller's claims) and how to spell
+/// it otherwise, ending in `how` (`" without an exponent"`): one wording
+/// for every refusal.
+fn who_and_fix(h: &Hand, how: &str) -> (&'static str, String) {
+    if h.claim {
+        (
+            "the caller's claims",
+            format!("have the token's issuer (or the caller document) spell the claim{how}"),
+        )
+    } else {
+        ("the request", format!("send the number{how}"))
+    }
+}
+
 /// Why `name` refuses `h`: what OPA writes, what regent would, the fix.
 fn refusal(name: &str, h: &Hand) -> String {
     let Hand { text, ours, .. } = h;
-    let (who, send) = if h.claim {
-        (
-            "the caller's claims",
-            "have the token's issuer (or the caller document) spell the claim",
-        )
-    } else {
-        ("the request", "send the number")
-    };
+    let (who, send) = who_and_fix(h, "");
     if h.lost {
         format!(
             "{name}: {who} spelled the number {text}, which OPA writes back as spelled and \

@@ -57,6 +57,20 @@ fn catalog() -> String {
         .to_string()
 }
 
+/// A `method` request (`tools/resolve`, `tools/call`) of `tool` with empty
+/// arguments, as a client of `era` sends it over stdio.
+fn request(id: u64, method: &str, tool: &str, era: Era) -> Value {
+    let mut params = json!({"name": tool, "arguments": {}});
+    if era == Era::Modern {
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}
+        });
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
 /// `message` as text, with its arguments replaced by `arguments`, the
 /// client's own text.
 fn spelled(message: &Value, arguments: &str) -> String {
@@ -124,16 +138,7 @@ fn hand_spelled_numbers_over_stdio() {
             for (how, server) in [("stdio 2025", &mut legacy), ("stdio 2026", &mut modern)] {
                 for method in ["tools/resolve", "tools/call"] {
                     id += 1;
-                    let mut params = json!({"name": tool, "arguments": {}});
-                    if server.era == Era::Modern {
-                        params["_meta"] = json!({
-                            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                            "io.modelcontextprotocol/clientCapabilities": {},
-                            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}
-                        });
-                    }
-                    let msg =
-                        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+                    let msg = request(id, method, tool, server.era);
                     server.send_line(&spelled(&msg, &case.arguments));
                     let response = server.wait_for_id(&json!(id));
                     let stderr = |why: &str| server.stderr_until(|l| l.contains(why));
@@ -342,16 +347,7 @@ fn hand_spelled_numbers_are_logged_as_sent_over_stdio() {
             for tool in ["writes", "compares"] {
                 for method in ["tools/resolve", "tools/call"] {
                     id += 1;
-                    let mut params = json!({"name": tool, "arguments": {}});
-                    if era == Era::Modern {
-                        params["_meta"] = json!({
-                            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                            "io.modelcontextprotocol/clientCapabilities": {},
-                            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}
-                        });
-                    }
-                    let msg =
-                        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+                    let msg = request(id, method, tool, era);
                     server.send_line(&spelled(&msg, &arguments));
                     server.wait_for_id(&json!(id));
                     these.push((tool, arguments.clone()));

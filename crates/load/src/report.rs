@@ -555,7 +555,7 @@ fn scale(s: &mut String, run: &Run) {
          Start-up: spawn to the `initialize` answer (median of 3 starts; 1 at 10,000 tools). Memory: VmRSS (and the peak, VmHWM) \
          after 2,000 warm-up resolves of each kind. Latency: {} requests one at a time. Reload: SIGHUP after rewriting one policy, \
          until the status file counts the reload (wall), and the server's own rebuild time. \
-         Check: `regent check DIR`, spawn to exit, before the server starts.\n",
+         Check: `regent check DIR`, spawn to exit, median of 3, before the server starts.\n",
         run.opts.serial_requests
     );
     let _ = writeln!(
