@@ -233,12 +233,20 @@ pub fn python_text(v: &Value) -> String {
 /// regent sees only in the request's text (`policy::spelled`). Integers
 /// from 2^53 keep their digits (a fraction would make them doubles regent
 /// cannot hold exactly, whose comparisons are not covered); about one
-/// number in four keeps the text a JavaScript client writes.
-pub fn hand_text(v: &Value, rng: &mut super::harness::Rng) -> String {
+/// number in four keeps the text a JavaScript client writes. With `lost`,
+/// about half the numbers get digits past a double's
+/// (`0.5000000000000000000001`, `7.0000000000000000000001`): numbers
+/// regent holds as the nearest double and OPA compares exactly.
+pub fn hand_text(v: &Value, rng: &mut super::harness::Rng, lost: bool) -> String {
     use serde::Serialize;
-    struct Hand<'r>(&'r mut super::harness::Rng);
+    struct Hand<'r>(&'r mut super::harness::Rng, bool);
+    /// The digits that take a number past what a double holds.
+    const PAST: &str = "0000000000000000000001";
     impl Hand<'_> {
         fn integer<W: ?Sized + Write>(&mut self, w: &mut W, i: i128) -> std::io::Result<()> {
+            if self.1 && self.0.below(2) == 0 {
+                return w.write_all(format!("{i}.{PAST}").as_bytes());
+            }
             let text = match self.0.below(5) {
                 _ if i.unsigned_abs() >= 1 << 53 => i.to_string(),
                 0 => format!("{i}.00"),
@@ -261,6 +269,13 @@ pub fn hand_text(v: &Value, rng: &mut super::harness::Rng) -> String {
         }
         fn write_f64<W: ?Sized + Write>(&mut self, w: &mut W, f: f64) -> std::io::Result<()> {
             let plain = client_text(&json!(f));
+            if self.1 && !plain.contains(['e', 'E']) && self.0.below(2) == 0 {
+                let text = match plain.contains('.') {
+                    true => format!("{plain}{PAST}"),
+                    false => format!("{plain}.{PAST}"),
+                };
+                return w.write_all(text.as_bytes());
+            }
             // Rust's `{:e}` is the shortest digits: `2.5e0`, `1e-7`.
             let e = format!("{f:e}");
             let (m, x) = e.split_once('e').expect("`{:e}` has an exponent");
@@ -283,7 +298,7 @@ pub fn hand_text(v: &Value, rng: &mut super::harness::Rng) -> String {
     let mut text = Vec::new();
     v.serialize(&mut serde_json::Serializer::with_formatter(
         &mut text,
-        Hand(rng),
+        Hand(rng, lost),
     ))
     .expect("json");
     String::from_utf8(text).expect("json is utf-8")

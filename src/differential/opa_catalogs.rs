@@ -66,7 +66,10 @@ const EXAMPLES: usize = 3;
 
 /// One catalog to compare: its name, the catalog (or why it does not
 /// build), and the ways it is known to differ from OPA still.
-type Case = (String, Result<Catalog, String>, Vec<Outcome>);
+/// A catalog, its name, the differences it may show, and whether its
+/// inputs spelled by hand hold numbers regent cannot hold
+/// ([`Construct::lost`]).
+type Case = (String, Result<Catalog, String>, Vec<Outcome>, bool);
 
 /// The catalogs compared: those `differential` drives (a case that is
 /// meant not to build is left out there), then one per entry of
@@ -76,7 +79,7 @@ fn catalogs(scratch: &Path) -> Vec<Case> {
     for dir in shipped_catalogs() {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
         match load(&dir) {
-            Some(c) => out.push((name, Ok(c), Vec::new())),
+            Some(c) => out.push((name, Ok(c), Vec::new(), false)),
             None => eprintln!("skipped {name}: does not load or build"),
         }
     }
@@ -126,11 +129,13 @@ fn catalogs(scratch: &Path) -> Vec<Case> {
                     name,
                     Err(format!("refused, but not with {code}: {why}")),
                     vec![],
+                    false,
                 )),
                 Ok(_) => out.push((
                     name,
                     Err(format!("builds, but should be refused with {code}")),
                     vec![],
+                    false,
                 )),
             }
             continue;
@@ -138,9 +143,9 @@ fn catalogs(scratch: &Path) -> Vec<Case> {
         if e.differs.contains(&Outcome::FailClosed)
             && let Some(why) = unflagged(&dir)
         {
-            out.push((format!("{name} (check)"), Err(why), vec![]));
+            out.push((format!("{name} (check)"), Err(why), vec![], false));
         }
-        out.push((name, built, e.differs));
+        out.push((name, built, e.differs, e.lost));
     }
     out
 }
@@ -189,6 +194,11 @@ struct Construct {
     /// A data file's JSON text, as spelled (`2E0`), beside the policy.
     #[serde(default)]
     data: Option<String>,
+    /// Whether its inputs spelled by hand also hold numbers with more
+    /// digits than a double (`0.1000000000000000000001`,
+    /// `super::opa::hand_text`).
+    #[serde(default)]
+    lost: bool,
 }
 
 /// How one input came out.
@@ -246,7 +256,7 @@ fn every_shipped_policy_answers_as_opa() {
     let (mut tools, mut invalid) = (0, 0);
     let mut failures: Vec<String> = Vec::new();
     let scratch = tempfile::tempdir().unwrap();
-    for (name, catalog, differs) in catalogs(scratch.path()) {
+    for (name, catalog, differs, lost) in catalogs(scratch.path()) {
         let catalog = match catalog {
             Ok(c) => c,
             Err(e) => {
@@ -304,7 +314,7 @@ fn every_shipped_policy_answers_as_opa() {
                         // spelled, regent refuses where it would write them
                         // (`policy::spelled`, which the transports apply).
                         let by_hand =
-                            (i % 2 == 0).then(|| super::opa::hand_text(&args, &mut hand_rng));
+                            (i % 2 == 0).then(|| super::opa::hand_text(&args, &mut hand_rng, lost));
                         if let Some(h) = by_hand.filter(|h| *h != js) {
                             spellings.push(("hand ", Some(h)));
                         }

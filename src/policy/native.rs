@@ -205,6 +205,20 @@ pub(super) enum Cmp {
     Ge,
 }
 
+impl Cmp {
+    /// The operator as Rego spells it, for a refusal.
+    pub(super) fn text(self) -> &'static str {
+        match self {
+            Cmp::Eq => "==",
+            Cmp::Ne => "!=",
+            Cmp::Lt => "<",
+            Cmp::Le => "<=",
+            Cmp::Gt => ">",
+            Cmp::Ge => ">=",
+        }
+    }
+}
+
 /// A regorus builtin, with its guard's estimate when it is size-driving.
 pub(super) struct Builtin {
     pub name: &'static str,

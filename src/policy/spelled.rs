@@ -43,9 +43,21 @@
 //! refuses it ([`regorus_index_refusal`], `policy::EnginePool`).
 //!
 //! Matched by value, not provenance: the same number computed, or spelled
-//! canonically elsewhere in the request, is refused too. A number regent
-//! cannot hold (`0.1000000000000000000001`, a 22-digit integer) is kept as
-//! well; its comparisons are not covered (docs/policy-tooling.md). What
+//! canonically elsewhere in the request, is refused too.
+//!
+//! A number regent cannot hold (`0.1000000000000000000001`, a 22-digit
+//! integer) is kept as well: regent holds the nearest double, OPA compares
+//! the exact decimal. Rounding keeps order, so only a comparison whose
+//! operands are the same double may answer otherwise (OPA: `n > 0.1` true,
+//! `n == 0.1` undefined); natively that comparison (`== != < <= > >=`, a
+//! composite compared whole, `in` where a member is found) refuses
+//! ([`compare_refusal`], `native::terms`). regorus compares where regent
+//! cannot watch, so a plan that runs there refuses any request holding
+//! such a number before it evaluates ([`regorus_lost_refusal`]; coarse:
+//! which comparisons reach the request is not known at load). OPA's
+//! arithmetic rounds such an operand as regent does (`n + 0` is `0.1`)
+//! and is answered; builtins that pick or order numbers (`max`, `sort`)
+//! are not covered (docs/policy-tooling.md). What
 //! the transports pass and where they install it is `protocol`'s and
 //! `http`'s; this module knows regorus' values, not the wire.
 
@@ -135,13 +147,20 @@ impl Spelled {
     /// The first number of `v` (any depth, keys too) spelled by hand, and
     /// whether only its bare `sprintf` would be the same.
     fn find(&self, v: &Value) -> Option<&Hand> {
+        self.find_where(v, &|_| true)
+    }
+
+    /// The first number of `v` (any depth, keys too) spelled by hand and
+    /// kept by `keep`.
+    fn find_where(&self, v: &Value, keep: &dyn Fn(&Hand) -> bool) -> Option<&Hand> {
         match v {
-            Value::Number(_) => self.numbers.iter().find(|h| h.held == *v),
-            Value::Array(a) => a.iter().find_map(|x| self.find(x)),
-            Value::Set(s) => s.iter().find_map(|x| self.find(x)),
-            Value::Object(o) => o
-                .iter()
-                .find_map(|(k, x)| self.find(k).or_else(|| self.find(x))),
+            Value::Number(_) => self.numbers.iter().find(|h| keep(h) && h.held == *v),
+            Value::Array(a) => a.iter().find_map(|x| self.find_where(x, keep)),
+            Value::Set(s) => s.iter().find_map(|x| self.find_where(x, keep)),
+            Value::Object(o) => o.iter().find_map(|(k, x)| {
+                self.find_where(k, keep)
+                    .or_else(|| self.find_where(x, keep))
+            }),
             _ => None,
         }
     }
@@ -419,6 +438,101 @@ pub(crate) fn regorus_index_refusal(at: &str) -> Option<String> {
             ),
         ))
     })
+}
+
+/// Why comparing `a` with `b` (`op`, `>`) refuses: one of them is the
+/// value of a number the request being evaluated spelled with more digits
+/// than regent's numbers hold (`0.1000000000000000000001`), which OPA
+/// compares exactly where regent compares the nearest double. Rounding
+/// keeps order, so two numbers whose doubles differ compare alike in both;
+/// only equal doubles may not (OPA, asked: `n > 0.1` is true, `n == 0.1`
+/// false, for that `n`), and composites of one kind (arrays, sets, objects
+/// compared whole) holding such a number are refused whole. `None` when
+/// nothing was spelled so, or the answer cannot differ.
+pub(crate) fn compare_refusal(op: &str, a: &Value, b: &Value) -> Option<String> {
+    // Most comparisons are of strings, or of unequal numbers: decided
+    // before the thread's numbers are looked at.
+    match (a, b) {
+        (Value::Number(_), Value::Number(_)) if same_double(a, b) => {}
+        (Value::Array(_), Value::Array(_))
+        | (Value::Set(_), Value::Set(_))
+        | (Value::Object(_), Value::Object(_)) => {}
+        _ => return None,
+    }
+    CURRENT.with(|c| {
+        let current = c.borrow();
+        let spelled = current.as_ref()?;
+        if !spelled.numbers.iter().any(|h| h.lost) {
+            return None;
+        }
+        let h = match (a, b) {
+            (Value::Number(_), Value::Number(_)) => spelled
+                .numbers
+                .iter()
+                .find(|h| h.lost && (same_double(&h.held, a) || same_double(&h.held, b)))?,
+            (Value::Array(_), Value::Array(_))
+            | (Value::Set(_), Value::Set(_))
+            | (Value::Object(_), Value::Object(_)) => spelled
+                .find_where(a, &|h| h.lost)
+                .or_else(|| spelled.find_where(b, &|h| h.lost))?,
+            _ => return None,
+        };
+        Some(lost_words(h, &format!("comparison `{op}`")))
+    })
+}
+
+/// Whether numbers `a` and `b` are equal, or the same double (a policy's
+/// integer literal is held exactly, `12345678901234567890122`, where the
+/// request's number is held as its nearest double).
+fn same_double(a: &Value, b: &Value) -> bool {
+    // regorus' `as_f64` is exact or nothing; past 2^53 the nearest double
+    // is read from the number's decimal text (rare: big numbers only).
+    let nearest = |v: &Value| match v {
+        Value::Number(n) => n
+            .as_f64()
+            .or_else(|| n.format_decimal().parse::<f64>().ok()),
+        _ => None,
+    };
+    match (a, b) {
+        (Value::Number(_), Value::Number(_)) => {
+            a == b || matches!((nearest(a), nearest(b)), (Some(x), Some(y)) if x == y)
+        }
+        _ => false,
+    }
+}
+
+/// Why a plan evaluated on regorus refuses a request holding a number
+/// regent's numbers cannot hold: regorus compares inside its interpreter,
+/// where regent cannot tell which comparison meets it, so the whole
+/// evaluation fails closed. `None` when nothing was spelled so.
+pub(crate) fn regorus_lost_refusal() -> Option<String> {
+    CURRENT.with(|c| {
+        let current = c.borrow();
+        let h = current.as_ref()?.numbers.iter().find(|h| h.lost)?;
+        Some(lost_words(
+            h,
+            "this evaluation (it runs on regorus, where regent cannot see the comparisons)",
+        ))
+    })
+}
+
+/// The refusal of `what` given `h`, a number regent's numbers cannot hold,
+/// which OPA compares exactly: who spelled it, the nearest double, the fix.
+fn lost_words(h: &Hand, what: &str) -> String {
+    let Hand { text, ours, .. } = h;
+    let (who, send) = if h.claim {
+        (
+            "the caller's claims",
+            "have the token's issuer (or the caller document) spell the claim",
+        )
+    } else {
+        ("the request", "send the number")
+    };
+    format!(
+        "{what}: {who} spelled the number {text}, which regent's numbers cannot hold (the \
+         nearest is {ours}) and OPA compares exactly: not supported by regent, which refuses \
+         rather than answer otherwise; {send} with at most 17 significant digits, or as a string"
+    )
 }
 
 /// The refusal of an index by `h`'s value: who spelled it, what OPA does,

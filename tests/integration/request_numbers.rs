@@ -33,6 +33,10 @@ struct Case {
     /// says.
     #[serde(default)]
     picks: Option<Expected>,
+    /// For the `tenth` tool, which compares `n` with 0.1, when the case
+    /// says.
+    #[serde(default)]
+    tenth: Option<Expected>,
 }
 
 impl Case {
@@ -40,6 +44,7 @@ impl Case {
     fn tools(&self) -> Vec<(&'static str, &Expected)> {
         let mut out = vec![("writes", &self.writes), ("compares", &self.compares)];
         out.extend(self.picks.as_ref().map(|p| ("picks", p)));
+        out.extend(self.tenth.as_ref().map(|p| ("tenth", p)));
         out
     }
 }

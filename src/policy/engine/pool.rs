@@ -249,7 +249,22 @@ impl EnginePool {
     /// a computed key: regorus would read it as the integer where OPA's
     /// index is undefined. Native decides each index itself
     /// (`native::terms`), so this is for what runs on regorus only.
+    ///
+    /// A request holding a number regent's numbers cannot hold
+    /// (`0.1000000000000000000001`) is refused here too, whatever the
+    /// policy: OPA compares its exact decimal, regorus the nearest double,
+    /// and regent cannot see regorus' comparisons. Coarse on purpose: which
+    /// comparisons a policy makes on the request is not known at load (any
+    /// rule may reach `input` through a variable or a function), and such
+    /// numbers are rare; native refuses only the comparison that meets one.
     fn regorus_may_index(&self) -> Result<(), EvalError> {
+        if let Some(message) = crate::policy::spelled::regorus_lost_refusal() {
+            return Err(EvalError {
+                message,
+                location: None,
+                timed_out: false,
+            });
+        }
         let Some(at) = &self.computed_index else {
             return Ok(());
         };

@@ -220,6 +220,13 @@ impl Eval<'_> {
                 if undefined(a) || undefined(b) {
                     return Ok(Value::Undefined);
                 }
+                // A number the request spelled with more digits than a
+                // double holds: OPA compares its exact decimal, regent the
+                // nearest double, which differ only where the doubles are
+                // equal (`policy::spelled`).
+                if let Some(why) = crate::policy::spelled::compare_refusal(op.text(), a, b) {
+                    return Err(Stop::Refused(why));
+                }
                 let order = || {
                     // regorus orders a set before an object, OPA after: when
                     // either side holds a set, OPA's order decides.
@@ -286,12 +293,20 @@ impl Eval<'_> {
                     opa_only();
                     return Ok(Value::Undefined);
                 }
-                Value::Bool(match coll.as_ref() {
+                let found = match coll.as_ref() {
                     Value::Array(items) => items.contains(v),
                     Value::Set(items) => items.contains(v),
                     Value::Object(fields) => fields.values().any(|x| x == v),
                     _ => false,
-                })
+                };
+                // A member equal to `v` only as the nearest double of a
+                // number the request spelled with more digits than a
+                // double holds: OPA, comparing exactly, may find none
+                // (`policy::spelled`). Not found here is not found there.
+                if found && let Some(why) = crate::policy::spelled::compare_refusal("in", v, v) {
+                    return Err(Stop::Refused(why));
+                }
+                Value::Bool(found)
             }
             Term::KeyIn(k, obj) => {
                 // As `k in object.keys(obj)`: undefined when `obj` or `k` is

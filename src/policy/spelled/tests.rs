@@ -304,3 +304,61 @@ fn where_modules_index_with_a_computed_key_is_found_once() {
         None
     );
 }
+
+#[test]
+fn comparing_a_number_regent_cannot_hold_is_refused_where_the_doubles_are_equal() {
+    // OPA (tests/opa/oracle.py, input text `{"n": 0.1000000000000000000001,
+    // "m": 12345678901234567890123}`): `n > 0.1` true, `n == 0.1`, `[n] ==
+    // [0.1]` and `n in {0.1}` undefined, `m > 12345678901234567890122`
+    // true. regent holds n as 0.1 and m as the nearest double: where the
+    // doubles are equal it refuses; where they differ rounding keeps the
+    // order, and it answers as OPA.
+    let refused = "the request spelled the number";
+    let lost = r#"{"n": 0.1000000000000000000001, "m": 12345678901234567890123}"#;
+    for (rego, input, want) in [
+        ("x := input.n > 0.1", lost, Err("comparison `>`")),
+        ("x := input.n == 0.1", lost, Err("comparison `==`")),
+        ("x := input.n != 0.1", lost, Err("comparison `!=`")),
+        ("x := [input.n] == [0.1]", lost, Err("comparison `==`")),
+        (
+            "x := {\"k\": input.n} == {\"k\": 7}",
+            lost,
+            Err("comparison `==`"),
+        ),
+        ("x := input.n in {0.1, 2}", lost, Err("comparison `in`")),
+        (
+            "x := input.m > 12345678901234567890122",
+            lost,
+            Err("comparison `>`"),
+        ),
+        // Doubles that differ: the order is the exact numbers'.
+        ("x := input.n > 0.2", lost, Ok("false")),
+        ("x := input.n < 5", lost, Ok("true")),
+        ("x := input.m > 100", lost, Ok("true")),
+        ("x := input.n in {0.5, 2}", lost, Ok("false")),
+        ("x := [input.n] == \"s\"", lost, Ok("false")),
+        // Arithmetic rounds in OPA too (`n + 1` is 1.1 there).
+        ("x := input.n + 1", lost, Ok("1.1")),
+        // Nothing lost: as before.
+        ("x := input.n > 0.1", r#"{"n": 0.1}"#, Ok("false")),
+        ("x := input.n == 0.1", r#"{"n": 0.10}"#, Ok("true")),
+    ] {
+        let (pool, native) = pool(rego);
+        assert!(native, "{rego}");
+        match (pick(&pool, input), want) {
+            (Ok(got), Ok(want)) => assert_eq!(got, want, "{rego} {input}"),
+            (Err(e), Err(what)) => assert!(
+                e.starts_with(what) && e.contains(refused) && e.contains("OPA compares exactly"),
+                "{rego} {input}: {e}"
+            ),
+            (got, _) => panic!("{rego} {input}: {got:?}, want {want:?}"),
+        }
+    }
+    // On regorus (`every` keeps the plan there) any request holding such a
+    // number is refused before it evaluates; one without is answered.
+    let (pool, native) = pool("x := input.n > 0.2 if every y in [1] { y == 1 }");
+    assert!(!native);
+    let e = pick(&pool, lost).unwrap_err();
+    assert!(e.contains("runs on regorus") && e.contains(refused), "{e}");
+    assert_eq!(pick(&pool, r#"{"n": 0.3}"#).unwrap(), "true");
+}
