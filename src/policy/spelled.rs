@@ -520,14 +520,7 @@ pub(crate) fn regorus_lost_refusal() -> Option<String> {
 /// which OPA compares exactly: who spelled it, the nearest double, the fix.
 fn lost_words(h: &Hand, what: &str) -> String {
     let Hand { text, ours, .. } = h;
-    let (who, send) = if h.claim {
-        (
-            "the caller's claims",
-            "have the token's issuer (or the caller document) spell the claim",
-        )
-    } else {
-        ("the request", "send the number")
-    };
+    let (who, send) = who_and_fix(h, "");
     format!(
         "{what}: {who} spelled the number {text}, which regent's numbers cannot hold (the \
          nearest is {ours}) and OPA compares exactly: not supported by regent, which refuses \
