@@ -150,11 +150,22 @@ impl Spelled {
         self.find_where(v, &|_| true)
     }
 
+    /// The number spelled by hand, kept by `keep`, that regent holds as
+    /// `v` (a number).
+    fn held(&self, v: &Value, keep: impl Fn(&Hand) -> bool) -> Option<&Hand> {
+        self.numbers.iter().find(|h| keep(h) && h.held == *v)
+    }
+
+    /// The first number spelled by hand kept by `keep`, wherever it is.
+    fn any(&self, keep: impl Fn(&Hand) -> bool) -> Option<&Hand> {
+        self.numbers.iter().find(|h| keep(h))
+    }
+
     /// The first number of `v` (any depth, keys too) spelled by hand and
     /// kept by `keep`.
     fn find_where(&self, v: &Value, keep: &dyn Fn(&Hand) -> bool) -> Option<&Hand> {
         match v {
-            Value::Number(_) => self.numbers.iter().find(|h| keep(h) && h.held == *v),
+            Value::Number(_) => self.held(v, keep),
             Value::Array(a) => a.iter().find_map(|x| self.find_where(x, keep)),
             Value::Set(s) => s.iter().find_map(|x| self.find_where(x, keep)),
             Value::Object(o) => o.iter().find_map(|(k, x)| {
@@ -322,6 +333,12 @@ pub fn current() -> Option<Arc<Spelled>> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
+/// `f` of the numbers of the request this thread evaluates now; `None`
+/// outside [`with`].
+fn in_current<R>(f: impl FnOnce(&Spelled) -> Option<R>) -> Option<R> {
+    CURRENT.with(|c| c.borrow().as_deref().and_then(f))
+}
+
 /// Runs `f`, the evaluations of one request, with `spelled` its numbers
 /// spelled by hand ([`check`] reads them). `None` runs `f` as it is.
 pub fn with<R>(spelled: Option<&Arc<Spelled>>, f: impl FnOnce() -> R) -> R {
@@ -362,10 +379,7 @@ pub(crate) fn check(name: &str, args: &[Value]) -> anyhow::Result<()> {
             // as an operand or an operand's item: OPA may refuse it as
             // not an integer (`IntOperand`), regent would answer.
             let direct = |x: &Value| match x {
-                Value::Number(_) => spelled
-                    .numbers
-                    .iter()
-                    .find(|h| h.not_integer && h.held == *x),
+                Value::Number(_) => spelled.held(x, |h| h.not_integer),
                 _ => None,
             };
             let found = args.iter().find_map(|x| match x {
@@ -382,10 +396,7 @@ pub(crate) fn check(name: &str, args: &[Value]) -> anyhow::Result<()> {
                 Some(Value::Array(items)) => items.iter().find_map(|x| match x {
                     // Any of the spellings of this value (`1.00` and `1E0`
                     // are one number to regent).
-                    Value::Number(_) => spelled
-                        .numbers
-                        .iter()
-                        .find(|h| !h.sprintf_same && h.held == *x),
+                    Value::Number(_) => spelled.held(x, |h| !h.sprintf_same),
                     _ => spelled.find(x),
                 }),
                 _ => None,
@@ -410,13 +421,8 @@ pub(crate) fn check(name: &str, args: &[Value]) -> anyhow::Result<()> {
 /// spelled so. The native evaluator asks it only where the member exists
 /// (out of range, both answer undefined).
 pub(crate) fn index_refusal(key: &Value) -> Option<String> {
-    CURRENT.with(|c| {
-        let current = c.borrow();
-        let h = current
-            .as_ref()?
-            .numbers
-            .iter()
-            .find(|h| h.not_integer && h.held == *key)?;
+    in_current(|spelled| {
+        let h = spelled.held(key, |h| h.not_integer)?;
         Some(index_words(h, "indexes an array with a key of that value"))
     })
 }
@@ -427,9 +433,8 @@ pub(crate) fn index_refusal(key: &Value) -> Option<String> {
 /// interpreter, where regent cannot tell the array and the key apart, so
 /// the whole evaluation fails closed. `None` when nothing was spelled so.
 pub(crate) fn regorus_index_refusal(at: &str) -> Option<String> {
-    CURRENT.with(|c| {
-        let current = c.borrow();
-        let h = current.as_ref()?.numbers.iter().find(|h| h.not_integer)?;
+    in_current(|spelled| {
+        let h = spelled.any(|h| h.not_integer)?;
         Some(index_words(
             h,
             &format!(
@@ -459,17 +464,12 @@ pub(crate) fn compare_refusal(op: &str, a: &Value, b: &Value) -> Option<String> 
         | (Value::Object(_), Value::Object(_)) => {}
         _ => return None,
     }
-    CURRENT.with(|c| {
-        let current = c.borrow();
-        let spelled = current.as_ref()?;
-        if !spelled.numbers.iter().any(|h| h.lost) {
-            return None;
-        }
+    in_current(|spelled| {
+        spelled.any(|h| h.lost)?;
         let h = match (a, b) {
-            (Value::Number(_), Value::Number(_)) => spelled
-                .numbers
-                .iter()
-                .find(|h| h.lost && (same_double(&h.held, a) || same_double(&h.held, b)))?,
+            (Value::Number(_), Value::Number(_)) => {
+                spelled.any(|h| h.lost && (same_double(&h.held, a) || same_double(&h.held, b)))?
+            }
             (Value::Array(_), Value::Array(_))
             | (Value::Set(_), Value::Set(_))
             | (Value::Object(_), Value::Object(_)) => spelled
@@ -506,9 +506,8 @@ fn same_double(a: &Value, b: &Value) -> bool {
 /// where regent cannot tell which comparison meets it, so the whole
 /// evaluation fails closed. `None` when nothing was spelled so.
 pub(crate) fn regorus_lost_refusal() -> Option<String> {
-    CURRENT.with(|c| {
-        let current = c.borrow();
-        let h = current.as_ref()?.numbers.iter().find(|h| h.lost)?;
+    in_current(|spelled| {
+        let h = spelled.any(|h| h.lost)?;
         Some(lost_words(
             h,
             "this evaluation (it runs on regorus, where regent cannot see the comparisons)",

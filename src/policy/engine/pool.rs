@@ -228,7 +228,7 @@ impl EnginePool {
                 // scope ends here and regorus starts afresh.
                 Outcome::Fallback => {}
             }
-            self.regorus_may_index()?;
+            self.regorus_refusal()?;
             if let Some(what) = &self.flagged {
                 // regorus' answer may not be OPA's here: only its error is.
                 self.eval_regorus(steps, input)?;
@@ -239,7 +239,7 @@ impl EnginePool {
                 });
             }
         } else {
-            self.regorus_may_index()?;
+            self.regorus_refusal()?;
         }
         self.eval_regorus(steps, input)
     }
@@ -257,18 +257,11 @@ impl EnginePool {
     /// comparisons a policy makes on the request is not known at load (any
     /// rule may reach `input` through a variable or a function), and such
     /// numbers are rare; native refuses only the comparison that meets one.
-    fn regorus_may_index(&self) -> Result<(), EvalError> {
-        if let Some(message) = crate::policy::spelled::regorus_lost_refusal() {
-            return Err(EvalError {
-                message,
-                location: None,
-                timed_out: false,
-            });
-        }
-        let Some(at) = &self.computed_index else {
-            return Ok(());
-        };
-        match crate::policy::spelled::regorus_index_refusal(at) {
+    fn regorus_refusal(&self) -> Result<(), EvalError> {
+        use crate::policy::spelled::{regorus_index_refusal, regorus_lost_refusal};
+        let refused = regorus_lost_refusal()
+            .or_else(|| (self.computed_index.as_deref()).and_then(regorus_index_refusal));
+        match refused {
             None => Ok(()),
             Some(message) => Err(EvalError {
                 message,
