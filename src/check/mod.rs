@@ -197,16 +197,16 @@ pub fn check_keeping(paths: &[PathBuf], opts: &BuildOptions, started: &Started) 
 
     // The published schema, over every tool file including those serde
     // refused; merged after the build so that a finding both make is told once.
-    let mut schema_diags = Vec::new();
-    for (path, kind) in &found {
-        if *kind != FileKind::Tools {
-            continue;
-        }
-        if let Ok(file) = files::read(path, *kind) {
-            schema_diags.extend(published_schema::check_file(path, &file.text));
-        }
-    }
-    merge_schema_diagnostics(&mut out, schema_diags);
+    let tool_files: Vec<_> = found
+        .iter()
+        .filter(|(_, k)| *k == FileKind::Tools)
+        .collect();
+    let schema_diags = crate::par::map_ordered(&tool_files, 8, |(path, kind)| {
+        files::read(path, *kind)
+            .map(|file| published_schema::check_file(path, &file.text))
+            .unwrap_or_default()
+    });
+    merge_schema_diagnostics(&mut out, schema_diags.into_iter().flatten().collect());
 
     out.extend(lint_policies(&source, &catalog));
 
@@ -215,11 +215,20 @@ pub fn check_keeping(paths: &[PathBuf], opts: &BuildOptions, started: &Started) 
     // Each failing decision, by what tells it apart after `dedupe`, with
     // its tool (the first, when two tools fail at one spot alike).
     let mut failing: BTreeMap<(&'static str, String, String), String> = BTreeMap::new();
-    for tool in catalog.tools() {
+    // Spread over the cores as `serve`'s load check is (`on_load`); the
+    // results come back in tool order, so the report is the same.
+    let tools = catalog.tools();
+    let all = crate::par::map_ordered(tools, 4, |tool| {
         // What `run:` needs from this machine: warnings only, so not part
         // of `tool_findings`, which `serve` runs too (and looks once itself).
-        out.extend(environment(tool));
-        let found = tool_findings(&source, &catalog, tool, &cases, &callers);
+        let environment = environment(tool);
+        (
+            environment,
+            tool_findings(&source, &catalog, tool, &cases, &callers),
+        )
+    });
+    for (tool, (environment, found)) in tools.iter().zip(all) {
+        out.extend(environment);
         for &i in &found.failing {
             failing
                 .entry(failure_key(&found.diagnostics[i]))

@@ -39,9 +39,11 @@ pub fn check_file(path: &Path, text: &str) -> Vec<Diagnostic> {
     let Ok(doc) = yaml_serde::from_str::<Value>(text) else {
         return Vec::new();
     };
-    let index = LocationIndex::build(text);
+    // Built only when the file breaks the schema: the second parse that
+    // finds positions is most of this function's cost on a clean file.
+    let index = std::cell::OnceCell::new();
     let locate = |p: &YamlPath| {
-        let (line, column) = index.locate(p);
+        let (line, column) = index.get_or_init(|| LocationIndex::build(text)).locate(p);
         Location::new(path, line, column)
     };
     let mut out = Vec::new();
