@@ -592,3 +592,36 @@ fn refusal(name: &str, h: &Hand) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// Numbers written down outside a request's text, as their file spells
+/// them: a `regent test` case's arguments (`testing::cases`), whose YAML
+/// parser keeps the value and drops the spelling. Each text is read as a
+/// request's number is ([`hand`]: `serde_json`, then the same
+/// `opa_builtins::numbers::spelling` decides whether regent writes it
+/// otherwise), so a case answers as `serve` would answer the JSON text the
+/// case spells; whoever passes the texts gives the case those numbers as
+/// `serde_json` reads them. No request text is kept (`text()` is `None`).
+/// `None` when none is spelled by hand.
+impl Spelled {
+    pub fn from_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> Option<Arc<Spelled>> {
+        let mut numbers: Vec<Hand> = Vec::new();
+        for h in texts.into_iter().filter_map(|t| hand(t.as_bytes())) {
+            if !numbers.contains(&h) {
+                numbers.push(h);
+            }
+        }
+        (!numbers.is_empty()).then(|| {
+            Arc::new(Spelled {
+                numbers,
+                text: None,
+            })
+        })
+    }
+}
+
+/// Whether `text` is a number as JSON spells it (the grammar only: `1e400`
+/// is one, out of every reader's range), for readers of other formats that
+/// must tell a JSON number from one only their format spells (`0x10`).
+pub fn is_json_number(text: &str) -> bool {
+    crate::opa_builtins::numbers::is_json_number(text)
+}
