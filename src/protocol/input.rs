@@ -394,6 +394,31 @@ fn roots_reply(tool: &str, key: &str, answer: &Value) -> Result<Reply, ErrorData
     })
 }
 
+/// The numbers a call's evaluations must see once `replies` are among its
+/// arguments (`policy::spelled`): `spelled`, the request's, joined with the
+/// numbers of the replies' content, whose text regent never saw (a
+/// 2025-11-25 reply is parsed by rmcp, which keeps no text; an earlier
+/// round's, carried in the sealed state, holds regent's own text of it).
+/// Each such number other than a plain integer refuses where any spelling
+/// of its value would (`Spelled::with_unseen`). rmcp 3.9 hands
+/// `create_elicitation`'s caller the parsed `ElicitResult` only; keeping a
+/// reply's text would need it to hand the response's raw JSON (for
+/// example `serde_json::value::RawValue` content) to the server as it does
+/// the request's to the transport.
+pub fn unseen_numbers<'a>(
+    spelled: Option<&std::sync::Arc<crate::policy::spelled::Spelled>>,
+    replies: impl IntoIterator<Item = &'a Reply>,
+    whose: &str,
+) -> Option<std::sync::Arc<crate::policy::spelled::Spelled>> {
+    let contents = replies.into_iter().filter_map(|r| match r {
+        Reply::Elicit {
+            content: Some(c), ..
+        } => Some(c),
+        _ => None,
+    });
+    crate::policy::spelled::Spelled::with_unseen(spelled, contents, whose)
+}
+
 /// Only an explicit accept counts as one; anything else (including actions
 /// a later protocol may add) is a refusal.
 fn from_elicit(result: ElicitResult) -> Reply {
@@ -607,5 +632,47 @@ mod tests {
         // Never taken for replies to regent's own questions.
         let sealed = seal_parked(&states, "h2", "regent/upstream", "ask", "d1");
         assert!(open(&states, &retry(&sealed), "ask", "d1").await.is_err());
+    }
+
+    #[test]
+    fn a_replys_numbers_but_plain_integers_refuse_as_any_spelling_would() {
+        use crate::policy::spelled;
+        let reply = |content: Value| Reply::Elicit {
+            action: Action::Accept,
+            content: Some(content),
+        };
+        let n = |text: &str| regorus::Value::from_json_str(text).unwrap();
+        // A plain integer's text is its digits: nothing to refuse.
+        assert!(unseen_numbers(None, [&reply(json!({"a": 7, "b": [-3]}))], "a reply").is_none());
+        let replies = [reply(json!({"a": 2.0, "b": {"c": [1.5, 0.1]}}))];
+        let numbers = unseen_numbers(None, &replies, "an elicitation reply");
+        assert!(numbers.is_some());
+        spelled::with(numbers.as_ref(), || {
+            // Written: OPA writes the text (`2E0`, `1.50`), regent `2.0`.
+            let why = spelled::check("json.marshal", &[n("2.0")])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                why.contains(
+                    "the number 2.0 (in an elicitation reply, whose text regent cannot see"
+                ),
+                "{why}"
+            );
+            assert!(spelled::check("json.marshal", &[n("1.5")]).is_err());
+            assert!(spelled::check("sprintf", &[n("\"%v\""), n("[1.5]")]).is_err());
+            // Read as an integer, or an index: `2E0` is none to OPA.
+            assert!(spelled::check("substring", &[n("\"abcd\""), n("2.0"), n("1")]).is_err());
+            assert!(spelled::index_refusal(&n("2.0")).is_some());
+            // Compared with an equal double: `0.10000000000000000001` is not 0.1 to OPA.
+            assert!(spelled::compare_refusal("==", &n("0.1"), &n("0.1")).is_some());
+            assert!(spelled::compare_refusal("<", &n("0.1"), &n("0.2")).is_none());
+            // Other numbers are untouched.
+            assert!(spelled::check("json.marshal", &[n("3.25")]).is_ok());
+        });
+        // Joined to the request's own.
+        let request = spelled::scan(br#"{"n": 1E2}"#);
+        let joined = unseen_numbers(request.as_ref(), &replies, "an elicitation reply").unwrap();
+        assert_eq!(joined.texts()[0], "1E2");
+        assert_eq!(joined.text(), request.unwrap().text());
     }
 }

@@ -271,6 +271,23 @@ pub async fn call(
         } else {
             (Replies::new(), None)
         };
+    // The numbers the call's evaluations see: the request's (its text was
+    // scanned, this retry's `inputResponses` with it), and those of the
+    // replies whose text regent never saw: an earlier round's, carried in
+    // the sealed state as regent's own text (`input::unseen_numbers`).
+    let mut numbers = input::unseen_numbers(
+        cc.spelled.as_ref(),
+        replies
+            .iter()
+            .filter(|(k, _)| {
+                !cc.retry
+                    .responses
+                    .as_ref()
+                    .is_some_and(|r| r.contains_key(*k))
+            })
+            .map(|(_, r)| r),
+        "an earlier round's elicitation reply",
+    );
 
     // 1. Check what the model sent, then fill the parameters the server
     //    provides, asking the client where a resolver needs it.
@@ -287,7 +304,7 @@ pub async fn call(
             // Policy rules, files: paced like the decision (see `pace`).
             let bytes = || crate::diag::json_size(&args, super::pace::MAX_IN_PLACE_BYTES);
             let (tool, a, r) = (name.to_string(), args.clone(), replies.clone());
-            let spelled = cc.spelled.clone();
+            let spelled = numbers.clone();
             super::pace::evaluate(
                 cc.pace.map(|p| &**p),
                 &catalog,
@@ -336,6 +353,12 @@ pub async fn call(
                         entry.refused = Some(e.message.to_string());
                         record(log, &entry);
                     })?;
+                // rmcp parsed the replies: their numbers' text is unseen.
+                numbers = input::unseen_numbers(
+                    numbers.as_ref(),
+                    answered.iter().map(|(_, r)| r),
+                    "an elicitation reply",
+                );
                 replies.extend(answered);
             }
             Err(e) => return Err(fail(entry, e)),
@@ -354,7 +377,7 @@ pub async fn call(
         name,
         &full,
         &caller,
-        cc.spelled.as_ref(),
+        numbers.as_ref(),
     )
     .await;
     entry.eval = Some(decided.eval);
@@ -496,7 +519,7 @@ pub async fn call(
                 caller.clone(),
                 r.confirm.clone(),
             );
-            let spelled = cc.spelled.clone();
+            let spelled = numbers.clone();
             super::pace::evaluate(cc.pace.map(|p| &**p), &now, name, bytes, move |now| {
                 crate::policy::spelled::with(spelled.as_ref(), || {
                     redecide(now, &tool, &a, who.as_deref(), confirm.as_deref())
