@@ -60,6 +60,17 @@
 //! are not covered (docs/policy-tooling.md). What
 //! the transports pass and where they install it is `protocol`'s and
 //! `http`'s; this module knows regorus' values, not the wire.
+//!
+//! Two kinds of numbers come from elsewhere than a request's text. A
+//! `regent test` case's arguments are YAML, read again for each number's
+//! text by `testing` and handed in as texts ([`Spelled::from_texts`], the
+//! same rules as [`scan`]'s). An elicitation reply on a 2025-11-25 session
+//! (parsed by rmcp) and an earlier round's reply carried in a sealed
+//! `requestState` have no text at all: [`Spelled::with_unseen`] keeps each
+//! of their numbers but plain integers as spelled by hand in the ways
+//! that refuse most (with an exponent and no decimal point, and with more
+//! digits than a double holds), so every refusal above holds where it
+//! would for any spelling of the value (`protocol::input::unseen_numbers`).
 
 use std::cell::RefCell;
 use std::sync::Arc;

@@ -30,6 +30,9 @@
 //!
 //! A case resolves its tool exactly as `tools/resolve` does (the same
 //! function answers both) and compares what it got with what it expects.
+//! Its numbers are those the file spells (`n: 1.50` is what `{"n": 1.50}`
+//! is in a request, `testing::numbers`), evaluated as `serve` evaluates a
+//! request's spelled by hand (`policy::spelled`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
