@@ -400,11 +400,14 @@ fn roots_reply(tool: &str, key: &str, answer: &Value) -> Result<Reply, ErrorData
 /// 2025-11-25 reply is parsed by rmcp, which keeps no text; an earlier
 /// round's, carried in the sealed state, holds regent's own text of it).
 /// Each such number other than a plain integer refuses where any spelling
-/// of its value would (`Spelled::with_unseen`). rmcp 3.9 hands
-/// `create_elicitation`'s caller the parsed `ElicitResult` only; keeping a
-/// reply's text would need it to hand the response's raw JSON (for
-/// example `serde_json::value::RawValue` content) to the server as it does
-/// the request's to the transport.
+/// of its value would (`Spelled::with_unseen`). regent's transports do
+/// read a reply's text (a stdio line, an HTTP POST body), but rmcp 3.9
+/// gives it nowhere to go: its `JsonRpcResponse` has no `extensions`
+/// (a request's do, which is how a request's numbers reach its handler)
+/// and `Peer::create_elicitation` returns the typed `ElicitResult` only.
+/// Upstream, an `extensions` field on responses (`#[serde(skip)]`, as on
+/// requests) handed back with the result (a `send_request` variant that
+/// returns it) would let the transport attach what its scan found.
 pub fn unseen_numbers<'a>(
     spelled: Option<&std::sync::Arc<crate::policy::spelled::Spelled>>,
     replies: impl IntoIterator<Item = &'a Reply>,
