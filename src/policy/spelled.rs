@@ -64,9 +64,10 @@
 //! Two kinds of numbers come from elsewhere than a request's text. A
 //! `regent test` case's arguments are YAML, read again for each number's
 //! text by `testing` and handed in as texts ([`Spelled::from_texts`], the
-//! same rules as [`scan`]'s). An elicitation reply on a 2025-11-25 session
-//! (parsed by rmcp) and an earlier round's reply carried in a sealed
-//! `requestState` have no text at all: [`Spelled::with_unseen`] keeps each
+//! same rules as [`scan`]'s; [`Spelled::with_texts`] adds an earlier
+//! 2026-07-28 round's, whose texts its sealed `requestState` kept). An
+//! elicitation reply on a 2025-11-25 session (parsed by rmcp) has no text
+//! at all: [`Spelled::with_unseen`] keeps each
 //! of their numbers but plain integers as spelled by hand in the ways
 //! that refuse most (with an exponent and no decimal point, and with more
 //! digits than a double holds), so every refusal above holds where it
@@ -615,18 +616,29 @@ mod tests;
 /// `None` when none is spelled by hand.
 impl Spelled {
     pub fn from_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> Option<Arc<Spelled>> {
-        let mut numbers: Vec<Hand> = Vec::new();
+        Spelled::with_texts(None, texts)
+    }
+
+    /// `base` with the numbers of `texts` ([`Spelled::from_texts`]) that
+    /// it does not hold yet: an earlier round's, sealed in a 2026-07-28
+    /// `requestState` as their requests spelled them.
+    pub fn with_texts<'a>(
+        base: Option<&Arc<Spelled>>,
+        texts: impl IntoIterator<Item = &'a str>,
+    ) -> Option<Arc<Spelled>> {
+        let mut joined = match base {
+            Some(b) => Spelled::clone(b),
+            None => Spelled {
+                numbers: Vec::new(),
+                text: None,
+            },
+        };
         for h in texts.into_iter().filter_map(|t| hand(t.as_bytes())) {
-            if !numbers.contains(&h) {
-                numbers.push(h);
+            if !joined.numbers.iter().any(|x| x.text == h.text) {
+                joined.numbers.push(h);
             }
         }
-        (!numbers.is_empty()).then(|| {
-            Arc::new(Spelled {
-                numbers,
-                text: None,
-            })
-        })
+        (!joined.numbers.is_empty()).then(|| Arc::new(joined))
     }
 }
 
@@ -640,7 +652,8 @@ pub fn is_json_number(text: &str) -> bool {
 /// The numbers of values whose text regent never saw, joined to `base`:
 /// an elicitation reply on a 2025-11-25 session, which rmcp parses before
 /// regent sees it, or one carried from an earlier round in a sealed
-/// `requestState`, which holds regent's own text of it. `serde_json`
+/// `requestState` that kept no texts of its numbers (sealed by an older
+/// regent), which holds regent's own text of it. `serde_json`
 /// reads an integer without fraction or exponent (`2`) as one, so its text
 /// is known; any other number (`2.0`, `1.50`, `2E0`, `1E2`, a 20-digit
 /// integer past `u64`) arrives as a double whose text may have been any of

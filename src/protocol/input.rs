@@ -247,8 +247,11 @@ fn refused(tool: &str, r: Refused) -> ErrorData {
 #[derive(Debug)]
 pub enum Opened {
     /// A call regent asks questions of itself (a resolver, a confirmation):
-    /// the replies so far, and the confirmation message the state asked.
-    Replies(Replies, Option<String>),
+    /// the replies so far, the confirmation message the state asked, and
+    /// the numbers the earlier rounds' requests spelled by hand, as their
+    /// texts (`None`: a state that kept none, whose replies' numbers are
+    /// unseen, [`unseen_numbers`]).
+    Replies(Replies, Option<String>, Option<Vec<String>>),
     /// A forwarded call waiting in this process for its client's answer to
     /// the upstream's request asked under `key` (see `protocol/parked`).
     Parked { handle: String, key: String },
@@ -278,7 +281,7 @@ pub async fn open_any(
 ) -> Result<Opened, ErrorData> {
     let Some(state) = &retry.state else {
         let (replies, confirm) = open(states, retry, tool, args_digest).await?;
-        return Ok(Opened::Replies(replies, confirm));
+        return Ok(Opened::Replies(replies, confirm, None));
     };
     let payload = states
         .open(state, &binding(tool, args_digest))
@@ -294,7 +297,18 @@ pub async fn open_any(
         });
     }
     let (replies, confirm) = replies_of(&payload, retry, tool)?;
-    Ok(Opened::Replies(replies, confirm))
+    Ok(Opened::Replies(replies, confirm, sealed_numbers(&payload)))
+}
+
+/// The numbers spelled by hand a state sealed ([`input_required`]), as
+/// their texts; `None` when it kept none (a state sealed before regent
+/// kept them, or after a round whose numbers were unseen).
+fn sealed_numbers(payload: &Value) -> Option<Vec<String>> {
+    let texts = payload.get("spelled")?.as_array()?;
+    texts
+        .iter()
+        .map(|t| t.as_str().map(str::to_string))
+        .collect()
 }
 
 /// 2026-07-28: the replies a retry carries: those of earlier rounds, sealed
@@ -398,7 +412,8 @@ fn roots_reply(tool: &str, key: &str, answer: &Value) -> Result<Reply, ErrorData
 /// arguments (`policy::spelled`): `spelled`, the request's, joined with the
 /// numbers of the replies' content, whose text regent never saw (a
 /// 2025-11-25 reply is parsed by rmcp, which keeps no text; an earlier
-/// round's, carried in the sealed state, holds regent's own text of it).
+/// round's, carried in a sealed state that kept no texts, holds regent's
+/// own text of it).
 /// Each such number other than a plain integer refuses where any spelling
 /// of its value would (`Spelled::with_unseen`). regent's transports do
 /// read a reply's text (a stdio line, an HTTP POST body), but rmcp 3.9
@@ -496,6 +511,14 @@ fn elicit_params(message: &str, schema: &Value) -> Result<ElicitRequestParams, E
 
 /// 2026-07-28: the `input_required` answer asking `questions`, with a state
 /// that carries `replies` (everything answered so far) to the retry.
+///
+/// The state keeps the texts of the numbers spelled by hand so far
+/// (`numbers`: this request's, whose `inputResponses` the transport
+/// scanned, and earlier rounds'), since the replies it carries are written
+/// in regent's own text: the next round sees them as spelled. When one of
+/// them was unseen (no text), none is kept, and the next round takes
+/// every number of the carried replies as unseen.
+#[allow(clippy::too_many_arguments)]
 pub fn input_required(
     states: &RequestStates,
     ctx: &RequestContext<RoleServer>,
@@ -503,6 +526,7 @@ pub fn input_required(
     replies: &Replies,
     tool: &str,
     args_digest: &str,
+    numbers: Option<&std::sync::Arc<crate::policy::spelled::Spelled>>,
 ) -> Result<InputRequiredResult, ErrorData> {
     let mut requests = InputRequests::new();
     let mut asked = Map::new();
@@ -539,6 +563,13 @@ pub fn input_required(
     });
     if let Some(message) = confirm {
         payload["confirm"] = json!(message);
+    }
+    let texts = numbers.map_or_else(Vec::new, |n| n.texts());
+    if texts
+        .iter()
+        .all(|t| crate::policy::spelled::is_json_number(t))
+    {
+        payload["spelled"] = json!(texts);
     }
     let state = states.seal(&payload, &binding(tool, args_digest));
     Ok(InputRequiredResult::new(Some(requests), Some(state)))

@@ -3,7 +3,8 @@
 //! `1.50`), regent as it holds it, so an evaluation that would write one
 //! spelled otherwise fails closed (`policy::spelled`). On 2026-07-28 the
 //! reply rides in the retry's text (`inputResponses`), which the transport
-//! scans as any request's; on 2025-11-25 rmcp parses the reply before
+//! scans as any request's, and an answer of an earlier round keeps its
+//! spelling in the sealed `requestState`; on 2025-11-25 rmcp parses the reply before
 //! regent sees it, so every number but a plain integer is refused where
 //! any spelling of it would be (`Spelled::with_unseen`). The fixture,
 //! tests/fixtures/elicit_numbers, asks for a `factor` and denies with
@@ -140,4 +141,79 @@ fn a_2026_reply_is_read_as_its_retry_spelled_it() {
         );
         assert!(log.contains(&why), "{spelled}: {log}");
     }
+}
+
+/// A 2026-07-28 `scale_noted` whose factor is answered `spelled` in one
+/// round and the note in the next: the decision reads the factor from the
+/// sealed `requestState`, as regent wrote it.
+fn two_rounds(spelled: &str) -> (Value, String) {
+    let caps = json!({"elicitation": {"form": {}}});
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}
+    });
+    let mut server = Server::start_with(Era::Modern, &[&catalog()], caps);
+    let call = json!({"name": "scale_noted", "arguments": {}});
+    let first = server.request("tools/call", call);
+    let state = state_of(&first);
+    let retry = |id: u64, state: &str, responses: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "scale_noted",
+            "arguments": {},
+            "_meta": meta,
+            "requestState": state,
+            "inputResponses": responses,
+        }})
+    };
+    let factor = retry(
+        900,
+        &state,
+        json!({"regent/elicit/factor": {"action": "accept", "content": {"factor": "@N@"}}}),
+    );
+    server.send_line(&factor.to_string().replace("\"@N@\"", spelled));
+    let second = server.wait_for_id(&json!(900));
+    assert_eq!(
+        second["result"]["resultType"],
+        json!("input_required"),
+        "{spelled}: {second}"
+    );
+    assert!(
+        second["result"]["inputRequests"]["regent/elicit/note"].is_object(),
+        "{spelled}: {second}"
+    );
+    let note = retry(
+        901,
+        &state_of(&second),
+        json!({"regent/elicit/note": {"action": "accept", "content": {"note": "why not"}}}),
+    );
+    server.send_line(&note.to_string());
+    let r = server.wait_for_id(&json!(901));
+    let log = server
+        .stderr_until(|l| l.contains("policy evaluation failed") || seen(&r) != Seen::Refused);
+    (r, log)
+}
+
+#[test]
+fn a_2026_reply_keeps_its_spelling_across_rounds() {
+    for (spelled, reason) in [
+        ("2", "factor 2"),
+        ("2.0", "factor 2.0"),
+        ("1.5", "factor 1.5"),
+    ] {
+        let (r, _) = two_rounds(spelled);
+        assert_eq!(
+            seen(&r),
+            Seen::Denied(format!(
+                "regent refused to run scale_noted: this call is denied\n- {reason}"
+            )),
+            "{spelled}: {r}"
+        );
+    }
+    let (r, log) = two_rounds("1.50");
+    assert_eq!(seen(&r), Seen::Refused, "{r}");
+    assert!(
+        log.contains("json.marshal: the request spelled the number 1.50, which OPA writes back as spelled where regent would write 1.5"),
+        "{log}"
+    );
 }

@@ -245,14 +245,14 @@ pub async fn call(
         },
         ctx,
     };
-    let (mut replies, asked_confirm) =
+    let (mut replies, asked_confirm, sealed) =
         if cc.mrtr && (cc.retry.state.is_some() || cc.retry.responses.is_some()) {
             let opened = input::open_any(cc.states, &cc.retry, name, digest()).await;
             match opened.inspect_err(|e| {
                 entry.refused = Some(e.message.to_string());
                 record(log, &entry);
             })? {
-                input::Opened::Replies(replies, confirm) => (replies, confirm),
+                input::Opened::Replies(replies, confirm, sealed) => (replies, confirm, sealed),
                 // A forwarded call parked in an earlier round: decided,
                 // its intent written and running; the retry only carries
                 // the client's answer to it (`protocol/parked`).
@@ -269,25 +269,32 @@ pub async fn call(
                 }
             }
         } else {
-            (Replies::new(), None)
+            (Replies::new(), None, None)
         };
     // The numbers the call's evaluations see: the request's (its text was
     // scanned, this retry's `inputResponses` with it), and those of the
-    // replies whose text regent never saw: an earlier round's, carried in
-    // the sealed state as regent's own text (`input::unseen_numbers`).
-    let mut numbers = input::unseen_numbers(
-        cc.spelled.as_ref(),
-        replies
-            .iter()
-            .filter(|(k, _)| {
-                !cc.retry
-                    .responses
-                    .as_ref()
-                    .is_some_and(|r| r.contains_key(*k))
-            })
-            .map(|(_, r)| r),
-        "an earlier round's elicitation reply",
-    );
+    // earlier rounds' replies, carried in the sealed state as regent's own
+    // text: as their requests spelled them when the state kept that, else
+    // unseen (`input::unseen_numbers`).
+    let mut numbers = match &sealed {
+        Some(texts) => crate::policy::spelled::Spelled::with_texts(
+            cc.spelled.as_ref(),
+            texts.iter().map(String::as_str),
+        ),
+        None => input::unseen_numbers(
+            cc.spelled.as_ref(),
+            replies
+                .iter()
+                .filter(|(k, _)| {
+                    !cc.retry
+                        .responses
+                        .as_ref()
+                        .is_some_and(|r| r.contains_key(*k))
+                })
+                .map(|(_, r)| r),
+            "an earlier round's elicitation reply",
+        ),
+    };
 
     // 1. Check what the model sent, then fill the parameters the server
     //    provides, asking the client where a resolver needs it.
@@ -340,6 +347,7 @@ pub async fn call(
                         &replies,
                         name,
                         digest(),
+                        numbers.as_ref(),
                     )
                     .map(Into::into)
                     .inspect_err(|e| {
@@ -439,8 +447,15 @@ pub async fn call(
             None => {
                 let question = [input::confirmation(message)];
                 let asked = if cc.mrtr {
-                    match input::input_required(cc.states, ctx, &question, &replies, name, digest())
-                    {
+                    match input::input_required(
+                        cc.states,
+                        ctx,
+                        &question,
+                        &replies,
+                        name,
+                        digest(),
+                        numbers.as_ref(),
+                    ) {
                         // Not a decision yet: the retry writes the log line.
                         Ok(ir) => return Ok(ir.into()),
                         Err(e) => Err(e),
