@@ -60,6 +60,18 @@
 //! are not covered (docs/policy-tooling.md). What
 //! the transports pass and where they install it is `protocol`'s and
 //! `http`'s; this module knows regorus' values, not the wire.
+//!
+//! Two kinds of numbers come from elsewhere than a request's text. A
+//! `regent test` case's arguments are YAML, read again for each number's
+//! text by `testing` and handed in as texts ([`Spelled::from_texts`], the
+//! same rules as [`scan`]'s; [`Spelled::with_texts`] adds an earlier
+//! 2026-07-28 round's, whose texts its sealed `requestState` kept). An
+//! elicitation reply on a 2025-11-25 session (parsed by rmcp) has no text
+//! at all: [`Spelled::with_unseen`] keeps each
+//! of their numbers but plain integers as spelled by hand in the ways
+//! that refuse most (with an exponent and no decimal point, and with more
+//! digits than a double holds), so every refusal above holds where it
+//! would for any spelling of the value (`protocol::input::unseen_numbers`).
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -592,3 +604,135 @@ fn refusal(name: &str, h: &Hand) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// Numbers written down outside a request's text, as their file spells
+/// them: a `regent test` case's arguments (`testing::cases`), whose YAML
+/// parser keeps the value and drops the spelling. Each text is read as a
+/// request's number is ([`hand`]: `serde_json`, then the same
+/// `opa_builtins::numbers::spelling` decides whether regent writes it
+/// otherwise), so a case answers as `serve` would answer the JSON text the
+/// case spells; whoever passes the texts gives the case those numbers as
+/// `serde_json` reads them. No request text is kept (`text()` is `None`).
+/// `None` when none is spelled by hand.
+impl Spelled {
+    pub fn from_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> Option<Arc<Spelled>> {
+        Spelled::with_texts(None, texts)
+    }
+
+    /// `base` with the numbers of `texts` ([`Spelled::from_texts`]) that
+    /// it does not hold yet: an earlier round's, sealed in a 2026-07-28
+    /// `requestState` as their requests spelled them.
+    pub fn with_texts<'a>(
+        base: Option<&Arc<Spelled>>,
+        texts: impl IntoIterator<Item = &'a str>,
+    ) -> Option<Arc<Spelled>> {
+        let mut joined = match base {
+            Some(b) => Spelled::clone(b),
+            None => Spelled {
+                numbers: Vec::new(),
+                text: None,
+            },
+        };
+        for h in texts.into_iter().filter_map(|t| hand(t.as_bytes())) {
+            if !joined.numbers.iter().any(|x| x.text == h.text) {
+                joined.numbers.push(h);
+            }
+        }
+        (!joined.numbers.is_empty()).then(|| Arc::new(joined))
+    }
+}
+
+/// Whether `text` is a number as JSON spells it (the grammar only: `1e400`
+/// is one, out of every reader's range), for readers of other formats that
+/// must tell a JSON number from one only their format spells (`0x10`).
+pub fn is_json_number(text: &str) -> bool {
+    crate::opa_builtins::numbers::is_json_number(text)
+}
+
+/// The numbers of values whose text regent never saw, joined to `base`:
+/// an elicitation reply on a 2025-11-25 session, which rmcp parses before
+/// regent sees it, or one carried from an earlier round in a sealed
+/// `requestState` that kept no texts of its numbers (sealed by an older
+/// regent), which holds regent's own text of it. `serde_json`
+/// reads an integer without fraction or exponent (`2`) as one, so its text
+/// is known; any other number (`2.0`, `1.50`, `2E0`, `1E2`, a 20-digit
+/// integer past `u64`) arrives as a double whose text may have been any of
+/// those. Such a number is kept twice, exactly failing closed: as spelled
+/// otherwise than regent writes it, with an exponent and no decimal point
+/// (what writes its text and, integral, what reads it as an integer or
+/// indexes by it refuses, as for `2E0` or `15E-1`), and as one regent may
+/// not hold (what compares it with an equal double refuses, and a plan on
+/// regorus refuses the request, as for `1.50000000000000000001`): each
+/// refuses where it would for any spelling of that value. `whose` names
+/// where the numbers came from, in the refusal (`an elicitation reply`).
+impl Spelled {
+    pub fn with_unseen<'a>(
+        base: Option<&Arc<Spelled>>,
+        values: impl IntoIterator<Item = &'a serde_json::Value>,
+        whose: &str,
+    ) -> Option<Arc<Spelled>> {
+        use serde::Deserialize;
+        fn numbers<'v>(v: &'v serde_json::Value, out: &mut Vec<&'v serde_json::Number>) {
+            match v {
+                serde_json::Value::Number(n) => out.push(n),
+                serde_json::Value::Array(a) => a.iter().for_each(|x| numbers(x, out)),
+                serde_json::Value::Object(o) => o.values().for_each(|x| numbers(x, out)),
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        values.into_iter().for_each(|v| numbers(v, &mut found));
+        let mut joined = match base {
+            Some(b) => Spelled::clone(b),
+            None => Spelled {
+                numbers: Vec::new(),
+                text: None,
+            },
+        };
+        let mut add = |h: Hand| {
+            if !joined.numbers.contains(&h) {
+                joined.numbers.push(h);
+            }
+        };
+        for n in found {
+            if n.is_u64() || n.is_i64() {
+                // Its text is its digits (JSON has no other).
+                hand(n.to_string().as_bytes())
+                    .into_iter()
+                    .for_each(&mut add);
+                continue;
+            }
+            let Some(f) = n.as_f64() else { continue };
+            let Ok(held) = Value::deserialize(&serde_json::Value::Number(n.clone())) else {
+                continue;
+            };
+            // The shortest text of the double, which reads back as it.
+            let sci = format!("{f:e}");
+            let ours = match spelling(&sci, &held) {
+                Spelling::Respelled(o) | Spelling::Lost(o) => o,
+                Spelling::Kept => sci,
+            };
+            let text: Box<str> =
+                format!("{ours} (in {whose}, whose text regent cannot see: it may be spelled otherwise or hold more digits)")
+                    .into();
+            let integral = f.fract() == 0.0;
+            let unseen = Hand {
+                held,
+                text,
+                ours: ours.into(),
+                lost: false,
+                sprintf_same: false,
+                not_integer: integral,
+                claim: false,
+            };
+            let lost = Hand {
+                lost: true,
+                not_integer: false,
+                ..unseen.clone()
+            };
+            add(unseen);
+            add(lost);
+        }
+        (!joined.numbers.is_empty()).then(|| Arc::new(joined))
+    }
+}

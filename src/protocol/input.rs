@@ -247,8 +247,11 @@ fn refused(tool: &str, r: Refused) -> ErrorData {
 #[derive(Debug)]
 pub enum Opened {
     /// A call regent asks questions of itself (a resolver, a confirmation):
-    /// the replies so far, and the confirmation message the state asked.
-    Replies(Replies, Option<String>),
+    /// the replies so far, the confirmation message the state asked, and
+    /// the numbers the earlier rounds' requests spelled by hand, as their
+    /// texts (`None`: a state that kept none, whose replies' numbers are
+    /// unseen, [`unseen_numbers`]).
+    Replies(Replies, Option<String>, Option<Vec<String>>),
     /// A forwarded call waiting in this process for its client's answer to
     /// the upstream's request asked under `key` (see `protocol/parked`).
     Parked { handle: String, key: String },
@@ -278,7 +281,7 @@ pub async fn open_any(
 ) -> Result<Opened, ErrorData> {
     let Some(state) = &retry.state else {
         let (replies, confirm) = open(states, retry, tool, args_digest).await?;
-        return Ok(Opened::Replies(replies, confirm));
+        return Ok(Opened::Replies(replies, confirm, None));
     };
     let payload = states
         .open(state, &binding(tool, args_digest))
@@ -294,7 +297,18 @@ pub async fn open_any(
         });
     }
     let (replies, confirm) = replies_of(&payload, retry, tool)?;
-    Ok(Opened::Replies(replies, confirm))
+    Ok(Opened::Replies(replies, confirm, sealed_numbers(&payload)))
+}
+
+/// The numbers spelled by hand a state sealed ([`input_required`]), as
+/// their texts; `None` when it kept none (a state sealed before regent
+/// kept them, or after a round whose numbers were unseen).
+fn sealed_numbers(payload: &Value) -> Option<Vec<String>> {
+    let texts = payload.get("spelled")?.as_array()?;
+    texts
+        .iter()
+        .map(|t| t.as_str().map(str::to_string))
+        .collect()
 }
 
 /// 2026-07-28: the replies a retry carries: those of earlier rounds, sealed
@@ -394,6 +408,35 @@ fn roots_reply(tool: &str, key: &str, answer: &Value) -> Result<Reply, ErrorData
     })
 }
 
+/// The numbers a call's evaluations must see once `replies` are among its
+/// arguments (`policy::spelled`): `spelled`, the request's, joined with the
+/// numbers of the replies' content, whose text regent never saw (a
+/// 2025-11-25 reply is parsed by rmcp, which keeps no text; an earlier
+/// round's, carried in a sealed state that kept no texts, holds regent's
+/// own text of it).
+/// Each such number other than a plain integer refuses where any spelling
+/// of its value would (`Spelled::with_unseen`). regent's transports do
+/// read a reply's text (a stdio line, an HTTP POST body), but rmcp 3.9
+/// gives it nowhere to go: its `JsonRpcResponse` has no `extensions`
+/// (a request's do, which is how a request's numbers reach its handler)
+/// and `Peer::create_elicitation` returns the typed `ElicitResult` only.
+/// Upstream, an `extensions` field on responses (`#[serde(skip)]`, as on
+/// requests) handed back with the result (a `send_request` variant that
+/// returns it) would let the transport attach what its scan found.
+pub fn unseen_numbers<'a>(
+    spelled: Option<&std::sync::Arc<crate::policy::spelled::Spelled>>,
+    replies: impl IntoIterator<Item = &'a Reply>,
+    whose: &str,
+) -> Option<std::sync::Arc<crate::policy::spelled::Spelled>> {
+    let contents = replies.into_iter().filter_map(|r| match r {
+        Reply::Elicit {
+            content: Some(c), ..
+        } => Some(c),
+        _ => None,
+    });
+    crate::policy::spelled::Spelled::with_unseen(spelled, contents, whose)
+}
+
 /// Only an explicit accept counts as one; anything else (including actions
 /// a later protocol may add) is a refusal.
 fn from_elicit(result: ElicitResult) -> Reply {
@@ -468,6 +511,14 @@ fn elicit_params(message: &str, schema: &Value) -> Result<ElicitRequestParams, E
 
 /// 2026-07-28: the `input_required` answer asking `questions`, with a state
 /// that carries `replies` (everything answered so far) to the retry.
+///
+/// The state keeps the texts of the numbers spelled by hand so far
+/// (`numbers`: this request's, whose `inputResponses` the transport
+/// scanned, and earlier rounds'), since the replies it carries are written
+/// in regent's own text: the next round sees them as spelled. When one of
+/// them was unseen (no text), none is kept, and the next round takes
+/// every number of the carried replies as unseen.
+#[allow(clippy::too_many_arguments)]
 pub fn input_required(
     states: &RequestStates,
     ctx: &RequestContext<RoleServer>,
@@ -475,6 +526,7 @@ pub fn input_required(
     replies: &Replies,
     tool: &str,
     args_digest: &str,
+    numbers: Option<&std::sync::Arc<crate::policy::spelled::Spelled>>,
 ) -> Result<InputRequiredResult, ErrorData> {
     let mut requests = InputRequests::new();
     let mut asked = Map::new();
@@ -511,6 +563,13 @@ pub fn input_required(
     });
     if let Some(message) = confirm {
         payload["confirm"] = json!(message);
+    }
+    let texts = numbers.map_or_else(Vec::new, |n| n.texts());
+    if texts
+        .iter()
+        .all(|t| crate::policy::spelled::is_json_number(t))
+    {
+        payload["spelled"] = json!(texts);
     }
     let state = states.seal(&payload, &binding(tool, args_digest));
     Ok(InputRequiredResult::new(Some(requests), Some(state)))
@@ -607,5 +666,47 @@ mod tests {
         // Never taken for replies to regent's own questions.
         let sealed = seal_parked(&states, "h2", "regent/upstream", "ask", "d1");
         assert!(open(&states, &retry(&sealed), "ask", "d1").await.is_err());
+    }
+
+    #[test]
+    fn a_replys_numbers_but_plain_integers_refuse_as_any_spelling_would() {
+        use crate::policy::spelled;
+        let reply = |content: Value| Reply::Elicit {
+            action: Action::Accept,
+            content: Some(content),
+        };
+        let n = |text: &str| regorus::Value::from_json_str(text).unwrap();
+        // A plain integer's text is its digits: nothing to refuse.
+        assert!(unseen_numbers(None, [&reply(json!({"a": 7, "b": [-3]}))], "a reply").is_none());
+        let replies = [reply(json!({"a": 2.0, "b": {"c": [1.5, 0.1]}}))];
+        let numbers = unseen_numbers(None, &replies, "an elicitation reply");
+        assert!(numbers.is_some());
+        spelled::with(numbers.as_ref(), || {
+            // Written: OPA writes the text (`2E0`, `1.50`), regent `2.0`.
+            let why = spelled::check("json.marshal", &[n("2.0")])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                why.contains(
+                    "the number 2.0 (in an elicitation reply, whose text regent cannot see"
+                ),
+                "{why}"
+            );
+            assert!(spelled::check("json.marshal", &[n("1.5")]).is_err());
+            assert!(spelled::check("sprintf", &[n("\"%v\""), n("[1.5]")]).is_err());
+            // Read as an integer, or an index: `2E0` is none to OPA.
+            assert!(spelled::check("substring", &[n("\"abcd\""), n("2.0"), n("1")]).is_err());
+            assert!(spelled::index_refusal(&n("2.0")).is_some());
+            // Compared with an equal double: `0.10000000000000000001` is not 0.1 to OPA.
+            assert!(spelled::compare_refusal("==", &n("0.1"), &n("0.1")).is_some());
+            assert!(spelled::compare_refusal("<", &n("0.1"), &n("0.2")).is_none());
+            // Other numbers are untouched.
+            assert!(spelled::check("json.marshal", &[n("3.25")]).is_ok());
+        });
+        // Joined to the request's own.
+        let request = spelled::scan(br#"{"n": 1E2}"#);
+        let joined = unseen_numbers(request.as_ref(), &replies, "an elicitation reply").unwrap();
+        assert_eq!(joined.texts()[0], "1E2");
+        assert_eq!(joined.text(), request.unwrap().text());
     }
 }

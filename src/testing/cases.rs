@@ -30,8 +30,12 @@
 //!
 //! A case resolves its tool exactly as `tools/resolve` does (the same
 //! function answers both) and compares what it got with what it expects.
+//! Its numbers are those the file spells (`n: 1.50` is what `{"n": 1.50}`
+//! is in a request, `testing::numbers`), evaluated as `serve` evaluates a
+//! request's spelled by hand (`policy::spelled`).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -39,6 +43,7 @@ use serde_json::{Map, Value, json};
 use crate::caller::{Caller, CallerDocument};
 use crate::catalog::Catalog;
 use crate::diag::{Diagnostic, Location};
+use crate::policy::spelled::{self, Spelled};
 use crate::source::{LocationIndex, YamlPath, yaml_error};
 
 /// One `*.test.yaml` file.
@@ -98,6 +103,12 @@ pub struct Case {
     #[serde(default)]
     pub request: Option<RequestCase>,
     pub expect: Expect,
+    /// The numbers of `arguments` the file spells otherwise than regent
+    /// writes them (`1.50`, `2E0`), found by [`parse`] (`testing::numbers`):
+    /// the case is evaluated with them as `serve` evaluates a request
+    /// spelling them (`policy::spelled`).
+    #[serde(skip)]
+    pub spelled: Option<Arc<Spelled>>,
 }
 
 /// A case's `request`: what an upstream sends during the call.
@@ -267,15 +278,18 @@ pub fn parse(path: &Path, text: &str) -> Result<Parsed, Diagnostic> {
         );
     }
     // Whether each case gives its own caller, to say where its caller is written.
+    // And which arguments, to find where each number is written.
     let cases = cases.into_iter().map(|c| {
         c.map(|c| {
             let own = c.caller.is_some();
-            (defaults.apply(c), own)
+            let own_args: Vec<String> = c.arguments.keys().cloned().collect();
+            (defaults.apply(c), own, own_args)
         })
     });
+    let scalars = super::numbers::Scalars::build(text);
     let mut out = Parsed::default();
     for (i, case) in cases.into_iter().enumerate() {
-        let (case, own_caller) = match case {
+        let (mut case, own_caller, own_args) = match case {
             Ok(c) => c,
             Err(d) => {
                 out.malformed.push(d);
@@ -320,9 +334,52 @@ pub fn parse(path: &Path, text: &str) -> Result<Parsed, Diagnostic> {
             );
             continue;
         }
+        // The numbers as the file spells them, read as a request's are.
+        let (mut texts, mut claim_texts) = (Vec::new(), Vec::new());
+        let args_at = |k: &str| {
+            let from = if own_args.iter().any(|o| o == k) {
+                at.clone()
+            } else {
+                YamlPath::root().key("defaults")
+            };
+            from.key("arguments").key(k)
+        };
+        let caller_path = if own_caller {
+            at.key("caller")
+        } else {
+            YamlPath::root().key("defaults").key("caller")
+        };
+        let respelled = case
+            .arguments
+            .iter_mut()
+            .try_for_each(|(k, v)| super::numbers::respell(v, &args_at(k), &scalars, &mut texts))
+            .and_then(|()| {
+                case.caller.iter_mut().try_for_each(|doc| {
+                    doc.claims.iter_mut().try_for_each(|(k, v)| {
+                        let path = caller_path.key("claims").key(k);
+                        super::numbers::respell(v, &path, &scalars, &mut claim_texts)
+                    })
+                })
+            });
+        if let Err(u) = respelled {
+            let (line, column) = u.at.unwrap_or_else(|| index.locate(&u.path));
+            out.malformed.push(
+                Diagnostic::error("case-number", Location::new(path, line, column), u.message)
+                    .with_help(u.help),
+            );
+            continue;
+        }
+        case.spelled = Spelled::from_texts(texts.iter().map(String::as_str));
         let caller = match case.caller.clone().map(CallerDocument::into_caller) {
             None => None,
-            Some(Ok(c)) => Some(c),
+            // A claim spelled by hand is the caller's, as a caller file's is.
+            Some(Ok(mut c)) => {
+                c.spelled = claim_texts
+                    .iter()
+                    .flat_map(|t| spelled::claim_numbers(t.as_bytes()))
+                    .collect();
+                Some(c)
+            }
             Some(Err((_, message))) => {
                 let (line, column) = index.locate(&at.key("caller"));
                 out.malformed.push(
@@ -449,8 +506,15 @@ fn show(v: Option<&Value>) -> String {
 }
 
 /// Resolves the case's tool, as asked by `caller`, and compares the answer
-/// with the expectation.
+/// with the expectation. Its evaluations see the numbers the case and its
+/// caller spell by hand, as `serve`'s see a request's and its caller's.
 pub fn run(catalog: &Catalog, c: &Case, caller: Option<&Caller>) -> Outcome {
+    let numbers = Spelled::joined(c.spelled.as_ref(), caller.map_or(&[], |c| &c.spelled));
+    spelled::with(numbers.as_ref(), || judge(catalog, c, caller))
+}
+
+/// [`run`] inside the case's numbers.
+fn judge(catalog: &Catalog, c: &Case, caller: Option<&Caller>) -> Outcome {
     let params = json!({"name": c.tool, "arguments": c.arguments});
     let args = Value::Object(c.arguments.clone());
     // A tool with listed annotations only (no rules, no policy) has no

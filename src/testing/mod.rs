@@ -7,6 +7,7 @@
 //! touches regorus in `analysis::rego_test`.
 
 pub mod cases;
+mod numbers;
 pub mod report;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -80,6 +80,18 @@ struct Case {
     #[serde(default)]
     caller: Option<Value>,
     expect: Expect,
+    /// Where each argument and the caller are written in the file (the
+    /// case's own, or `defaults`'), to send their numbers as spelled.
+    #[serde(skip)]
+    at: Written,
+}
+
+/// Where a case's arguments and caller are written: paths into the file.
+#[derive(Debug, Default)]
+struct Written {
+    /// By argument name.
+    arguments: std::collections::BTreeMap<String, Vec<String>>,
+    caller: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -151,9 +163,37 @@ fn run_file(path: &Path, era: Era) -> Result<(), Failed> {
     let mut file: CaseFile =
         yaml_serde::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let defaults = file.defaults.take().unwrap_or_default();
-    for case in &mut file.cases {
+    for (i, case) in file.cases.iter_mut().enumerate() {
+        let own = |key: &str| vec!["cases".to_string(), i.to_string(), key.to_string()];
+        let default = |key: &str| vec!["defaults".to_string(), key.to_string()];
+        let mine: Vec<String> = case
+            .arguments
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
+        case.at.caller = if case.caller.is_some() {
+            own("caller")
+        } else {
+            default("caller")
+        };
         defaults.apply(case);
+        for k in case
+            .arguments
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k)
+        {
+            let mut at = if mine.contains(k) {
+                own("arguments")
+            } else {
+                default("arguments")
+            };
+            at.push(k.clone());
+            case.at.arguments.insert(k.clone(), at);
+        }
     }
+    let scalars = plain_scalars(&text);
     if file.cases.is_empty() {
         return Err(format!("{} holds no cases", path.display()).into());
     }
@@ -169,7 +209,11 @@ fn run_file(path: &Path, era: Era) -> Result<(), Failed> {
             i + 1,
             case.name.as_deref().unwrap_or(&case.tool)
         );
-        let key = case.caller.as_ref().map(Value::to_string);
+        // The caller file spells its numbers as the case file does.
+        let key = case
+            .caller
+            .as_ref()
+            .map(|c| spelled(c, &mut case.at.caller.clone(), &scalars));
         let server = servers.entry(key.clone()).or_insert_with(|| match &key {
             // Some case catalogs hold what `check` refuses on purpose
             // (a failing or riskier policy): the cases test how each such
@@ -182,22 +226,140 @@ fn run_file(path: &Path, era: Era) -> Result<(), Failed> {
                 Server::start(era, &["--skip-load-check", "--caller-file", &file, catalog])
             }
         });
-        run_case(server, case, &label)?;
+        run_case(server, case, &arguments_text(case, &scalars), &label)?;
     }
     Ok(())
 }
 
-fn run_case(server: &mut Server, case: &Case, label: &str) -> Result<(), Failed> {
-    let response = server.request(
-        "tools/resolve",
-        json!({"name": case.tool, "arguments": case.arguments}),
-    );
+/// Every plain scalar of a case file, by its path (`["cases", "0",
+/// "arguments", "n"]`): a case's numbers are sent as the file spells them
+/// (`n: 1.50` is `{"n": 1.50}`, which a `Value` would write `1.5`), as
+/// `regent test` reads them, so that both are held to the same answers.
+fn plain_scalars(text: &str) -> std::collections::HashMap<Vec<String>, String> {
+    use saphyr_parser::{Event, Parser, ScalarStyle};
+    enum Frame {
+        Map(Vec<String>, Option<String>),
+        Seq(Vec<String>, usize),
+    }
+    // The path of the node starting now; `None` for a key.
+    fn place(stack: &mut [Frame], key: &str) -> Option<Vec<String>> {
+        match stack.last_mut() {
+            None => Some(Vec::new()),
+            Some(Frame::Seq(path, next)) => {
+                let mut p = path.clone();
+                p.push(next.to_string());
+                *next += 1;
+                Some(p)
+            }
+            Some(Frame::Map(path, pending)) => match pending.take() {
+                Some(k) => {
+                    let mut p = path.clone();
+                    p.push(k);
+                    Some(p)
+                }
+                None => {
+                    *pending = Some(key.to_string());
+                    None
+                }
+            },
+        }
+    }
+    let mut out = std::collections::HashMap::new();
+    let mut stack = Vec::new();
+    for item in Parser::new_from_str(text) {
+        let Ok((event, _)) = item else { break };
+        match event {
+            Event::Scalar(value, style, _, tag) => {
+                if let Some(path) = place(&mut stack, &value)
+                    && style == ScalarStyle::Plain
+                    && tag.is_none()
+                {
+                    out.insert(path, value.to_string());
+                }
+            }
+            Event::MappingStart(..) => {
+                let path = place(&mut stack, "").unwrap_or_default();
+                stack.push(Frame::Map(path, None));
+            }
+            Event::SequenceStart(..) => {
+                let path = place(&mut stack, "").unwrap_or_default();
+                stack.push(Frame::Seq(path, 0));
+            }
+            Event::Alias(_) => {
+                place(&mut stack, "");
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                stack.pop();
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `v`, written at `path`, as JSON text with each number as the file
+/// spells it where that is a JSON number.
+fn spelled(
+    v: &Value,
+    path: &mut Vec<String>,
+    scalars: &std::collections::HashMap<Vec<String>, String>,
+) -> String {
+    match v {
+        Value::Number(n) => scalars
+            .get(path)
+            .filter(|t| matches!(serde_json::from_str::<Value>(t), Ok(Value::Number(_))))
+            .cloned()
+            .unwrap_or_else(|| n.to_string()),
+        Value::Array(items) => {
+            let mut parts = Vec::new();
+            for (i, x) in items.iter().enumerate() {
+                path.push(i.to_string());
+                parts.push(spelled(x, path, scalars));
+                path.pop();
+            }
+            format!("[{}]", parts.join(","))
+        }
+        Value::Object(members) => {
+            let mut parts = Vec::new();
+            for (k, x) in members {
+                path.push(k.clone());
+                parts.push(format!("{}:{}", json!(k), spelled(x, path, scalars)));
+                path.pop();
+            }
+            format!("{{{}}}", parts.join(","))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A case's arguments as JSON text, their numbers as the file spells them.
+fn arguments_text(case: &Case, scalars: &std::collections::HashMap<Vec<String>, String>) -> String {
+    let Some(args) = case.arguments.as_object() else {
+        return case.arguments.to_string();
+    };
+    let parts: Vec<String> = args
+        .iter()
+        .map(|(k, v)| {
+            let mut at = case.at.arguments.get(k).cloned().unwrap_or_default();
+            format!("{}:{}", json!(k), spelled(v, &mut at, scalars))
+        })
+        .collect();
+    format!("{{{}}}", parts.join(","))
+}
+
+fn run_case(server: &mut Server, case: &Case, arguments: &str, label: &str) -> Result<(), Failed> {
+    // The arguments' text goes in place of a placeholder, as spelled.
+    let send = |server: &mut Server, method: &str| {
+        server.request_edited(
+            method,
+            json!({"name": case.tool, "arguments": "@ARGUMENTS@"}),
+            |line| line.replace("\"@ARGUMENTS@\"", arguments),
+        )
+    };
+    let response = send(server, "tools/resolve");
     let seen = case.expect.visible.map(|_| {
         let list = server.request("tools/list", json!({}));
-        let call = server.request(
-            "tools/call",
-            json!({"name": case.tool, "arguments": case.arguments}),
-        );
+        let call = send(server, "tools/call");
         (list, call)
     });
     // A listed-only tool (no rules, no policy) is refused by tools/resolve

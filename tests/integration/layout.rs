@@ -140,11 +140,13 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     // `protocol`, above it on purpose: a case is answered by the functions
     // that build the wire's answer (`resolve_result`, `shadow_result`,
     // `wire::tool_json`; refusals as `protocol::Refusal`), so `regent test`
-    // judges what a client would be sent, built in one place.
+    // judges what a client would be sent, built in one place. `policy`
+    // for the numbers a case spells by hand (`policy::spelled`), which its
+    // evaluations see as `serve`'s see a request's.
     (
         "testing",
         &[
-            "analysis", "caller", "catalog", "fence", "protocol", "source",
+            "analysis", "caller", "catalog", "fence", "policy", "protocol", "source",
         ],
     ),
     (

@@ -24,6 +24,7 @@ mod confirm;
 mod decision_log;
 mod decision_log_bounds;
 mod decision_log_ship;
+mod elicit_numbers;
 mod exec_cli;
 mod exec_fence;
 mod exec_git;

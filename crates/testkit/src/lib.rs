@@ -453,9 +453,33 @@ impl Server {
         self.wait_for_id(&json!(id))
     }
 
+    /// [`Server::request`] with the message's text passed through `edit`
+    /// before it is sent: a test that spells a value by hand (`1.50`, which
+    /// a `Value` writes `1.5`) puts a placeholder string in `params` and
+    /// replaces it here.
+    pub fn request_edited(
+        &mut self,
+        method: &str,
+        params: Value,
+        edit: impl FnOnce(String) -> String,
+    ) -> Value {
+        let id = self.send_request_edited(method, params, edit);
+        self.wait_for_id(&json!(id))
+    }
+
     /// Sends a request without waiting for its response; returns its id
     /// (for [`Server::wait_for_id`], or to match a stream's notifications).
     pub fn send_request(&mut self, method: &str, params: Value) -> i64 {
+        self.send_request_edited(method, params, |line| line)
+    }
+
+    /// [`Server::send_request`], the message's text passed through `edit`.
+    fn send_request_edited(
+        &mut self,
+        method: &str,
+        params: Value,
+        edit: impl FnOnce(String) -> String,
+    ) -> i64 {
         self.next_id += 1;
         let id = self.next_id;
         let mut params = params;
@@ -465,7 +489,7 @@ impl Server {
             obj.insert("_meta".into(), self.modern_meta());
         }
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.send_line(&msg.to_string());
+        self.send_line(&edit(msg.to_string()));
         id
     }
 

@@ -245,14 +245,14 @@ pub async fn call(
         },
         ctx,
     };
-    let (mut replies, asked_confirm) =
+    let (mut replies, asked_confirm, sealed) =
         if cc.mrtr && (cc.retry.state.is_some() || cc.retry.responses.is_some()) {
             let opened = input::open_any(cc.states, &cc.retry, name, digest()).await;
             match opened.inspect_err(|e| {
                 entry.refused = Some(e.message.to_string());
                 record(log, &entry);
             })? {
-                input::Opened::Replies(replies, confirm) => (replies, confirm),
+                input::Opened::Replies(replies, confirm, sealed) => (replies, confirm, sealed),
                 // A forwarded call parked in an earlier round: decided,
                 // its intent written and running; the retry only carries
                 // the client's answer to it (`protocol/parked`).
@@ -269,8 +269,32 @@ pub async fn call(
                 }
             }
         } else {
-            (Replies::new(), None)
+            (Replies::new(), None, None)
         };
+    // The numbers the call's evaluations see: the request's (its text was
+    // scanned, this retry's `inputResponses` with it), and those of the
+    // earlier rounds' replies, carried in the sealed state as regent's own
+    // text: as their requests spelled them when the state kept that, else
+    // unseen (`input::unseen_numbers`).
+    let mut numbers = match &sealed {
+        Some(texts) => crate::policy::spelled::Spelled::with_texts(
+            cc.spelled.as_ref(),
+            texts.iter().map(String::as_str),
+        ),
+        None => input::unseen_numbers(
+            cc.spelled.as_ref(),
+            replies
+                .iter()
+                .filter(|(k, _)| {
+                    !cc.retry
+                        .responses
+                        .as_ref()
+                        .is_some_and(|r| r.contains_key(*k))
+                })
+                .map(|(_, r)| r),
+            "an earlier round's elicitation reply",
+        ),
+    };
 
     // 1. Check what the model sent, then fill the parameters the server
     //    provides, asking the client where a resolver needs it.
@@ -287,7 +311,7 @@ pub async fn call(
             // Policy rules, files: paced like the decision (see `pace`).
             let bytes = || crate::diag::json_size(&args, super::pace::MAX_IN_PLACE_BYTES);
             let (tool, a, r) = (name.to_string(), args.clone(), replies.clone());
-            let spelled = cc.spelled.clone();
+            let spelled = numbers.clone();
             super::pace::evaluate(
                 cc.pace.map(|p| &**p),
                 &catalog,
@@ -323,6 +347,7 @@ pub async fn call(
                         &replies,
                         name,
                         digest(),
+                        numbers.as_ref(),
                     )
                     .map(Into::into)
                     .inspect_err(|e| {
@@ -336,6 +361,12 @@ pub async fn call(
                         entry.refused = Some(e.message.to_string());
                         record(log, &entry);
                     })?;
+                // rmcp parsed the replies: their numbers' text is unseen.
+                numbers = input::unseen_numbers(
+                    numbers.as_ref(),
+                    answered.iter().map(|(_, r)| r),
+                    "an elicitation reply",
+                );
                 replies.extend(answered);
             }
             Err(e) => return Err(fail(entry, e)),
@@ -354,7 +385,7 @@ pub async fn call(
         name,
         &full,
         &caller,
-        cc.spelled.as_ref(),
+        numbers.as_ref(),
     )
     .await;
     entry.eval = Some(decided.eval);
@@ -416,8 +447,15 @@ pub async fn call(
             None => {
                 let question = [input::confirmation(message)];
                 let asked = if cc.mrtr {
-                    match input::input_required(cc.states, ctx, &question, &replies, name, digest())
-                    {
+                    match input::input_required(
+                        cc.states,
+                        ctx,
+                        &question,
+                        &replies,
+                        name,
+                        digest(),
+                        numbers.as_ref(),
+                    ) {
                         // Not a decision yet: the retry writes the log line.
                         Ok(ir) => return Ok(ir.into()),
                         Err(e) => Err(e),
@@ -496,7 +534,7 @@ pub async fn call(
                 caller.clone(),
                 r.confirm.clone(),
             );
-            let spelled = cc.spelled.clone();
+            let spelled = numbers.clone();
             super::pace::evaluate(cc.pace.map(|p| &**p), &now, name, bytes, move |now| {
                 crate::policy::spelled::with(spelled.as_ref(), || {
                     redecide(now, &tool, &a, who.as_deref(), confirm.as_deref())
