@@ -29,7 +29,13 @@
 //! arguments' numbers from it as the client spelled them
 //! (`decisions::sent`).
 //!
-//! An integer spelled with an exponent (`2E0`) is no integer to OPA: an
+//! An integer spelled with an exponent (`2E0`, Python's `1e+16`) is no
+//! integer to OPA: the builtins that read an operand as one answer a type
+//! error (`substring`, `time.add_date`, `format_int`'s base: the list and
+//! the operands are `rego::data_numbers::INTEGER_BUILTINS`, asked of OPA),
+//! so [`check`] refuses such a number at those operands; `budget` shadows
+//! every one of them, so regorus' calls are refused as native's are, and
+//! every other builtin reads the value alike in OPA and is answered. An
 //! array indexed by it is undefined there, the member in regent. Matched
 //! by value, regent cannot tell that key from the same number reached
 //! otherwise (`count(x)`, another argument spelled `2`), where OPA answers
@@ -56,8 +62,18 @@
 //! such a number before it evaluates ([`regorus_lost_refusal`]; coarse:
 //! which comparisons reach the request is not known at load). OPA's
 //! arithmetic rounds such an operand as regent does (`n + 0` is `0.1`)
-//! and is answered; builtins that pick or order numbers (`max`, `sort`)
-//! are not covered (docs/policy-tooling.md). What
+//! and is answered. Two numbers of one double also meet where a value is
+//! picked, ordered, merged or looked up (OPA: `max([n, 0.1])` is `n`,
+//! `count({n, 0.1})` 2, `{0.1: "x"}[n]` undefined): [`check`] refuses a
+//! builtin whose arguments hold two numbers of such a number's double
+//! ([`meeting`]; coarser than needed for the few builtins that cannot tell
+//! them apart, `sum`), and natively a set or object being built that meets
+//! one again, or a key lookup that finds one, refuses ([`member_refusal`],
+//! `native::terms`, `native::rules`); on regorus the coarse refusal above
+//! covers them. What regent writes of such a number in a rule's value is
+//! the double (docs/policy-tooling.md, "Not covered"). [`check`]'s
+//! refusals are a [`Refusal`], which native stops with instead of falling
+//! back to regorus. What
 //! the transports pass and where they install it is `protocol`'s and
 //! `http`'s; this module knows regorus' values, not the wire.
 
