@@ -374,11 +374,11 @@ impl Eval<'_> {
     }
 }
 
-/// Refuses `v`, a member or key met again while a set or object is built
-/// (`what`), when it is or holds the nearest double of a number the
-/// request spelled with more digits than a double holds: OPA, holding
-/// both exactly, may keep two where regent keeps one
-/// (`policy::spelled::member_refusal`).
+/// Refuses `v`, a member or key met again while a set or object is built,
+/// or found by a key lookup (`what`), when it is or holds the nearest
+/// double of a number the request spelled with more digits than a double
+/// holds: OPA, holding both exactly, may keep two where regent keeps one,
+/// or find none (`policy::spelled::member_refusal`).
 pub(super) fn merged(what: &str, v: &Value) -> Result<(), Stop> {
     match crate::policy::spelled::member_refusal(what, v) {
         Some(why) => Err(Stop::Refused(why)),
