@@ -72,6 +72,9 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("regex.is_valid", regex::is_valid),
     ("regex.split", regex::split),
     ("regex.find_n", regex::find_n),
+    ("regex.find_all_string_submatch_n", |a| {
+        int_operands("regex.find_all_string_submatch_n", a, &[2])
+    }),
     ("regex.replace", regex::replace),
     ("urlquery.encode", encoding::urlquery_encode),
     ("urlquery.encode_object", encoding::urlquery_encode_object),

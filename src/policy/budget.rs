@@ -579,12 +579,19 @@ pub(crate) fn estimate_of(name: &str) -> Option<Estimate> {
 
 /// Installs the guards on `engine`: each size-driving builtin becomes an
 /// extension that charges its output's size before calling regorus' own,
-/// and each builtin whose regorus answer differs from OPA's one that
-/// answers as OPA ([`crate::opa_builtins`]).
+/// each builtin whose regorus answer differs from OPA's one that
+/// answers as OPA ([`crate::opa_builtins`]), and each that reads an
+/// integer as OPA does one that refuses a number the request spelled so
+/// that OPA reads none (`rego::data_numbers::INTEGER_BUILTINS`).
 pub fn install(engine: &mut regorus::Engine, limits: Limits) -> anyhow::Result<()> {
     let guarded = GUARDED.iter().map(|&(n, _)| n);
     let compat = TABLE.iter().map(|&(n, _)| n);
-    let mut names: Vec<&'static str> = guarded.chain(compat).collect();
+    // Builtins OPA refuses an integer spelled with an exponent (`2E0`):
+    // through `call`, `spelled::check` refuses it on regorus too.
+    let integers = crate::rego::data_numbers::INTEGER_BUILTINS
+        .iter()
+        .map(|&(n, _)| n);
+    let mut names: Vec<&'static str> = guarded.chain(compat).chain(integers).collect();
     names.sort_unstable();
     names.dedup();
     for name in names {

@@ -29,7 +29,13 @@
 //! arguments' numbers from it as the client spelled them
 //! (`decisions::sent`).
 //!
-//! An integer spelled with an exponent (`2E0`) is no integer to OPA: an
+//! An integer spelled with an exponent (`2E0`, Python's `1e+16`) is no
+//! integer to OPA: the builtins that read an operand as one answer a type
+//! error (`substring`, `time.add_date`, `format_int`'s base: the list and
+//! the operands are `rego::data_numbers::INTEGER_BUILTINS`, asked of OPA),
+//! so [`check`] refuses such a number at those operands; `budget` shadows
+//! every one of them, so regorus' calls are refused as native's are, and
+//! every other builtin reads the value alike in OPA and is answered. An
 //! array indexed by it is undefined there, the member in regent. Matched
 //! by value, regent cannot tell that key from the same number reached
 //! otherwise (`count(x)`, another argument spelled `2`), where OPA answers
@@ -56,8 +62,18 @@
 //! such a number before it evaluates ([`regorus_lost_refusal`]; coarse:
 //! which comparisons reach the request is not known at load). OPA's
 //! arithmetic rounds such an operand as regent does (`n + 0` is `0.1`)
-//! and is answered; builtins that pick or order numbers (`max`, `sort`)
-//! are not covered (docs/policy-tooling.md). What
+//! and is answered. Two numbers of one double also meet where a value is
+//! picked, ordered, merged or looked up (OPA: `max([n, 0.1])` is `n`,
+//! `count({n, 0.1})` 2, `{0.1: "x"}[n]` undefined): [`check`] refuses a
+//! builtin whose arguments hold two numbers of such a number's double
+//! ([`meeting`]; coarser than needed for the few builtins that cannot tell
+//! them apart, `sum`), and natively a set or object being built that meets
+//! one again, or a key lookup that finds one, refuses ([`member_refusal`],
+//! `native::terms`, `native::rules`); on regorus the coarse refusal above
+//! covers them. What regent writes of such a number in a rule's value is
+//! the double (docs/policy-tooling.md, "Not covered"). [`check`]'s
+//! refusals are a [`Refusal`], which native stops with instead of falling
+//! back to regorus. What
 //! the transports pass and where they install it is `protocol`'s and
 //! `http`'s; this module knows regorus' values, not the wire.
 //!
@@ -115,6 +131,11 @@ struct Hand {
     /// wants one, `substring`, `array.slice`, answers `must be integer
     /// number`), where regent holds the integral value and reads it as one.
     not_integer: bool,
+    /// Whether only its reading as an integer differs ([`Hand::not_integer`]):
+    /// regent writes no text of it whatever the spelling (`1e+16`), so the
+    /// builtins that write numbers refuse it on their own, or write the
+    /// same text as OPA.
+    integer_only: bool,
     /// Whether a caller's claims spelled it, not the request
     /// ([`Spelled::joined`]): the refusal says which, and whom to ask.
     claim: bool,
@@ -159,7 +180,7 @@ impl Spelled {
     /// The first number of `v` (any depth, keys too) spelled by hand, and
     /// whether only its bare `sprintf` would be the same.
     fn find(&self, v: &Value) -> Option<&Hand> {
-        self.find_where(v, &|_| true)
+        self.find_where(v, &|h| !h.integer_only)
     }
 
     /// The number spelled by hand, kept by `keep`, that regent holds as
@@ -315,21 +336,36 @@ fn hand(token: &[u8]) -> Option<Hand> {
     // regorus' value (`policy::engine::input_as`).
     let parsed: serde_json::Value = serde_json::from_str(text).ok()?;
     let held = Value::deserialize(&parsed).ok()?;
-    let (ours, lost) = match spelling(text, &held) {
-        Spelling::Kept => return None,
-        Spelling::Respelled(ours) => (ours, false),
-        Spelling::Lost(ours) => (ours, true),
-    };
     let exponent = text.contains(['e', 'E']);
     let integral =
         matches!(&held, Value::Number(n) if n.as_f64().is_some_and(|f| f.fract() == 0.0));
+    let (ours, lost, integer_only) = match spelling(text, &held) {
+        // An integer spelled with an exponent whose text regent never
+        // writes (from 1e16: `sprintf::text_unknown`), as Python writes
+        // `1e+16`: no text to refuse, but OPA reads no integer from it.
+        // From 2^63 regent reads none either (`opa_builtins::int_operands`).
+        Spelling::Kept if exponent && integral => {
+            let int = match &held {
+                Value::Number(n) => n.as_i64(),
+                _ => None,
+            };
+            match int {
+                Some(i) => (i.to_string(), false, true),
+                None => return None,
+            }
+        }
+        Spelling::Kept => return None,
+        Spelling::Respelled(ours) => (ours, false, false),
+        Spelling::Lost(ours) => (ours, true, false),
+    };
     Some(Hand {
         held,
         text: text.into(),
         ours: ours.into(),
         lost,
-        sprintf_same: !lost && !(exponent && (integral || !text.contains('.'))),
+        sprintf_same: integer_only || (!lost && !(exponent && (integral || !text.contains('.')))),
         not_integer: !lost && exponent && integral,
+        integer_only,
         claim: false,
     })
 }
@@ -375,6 +411,21 @@ fn writes_text(name: &str) -> bool {
     crate::rego::data_numbers::TEXT_BUILTINS.contains(&name)
 }
 
+/// A refusal of [`check`]: the native evaluator stops with it
+/// (`native::terms`), where a builtin's other errors go to regorus, which
+/// raises them again; regorus' interpreter reaches [`check`] only for the
+/// builtins `budget::install` shadows.
+#[derive(Debug)]
+pub(crate) struct Refusal(pub String);
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
 /// Refuses `name` given a number the request being evaluated spelled by
 /// hand, when it writes that number's text: `json.marshal`, `yaml.marshal`
 /// and the others write OPA's text of the spelling; `sprintf` of a bare
@@ -387,20 +438,30 @@ pub(crate) fn check(name: &str, args: &[Value]) -> anyhow::Result<()> {
             return Ok(());
         };
         if !writes_text(name) {
-            // Any other builtin given an integer spelled with an exponent,
-            // as an operand or an operand's item: OPA may refuse it as
-            // not an integer (`IntOperand`), regent would answer.
-            let direct = |x: &Value| match x {
-                Value::Number(_) => spelled.held(x, |h| h.not_integer),
-                _ => None,
-            };
-            let found = args.iter().find_map(|x| match x {
-                Value::Array(items) => items.iter().find_map(direct),
-                _ => direct(x),
-            });
+            // Two numbers of the arguments that are one double to regent,
+            // one of them a number it cannot hold: OPA, holding both
+            // exactly, may pick, order, find or merge them otherwise.
+            if let Some(h) = meeting(spelled, args) {
+                return Err(Refusal(lost_words(
+                    h,
+                    &format!("{name}, given two numbers regent holds as one double"),
+                ))
+                .into());
+            }
+            // A builtin that reads an integer as OPA does, given an integer
+            // spelled with an exponent as such an operand: OPA refuses it
+            // as not an integer (`IntOperand`), regent would answer. Every
+            // other operand and builtin reads the number's value alike in
+            // both (asked of OPA: `rego::data_numbers::INTEGER_BUILTINS`).
+            let found = crate::rego::data_numbers::integer_operands(name)
+                .iter()
+                .find_map(|&i| match args.get(i) {
+                    Some(x @ Value::Number(_)) => spelled.held(x, |h| h.not_integer),
+                    _ => None,
+                });
             return match found {
                 None => Ok(()),
-                Some(h) => Err(anyhow::anyhow!(not_integer(name, h))),
+                Some(h) => Err(Refusal(not_integer(name, h)).into()),
             };
         }
         let found = if name == "sprintf" {
@@ -418,7 +479,7 @@ pub(crate) fn check(name: &str, args: &[Value]) -> anyhow::Result<()> {
         };
         match found {
             None => Ok(()),
-            Some(h) => Err(anyhow::anyhow!(refusal(name, h))),
+            Some(h) => Err(Refusal(refusal(name, h)).into()),
         }
     })
 }
@@ -446,7 +507,11 @@ pub(crate) fn index_refusal(key: &Value) -> Option<String> {
 /// the whole evaluation fails closed. `None` when nothing was spelled so.
 pub(crate) fn regorus_index_refusal(at: &str) -> Option<String> {
     in_current(|spelled| {
-        let h = spelled.any(|h| h.not_integer)?;
+        // No array has 2^32 members (the request's size and the memory
+        // budget bound them): a greater number indexes none, in OPA too.
+        let h = spelled.any(|h| {
+            h.not_integer && matches!(&h.held, Value::Number(n) if n.as_f64().is_some_and(|f| f.abs() < 4_294_967_296.0))
+        })?;
         Some(index_words(
             h,
             &format!(
@@ -467,6 +532,11 @@ pub(crate) fn regorus_index_refusal(at: &str) -> Option<String> {
 /// compared whole) holding such a number are refused whole. `None` when
 /// nothing was spelled so, or the answer cannot differ.
 pub(crate) fn compare_refusal(op: &str, a: &Value, b: &Value) -> Option<String> {
+    equal_refusal(a, b, || format!("comparison `{op}`"))
+}
+
+/// [`compare_refusal`]'s test, the refusal of `what()`.
+fn equal_refusal(a: &Value, b: &Value, what: impl FnOnce() -> String) -> Option<String> {
     // Most comparisons are of strings, or of unequal numbers: decided
     // before the thread's numbers are looked at.
     match (a, b) {
@@ -489,8 +559,54 @@ pub(crate) fn compare_refusal(op: &str, a: &Value, b: &Value) -> Option<String> 
                 .or_else(|| spelled.find_where(b, &|h| h.lost))?,
             _ => return None,
         };
-        Some(lost_words(h, &format!("comparison `{op}`")))
+        Some(lost_words(h, &what()))
     })
+}
+
+/// The number regent cannot hold of which `values` (any depth, keys too)
+/// hold two numbers of its double (`[n, 0.1]` for
+/// `n = 0.1000000000000000000001`): a builtin given them may pick, order,
+/// find or merge them where OPA, holding them exactly, tells them apart.
+/// `None` when there is none (at once when nothing was spelled so).
+fn meeting<'s>(spelled: &'s Spelled, values: &[Value]) -> Option<&'s Hand> {
+    /// Whether `v` holds the second number of `held`'s double, counting
+    /// those seen in `n`.
+    fn second(v: &Value, held: &Value, n: &mut u8) -> bool {
+        match v {
+            Value::Number(_) => {
+                *n += u8::from(same_double(v, held));
+                *n >= 2
+            }
+            Value::Array(a) => a.iter().any(|x| second(x, held, n)),
+            Value::Set(s) => s.iter().any(|x| second(x, held, n)),
+            Value::Object(o) => o
+                .iter()
+                .any(|(k, x)| second(k, held, n) || second(x, held, n)),
+            _ => false,
+        }
+    }
+    spelled.numbers.iter().filter(|h| h.lost).find(|h| {
+        let mut n = 0;
+        values.iter().any(|v| second(v, &h.held, &mut n))
+    })
+}
+
+/// Why a member or key `v` found again in a set or object being built,
+/// or found by a lookup (`what`: `"set member"`), refuses: `v` is, or
+/// holds, a number of the same double as one the request spelled with
+/// more digits than regent holds. OPA, holding both exactly, may keep
+/// two members where regent keeps one, or find none (asked:
+/// `count({n, 0.1})` is 2, `{0.1: "x"}[n]` undefined). `None` when
+/// nothing was spelled so, or the answer cannot differ.
+pub(crate) fn member_refusal(what: &str, v: &Value) -> Option<String> {
+    equal_refusal(v, v, || what.to_string())
+}
+
+/// Whether the request this thread evaluates holds a number regent cannot
+/// hold: read once before a set or object is built, so that its members
+/// are looked at ([`member_refusal`]) only then.
+pub(crate) fn holds_lost() -> bool {
+    in_current(|spelled| spelled.any(|h| h.lost).map(|_| ())).is_some()
 }
 
 /// Whether numbers `a` and `b` are equal, or the same double (a policy's
@@ -723,6 +839,9 @@ impl Spelled {
                 lost: false,
                 sprintf_same: false,
                 not_integer: integral,
+                // Its text is unknown: the builtins that write numbers
+                // refuse it too.
+                integer_only: false,
                 claim: false,
             };
             let lost = Hand {

@@ -50,12 +50,37 @@ pub const TEXT_BUILTINS: &[&str] = &[
 ];
 
 /// Builtins that read an operand as an integer as OPA does
-/// (`builtins.IntOperand`): given a number spelled with an exponent they
-/// answer `must be integer number` in OPA, whatever its value (asked of
-/// OPA with the data as JSON text; `numbers.range`, `bits.*`, `format_int`,
-/// `round` accept it).
-pub const INTEGER_BUILTINS: &[&str] =
-    &["substring", "array.slice", "regex.find_n", "time.add_date"];
+/// (`builtins.IntOperand`): given an integer spelled with an exponent
+/// (`2E0`) they answer an error in OPA (`must be integer number`;
+/// `format_int`'s base: `must be one of {2, 8, 10, 16}`), whatever its
+/// value. Asked of OPA with the data and the input as JSON text, every
+/// builtin of regorus' table with a number operand: `numbers.range`,
+/// `numbers.range_step`, `bits.*`, `round`, `abs`, `format_int`'s number,
+/// `time.*`'s nanoseconds, `json.filter`/`json.remove` paths accept it;
+/// `rand.intn` refuses it too, and regent refuses `rand.intn` at load
+/// (`lint`); so does `json.patch` with it in a path, which regent's build
+/// of regorus lacks (a load error). With the operands (from 0) each reads
+/// so. One list for the data files' numbers ([`check`]) and the
+/// request's: `policy::budget` shadows each of these with an extension,
+/// so that `policy::spelled::check` sees every call of them in regorus'
+/// interpreter too, not only those regent answers itself.
+pub const INTEGER_BUILTINS: &[(&str, &[usize])] = &[
+    ("substring", &[1, 2]),
+    ("array.slice", &[1, 2]),
+    ("regex.find_n", &[2]),
+    ("regex.find_all_string_submatch_n", &[2]),
+    ("time.add_date", &[1, 2, 3]),
+    ("format_int", &[1]),
+];
+
+/// The operands (from 0) that `name` reads as integers as OPA does
+/// ([`INTEGER_BUILTINS`]); none for any other builtin.
+pub fn integer_operands(name: &str) -> &'static [usize] {
+    INTEGER_BUILTINS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(&[], |(_, at)| at)
+}
 
 /// What a policy does with a number that [`first_reader`] looks for.
 #[derive(Clone, Copy, PartialEq)]
@@ -206,9 +231,9 @@ fn first_reader(modules: &[PolicyModule], reads: Reads) -> Option<(String, Locat
                 if found.is_some() {
                     return false;
                 }
-                let list = match reads {
-                    Reads::Text => TEXT_BUILTINS,
-                    Reads::Integer => INTEGER_BUILTINS,
+                let listed = |name: &str| match reads {
+                    Reads::Text => TEXT_BUILTINS.contains(&name),
+                    Reads::Integer => INTEGER_BUILTINS.iter().any(|(n, _)| *n == name),
                 };
                 match e {
                     Expr::Call { fcn, .. } => {
@@ -217,7 +242,7 @@ fn first_reader(modules: &[PolicyModule], reads: Reads) -> Option<(String, Locat
                         // build of regorus lacks is still a reader here.
                         if let Callee::Builtin(name, _) | Callee::Unknown(name) =
                             resolve_call(&written, &m.package, &aliases, &functions)
-                            && list.contains(&name.as_str())
+                            && listed(name.as_str())
                         {
                             found =
                                 Some((format!("calls `{name}`"), span_location(root_span(fcn))));

@@ -81,7 +81,7 @@ impl Finding {
     /// for one both evaluators fail closed on (`opa-number-text`), which
     /// stays a warning.
     pub fn regorus(&self) -> bool {
-        self.diagnostic.code != TEXT_CODE && self.diagnostic.code != INDEX_CODE
+        ![TEXT_CODE, INDEX_CODE, INTEGER_CODE].contains(&self.diagnostic.code)
     }
 }
 
@@ -224,6 +224,13 @@ pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
                             && params.iter().any(|p| writes_input_number(p, mi, facts))
                         {
                             push(text_finding(span));
+                        }
+                        if let Some(p) = super::data_numbers::integer_operands(&name)
+                            .iter()
+                            .filter_map(|&i| params.get(i))
+                            .find(|p| writes_input_number(p, mi, facts))
+                        {
+                            push(integer_finding(p, &name));
                         }
                         let at = match name.as_str() {
                             "regex.match" | "regex.is_valid" | "regex.split" | "regex.find_n" => 0,
@@ -410,6 +417,29 @@ fn index_finding(index: &Expr) -> Diagnostic {
     .with_help(format!(
         "find the member by iterating (`some i, x in arr; i == {n}`), which OPA and regent answer alike whatever the spelling, or declare the argument `type: string` in inputSchema if it is a key"
     ))
+}
+
+/// The code of [`integer_finding`].
+const INTEGER_CODE: &str = "opa-number-integer";
+
+/// A builtin that reads an operand as an integer (`name`, one of
+/// `data_numbers::INTEGER_BUILTINS`) given there a request's value that may
+/// be a number: OPA answers a type error for an integer spelled with an
+/// exponent (`2E0`), where regent would read the integer; both evaluators
+/// fail closed on such a request (`policy::spelled::check`): a warning,
+/// never a refusal of the tool ([`Finding::regorus`]).
+fn integer_finding(operand: &Expr, name: &str) -> Diagnostic {
+    let n = path_of(operand).join(".");
+    Diagnostic::warning(
+        INTEGER_CODE,
+        span_location(super::root_span(operand)),
+        format!(
+            "`{n}`: `{name}` reads it as an integer; when the request spells the number with an exponent (`2E0`, `1e+16`) OPA answers `must be integer number` (it never reads that text as an integer), where regent would read the integer; regent fails closed on such a request"
+        ),
+    )
+    .with_help(
+        "nothing in the policy makes it portable (regent matches the number by value); have clients send integers without an exponent (`2`, not `2E0`), which both answer alike",
+    )
 }
 
 fn regex_finding(pattern: &Expr, what: &str) -> Diagnostic {

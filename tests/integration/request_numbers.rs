@@ -37,6 +37,14 @@ struct Case {
     /// says.
     #[serde(default)]
     tenth: Option<Expected>,
+    /// For the `adds` tool, which gives `n` to `time.add_date`, when the
+    /// case says.
+    #[serde(default)]
+    adds: Option<Expected>,
+    /// For the `ranks` tool, which looks `max([n, 0.1])` up by key, when
+    /// the case says.
+    #[serde(default)]
+    ranks: Option<Expected>,
 }
 
 impl Case {
@@ -45,6 +53,8 @@ impl Case {
         let mut out = vec![("writes", &self.writes), ("compares", &self.compares)];
         out.extend(self.picks.as_ref().map(|p| ("picks", p)));
         out.extend(self.tenth.as_ref().map(|p| ("tenth", p)));
+        out.extend(self.adds.as_ref().map(|p| ("adds", p)));
+        out.extend(self.ranks.as_ref().map(|p| ("ranks", p)));
         out
     }
 }

@@ -252,8 +252,9 @@ impl EnginePool {
     ///
     /// A request holding a number regent's numbers cannot hold
     /// (`0.1000000000000000000001`) is refused here too, whatever the
-    /// policy: OPA compares its exact decimal, regorus the nearest double,
-    /// and regent cannot see regorus' comparisons. Coarse on purpose: which
+    /// policy: OPA compares, picks (`max`), merges (`{n, 0.1}`) and looks
+    /// up (`{0.1: "x"}[n]`) by its exact decimal, regorus by the nearest
+    /// double, and regent cannot see regorus do it. Coarse on purpose: which
     /// comparisons a policy makes on the request is not known at load (any
     /// rule may reach `input` through a variable or a function), and such
     /// numbers are rare; native refuses only the comparison that meets one.

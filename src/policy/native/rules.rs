@@ -29,11 +29,16 @@ impl Eval<'_> {
         let v = match rule.kind {
             Kind::PartialSet => {
                 let mut set = Value::new_set();
+                let lost = crate::policy::spelled::holds_lost();
                 for def in &rule.defs {
                     for body in &def.bodies {
                         self.body(body, &[], &mut |v| {
                             if !undefined(&v) {
-                                set.as_set_mut().map_err(|_| Stop::Fallback)?.insert(v);
+                                let set = set.as_set_mut().map_err(|_| Stop::Fallback)?;
+                                if lost && set.contains(&v) {
+                                    super::terms::merged("set member", &v)?;
+                                }
+                                set.insert(v);
                             }
                             Ok(())
                         })?;

@@ -91,6 +91,16 @@ impl Eval<'_> {
                 {
                     return Err(Stop::Refused(why));
                 }
+                // An object's or a set's member found by a key equal only
+                // as the nearest double of a number the request spelled
+                // with more digits than a double holds: OPA, comparing
+                // exactly, may find none. Not found here is not found there.
+                if matches!(&*base, Value::Object(_) | Value::Set(_))
+                    && !undefined(&v)
+                    && let Some(why) = crate::policy::spelled::member_refusal("key lookup", &key)
+                {
+                    return Err(Stop::Refused(why));
+                }
                 v
             }
             Term::Call(b, args) => {
@@ -116,8 +126,14 @@ impl Eval<'_> {
                     fast,
                 ) {
                     Ok(v) => v,
-                    // regorus raises it again, with the call's location.
-                    Err(_) => return Err(Stop::Fallback),
+                    // A number the request spelled that OPA would read
+                    // otherwise (`policy::spelled`): refused here, as
+                    // regorus refuses it (shadowed, or before it runs).
+                    Err(e) => match e.downcast::<crate::policy::spelled::Refusal>() {
+                        Ok(refused) => return Err(Stop::Refused(refused.0)),
+                        // regorus raises it again, with the call's location.
+                        Err(_) => return Err(Stop::Fallback),
+                    },
                 }
             }
             Term::Array(items) => {
@@ -133,26 +149,34 @@ impl Eval<'_> {
             }
             Term::Set(items) => {
                 let mut set = Value::new_set();
+                let lost = crate::policy::spelled::holds_lost();
                 for item in items {
                     let v = self.term(item, locals)?;
                     if undefined(&v) {
                         return Ok(Value::Undefined);
                     }
-                    set.as_set_mut().map_err(|_| Stop::Fallback)?.insert(v);
+                    let set = set.as_set_mut().map_err(|_| Stop::Fallback)?;
+                    if lost && set.contains(&v) {
+                        merged("set member", &v)?;
+                    }
+                    set.insert(v);
                 }
                 set
             }
             Term::Object(fields) => {
                 let mut obj = Value::new_object();
+                let lost = crate::policy::spelled::holds_lost();
                 for (k, v) in fields {
                     let k = self.term(k, locals)?;
                     let v = self.term(v, locals)?;
                     if undefined(&k) || undefined(&v) {
                         return Ok(Value::Undefined);
                     }
-                    obj.as_object_mut()
-                        .map_err(|_| Stop::Fallback)?
-                        .insert(k, v);
+                    let obj = obj.as_object_mut().map_err(|_| Stop::Fallback)?;
+                    if lost && obj.contains_key(&k) {
+                        merged("object key", &k)?;
+                    }
+                    obj.insert(k, v);
                 }
                 obj
             }
@@ -186,8 +210,13 @@ impl Eval<'_> {
                     // Set difference, the same in OPA and regorus.
                     let mut out = Value::new_set();
                     let set = out.as_set_mut().map_err(|_| Stop::Fallback)?;
-                    for v in x.iter().filter(|v| !y.contains(v)) {
-                        set.insert(v.clone());
+                    let lost = crate::policy::spelled::holds_lost();
+                    for v in x.iter() {
+                        if !y.contains(v) {
+                            set.insert(v.clone());
+                        } else if lost {
+                            merged("set difference", v)?;
+                        }
                     }
                     return Ok(out);
                 }
@@ -255,6 +284,7 @@ impl Eval<'_> {
                     Collect::Set => Value::new_set(),
                     Collect::Object => Value::new_object(),
                 };
+                let lost = crate::policy::spelled::holds_lost();
                 self.stmts(stmts, value, locals, &mut |v| {
                     if undefined(&v) {
                         return Ok(());
@@ -262,7 +292,11 @@ impl Eval<'_> {
                     match kind {
                         Collect::Array => out.as_array_mut().map_err(|_| Stop::Fallback)?.push(v),
                         Collect::Set => {
-                            out.as_set_mut().map_err(|_| Stop::Fallback)?.insert(v);
+                            let set = out.as_set_mut().map_err(|_| Stop::Fallback)?;
+                            if lost && set.contains(&v) {
+                                merged("set member", &v)?;
+                            }
+                            set.insert(v);
                         }
                         Collect::Object => {
                             let (Value::Array(kv), Ok(obj)) = (&v, out.as_object_mut()) else {
@@ -274,6 +308,9 @@ impl Eval<'_> {
                             // A key given two values: regorus' error.
                             if obj.get(k).is_some_and(|old| old != x) {
                                 return Err(Stop::Fallback);
+                            }
+                            if lost && obj.contains_key(k) {
+                                merged("object key", k)?;
                             }
                             obj.insert(k.clone(), x.clone());
                         }
@@ -323,10 +360,28 @@ impl Eval<'_> {
                         opa_only();
                         Value::Undefined
                     }
-                    Value::Object(fields) => Value::Bool(fields.contains_key(k.as_ref())),
+                    Value::Object(fields) => {
+                        let found = fields.contains_key(k.as_ref());
+                        if found {
+                            merged("key lookup", k.as_ref())?;
+                        }
+                        Value::Bool(found)
+                    }
                     _ => return Err(Stop::Fallback),
                 }
             }
         })
+    }
+}
+
+/// Refuses `v`, a member or key met again while a set or object is built,
+/// or found by a key lookup (`what`), when it is or holds the nearest
+/// double of a number the request spelled with more digits than a double
+/// holds: OPA, holding both exactly, may keep two where regent keeps one,
+/// or find none (`policy::spelled::member_refusal`).
+pub(super) fn merged(what: &str, v: &Value) -> Result<(), Stop> {
+    match crate::policy::spelled::member_refusal(what, v) {
+        Some(why) => Err(Stop::Refused(why)),
+        None => Ok(()),
     }
 }
