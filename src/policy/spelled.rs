@@ -70,8 +70,9 @@
 //! them apart, `sum`), and natively a set or object being built that meets
 //! one again, or a key lookup that finds one, refuses ([`member_refusal`],
 //! `native::terms`, `native::rules`); on regorus the coarse refusal above
-//! covers them. What regent writes of such a number in a rule's value is
-//! the double (docs/policy-tooling.md, "Not covered"). [`check`]'s
+//! covers them. A native answer whose value holds such a number (the
+//! double, where OPA's holds the exact decimal) refuses
+//! ([`answer_refusal`], `policy::EnginePool`). [`check`]'s
 //! refusals are a [`Refusal`], which native stops with instead of falling
 //! back to regorus. What
 //! the transports pass and where they install it is `protocol`'s and
@@ -600,6 +601,24 @@ fn meeting<'s>(spelled: &'s Spelled, values: &[Value]) -> Option<&'s Hand> {
 /// nothing was spelled so, or the answer cannot differ.
 pub(crate) fn member_refusal(what: &str, v: &Value) -> Option<String> {
     equal_refusal(v, v, || what.to_string())
+}
+
+/// Why a native answer holding a number regent cannot hold refuses: the
+/// rule's value (`meta := {"v": input.arguments.n}`) would hold the
+/// nearest double where OPA's holds the exact decimal the request spelled
+/// (`0.1` against `0.1000000000000000000001`). Matched by value: a `0.1`
+/// the policy wrote itself is refused too when the request holds such a
+/// number. A plan on regorus refused the request before it evaluated
+/// ([`regorus_lost_refusal`]). `None` when nothing was spelled so, or the
+/// values hold none.
+pub(crate) fn answer_refusal(values: &[Value]) -> Option<String> {
+    in_current(|spelled| {
+        spelled.any(|h| h.lost)?;
+        let h = values
+            .iter()
+            .find_map(|v| spelled.find_where(v, &|h| h.lost))?;
+        Some(lost_words(h, "the rule's value"))
+    })
 }
 
 /// Whether the request this thread evaluates holds a number regent cannot

@@ -199,6 +199,15 @@ impl EnginePool {
             match program.eval(&entries, &input, &self.limits, &scope) {
                 Outcome::Values(values) => {
                     in_time(&scope, &self.limits)?;
+                    // A value holding a number regent cannot hold is the
+                    // nearest double, OPA's the exact decimal (issue 27).
+                    if let Some(message) = crate::policy::spelled::answer_refusal(&values) {
+                        return Err(EvalError {
+                            message,
+                            location: None,
+                            timed_out: false,
+                        });
+                    }
                     let out = values
                         .into_iter()
                         .map(|v| to_json(v, &self.limits))

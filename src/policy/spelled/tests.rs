@@ -465,3 +465,37 @@ fn numbers_regent_holds_as_one_double_are_refused_where_they_meet() {
     let (pool, _) = pool("x := count({input.n, 0.1})");
     assert_eq!(pick(&pool, r#"{"n": 0.1}"#).as_deref(), Ok("1"));
 }
+
+#[test]
+fn a_value_holding_a_number_regent_cannot_hold_is_refused() {
+    // OPA (tests/opa/oracle.py, input text `{"n": 0.1000000000000000000001}`):
+    // `x := {"v": input.n}` is `{"v": 0.1000000000000000000001}`, where
+    // regent's value would hold 0.1.
+    let lost = r#"{"n": 0.1000000000000000000001}"#;
+    for rego in [
+        "x := input.n",
+        "x := {\"v\": input.n}",
+        "x := [1, [input.n]]",
+        // The policy's own 0.1 is the same double: refused too.
+        "x := 0.1",
+    ] {
+        let (pool, native) = pool(rego);
+        assert!(native, "{rego}");
+        let e = pick(&pool, lost).expect_err(rego);
+        assert!(
+            e.starts_with("the rule's value") && e.contains("the request spelled the number"),
+            "{rego}: {e}"
+        );
+    }
+    for (rego, want) in [
+        ("x := max([input.n, 0.5])", "0.5"),
+        ("x := input.n + 1", "1.1"),
+        ("x := input.n > 0.2", "false"),
+    ] {
+        let (pool, _) = pool(rego);
+        assert_eq!(pick(&pool, lost).as_deref(), Ok(want), "{rego}");
+    }
+    // Nothing lost: as before.
+    let (pool, _) = pool("x := input.n");
+    assert_eq!(pick(&pool, r#"{"n": 0.1}"#).as_deref(), Ok("0.1"));
+}
