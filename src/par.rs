@@ -105,6 +105,35 @@ where
     })
 }
 
+/// CPU time the whole process has used so far, user and system, for the
+/// debug lines that say where a large catalog's start-up goes: a phase's
+/// CPU time over its wall time says how many cores it kept busy
+/// (BENCHMARKS.md). `None` where the system does not say.
+pub fn cpu_time() -> Option<std::time::Duration> {
+    // SAFETY: `getrusage` writes only the struct it is given, which is
+    // plain data zeroed here.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
+            return None;
+        }
+        usage
+    };
+    let of = |t: libc::timeval| {
+        std::time::Duration::from_secs(t.tv_sec.max(0) as u64)
+            + std::time::Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    Some(of(usage.ru_utime) + of(usage.ru_stime))
+}
+
+/// Milliseconds of CPU time (all cores) since `since` (a [`cpu_time`]).
+pub fn cpu_ms_since(since: Option<std::time::Duration>) -> u64 {
+    match (since, cpu_time()) {
+        (Some(a), Some(b)) => b.saturating_sub(a).as_millis() as u64,
+        _ => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{join, map_ordered};
