@@ -3,10 +3,11 @@
 //! catalog: parsing files, the whole-catalog analyses ([`join`]) and
 //! compiling tools.
 //!
-//! Plain scoped threads, each taking every n-th item: no pool to keep alive
-//! between reloads, nothing shared but the inputs, and results come back in
-//! the order the inputs were given, so diagnostics and tool order stay
-//! deterministic. Small inputs run on the calling thread.
+//! Plain scoped threads, each taking the next few items as it comes free:
+//! no pool to keep alive between reloads, nothing shared but the inputs and
+//! a counter, and results come back in the order the inputs were given, so
+//! diagnostics and tool order stay deterministic. Small inputs run on the
+//! calling thread.
 
 use std::num::NonZeroUsize;
 
@@ -33,28 +34,44 @@ where
     if threads == 1 {
         return items.iter().map(&f).collect();
     }
-    let f = &f;
-    // Thread k takes items k, k + n, k + 2n, ...: interleaving rather than
-    // contiguous chunks, because costly items cluster (files sorted by path
-    // put all the tool files in one place).
-    let stride = |k: usize| items.iter().skip(k).step_by(threads);
-    let mut parts: Vec<std::vec::IntoIter<R>> = std::thread::scope(|s| {
+    // The threads take the next few items as they come free, rather than
+    // a share fixed beforehand: costly items cluster (files sorted by path
+    // put all the tool files in one place), and a thread that gets less of
+    // its core (other work of the load beside it, `join`; other processes
+    // on a busy machine) would otherwise hold the whole result back while
+    // the others idle. A few items at a time keep the shared counter out
+    // of the way and the wait at the end short.
+    let chunk = (items.len() / (threads * 64)).clamp(1, 8);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut done: Vec<(usize, Vec<R>)> = Vec::new();
+        loop {
+            let start = next.fetch_add(chunk, std::sync::atomic::Ordering::Relaxed);
+            if start >= items.len() {
+                return done;
+            }
+            let end = (start + chunk).min(items.len());
+            done.push((start, items[start..end].iter().map(&f).collect()));
+        }
+    };
+    let work = &work;
+    let mut parts: Vec<(usize, Vec<R>)> = std::thread::scope(|s| {
         let handles: Vec<_> = (1..threads)
-            .map(|k| {
+            .map(|_| {
                 // Compiling a tool evaluates its policy once, and regorus
                 // recurses on the native stack: these threads get the same
                 // large (reserved, not committed) stack as the main thread.
                 std::thread::Builder::new()
                     .stack_size(STACK_SIZE)
-                    .spawn_scoped(s, move || stride(k).map(f).collect::<Vec<R>>())
+                    .spawn_scoped(s, work)
                     .expect("spawn a worker thread")
             })
             .collect();
         // The calling thread does its share instead of idling.
-        let mut parts = vec![stride(0).map(f).collect::<Vec<R>>().into_iter()];
+        let mut parts = work();
         for h in handles {
             match h.join() {
-                Ok(part) => parts.push(part.into_iter()),
+                Ok(part) => parts.extend(part),
                 // A panic in `f` is a bug; let it surface as it would have
                 // without threads.
                 Err(p) => std::panic::resume_unwind(p),
@@ -62,9 +79,10 @@ where
         }
         parts
     });
-    (0..items.len())
-        .map(|i| parts[i % threads].next().expect("one result per item"))
-        .collect()
+    parts.sort_unstable_by_key(|(start, _)| *start);
+    let out: Vec<R> = parts.into_iter().flat_map(|(_, part)| part).collect();
+    debug_assert_eq!(out.len(), items.len(), "one result per item");
+    out
 }
 
 /// `a()` and `b()` side by side when the machine has more than one core
@@ -105,6 +123,35 @@ where
     })
 }
 
+/// CPU time the whole process has used so far, user and system, for the
+/// debug lines that say where a large catalog's start-up goes: a phase's
+/// CPU time over its wall time says how many cores it kept busy
+/// (BENCHMARKS.md). `None` where the system does not say.
+pub fn cpu_time() -> Option<std::time::Duration> {
+    // SAFETY: `getrusage` writes only the struct it is given, which is
+    // plain data zeroed here.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
+            return None;
+        }
+        usage
+    };
+    let of = |t: libc::timeval| {
+        std::time::Duration::from_secs(t.tv_sec.max(0) as u64)
+            + std::time::Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    Some(of(usage.ru_utime) + of(usage.ru_stime))
+}
+
+/// Milliseconds of CPU time (all cores) since `since` (a [`cpu_time`]).
+pub fn cpu_ms_since(since: Option<std::time::Duration>) -> u64 {
+    match (since, cpu_time()) {
+        (Some(a), Some(b)) => b.saturating_sub(a).as_millis() as u64,
+        _ => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{join, map_ordered};
@@ -131,5 +178,27 @@ mod tests {
             );
         }
         assert!(map_ordered(&[] as &[u8], 1, |x| *x).is_empty());
+    }
+
+    #[test]
+    fn every_item_is_taken_once_whatever_its_cost() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        // Costly items bunched at the end, as tool files sort after the
+        // policies: each is still run exactly once, in order.
+        let items: Vec<usize> = (0..5000).collect();
+        let calls = AtomicUsize::new(0);
+        let out = map_ordered(&items, 1, |&x| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            if x > 4900 {
+                (0..2000).fold(x, |a, b| a.wrapping_mul(31).wrapping_add(b)) % 7 + x * 10
+            } else {
+                x * 10
+            }
+        });
+        assert_eq!(calls.load(Ordering::Relaxed), items.len());
+        assert_eq!(out.len(), items.len());
+        for (i, y) in out.iter().enumerate() {
+            assert!(*y >= i * 10 && *y < i * 10 + 7, "item {i} answered {y}");
+        }
     }
 }

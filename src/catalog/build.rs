@@ -47,10 +47,14 @@ pub fn build(source: &Source, opts: &BuildOptions) -> Result<Catalog, Diagnostic
 pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnostics) {
     let mut diags = Diagnostics::default();
     let started = std::time::Instant::now();
-    let mut phase = Phases::default();
+    let mut phase = Phases {
+        cpu: [crate::par::cpu_time(); 4],
+        ..Phases::default()
+    };
 
     let (policies, linted) = parse_policies(source, &mut diags);
     phase.parsed = started.elapsed();
+    phase.cpu[1] = crate::par::cpu_time();
     let caller_schema = super::caller_schema::compile(source, &mut diags);
     let claimed: BTreeSet<&str> = source
         .tools()
@@ -85,31 +89,33 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
             .count();
     let facts = portability_facts(source, &modules, &owners);
     let claims = caller_schema.as_ref().map(|s| &s.claims);
-    // The whole-catalog analyses below read the modules and nothing of one
-    // another, so they run side by side over the cores (`par::join`); their
-    // findings are taken in the order they always were.
-    let ((cycles, meta), ((refs, safety), found)) = crate::par::join(
-        || {
-            crate::par::join(
-                || rego::recursion(&modules),
-                || rego::reserved_meta(&modules, &claimed),
-            )
-        },
-        || {
-            crate::par::join(
-                || {
-                    crate::par::join(
-                        || references(source, &modules, &owners, parsed_all, claims),
-                        // Variables no body binds (OPA's safety rule):
-                        // regorus finds them only when the expression
-                        // runs, so at request time.
-                        || rego::safety::check(&modules),
-                    )
-                },
-                || rego::portability::check(&modules, &facts),
-            )
-        },
+    // The whole-catalog analyses read the modules and nothing of one
+    // another, so they run side by side over the cores (`par::join`). Two
+    // of them decide what the tools compile to (a tool in a cycle is not
+    // compiled; a construct regorus answers differently from OPA is an
+    // error at a tool it runs for), so they come first; the others only
+    // find problems, and run beside the tools' compilation below, filling
+    // the cores it leaves idle. Their findings are taken in the order they
+    // always were (the sort at the end keeps the order of findings at one
+    // place).
+    let (cycles, found) = crate::par::join(
+        || rego::recursion(&modules),
+        || rego::portability::check(&modules, &facts),
     );
+    let findings_only = || {
+        crate::par::join(
+            || rego::reserved_meta(&modules, &claimed),
+            || {
+                crate::par::join(
+                    || references(source, &modules, &owners, parsed_all, claims),
+                    // Variables no body binds (OPA's safety rule):
+                    // regorus finds them only when the expression
+                    // runs, so at request time.
+                    || rego::safety::check(&modules),
+                )
+            },
+        )
+    };
     // Recursion is refused statically, before any rule runs: regorus would
     // only notice an unconditional one, and a conditional one can exhaust
     // the stack before the time limit. A tool whose engine holds a cycle
@@ -127,19 +133,15 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         }
         diags.push(r.diagnostic);
     }
-    // `meta` keys that would forge regent's or MCP's own `_meta`, written
-    // literally in a tool's package: refused at load, as in YAML (all
-    // packages in one pass: one per tool would be quadratic). Then the
-    // references that can never be defined and the unbound variables.
-    for d in meta.into_iter().chain(refs).chain(safety) {
-        diags.push(d);
-    }
+    // What follows `findings_only`'s findings in `diags`, held until they
+    // are in.
+    let mut after = Diagnostics::default();
     // Constructs where regorus answers differently from OPA: a warning
     // here; for a tool whose policy runs on regorus, an error at the tool
     // (`compile_tool`).
     let mut portability: HashMap<&str, Vec<rego::portability::Finding>> = HashMap::new();
     for f in found {
-        diags.push(f.diagnostic.clone());
+        after.push(f.diagnostic.clone());
         if !f.regorus() {
             continue;
         }
@@ -150,7 +152,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     // Data numbers spelled otherwise than regent writes them (OPA writes
     // the spelling back): refused where a policy could write one.
     for d in rego::data_numbers::check(&source.data, &modules) {
-        diags.push(d);
+        after.push(d);
     }
     let mut owned: HashMap<&str, Vec<&PolicyFile>> = HashMap::new();
     let mut library_files: Vec<&PolicyFile> = Vec::new();
@@ -178,13 +180,13 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
                 library.push((p.path.as_str(), p.package.as_str()));
                 library_modules.extend(p.module.clone());
             }
-            Err(d) => diags.push(d),
+            Err(d) => after.push(d),
         }
     }
     for data in &source.data {
         let value = regorus::Value::from(data.value.clone());
         if let Err(e) = base.add_data(value) {
-            diags.push(
+            after.push(
                 Diagnostic::error(
                     "data-conflict",
                     Location::new(&data.path, 1, 1),
@@ -231,53 +233,67 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     let data_digest = data_digest(source);
     let decls: Vec<_> = source.tools().collect();
     phase.analysed = started.elapsed();
-    let compiled = crate::par::map_ordered(&decls, 32, |(file, at, decl)| {
-        let packages = [decl.policy.as_deref(), decl.shadow_policy.as_deref()];
-        if packages.iter().any(|package| {
-            package.is_some() && (recursive.contains(&None) || recursive.contains(package))
-        }) {
-            // Reported above, at the rule.
-            return Err(Vec::new());
-        }
-        let own_of = |pkg: Option<&str>| -> Vec<&PolicyFile> {
-            pkg.and_then(|pkg| owned.get(pkg))
-                .map_or_else(Vec::new, Clone::clone)
-        };
-        let own = own_of(decl.policy.as_deref());
-        let shadow = own_of(decl.shadow_policy.as_deref());
-        // Boxed while the results wait to be put in order: a tool is about
-        // a kilobyte inline, and the threads' results, their ordered vector
-        // and the catalog's would otherwise each hold every tool's.
-        compile_tool(file, at, decl, (&own, &shadow), &shared, opts).map(|(mut tool, ds)| {
-            let roots: Vec<_> = own
-                .iter()
-                .chain(&shadow)
-                .map(|p| p.module.as_ref())
-                .collect();
-            // A `policy` resolver's rule is evaluated by name, and may be
-            // a library package's.
-            let rules: Vec<&str> = tool
-                .resolvers
-                .iter()
-                .filter_map(|r| match &r.source {
-                    resolvers::Source::Policy { rule, .. } => Some(rule.as_str()),
-                    _ => None,
-                })
-                .collect();
-            let reached = reach.reached_from(&roots, &rules);
-            let digests: Vec<&[u8; 32]> = reached.iter().map(|&i| &library_digests[i]).collect();
-            tool.fingerprint = fingerprint(&data_digest, &digests, file, decl, &own, &shadow);
-            tool.reach = super::Reach {
-                library: library_paths.clone(),
-                reached: reached
-                    .into_iter()
-                    .map(|i| library_files[i].path.clone())
-                    .collect(),
+    phase.cpu[2] = crate::par::cpu_time();
+    let compile = || {
+        crate::par::map_ordered(&decls, 32, |(file, at, decl)| {
+            let packages = [decl.policy.as_deref(), decl.shadow_policy.as_deref()];
+            if packages.iter().any(|package| {
+                package.is_some() && (recursive.contains(&None) || recursive.contains(package))
+            }) {
+                // Reported above, at the rule.
+                return Err(Vec::new());
+            }
+            let own_of = |pkg: Option<&str>| -> Vec<&PolicyFile> {
+                pkg.and_then(|pkg| owned.get(pkg))
+                    .map_or_else(Vec::new, Clone::clone)
             };
-            (Box::new(tool), ds)
+            let own = own_of(decl.policy.as_deref());
+            let shadow = own_of(decl.shadow_policy.as_deref());
+            // Boxed while the results wait to be put in order: a tool is about
+            // a kilobyte inline, and the threads' results, their ordered vector
+            // and the catalog's would otherwise each hold every tool's.
+            compile_tool(file, at, decl, (&own, &shadow), &shared, opts).map(|(mut tool, ds)| {
+                let roots: Vec<_> = own
+                    .iter()
+                    .chain(&shadow)
+                    .map(|p| p.module.as_ref())
+                    .collect();
+                // A `policy` resolver's rule is evaluated by name, and may be
+                // a library package's.
+                let rules: Vec<&str> = tool
+                    .resolvers
+                    .iter()
+                    .filter_map(|r| match &r.source {
+                        resolvers::Source::Policy { rule, .. } => Some(rule.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                let reached = reach.reached_from(&roots, &rules);
+                let digests: Vec<&[u8; 32]> =
+                    reached.iter().map(|&i| &library_digests[i]).collect();
+                tool.fingerprint = fingerprint(&data_digest, &digests, file, decl, &own, &shadow);
+                tool.reach = super::Reach {
+                    library: library_paths.clone(),
+                    reached: reached
+                        .into_iter()
+                        .map(|i| library_files[i].path.clone())
+                        .collect(),
+                };
+                (Box::new(tool), ds)
+            })
         })
-    });
+    };
+    let (compiled, (meta, (refs, safety))) = crate::par::join(compile, findings_only);
+    // `meta` keys that would forge regent's or MCP's own `_meta`, written
+    // literally in a tool's package: refused at load, as in YAML (all
+    // packages in one pass: one per tool would be quadratic). Then the
+    // references that can never be defined and the unbound variables.
+    for d in meta.into_iter().chain(refs).chain(safety) {
+        diags.push(d);
+    }
+    diags.0.append(&mut after.0);
     phase.compiled = started.elapsed();
+    phase.cpu[3] = crate::par::cpu_time();
     let mut tools = Vec::with_capacity(compiled.len());
     for c in compiled {
         match c {
@@ -342,6 +358,10 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         analyses_ms = (phase.analysed - phase.parsed).as_millis() as u64,
         tools_ms = (phase.compiled - phase.analysed).as_millis() as u64,
         rest_ms = (started.elapsed() - phase.compiled).as_millis() as u64,
+        parse_cpu_ms = phase.cpu_ms(0),
+        analyses_cpu_ms = phase.cpu_ms(1),
+        tools_cpu_ms = phase.cpu_ms(2),
+        rest_cpu_ms = phase.cpu_ms(3),
         "built the catalog"
     );
     let catalog = Catalog {
@@ -364,6 +384,22 @@ struct Phases {
     parsed: std::time::Duration,
     analysed: std::time::Duration,
     compiled: std::time::Duration,
+    /// The process's CPU time when each phase began (`par::cpu_time`):
+    /// beside the wall times, how many cores each phase kept busy.
+    cpu: [Option<std::time::Duration>; 4],
+}
+
+impl Phases {
+    /// CPU milliseconds of phase `i` (0 parse, 1 analyses, 2 tools, 3 rest).
+    fn cpu_ms(&self, i: usize) -> u64 {
+        match self.cpu.get(i + 1) {
+            Some(&next) => match (self.cpu[i], next) {
+                (Some(a), Some(b)) => b.saturating_sub(a).as_millis() as u64,
+                _ => 0,
+            },
+            None => crate::par::cpu_ms_since(self.cpu[i]),
+        }
+    }
 }
 
 /// References into `input` and `data` that can never be defined (a typo

@@ -74,15 +74,29 @@ pub fn on_load(source: &Source, catalog: &Catalog, previous: &Checked) -> OnLoad
         checked.0.insert(tool.name.clone(), k);
     }
     let ran = changed.len();
-    // A tool is run in milliseconds; a few per thread already pay.
-    let found: Vec<Vec<Diagnostic>> = crate::par::map_ordered(&changed, 4, |tool| {
-        // Every failure: on load, errors are errors whatever their count.
-        let found = tool_findings(source, catalog, tool, &cases, &callers).diagnostics;
-        // A tool whose plan runs on `native` had its engine made again for
-        // this; a catalog of thousands would otherwise end up holding all.
-        tool.release_engine();
-        found
-    });
+    // The lints and the Rego test files read every policy whatever changed,
+    // and nothing of the tools' runs: they go side by side with those runs
+    // (`par::join`), so that their passes, which use fewer threads than
+    // the machine has cores, fill the cores the runs leave idle instead of
+    // waiting for all of them.
+    let (found, catalog_wide): (Vec<Vec<Diagnostic>>, _) = crate::par::join(
+        || {
+            // A tool is run in milliseconds; a few per thread already pay.
+            crate::par::map_ordered(&changed, 4, |tool| {
+                // Every failure: on load, errors are errors whatever their count.
+                let found = tool_findings(source, catalog, tool, &cases, &callers).diagnostics;
+                // A tool whose plan runs on `native` had its engine made again for
+                // this; a catalog of thousands would otherwise end up holding all.
+                tool.release_engine();
+                found
+            })
+        },
+        || {
+            let mut found = lint_policies(source, catalog);
+            found.extend(test_file_errors(source));
+            found
+        },
+    );
 
     // The build hands a shed tool the modules it parsed; a tool not run
     // here (unchanged at a reload) must not keep them for the catalog's
@@ -91,8 +105,7 @@ pub fn on_load(source: &Source, catalog: &Catalog, previous: &Checked) -> OnLoad
         tool.release_engine();
     }
     let mut all: Vec<Diagnostic> = found.into_iter().flatten().collect();
-    all.extend(lint_policies(source, catalog));
-    all.extend(test_file_errors(source));
+    all.extend(catalog_wide);
 
     let mut out = OnLoad {
         checked,

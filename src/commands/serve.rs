@@ -106,6 +106,8 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     // Upstream MCP servers are started and listed before the catalog is
     // built: the build imports what they listed, as data.
     let reading = std::time::Instant::now();
+    let cpu = crate::par::cpu_time();
+    let load_cpu = cpu;
     // Most of what a load makes is freed within it (each tool's engine is
     // made, warmed and dropped): purged as it is freed, it is not all held
     // at the peak (`heap`).
@@ -113,6 +115,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     let mut source = load_source(&catalog_args).map_err(|d| Failure::from_diagnostics(&d))?;
     tracing::debug!(
         took_ms = reading.elapsed().as_millis() as u64,
+        cpu_ms = crate::par::cpu_ms_since(cpu),
         rss_kb = resident_kb(),
         "read the catalog's files"
     );
@@ -136,17 +139,26 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     let upstreams = Arc::new(upstreams);
     let shared = crate::state::UpstreamSnapshots::new(snapshots);
     let building = std::time::Instant::now();
+    let cpu = crate::par::cpu_time();
     let catalog = crate::catalog::build(&source, &build_options(&catalog_args))
         .map_err(|d| Failure::from_diagnostics(&d))?;
     tracing::debug!(
         took_ms = building.elapsed().as_millis() as u64,
+        cpu_ms = crate::par::cpu_ms_since(cpu),
         rss_kb = resident_kb(),
         "compiled the catalog"
     );
     // What `regent check` would refuse does not serve either (see
     // `check::on_load`); reloads then run only the tools that change.
     let ran = std::time::Instant::now();
-    let mut checked = crate::check::on_load::on_load(&source, &catalog, &Default::default());
+    let cpu = crate::par::cpu_time();
+    // The listing's digest (for reloads to compare with) is taken beside
+    // the check: it reads only the compiled tools, and on its own it would
+    // be one core's work between the check and serving.
+    let (mut checked, listing) = crate::par::join(
+        || crate::check::on_load::on_load(&source, &catalog, &Default::default()),
+        || crate::protocol::wire::listing_digest(&catalog),
+    );
     if args.skip_load_check {
         checked.allow_errors();
     }
@@ -156,6 +168,7 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
     tracing::debug!(
         tools = checked.ran,
         took_ms = ran.elapsed().as_millis() as u64,
+        cpu_ms = crate::par::cpu_ms_since(cpu),
         rss_kb = resident_kb(),
         "checked the catalog as regent check does"
     );
@@ -265,10 +278,16 @@ pub fn run(args: &ServeArgs) -> Result<i32, Failure> {
             listing: crate::protocol::wire::listing_digest,
             declared: Some(declared),
             checked: checked.checked,
+            listing_now: Some(listing),
             skip_load_check: args.skip_load_check,
         },
     )
     .map_err(cannot_run)?;
+    tracing::debug!(
+        took_ms = reading.elapsed().as_millis() as u64,
+        cpu_ms = crate::par::cpu_ms_since(load_cpu),
+        "ready to serve"
+    );
     // From now on each upstream is restarted when it exits and re-listed
     // when it says its tools changed; a change reloads the catalog. One
     // whose declaration changes is restarted as now declared.

@@ -76,6 +76,10 @@ pub struct Settings {
     /// What `check::on_load` ran on the catalog serving when reloading
     /// starts (every tool, at start-up): a reload runs only what changed.
     pub checked: crate::check::on_load::Checked,
+    /// The serving catalog's listing digest when the caller has it already
+    /// (`serve` computes it beside `check::on_load`, on the core that check
+    /// leaves idle); `None` computes it here with [`Settings::listing`].
+    pub listing_now: Option<String>,
     /// `serve --skip-load-check`: `check`'s errors are logged as warnings
     /// and the catalog serves anyway.
     pub skip_load_check: bool,
@@ -128,8 +132,11 @@ pub struct Reloader {
 }
 
 impl Reloader {
-    pub fn new(state: Arc<CatalogState>, settings: Settings) -> Reloader {
-        let listing = (settings.listing)(&state.current());
+    pub fn new(state: Arc<CatalogState>, mut settings: Settings) -> Reloader {
+        let listing = match settings.listing_now.take() {
+            Some(listing) => listing,
+            None => (settings.listing)(&state.current()),
+        };
         state.record_listing(listing.clone());
         state.set_watching(settings.watch);
         let r = Reloader {

@@ -164,12 +164,19 @@ fn walk(
         if name.starts_with('.') {
             continue;
         }
-        // A dangling symlink (a ConfigMap mid-swap, a deleted target) is skipped,
-        // not an error: the next reload sees the settled state.
-        let Ok(meta) = std::fs::metadata(&path) else {
-            continue;
+        // The entry's own type comes with the listing on most file
+        // systems: only a symlink (or a type the listing does not give)
+        // costs a `stat` to follow it, not each of a large catalog's files.
+        // A dangling symlink (a ConfigMap mid-swap, a deleted target) is
+        // skipped, not an error: the next reload sees the settled state.
+        let is_dir = match entry.file_type() {
+            Ok(t) if !t.is_symlink() => t.is_dir(),
+            _ => match std::fs::metadata(&path) {
+                Ok(meta) => meta.is_dir(),
+                Err(_) => continue,
+            },
         };
-        if meta.is_dir() {
+        if is_dir {
             walk(&path, found, seen)?;
         } else if let Some(kind) = FileKind::of(&path) {
             found.push((path, kind));

@@ -534,6 +534,33 @@ fn start_up_refuses_what_only_the_lints_find() {
     refused_at_start(&dir, &[], 1, says);
 }
 
+/// Enough tools that every per-tool pass runs over several threads, with
+/// the find-only analyses beside the compile and the lints beside the
+/// check's runs: what either finds still refuses the catalog at start-up.
+#[test]
+fn start_up_among_many_tools_refuses_what_the_analyses_and_lints_find() {
+    let many = |dir: &Path| {
+        let tools: String = (0..150)
+            .map(|i| extra_tool(&format!("other_{i}")).replacen("tools:\n", "", 1))
+            .collect();
+        std::fs::write(dir.join("others.yaml"), format!("tools:\n{tools}")).unwrap();
+    };
+    // A variable no body binds: the safety analysis, beside the compile.
+    let (_tmp, dir) = catalog();
+    many(&dir);
+    let rego = "package tools.deploy\n\nimport rego.v1\n\ndeny contains reason if input.arguments.env == \"prod\"\n";
+    std::fs::write(dir.join("deploy.rego"), rego).unwrap();
+    let says = "deploy.rego:5:15: error: variable `reason` in the rule's head is never bound";
+    refused_at_start(&dir, &[], 1, says);
+    // A rule that would change the description: the lints, beside the runs.
+    let (_tmp, dir) = catalog();
+    many(&dir);
+    let rego = format!("{}\ndescription := \"renamed\"\n", policy("v1"));
+    std::fs::write(dir.join("deploy.rego"), rego).unwrap();
+    let says = "deploy.rego:7:1: error: rule `description` in package tools.deploy would change the tool's description";
+    refused_at_start(&dir, &[], 1, says);
+}
+
 #[test]
 fn status_file_inside_the_catalog_is_refused() {
     let (_tmp, dir) = catalog();
