@@ -56,10 +56,7 @@ fn legacy(spelled: &str) -> (Value, String) {
     assert_eq!(asked["params"]["message"], json!("By how much?"), "{asked}");
     let reply = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"factor": "@N@"}}});
     server.send_line(&reply.to_string().replace("\"@N@\"", spelled));
-    let r = server.wait_for_id(&json!(id));
-    let log = server
-        .stderr_until(|l| l.contains("policy evaluation failed") || seen(&r) != Seen::Refused);
-    (r, log)
+    outcome(&mut server, id)
 }
 
 #[test]
@@ -87,35 +84,68 @@ fn a_2025_reply_answers_a_plain_integer_and_refuses_any_other_number() {
     }
 }
 
+/// A 2026-07-28 session whose client declared form elicitation.
+fn modern_server() -> Server {
+    Server::start_with(
+        Era::Modern,
+        &[&catalog()],
+        json!({"elicitation": {"form": {}}}),
+    )
+}
+
+/// Sends a 2026-07-28 retry of `tool` (request `id`) with `state`,
+/// answering `responses`, whose `"@N@"` is written `spelled` on the wire.
+fn send_retry(
+    server: &mut Server,
+    id: i64,
+    tool: &str,
+    state: &str,
+    responses: Value,
+    spelled: &str,
+) {
+    let retry = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": tool,
+        "arguments": {},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}
+        },
+        "requestState": state,
+        "inputResponses": responses,
+    }});
+    server.send_line(&retry.to_string().replace("\"@N@\"", spelled));
+}
+
+/// The answer to request `id`, and regent's log up to its failure (if any).
+fn outcome(server: &mut Server, id: i64) -> (Value, String) {
+    let r = server.wait_for_id(&json!(id));
+    let log = server
+        .stderr_until(|l| l.contains("policy evaluation failed") || seen(&r) != Seen::Refused);
+    (r, log)
+}
+
 /// A 2026-07-28 retry of `scale` answering `factor` with `spelled`, as raw
 /// text, after a first round that asked.
 fn modern(spelled: &str) -> (Value, String) {
-    let caps = json!({"elicitation": {"form": {}}});
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": caps,
-        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}
-    });
-    let mut server = Server::start_with(Era::Modern, &[&catalog()], caps);
+    let mut server = modern_server();
     let first = server.request("tools/call", json!({"name": "scale", "arguments": {}}));
     assert_eq!(
         first["result"]["resultType"],
         json!("input_required"),
         "{first}"
     );
-    let state = state_of(&first);
-    let retry = json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call", "params": {
-        "name": "scale",
-        "arguments": {},
-        "_meta": meta,
-        "requestState": state,
-        "inputResponses": {"regent/elicit/factor": {"action": "accept", "content": {"factor": "@N@"}}},
-    }});
-    server.send_line(&retry.to_string().replace("\"@N@\"", spelled));
-    let r = server.wait_for_id(&json!(900));
-    let log = server
-        .stderr_until(|l| l.contains("policy evaluation failed") || seen(&r) != Seen::Refused);
-    (r, log)
+    let factor =
+        json!({"regent/elicit/factor": {"action": "accept", "content": {"factor": "@N@"}}});
+    send_retry(
+        &mut server,
+        900,
+        "scale",
+        &state_of(&first),
+        factor,
+        spelled,
+    );
+    outcome(&mut server, 900)
 }
 
 #[test]
@@ -148,31 +178,21 @@ fn a_2026_reply_is_read_as_its_retry_spelled_it() {
 /// round and the note in the next: the decision reads the factor from the
 /// sealed `requestState`, as regent wrote it.
 fn two_rounds(spelled: &str) -> (Value, String) {
-    let caps = json!({"elicitation": {"form": {}}});
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": caps,
-        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}
-    });
-    let mut server = Server::start_with(Era::Modern, &[&catalog()], caps);
-    let call = json!({"name": "scale_noted", "arguments": {}});
-    let first = server.request("tools/call", call);
-    let state = state_of(&first);
-    let retry = |id: u64, state: &str, responses: Value| {
-        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-            "name": "scale_noted",
-            "arguments": {},
-            "_meta": meta,
-            "requestState": state,
-            "inputResponses": responses,
-        }})
-    };
-    let factor = retry(
-        900,
-        &state,
-        json!({"regent/elicit/factor": {"action": "accept", "content": {"factor": "@N@"}}}),
+    let mut server = modern_server();
+    let first = server.request(
+        "tools/call",
+        json!({"name": "scale_noted", "arguments": {}}),
     );
-    server.send_line(&factor.to_string().replace("\"@N@\"", spelled));
+    let factor =
+        json!({"regent/elicit/factor": {"action": "accept", "content": {"factor": "@N@"}}});
+    send_retry(
+        &mut server,
+        900,
+        "scale_noted",
+        &state_of(&first),
+        factor,
+        spelled,
+    );
     let second = server.wait_for_id(&json!(900));
     assert_eq!(
         second["result"]["resultType"],
@@ -183,16 +203,16 @@ fn two_rounds(spelled: &str) -> (Value, String) {
         second["result"]["inputRequests"]["regent/elicit/note"].is_object(),
         "{spelled}: {second}"
     );
-    let note = retry(
+    let note = json!({"regent/elicit/note": {"action": "accept", "content": {"note": "why not"}}});
+    send_retry(
+        &mut server,
         901,
+        "scale_noted",
         &state_of(&second),
-        json!({"regent/elicit/note": {"action": "accept", "content": {"note": "why not"}}}),
+        note,
+        spelled,
     );
-    server.send_line(&note.to_string());
-    let r = server.wait_for_id(&json!(901));
-    let log = server
-        .stderr_until(|l| l.contains("policy evaluation failed") || seen(&r) != Seen::Refused);
-    (r, log)
+    outcome(&mut server, 901)
 }
 
 #[test]
