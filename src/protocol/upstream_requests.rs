@@ -50,6 +50,9 @@ pub struct CallAsker {
     /// The call's decided arguments.
     pub args: Value,
     pub caller: Option<Arc<Caller>>,
+    /// The numbers the call's request spelled by hand (`policy::spelled`):
+    /// its arguments reach the `upstream_request` rule too.
+    pub spelled: Option<Arc<crate::policy::spelled::Spelled>>,
     /// The call's decision id, repeated on each request's line.
     pub id: Option<String>,
     pub log: Arc<DecisionLog>,
@@ -104,6 +107,16 @@ impl CallAsker {
             crate::diag::json_size(&params, super::pace::MAX_IN_PLACE_BYTES)
         });
         let (tool, args, caller) = (tool_name.clone(), self.args.clone(), self.caller.clone());
+        // The rule sees the call's numbers as the client spelled them, and
+        // the upstream's request, parsed by rmcp before regent sees its
+        // text: each of its numbers but a plain integer refuses where any
+        // spelling of it would (`Spelled::with_unseen`, as an elicitation
+        // reply's).
+        let spelled = crate::policy::spelled::Spelled::with_unseen(
+            self.spelled.as_ref(),
+            [&params],
+            "the upstream's request",
+        );
         let evaluated = super::pace::evaluate(
             self.pace.as_deref(),
             &self.catalog,
@@ -111,9 +124,11 @@ impl CallAsker {
             || size,
             move |catalog| {
                 let started = std::time::Instant::now();
-                let decision = catalog
-                    .tool_as(&tool, caller.as_deref())
-                    .map(|t| t.upstream_request(&args, caller.as_deref(), method, &params));
+                let decision = crate::policy::spelled::with(spelled.as_ref(), || {
+                    catalog
+                        .tool_as(&tool, caller.as_deref())
+                        .map(|t| t.upstream_request(&args, caller.as_deref(), method, &params))
+                });
                 (decision, started.elapsed(), params)
             },
         )

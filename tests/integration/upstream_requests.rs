@@ -17,7 +17,8 @@ use rmcp::model::{CallToolRequestParams, ElicitationAction};
 use rmcp::service::ClientServiceExt;
 use serde_json::{Value, json};
 
-/// Sampling relayed only when the call's `ask` holds `allow_sample`;
+/// Sampling relayed only when the call's `ask` holds `allow_sample`, or
+/// `marshal_numbers` and the request's numbers written as expected;
 /// elicitation refused when it holds `no_elicit`; the rest by default.
 const POLICY: &str = r#"package tools.ask
 
@@ -31,6 +32,13 @@ upstream_request := "relay" if {
 upstream_request := "refuse" if {
 	input.request.method == "elicitation/create"
 	"no_elicit" in input.arguments.ask
+}
+
+upstream_request := "relay" if {
+	input.request.method == "sampling/createMessage"
+	"marshal_numbers" in input.arguments.ask
+	json.marshal(input.request.params.maxTokens) == "10"
+	json.marshal(object.get(input.request.params, "temperature", 0)) in {"0", "0.5"}
 }
 "#;
 
@@ -739,4 +747,41 @@ fn a_parked_call_is_continued_only_by_the_caller_that_started_it() {
     let r = alice.request("tools/call", retry);
     assert_eq!(r["error"]["data"]["reason"], "invalid-request-state", "{r}");
     assert_eq!(asks_run(dir.path()), 1, "nothing ran again");
+}
+
+/// The upstream's request reaches the rule parsed by rmcp, its text unseen
+/// (issue 27): OPA writes a number back as the upstream spelled it (`0.50`
+/// stays `0.50`), so a rule writing a float of it fails closed, as for an
+/// elicitation reply (`Spelled::with_unseen`); a plain integer has one
+/// spelling and is written.
+#[tokio::test]
+async fn an_upstream_requests_float_is_not_written_by_a_rule() {
+    for http in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let handler = answering_client();
+        let (client, _serving) = connect(dir.path(), handler.clone(), Era::Legacy, http).await;
+        // `maxTokens: 10` alone: written as OPA writes it, relayed.
+        let (got, _) = ask(&client, &["sample", "marshal_numbers"]).await;
+        assert_eq!(
+            got["sample"]["result"]["content"]["text"], "hi there",
+            "http={http}: {got}"
+        );
+        // `temperature: 0.5` too: the rule fails, the request is refused.
+        let (got, _) = ask(&client, &["sample_warm", "marshal_numbers"]).await;
+        let why = error(&got, "sample_warm");
+        assert!(why.contains("sampling/createMessage"), "http={http}: {why}");
+        let lines = request_lines(dir.path(), 2);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(lines[0]["decision"], "allowed", "{lines:?}");
+        // The rule failed: an error, which refuses (`outcome.relayed`).
+        assert_eq!(lines[1]["decision"], "error", "{lines:?}");
+        assert_eq!(lines[1]["outcome"]["relayed"], false, "{lines:?}");
+        let refused = lines[1]["error"].as_str().unwrap_or_default();
+        assert!(
+            refused.contains("json.marshal")
+                && refused.contains("the upstream's request, whose text regent cannot see"),
+            "http={http}: {refused}"
+        );
+        assert_eq!(handler.asked.lock().unwrap().len(), 0);
+    }
 }

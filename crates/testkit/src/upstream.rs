@@ -302,6 +302,15 @@ impl Tools for Edge {
                             "elicitationId": "e-1"}),
                         ),
                         "roots" => ("roots/list", json!({})),
+                        // A float in the request: rmcp parses it before
+                        // regent sees its text.
+                        "sample_warm" => (
+                            "sampling/createMessage",
+                            json!({
+                            "messages": [{"role": "user",
+                                "content": {"type": "text", "text": "say hi"}}],
+                            "maxTokens": 10, "temperature": 0.5}),
+                        ),
                         "sample" => (
                             "sampling/createMessage",
                             json!({

@@ -589,6 +589,7 @@ pub async fn call(
             tool: name.to_string(),
             args: Value::Object(arguments.clone()),
             caller: caller.clone(),
+            spelled: numbers.clone(),
             id: entry.id.clone(),
             log: cc.log.clone(),
             peer: ctx.peer.clone(),
