@@ -568,9 +568,19 @@ fn judge(catalog: &Catalog, c: &Case, caller: Option<&Caller>) -> Outcome {
     }
     if let (Some(want), Some(request)) = (e.upstream_request, &c.request) {
         use crate::catalog::upstream_request::RequestDecision;
-        let decision = catalog
-            .tool_as(&c.tool, caller)
-            .map(|t| t.upstream_request(&args, caller, &request.method, &request.params));
+        // As `serve` sees an upstream's request: parsed by rmcp, its
+        // numbers' text unseen (`protocol/upstream_requests`), beside the
+        // case's own numbers.
+        let numbers = spelled::Spelled::with_unseen(
+            spelled::current().as_ref(),
+            [&request.params],
+            "the upstream's request",
+        );
+        let decision = spelled::with(numbers.as_ref(), || {
+            catalog
+                .tool_as(&c.tool, caller)
+                .map(|t| t.upstream_request(&args, caller, &request.method, &request.params))
+        });
         let (actual, relays) = match &decision {
             None => ("(unknown tool)".to_string(), None),
             Some(RequestDecision::Relay { by_policy }) => (
