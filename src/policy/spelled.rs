@@ -140,6 +140,10 @@ struct Hand {
     /// Whether a caller's claims spelled it, not the request
     /// ([`Spelled::joined`]): the refusal says which, and whom to ask.
     claim: bool,
+    /// Where a number whose text regent never saw came from (`"an
+    /// elicitation reply"`, [`Spelled::with_unseen`]): the refusal names
+    /// it, and asks for an integer or a string rather than a spelling.
+    unseen: Option<Box<str>>,
 }
 
 impl Spelled {
@@ -368,6 +372,7 @@ fn hand(token: &[u8]) -> Option<Hand> {
         not_integer: !lost && exponent && integral,
         integer_only,
         claim: false,
+        unseen: None,
     })
 }
 
@@ -666,11 +671,11 @@ pub(crate) fn regorus_lost_refusal() -> Option<String> {
 /// which OPA compares exactly: who spelled it, the nearest double, the fix.
 fn lost_words(h: &Hand, what: &str) -> String {
     let Hand { text, ours, .. } = h;
-    let (who, send) = who_and_fix(h, "");
+    let (who, send) = who_and_fix(h, " with at most 17 significant digits, or as a string");
     format!(
         "{what}: {who} spelled the number {text}, which regent's numbers cannot hold (the \
          nearest is {ours}) and OPA compares exactly: not supported by regent, which refuses \
-         rather than answer otherwise; {send} with at most 17 significant digits, or as a string"
+         rather than answer otherwise; {send}"
     )
 }
 
@@ -702,37 +707,43 @@ fn not_integer(name: &str, h: &Hand) -> String {
     )
 }
 
-/// Who spelled `h` (the request, or the caller's claims) and how to spell
-/// it otherwise, ending in `how` (`" without an exponent"`): one wording
-/// for every refusal.
-fn who_and_fix(h: &Hand, how: &str) -> (&'static str, String) {
-    if h.claim {
+/// Who spelled `h` (the request, the caller's claims, or where a number
+/// whose text regent never saw came from) and how to spell it otherwise,
+/// ending in `how` (`" without an exponent"`): one wording for every
+/// refusal. A number regent never saw the text of cannot be respelled:
+/// the fix is to have it given as an integer or a string.
+fn who_and_fix(h: &Hand, how: &str) -> (String, String) {
+    if let Some(whose) = &h.unseen {
         (
-            "the caller's claims",
+            whose.to_string(),
+            "have it given as an integer or a string (in the schema it is asked with)".into(),
+        )
+    } else if h.claim {
+        (
+            "the caller's claims".into(),
             format!("have the token's issuer (or the caller document) spell the claim{how}"),
         )
     } else {
-        ("the request", format!("send the number{how}"))
+        ("the request".into(), format!("send the number{how}"))
     }
 }
 
 /// Why `name` refuses `h`: what OPA writes, what regent would, the fix.
 fn refusal(name: &str, h: &Hand) -> String {
     let Hand { text, ours, .. } = h;
-    let (who, send) = who_and_fix(h, "");
     if h.lost {
+        let (who, send) = who_and_fix(h, " with at most 17 significant digits");
         format!(
             "{name}: {who} spelled the number {text}, which OPA writes back as spelled and \
              regent's numbers cannot hold (the nearest is {ours}): not supported by regent, which \
-             refuses rather than write another text; {send} with at most 17 significant \
-             digits, or compare it instead of writing it"
+             refuses rather than write another text; {send}, or compare it instead of writing it"
         )
     } else {
+        let (who, send) = who_and_fix(h, &format!(" as JSON writers spell it ({ours})"));
         format!(
             "{name}: {who} spelled the number {text}, which OPA writes back as spelled where \
              regent would write {ours}: not supported by regent, which refuses rather than write \
-             another text; {send} as JSON writers spell it ({ours}), or compare it \
-             instead of writing it"
+             another text; {send}, or compare it instead of writing it"
         )
     }
 }
@@ -847,9 +858,10 @@ impl Spelled {
                 Spelling::Respelled(o) | Spelling::Lost(o) => o,
                 Spelling::Kept => sci,
             };
-            let text: Box<str> =
-                format!("{ours} (in {whose}, whose text regent cannot see: it may be spelled otherwise or hold more digits)")
-                    .into();
+            let text: Box<str> = format!(
+                "{ours} (regent cannot see its text: it may have been spelled otherwise or held more digits)"
+            )
+            .into();
             let integral = f.fract() == 0.0;
             let unseen = Hand {
                 held,
@@ -862,6 +874,7 @@ impl Spelled {
                 // refuse it too.
                 integer_only: false,
                 claim: false,
+                unseen: Some(whose.into()),
             };
             let lost = Hand {
                 lost: true,

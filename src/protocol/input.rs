@@ -688,7 +688,7 @@ mod tests {
                 .to_string();
             assert!(
                 why.contains(
-                    "the number 2.0 (in an elicitation reply, whose text regent cannot see"
+                    "an elicitation reply spelled the number 2.0 (regent cannot see its text"
                 ),
                 "{why}"
             );

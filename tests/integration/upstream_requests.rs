@@ -779,7 +779,10 @@ async fn an_upstream_requests_float_is_not_written_by_a_rule() {
         let refused = lines[1]["error"].as_str().unwrap_or_default();
         assert!(
             refused.contains("json.marshal")
-                && refused.contains("the upstream's request, whose text regent cannot see"),
+                && refused.contains(
+                    "the upstream's request spelled the number 0.5 (regent cannot see its text"
+                )
+                && refused.contains("have it given as an integer or a string"),
             "http={http}: {refused}"
         );
         assert_eq!(handler.asked.lock().unwrap().len(), 0);
