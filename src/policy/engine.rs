@@ -66,6 +66,17 @@ pub struct EvalError {
 }
 
 impl EvalError {
+    /// A failure regent itself decides (a refusal, a limit, a missing
+    /// engine), with no place in the policy to point at and no clock
+    /// involved.
+    pub fn refused(message: impl Into<String>) -> EvalError {
+        EvalError {
+            message: message.into(),
+            location: None,
+            timed_out: false,
+        }
+    }
+
     /// Whether a memory guard of [`budget`] stopped the evaluation.
     pub fn over_memory_budget(&self) -> bool {
         limit_hit(&self.message) == Some(Limit::Memory)
@@ -132,22 +143,14 @@ fn to_json(value: regorus::Value, limits: &Limits) -> Result<Option<Value>, Eval
         return Ok(None);
     }
     if budget::logical_size(&value, limits.memory).is_none() {
-        return Err(EvalError {
-            message: format!(
-                "policy evaluation exceeded its memory budget: its result would take more than {} bytes written out",
-                limits.memory
-            ),
-            location: None,
-            timed_out: false,
-        });
+        return Err(EvalError::refused(format!(
+            "policy evaluation exceeded its memory budget: its result would take more than {} bytes written out",
+            limits.memory
+        )));
     }
     serde_json::to_value(&value)
         .map(Some)
-        .map_err(|e| EvalError {
-            message: format!("policy produced a value that is not json: {e}"),
-            location: None,
-            timed_out: false,
-        })
+        .map_err(|e| EvalError::refused(format!("policy produced a value that is not json: {e}")))
 }
 
 /// Evaluates the reference `query` (such as `data.tools.x.annotations`) on

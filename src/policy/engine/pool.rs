@@ -202,11 +202,7 @@ impl EnginePool {
                     // A value holding a number regent cannot hold is the
                     // nearest double, OPA's the exact decimal (issue 27).
                     if let Some(message) = crate::policy::spelled::answer_refusal(&values) {
-                        return Err(EvalError {
-                            message,
-                            location: None,
-                            timed_out: false,
-                        });
+                        return Err(EvalError::refused(message));
                     }
                     let out = values
                         .into_iter()
@@ -227,11 +223,7 @@ impl EnginePool {
                 // OPA's answer is one regent cannot hold (issue 27): an
                 // error, never regorus' other number.
                 Outcome::Refused(message) => {
-                    return Err(EvalError {
-                        message,
-                        location: None,
-                        timed_out: false,
-                    });
+                    return Err(EvalError::refused(message));
                 }
                 // Nothing of the attempt is kept, its charges included: the
                 // scope ends here and regorus starts afresh.
@@ -241,11 +233,9 @@ impl EnginePool {
             if let Some(what) = &self.flagged {
                 // regorus' answer may not be OPA's here: only its error is.
                 self.eval_regorus(steps, input)?;
-                return Err(EvalError {
-                    message: format!("regent cannot evaluate this input as OPA does: {what}"),
-                    location: None,
-                    timed_out: false,
-                });
+                return Err(EvalError::refused(format!(
+                    "regent cannot evaluate this input as OPA does: {what}"
+                )));
             }
         } else {
             self.regorus_refusal()?;
@@ -273,11 +263,7 @@ impl EnginePool {
             .or_else(|| (self.computed_index.as_deref()).and_then(regorus_index_refusal));
         match refused {
             None => Ok(()),
-            Some(message) => Err(EvalError {
-                message,
-                location: None,
-                timed_out: false,
-            }),
+            Some(message) => Err(EvalError::refused(message)),
         }
     }
 
@@ -440,11 +426,7 @@ fn made_once<T>(
 
 /// A pool with neither a template nor a recipe (never built so).
 fn missing_engine() -> EvalError {
-    EvalError {
-        message: "the tool's policy engine is missing".to_string(),
-        location: None,
-        timed_out: false,
-    }
+    EvalError::refused("the tool's policy engine is missing")
 }
 
 #[cfg(test)]
