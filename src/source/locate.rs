@@ -88,21 +88,38 @@ impl LocationIndex {
     /// Indexes `text`. A file that does not parse yields a partial index; the
     /// syntax error itself is reported by the serde pass.
     pub fn build(text: &str) -> LocationIndex {
+        LocationIndex::build_seeing(text, |_, _, _| {})
+    }
+
+    /// [`LocationIndex::build`], showing `seen` each node's event (a
+    /// scalar, an alias, a mapping or sequence start) with its position and
+    /// its id ([`LocationIndex::id_of`]; `None` for a mapping key or a node
+    /// inside a container used as a key): one reading of the file for a
+    /// reader that wants more of each node than where it is
+    /// (`testing::numbers`, a scalar's text).
+    pub fn build_seeing(
+        text: &str,
+        mut seen: impl FnMut(Option<u32>, &Event, (usize, usize)),
+    ) -> LocationIndex {
         let mut index = LocationIndex::default();
         let mut stack: Vec<Frame> = Vec::new();
         for item in Parser::new_from_str(text) {
             let Ok((event, span)) = item else { break };
             let pos = (span.start.line(), span.start.col() + 1);
-            match event {
+            match &event {
                 Event::Scalar(value, ..) => {
-                    index.node(&mut stack, Some(&value), pos);
+                    let id = index.node(&mut stack, Some(value), pos);
+                    seen(id, &event, pos);
                 }
                 Event::Alias(_) => {
-                    index.node(&mut stack, None, pos);
+                    let id = index.node(&mut stack, None, pos);
+                    seen(id, &event, pos);
                 }
                 Event::MappingStart(..) | Event::SequenceStart(..) => {
                     let is_map = matches!(event, Event::MappingStart(..));
-                    let frame = match index.node(&mut stack, None, pos) {
+                    let id = index.node(&mut stack, None, pos);
+                    seen(id, &event, pos);
+                    let frame = match id {
                         Some(id) if is_map => Frame::Map { id, key: None },
                         Some(id) => Frame::Seq { id, next: 0 },
                         None => Frame::Ignored,
@@ -116,6 +133,15 @@ impl LocationIndex {
             }
         }
         index
+    }
+
+    /// The id of the node at exactly `path` (one id per path: a key and
+    /// the value under it share it), `None` when nothing is there.
+    pub fn id_of(&self, path: &YamlPath) -> Option<u32> {
+        self.root?;
+        path.0.iter().try_fold(0, |id, seg| {
+            self.steps.get(&(id, seg.clone())).map(|&(child, _)| child)
+        })
     }
 
     /// Accounts for a node starting at `pos`; returns its id, or `None`

@@ -44,7 +44,7 @@ use crate::caller::{Caller, CallerDocument};
 use crate::catalog::Catalog;
 use crate::diag::{Diagnostic, Location};
 use crate::policy::spelled::{self, Spelled};
-use crate::source::{LocationIndex, YamlPath, yaml_error};
+use crate::source::{YamlPath, yaml_error};
 
 /// One `*.test.yaml` file.
 #[derive(Debug, Clone, Deserialize)]
@@ -247,7 +247,10 @@ struct Outline {
 /// when the file itself is broken (not YAML, no `cases` list, a key beside
 /// `defaults` and `cases`, malformed `defaults`).
 pub fn parse(path: &Path, text: &str) -> Result<Parsed, Diagnostic> {
-    let index = LocationIndex::build(text);
+    // One reading of the file for where each node is and how each number
+    // is spelled (`numbers`).
+    let scalars = super::numbers::Scalars::build(text);
+    let index = scalars.index();
     let (defaults, cases): (_, Vec<Result<Case, Diagnostic>>) =
         match yaml_serde::from_str::<CaseFile>(text) {
             Ok(file) => (file.defaults, file.cases.into_iter().map(Ok).collect()),
@@ -286,7 +289,6 @@ pub fn parse(path: &Path, text: &str) -> Result<Parsed, Diagnostic> {
             (defaults.apply(c), own, own_args)
         })
     });
-    let scalars = super::numbers::Scalars::build(text);
     let mut out = Parsed::default();
     for (i, case) in cases.into_iter().enumerate() {
         let (mut case, own_caller, own_args) = match case {

@@ -7,9 +7,10 @@
 //! (`policy::spelled`); `yaml_serde` keeps only the value, so without this
 //! module `regent test` would answer where `serve` refuses.
 //!
-//! [`Scalars`] reads the file a second time with the event parser
-//! (`saphyr_parser`, as `source::locate` does) and keeps every scalar's
-//! text, style and position by its YAML path. [`respell`] walks a parsed
+//! [`Scalars`] reads the file a second time with the event parser, in
+//! the same walk that finds where each node is (`source::locate`'s
+//! `LocationIndex::build_seeing`), and keeps every scalar's text, style
+//! and position by its node. [`respell`] walks a parsed
 //! value: each number is found at its path and read again from its text,
 //! as `serde_json` reads a request (`-0` is `-0.0` there, `0` here), and
 //! its text is collected for `policy::spelled::Spelled::from_texts`.
@@ -25,10 +26,10 @@
 
 use std::collections::HashMap;
 
-use saphyr_parser::{Event, Parser, ScalarStyle};
+use saphyr_parser::{Event, ScalarStyle};
 use serde_json::Value;
 
-use crate::source::YamlPath;
+use crate::source::{LocationIndex, YamlPath};
 
 /// One scalar as the file writes it.
 #[derive(Debug, Clone)]
@@ -42,23 +43,12 @@ struct Scalar {
     column: usize,
 }
 
-/// Every scalar of a file, by its path (the first document).
+/// Every scalar of a file, by its node's id in the file's
+/// [`LocationIndex`] (the same reading: one walk of the file gives both).
 #[derive(Debug, Default)]
 pub struct Scalars {
-    at: HashMap<YamlPath, Scalar>,
-}
-
-enum Frame {
-    Map {
-        path: YamlPath,
-        key: Option<String>,
-    },
-    Seq {
-        path: YamlPath,
-        next: usize,
-    },
-    /// A container used as a key: nothing under it is kept.
-    Ignored,
+    index: LocationIndex,
+    at: HashMap<u32, Scalar>,
 }
 
 impl Scalars {
@@ -67,70 +57,45 @@ impl Scalars {
     pub fn build(text: &str) -> Scalars {
         let mut at = HashMap::new();
         let mut anchored: HashMap<usize, Scalar> = HashMap::new();
-        let mut stack: Vec<Frame> = Vec::new();
-        // The path of the node that starts now, `None` for a key (whose
-        // text becomes the next path step) or a node under an ignored one.
-        fn place(stack: &mut [Frame], key_text: Option<&str>) -> Option<YamlPath> {
-            match stack.last_mut() {
-                None => Some(YamlPath::root()),
-                Some(Frame::Ignored) => None,
-                Some(Frame::Seq { path, next }) => {
-                    let p = path.index(*next);
-                    *next += 1;
-                    Some(p)
+        let index = LocationIndex::build_seeing(text, |id, event, (line, column)| match event {
+            Event::Scalar(value, style, anchor, tag) => {
+                let scalar = Scalar {
+                    plain: *style == ScalarStyle::Plain && tag.is_none(),
+                    tagged: tag.is_some(),
+                    text: value.to_string(),
+                    line,
+                    column,
+                };
+                if *anchor > 0 {
+                    anchored.insert(*anchor, scalar.clone());
                 }
-                Some(Frame::Map { path, key }) => match key.take() {
-                    Some(k) => Some(path.key(&k)),
-                    None => {
-                        *key = Some(key_text.unwrap_or("").to_string());
-                        None
-                    }
-                },
+                // A key (no id) is a string whatever its spelling. A key
+                // given twice shares its id: the later value is kept, as
+                // the parsed arguments keep it.
+                if let Some(id) = id {
+                    at.insert(id, scalar);
+                }
             }
-        }
-        for item in Parser::new_from_str(text) {
-            let Ok((event, span)) = item else { break };
-            match event {
-                Event::Scalar(value, style, anchor, tag) => {
-                    let scalar = Scalar {
-                        plain: style == ScalarStyle::Plain && tag.is_none(),
-                        tagged: tag.is_some(),
-                        text: value.to_string(),
-                        line: span.start.line(),
-                        column: span.start.col() + 1,
-                    };
-                    if anchor > 0 {
-                        anchored.insert(anchor, scalar.clone());
-                    }
-                    // A key is a string whatever its spelling.
-                    if let Some(path) = place(&mut stack, Some(&value)) {
-                        at.insert(path, scalar);
-                    }
+            Event::Alias(anchor) => {
+                if let Some(id) = id
+                    && let Some(s) = anchored.get(anchor)
+                {
+                    at.insert(id, s.clone());
                 }
-                Event::Alias(id) => {
-                    if let Some(path) = place(&mut stack, None)
-                        && let Some(s) = anchored.get(&id)
-                    {
-                        at.insert(path, s.clone());
-                    }
-                }
-                Event::MappingStart(..) | Event::SequenceStart(..) => {
-                    let is_map = matches!(event, Event::MappingStart(..));
-                    let frame = match place(&mut stack, None) {
-                        Some(path) if is_map => Frame::Map { path, key: None },
-                        Some(path) => Frame::Seq { path, next: 0 },
-                        None => Frame::Ignored,
-                    };
-                    stack.push(frame);
-                }
-                Event::MappingEnd | Event::SequenceEnd => {
-                    stack.pop();
-                }
-                Event::DocumentEnd => break,
-                _ => {}
             }
-        }
-        Scalars { at }
+            _ => {}
+        });
+        Scalars { index, at }
+    }
+
+    /// Where each node of the file is (the reading [`Scalars::build`] made).
+    pub fn index(&self) -> &LocationIndex {
+        &self.index
+    }
+
+    /// The scalar written at exactly `path`.
+    fn get(&self, path: &YamlPath) -> Option<&Scalar> {
+        self.at.get(&self.index.id_of(path)?)
     }
 }
 
@@ -169,7 +134,7 @@ pub fn respell(
             Ok(())
         }
         Value::Number(n) => {
-            let Some(s) = scalars.at.get(at) else {
+            let Some(s) = scalars.get(at) else {
                 return Err(Unspellable {
                     path: at.clone(),
                     at: None,
@@ -204,7 +169,7 @@ pub fn respell(
                 _ => Err(out_of_range(at, s)),
             }
         }
-        Value::String(_) => match scalars.at.get(at) {
+        Value::String(_) => match scalars.get(at) {
             // `yaml_serde` reads `1e400` as a string; a client sending it
             // is refused by the JSON parser.
             Some(s) if s.plain && crate::policy::spelled::is_json_number(&s.text) => {
@@ -212,7 +177,7 @@ pub fn respell(
             }
             _ => Ok(()),
         },
-        Value::Null => match scalars.at.get(at) {
+        Value::Null => match scalars.get(at) {
             // `.inf` and `.nan` are YAML numbers `yaml_serde` reads as null.
             Some(s) if s.plain && !matches!(&*s.text, "" | "~" | "null" | "Null" | "NULL") => {
                 Err(Unspellable {
