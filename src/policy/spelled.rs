@@ -166,16 +166,33 @@ impl Spelled {
         if claims.is_empty() {
             return request.cloned();
         }
-        let mut joined = match request {
-            Some(r) => Spelled::clone(r),
+        let claimed = claims
+            .iter()
+            .filter_map(|t| hand(t.as_bytes()))
+            .map(|mut h| {
+                h.claim = true;
+                h
+            });
+        Spelled::extended(request, claimed, |x, h| x.text == h.text)
+    }
+
+    /// `base` (or no numbers) with each of `hands` it does not hold yet
+    /// (`same` tells), in order; `None` when that holds no number. One way
+    /// for every source of numbers to join a request's.
+    fn extended(
+        base: Option<&Arc<Spelled>>,
+        hands: impl IntoIterator<Item = Hand>,
+        same: impl Fn(&Hand, &Hand) -> bool,
+    ) -> Option<Arc<Spelled>> {
+        let mut joined = match base {
+            Some(b) => Spelled::clone(b),
             None => Spelled {
                 numbers: Vec::new(),
                 text: None,
             },
         };
-        for mut h in claims.iter().filter_map(|t| hand(t.as_bytes())) {
-            if !joined.numbers.iter().any(|x| x.text == h.text) {
-                h.claim = true;
+        for h in hands {
+            if !joined.numbers.iter().any(|x| same(x, &h)) {
                 joined.numbers.push(h);
             }
         }
@@ -772,19 +789,8 @@ impl Spelled {
         base: Option<&Arc<Spelled>>,
         texts: impl IntoIterator<Item = &'a str>,
     ) -> Option<Arc<Spelled>> {
-        let mut joined = match base {
-            Some(b) => Spelled::clone(b),
-            None => Spelled {
-                numbers: Vec::new(),
-                text: None,
-            },
-        };
-        for h in texts.into_iter().filter_map(|t| hand(t.as_bytes())) {
-            if !joined.numbers.iter().any(|x| x.text == h.text) {
-                joined.numbers.push(h);
-            }
-        }
-        (!joined.numbers.is_empty()).then(|| Arc::new(joined))
+        let hands = texts.into_iter().filter_map(|t| hand(t.as_bytes()));
+        Spelled::extended(base, hands, |x, h| x.text == h.text)
     }
 }
 
@@ -828,24 +834,11 @@ impl Spelled {
         }
         let mut found = Vec::new();
         values.into_iter().for_each(|v| numbers(v, &mut found));
-        let mut joined = match base {
-            Some(b) => Spelled::clone(b),
-            None => Spelled {
-                numbers: Vec::new(),
-                text: None,
-            },
-        };
-        let mut add = |h: Hand| {
-            if !joined.numbers.contains(&h) {
-                joined.numbers.push(h);
-            }
-        };
+        let mut hands = Vec::new();
         for n in found {
             if n.is_u64() || n.is_i64() {
                 // Its text is its digits (JSON has no other).
-                hand(n.to_string().as_bytes())
-                    .into_iter()
-                    .for_each(&mut add);
+                hands.extend(hand(n.to_string().as_bytes()));
                 continue;
             }
             let Some(f) = n.as_f64() else { continue };
@@ -881,9 +874,9 @@ impl Spelled {
                 not_integer: false,
                 ..unseen.clone()
             };
-            add(unseen);
-            add(lost);
+            hands.push(unseen);
+            hands.push(lost);
         }
-        (!joined.numbers.is_empty()).then(|| Arc::new(joined))
+        Spelled::extended(base, hands, Hand::eq)
     }
 }
