@@ -34,11 +34,7 @@ impl Eval<'_> {
                     for body in &def.bodies {
                         self.body(body, &[], &mut |v| {
                             if !undefined(&v) {
-                                let set = set.as_set_mut().map_err(|_| Stop::Fallback)?;
-                                if lost && set.contains(&v) {
-                                    super::terms::merged("set member", &v)?;
-                                }
-                                set.insert(v);
+                                super::terms::add_member(&mut set, v, lost)?;
                             }
                             Ok(())
                         })?;

@@ -155,11 +155,7 @@ impl Eval<'_> {
                     if undefined(&v) {
                         return Ok(Value::Undefined);
                     }
-                    let set = set.as_set_mut().map_err(|_| Stop::Fallback)?;
-                    if lost && set.contains(&v) {
-                        merged("set member", &v)?;
-                    }
-                    set.insert(v);
+                    add_member(&mut set, v, lost)?;
                 }
                 set
             }
@@ -291,13 +287,7 @@ impl Eval<'_> {
                     }
                     match kind {
                         Collect::Array => out.as_array_mut().map_err(|_| Stop::Fallback)?.push(v),
-                        Collect::Set => {
-                            let set = out.as_set_mut().map_err(|_| Stop::Fallback)?;
-                            if lost && set.contains(&v) {
-                                merged("set member", &v)?;
-                            }
-                            set.insert(v);
-                        }
+                        Collect::Set => add_member(&mut out, v, lost)?,
                         Collect::Object => {
                             let (Value::Array(kv), Ok(obj)) = (&v, out.as_object_mut()) else {
                                 return Err(Stop::Fallback);
@@ -374,12 +364,24 @@ impl Eval<'_> {
     }
 }
 
+/// Adds `v` to `set` (a set value), as every set `native` builds is
+/// built: a member met again is refused when the request holds a number
+/// regent cannot hold (`lost`, read once per set; [`merged`]).
+pub(super) fn add_member(set: &mut Value, v: Value, lost: bool) -> Result<(), Stop> {
+    let set = set.as_set_mut().map_err(|_| Stop::Fallback)?;
+    if lost && set.contains(&v) {
+        merged("set member", &v)?;
+    }
+    set.insert(v);
+    Ok(())
+}
+
 /// Refuses `v`, a member or key met again while a set or object is built,
 /// or found by a key lookup (`what`), when it is or holds the nearest
 /// double of a number the request spelled with more digits than a double
 /// holds: OPA, holding both exactly, may keep two where regent keeps one,
 /// or find none (`policy::spelled::member_refusal`).
-pub(super) fn merged(what: &str, v: &Value) -> Result<(), Stop> {
+fn merged(what: &str, v: &Value) -> Result<(), Stop> {
     match crate::policy::spelled::member_refusal(what, v) {
         Some(why) => Err(Stop::Refused(why)),
         None => Ok(()),
