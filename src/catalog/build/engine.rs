@@ -74,7 +74,7 @@ pub(super) fn tool_engine(
     let mut visible = None;
     for (field, path, dotted) in candidates {
         // A contract rule is planned when a loaded module declares it.
-        if field != Field::Mapping && !declares_contract(&engine, &modules, &dotted) {
+        if field != Field::Mapping && !declares(&engine, &modules, &dotted) {
             continue;
         }
         if field == Field::Contract(generate::VISIBLE_RULE) {
@@ -101,7 +101,7 @@ pub(super) fn tool_engine(
             if *rule == generate::VISIBLE_RULE {
                 continue;
             }
-            if !declares_contract(&engine, &modules, &format!("{pkg}.{rule}")) {
+            if !declares(&engine, &modules, &format!("{pkg}.{rule}")) {
                 continue;
             }
             let path = generate::rule_ref(pkg, rule);
@@ -137,7 +137,7 @@ pub(super) fn tool_engine(
     // during a call (the sample arguments, an elicitation without params).
     let upstream_request = match &decl.policy {
         Some(pkg)
-            if declares_contract(
+            if declares(
                 &engine,
                 &modules,
                 &format!("{pkg}.{}", generate::UPSTREAM_REQUEST_RULE),
@@ -224,35 +224,19 @@ fn resolver_step(
         .map_err(|(e, _)| LocatedError::Eval(e.location, e.message))
 }
 
-/// Whether a module of `modules` (file, package) declares a rule at
-/// `dotted` (`tools.files.deny`) or below it (regorus takes the path
-/// relative to the module's package). When regorus cannot say, assume it
-/// does: evaluating an absent rule by query is merely undefined, while
-/// skipping a present one would silently drop its answer.
+/// Whether a module of `modules` declares a rule at `dotted`
+/// (`tools.files.deny`) or below it (regorus takes the path relative to the
+/// module's package). When regorus cannot say, assume it does: evaluating an
+/// absent rule by query is merely undefined, while skipping a present one
+/// would silently drop its answer.
+///
+/// regorus is not asked about one of the tool's own modules whose text
+/// never spells the rule's name (one identifier after the package): a rule
+/// head names its first part as written, so such a module cannot declare
+/// it. regorus parses a selector for each question, and the contract rules
+/// asked of every tool were a measurable part of a 10,000-tool start-up
+/// (BENCHMARKS.md, session 27); most tools declare one or two of them.
 fn declares(engine: &regorus::Engine, modules: &[Module], dotted: &str) -> bool {
-    modules.iter().any(|(file, package, _)| {
-        dotted
-            .strip_prefix(&format!("{package}."))
-            .is_some_and(|root| {
-                engine
-                    .has_declared_rule_rooted_at(file, root)
-                    .unwrap_or(true)
-            })
-    })
-}
-
-/// A module a tool's engine holds: (file, package, its text when it is one
-/// of the tool's own files rather than a library's).
-type Module<'a> = (&'a str, &'a str, Option<&'a str>);
-
-/// [`declares`] for a contract rule (`annotations`, `deny`, ...: one
-/// identifier after the package), without asking regorus about a module
-/// whose text never spells the rule's name: a rule head names its first
-/// part as written, so such a module cannot declare it. regorus parses a
-/// selector for each question, and six contract rules asked of every tool
-/// were a measurable part of a 10,000-tool start-up (BENCHMARKS.md,
-/// session 27); most tools declare one or two of them.
-fn declares_contract(engine: &regorus::Engine, modules: &[Module], dotted: &str) -> bool {
     modules.iter().any(|&(file, package, text)| {
         dotted
             .strip_prefix(&format!("{package}."))
@@ -268,6 +252,10 @@ fn declares_contract(engine: &regorus::Engine, modules: &[Module], dotted: &str)
             })
     })
 }
+
+/// A module a tool's engine holds: (file, package, its text when it is one
+/// of the tool's own files rather than a library's).
+type Module<'a> = (&'a str, &'a str, Option<&'a str>);
 
 /// Whether `name` is one Rego identifier (what a contract rule's name is).
 fn is_identifier(name: &str) -> bool {
