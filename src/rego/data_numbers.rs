@@ -233,7 +233,7 @@ fn first_reader(modules: &[PolicyModule], reads: Reads) -> Option<(String, Locat
                 }
                 let listed = |name: &str| match reads {
                     Reads::Text => TEXT_BUILTINS.contains(&name),
-                    Reads::Integer => INTEGER_BUILTINS.iter().any(|(n, _)| *n == name),
+                    Reads::Integer => !integer_operands(name).is_empty(),
                 };
                 match e {
                     Expr::Call { fcn, .. } => {
