@@ -14,13 +14,25 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     quiet_library_backtraces();
-    let code = std::thread::Builder::new()
+    let main = std::thread::Builder::new()
         .name("regent".into())
         .stack_size(regent::par::STACK_SIZE)
-        .spawn(real_main)
-        .expect("start the main thread")
-        .join()
-        .unwrap_or(101);
+        .spawn(real_main);
+    let code = match main {
+        Ok(main) => main.join().unwrap_or(101),
+        // Policies are evaluated on this stack: running on a smaller one
+        // could abort mid-evaluation, so regent refuses to start instead.
+        Err(e) => {
+            eprintln!(
+                "error: cannot reserve the {} MiB stack regent evaluates policies on: {e}\n  \
+                 = help: the process's address-space limit (`ulimit -v`, `prlimit --as`) is too low; \
+                 allow regent at least {} MiB more than it uses",
+                regent::par::STACK_SIZE >> 20,
+                regent::par::STACK_SIZE >> 20,
+            );
+            exit::CANNOT_RUN
+        }
+    };
     std::process::exit(code);
 }
 

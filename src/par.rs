@@ -56,15 +56,19 @@ where
     };
     let work = &work;
     let mut parts: Vec<(usize, Vec<R>)> = std::thread::scope(|s| {
+        // A worker that cannot be had (a loaded machine refuses the
+        // stack's reservation, a thread limit) is simply not there: the
+        // others, this thread among them, take its items as they come free,
+        // so the load is slower instead of failing.
         let handles: Vec<_> = (1..threads)
-            .map(|_| {
+            .filter_map(|_| {
                 // Compiling a tool evaluates its policy once, and regorus
                 // recurses on the native stack: these threads get the same
                 // large (reserved, not committed) stack as the main thread.
                 std::thread::Builder::new()
                     .stack_size(STACK_SIZE)
                     .spawn_scoped(s, work)
-                    .expect("spawn a worker thread")
+                    .ok()
             })
             .collect();
         // The calling thread does its share instead of idling.

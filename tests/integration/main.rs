@@ -56,6 +56,7 @@ mod resolvers;
 mod review;
 mod schema_drift;
 mod shadow;
+mod stack_reservation;
 mod start_up;
 mod upstream_drift;
 mod upstream_edges;
