@@ -185,8 +185,6 @@ pub fn check_keeping(paths: &[PathBuf], opts: &BuildOptions, started: &Started) 
     out.extend(started.problems.iter().cloned());
     out.extend(upstream::findings(&source, started.attempted));
 
-    out.extend(test_file_errors(&source));
-
     let build_opts = BuildOptions {
         keep_riskier_rules: true,
         ..opts.clone()
@@ -208,27 +206,18 @@ pub fn check_keeping(paths: &[PathBuf], opts: &BuildOptions, started: &Started) 
     });
     merge_schema_diagnostics(&mut out, schema_diags.into_iter().flatten().collect());
 
-    out.extend(lint_policies(&source, &catalog));
-
     let cases = case_arguments(&source);
     let callers = case_callers(&source);
     // Each failing decision, by what tells it apart after `dedupe`, with
     // its tool (the first, when two tools fail at one spot alike).
     let mut failing: BTreeMap<(&'static str, String, String), String> = BTreeMap::new();
-    // Spread over the cores as `serve`'s load check is (`on_load`); the
-    // results come back in tool order, so the report is the same.
-    let tools = catalog.tools();
-    let all = crate::par::map_ordered(tools, 4, |tool| {
+    let tools: Vec<&Tool> = catalog.tools().iter().collect();
+    let (all, catalog_wide) = run_catalog(&source, &catalog, &tools, &cases, &callers);
+    out.extend(catalog_wide);
+    for (tool, found) in tools.into_iter().zip(all) {
         // What `run:` needs from this machine: warnings only, so not part
-        // of `tool_findings`, which `serve` runs too (and looks once itself).
-        let environment = environment(tool);
-        (
-            environment,
-            tool_findings(&source, &catalog, tool, &cases, &callers),
-        )
-    });
-    for (tool, (environment, found)) in tools.iter().zip(all) {
-        out.extend(environment);
+        // of what `serve`'s load check runs too.
+        out.extend(environment(tool));
         for &i in &found.failing {
             failing
                 .entry(failure_key(&found.diagnostics[i]))
@@ -252,6 +241,38 @@ pub fn check_keeping(paths: &[PathBuf], opts: &BuildOptions, started: &Started) 
     checked.callers = callers;
     checked.cases = cases;
     checked
+}
+
+/// `tools` run ([`tool_findings`], over the cores, in `tools`' order)
+/// beside the catalog-wide analyses (the lints, the Rego test files'
+/// parse errors): what `check` and `serve`'s load check ([`on_load`]) both
+/// run, in one place. The lints read every policy and nothing of the runs,
+/// so they fill the cores the runs' threads leave idle (`par::join`)
+/// instead of waiting for them. A tool run here lets go of an engine made
+/// again for the run (`Tool::release_engine`): a catalog of thousands
+/// would otherwise end up holding all.
+fn run_catalog(
+    source: &Source,
+    catalog: &Catalog,
+    tools: &[&Tool],
+    cases: &BTreeMap<String, Vec<Value>>,
+    callers: &[crate::caller::Caller],
+) -> (Vec<Findings>, Vec<Diagnostic>) {
+    crate::par::join(
+        || {
+            // A tool is run in milliseconds; a few per thread already pay.
+            crate::par::map_ordered(tools, 4, |tool| {
+                let found = tool_findings(source, catalog, tool, cases, callers);
+                tool.release_engine();
+                found
+            })
+        },
+        || {
+            let mut found = lint_policies(source, catalog);
+            found.extend(test_file_errors(source));
+            found
+        },
+    )
 }
 
 /// What tells one failing decision apart in a report.

@@ -7,8 +7,8 @@
 //! evaluation errors that a client would get as -32603), the worst-case
 //! proof (a listing that understates a call), `visible` rules that fail,
 //! the lints (unknown functions, arity) and the Rego test files. This module
-//! runs exactly those (through `check`'s own [`tool_findings`] and
-//! [`lint_policies`]) and keeps their errors; warnings stay `check`'s.
+//! runs exactly those (through `check`'s own `run_catalog`) and keeps their
+//! errors; warnings stay `check`'s.
 //!
 //! Cost: running a tool is the expensive part, so a reload runs only the
 //! tools whose compiled form, test cases or test callers changed since the
@@ -27,7 +27,7 @@ use std::collections::HashMap;
 
 use sha2::{Digest, Sha256};
 
-use super::{case_arguments, case_callers, lint_policies, test_file_errors, tool_findings};
+use super::{case_arguments, case_callers, run_catalog};
 use crate::catalog::Catalog;
 use crate::diag::{Diagnostic, Severity};
 use crate::source::Source;
@@ -74,29 +74,8 @@ pub fn on_load(source: &Source, catalog: &Catalog, previous: &Checked) -> OnLoad
         checked.0.insert(tool.name.clone(), k);
     }
     let ran = changed.len();
-    // The lints and the Rego test files read every policy whatever changed,
-    // and nothing of the tools' runs: they go side by side with those runs
-    // (`par::join`), so that their passes, which use fewer threads than
-    // the machine has cores, fill the cores the runs leave idle instead of
-    // waiting for all of them.
-    let (found, catalog_wide): (Vec<Vec<Diagnostic>>, _) = crate::par::join(
-        || {
-            // A tool is run in milliseconds; a few per thread already pay.
-            crate::par::map_ordered(&changed, 4, |tool| {
-                // Every failure: on load, errors are errors whatever their count.
-                let found = tool_findings(source, catalog, tool, &cases, &callers).diagnostics;
-                // A tool whose plan runs on `native` had its engine made again for
-                // this; a catalog of thousands would otherwise end up holding all.
-                tool.release_engine();
-                found
-            })
-        },
-        || {
-            let mut found = lint_policies(source, catalog);
-            found.extend(test_file_errors(source));
-            found
-        },
-    );
+    // The lints and the Rego test files read every policy whatever changed.
+    let (found, catalog_wide) = run_catalog(source, catalog, &changed, &cases, &callers);
 
     // The build hands a shed tool the modules it parsed; a tool not run
     // here (unchanged at a reload) must not keep them for the catalog's
@@ -104,7 +83,8 @@ pub fn on_load(source: &Source, catalog: &Catalog, previous: &Checked) -> OnLoad
     for tool in catalog.tools() {
         tool.release_engine();
     }
-    let mut all: Vec<Diagnostic> = found.into_iter().flatten().collect();
+    // Every failure: on load, errors are errors whatever their count.
+    let mut all: Vec<Diagnostic> = found.into_iter().flat_map(|f| f.diagnostics).collect();
     all.extend(catalog_wide);
 
     let mut out = OnLoad {
