@@ -105,10 +105,8 @@ pub fn computed_index<'m>(modules: impl IntoIterator<Item = &'m PolicyModule>) -
                 if found.is_some() {
                     return false;
                 }
-                // `x[_]` iterates: its key is never a number of the request.
                 if let Expr::RefBrack { index, .. } = e
-                    && !literal_key(index)
-                    && index.span().text() != "_"
+                    && computed_key(index)
                 {
                     found = Some(span_location(root_span(index)));
                     return false;
@@ -121,6 +119,12 @@ pub fn computed_index<'m>(modules: impl IntoIterator<Item = &'m PolicyModule>) -
         }
     }
     None
+}
+
+/// Whether an index could be a number of the request or the data: neither
+/// a literal of the policy nor `_`, which iterates (`x[_]`).
+fn computed_key(index: &Expr) -> bool {
+    !literal_key(index) && index.span().text() != "_"
 }
 
 /// Whether an index is a literal of the policy (`x["k"]`, `arr[2]`): never
@@ -250,7 +254,7 @@ fn first_reader(modules: &[PolicyModule], reads: Reads) -> Option<(String, Locat
                         }
                     }
                     Expr::RefBrack { index, .. }
-                        if reads == Reads::Integer && !literal_key(index) =>
+                        if reads == Reads::Integer && computed_key(index) =>
                     {
                         found = Some((
                             "indexes with a computed key".into(),
