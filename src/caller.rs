@@ -109,7 +109,7 @@ pub struct CallerDocument {
     pub subject: String,
     #[serde(default)]
     pub issuer: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::json_value::map")]
     pub claims: Map<String, Value>,
 }
 

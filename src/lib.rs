@@ -18,6 +18,7 @@ pub mod fence;
 pub mod fill;
 pub mod heap;
 pub mod http;
+pub mod json_value;
 pub mod jwt_crypto;
 pub mod meta_keys;
 pub mod metrics;

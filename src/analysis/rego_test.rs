@@ -138,10 +138,19 @@ fn merge(covered: &mut Covered, engine: &regorus::Engine) {
     }
 }
 
-/// Evaluates `tool`'s decision on each argument object (asked by its
-/// caller, if any) with coverage on, as a request would, and returns the
-/// lines covered.
-pub fn cover_tool(tool: &Tool, inputs: &[(Value, Option<crate::caller::Caller>)]) -> Covered {
+/// One evaluation [`cover_tool`] covers lines with: a test case's.
+pub struct CoverInput {
+    pub arguments: Value,
+    pub caller: Option<crate::caller::Caller>,
+    /// The numbers the case spells by hand (`policy::spelled`), which its
+    /// evaluation sees as `serve`'s sees a request's.
+    pub spelled: Option<std::sync::Arc<crate::policy::spelled::Spelled>>,
+}
+
+/// Evaluates `tool`'s decision on each input (its arguments, asked by its
+/// caller, if any, seeing its numbers as spelled) with coverage on, as a
+/// request would, and returns the lines covered.
+pub fn cover_tool(tool: &Tool, inputs: &[CoverInput]) -> Covered {
     let mut covered = Covered::new();
     // No engine (no policy, or a shed one that cannot be made again):
     // nothing is covered, and the cases' evaluations report the failure.
@@ -151,13 +160,16 @@ pub fn cover_tool(tool: &Tool, inputs: &[(Value, Option<crate::caller::Caller>)]
     let mut engine = template.clone();
     engine.set_enable_coverage(true);
     let limits = tool.limits();
-    for (args, caller) in inputs {
-        let decided = tool.evaluate_on(&mut engine, args, caller.as_ref());
+    for input in inputs {
+        let caller = input.caller.as_ref();
+        let decided = crate::policy::spelled::with(input.spelled.as_ref(), || {
+            tool.evaluate_on(&mut engine, &input.arguments, caller)
+        });
         // Listing evaluates `visible` for the caller, without arguments, as
         // `catalog/visibility` does; its lines count as covered too.
         let listed = match tool.visible_rule() {
             Some(step) => {
-                engine.set_input(policy::listing_input(&tool.name, caller.as_ref()));
+                engine.set_input(policy::listing_input(&tool.name, caller));
                 step.eval(&mut engine, &limits).map(|_| ())
             }
             None => Ok(()),

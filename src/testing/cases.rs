@@ -64,7 +64,7 @@ pub struct Defaults {
     pub caller: Option<CallerDocument>,
     /// Merged shallowly under each case's `arguments`: a case's keys
     /// replace these, the others are added.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::json_value::map")]
     pub arguments: Map<String, Value>,
 }
 
@@ -89,7 +89,7 @@ pub struct Case {
     #[serde(default)]
     pub name: Option<String>,
     pub tool: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::json_value::map")]
     pub arguments: Map<String, Value>,
     /// Who asks (`input.caller`); absent when not given.
     #[serde(default)]
@@ -109,6 +109,11 @@ pub struct Case {
     /// spelling them (`policy::spelled`).
     #[serde(skip)]
     pub spelled: Option<Arc<Spelled>>,
+    /// `arguments` as JSON text with its numbers as the file spells them,
+    /// for the report of a failing case; none when `spelled` is none
+    /// (regent's own text is then the file's).
+    #[serde(skip)]
+    pub sent: Option<String>,
 }
 
 /// A case's `request`: what an upstream sends during the call.
@@ -116,7 +121,10 @@ pub struct Case {
 #[serde(deny_unknown_fields)]
 pub struct RequestCase {
     pub method: String,
-    #[serde(default = "empty_object")]
+    #[serde(
+        default = "empty_object",
+        deserialize_with = "crate::json_value::value"
+    )]
     pub params: Value,
 }
 
@@ -372,6 +380,17 @@ pub fn parse(path: &Path, text: &str) -> Result<Parsed, Diagnostic> {
             continue;
         }
         case.spelled = Spelled::from_texts(texts.iter().map(String::as_str));
+        if case.spelled.is_some() {
+            let members: Vec<String> = case
+                .arguments
+                .iter()
+                .map(|(k, v)| {
+                    let v = super::numbers::written(v, &args_at(k), &scalars);
+                    format!("{}:{v}", Value::from(k.as_str()))
+                })
+                .collect();
+            case.sent = Some(format!("{{{}}}", members.join(",")));
+        }
         let caller = match case.caller.clone().map(CallerDocument::into_caller) {
             None => None,
             // A claim spelled by hand is the caller's, as a caller file's is.
@@ -511,8 +530,13 @@ fn show(v: Option<&Value>) -> String {
 /// with the expectation. Its evaluations see the numbers the case and its
 /// caller spell by hand, as `serve`'s see a request's and its caller's.
 pub fn run(catalog: &Catalog, c: &Case, caller: Option<&Caller>) -> Outcome {
-    let numbers = Spelled::joined(c.spelled.as_ref(), caller.map_or(&[], |c| &c.spelled));
-    spelled::with(numbers.as_ref(), || judge(catalog, c, caller))
+    spelled::with(numbers(c, caller).as_ref(), || judge(catalog, c, caller))
+}
+
+/// The numbers the case and its caller spell by hand: what its
+/// evaluations see, in [`run`] and in coverage alike.
+pub fn numbers(c: &Case, caller: Option<&Caller>) -> Option<Arc<Spelled>> {
+    Spelled::joined(c.spelled.as_ref(), caller.map_or(&[], |c| &c.spelled))
 }
 
 /// [`run`] inside the case's numbers.

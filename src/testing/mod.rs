@@ -270,14 +270,18 @@ fn measure(
     mut covered: rego_test::Covered,
     opts: &BuildOptions,
 ) -> Coverage {
-    let mut inputs: BTreeMap<&str, Vec<(Value, Option<crate::caller::Caller>)>> = BTreeMap::new();
+    let mut inputs: BTreeMap<&str, Vec<rego_test::CoverInput>> = BTreeMap::new();
     let mut matched: BTreeMap<(&str, usize), usize> = BTreeMap::new();
     for r in results {
         let tool = r.case.case.tool.as_str();
-        inputs.entry(tool).or_default().push((
-            Value::Object(r.case.case.arguments.clone()),
-            r.case.caller.clone(),
-        ));
+        inputs.entry(tool).or_default().push(rego_test::CoverInput {
+            arguments: Value::Object(r.case.case.arguments.clone()),
+            caller: r.case.caller.clone(),
+            // What the case's run saw: a number it spells by hand stops
+            // the evaluation there, as in `serve`, so the lines past it
+            // are not covered.
+            spelled: cases::numbers(&r.case.case, r.case.caller.as_ref()),
+        });
         if let Some(i) = r.outcome.mapping {
             *matched.entry((tool, i)).or_default() += 1;
         }

@@ -111,6 +111,40 @@ pub struct Unspellable {
     pub help: String,
 }
 
+/// `value`, written at `at` in the file `scalars` indexes, as JSON text
+/// with each number as the file spells it (`{"n":1.50}`): what a failing
+/// case's report shows, which regent's own text (`1.5`) would misstate.
+/// Run after [`respell`], which refused any number not spelled so.
+pub fn written(value: &Value, at: &YamlPath, scalars: &Scalars) -> String {
+    match value {
+        Value::Array(items) => {
+            let items: Vec<String> = items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| written(v, &at.index(i), scalars))
+                .collect();
+            format!("[{}]", items.join(","))
+        }
+        Value::Object(members) => {
+            let members: Vec<String> = members
+                .iter()
+                .map(|(k, v)| {
+                    format!(
+                        "{}:{}",
+                        Value::from(k.as_str()),
+                        written(v, &at.key(k), scalars)
+                    )
+                })
+                .collect();
+            format!("{{{}}}", members.join(","))
+        }
+        Value::Number(n) => scalars
+            .get(at)
+            .map_or_else(|| n.to_string(), |s| s.text.clone()),
+        other => other.to_string(),
+    }
+}
+
 /// Reads each number of `value`, written at `at` in the file `scalars`
 /// indexes, again from its text as `serde_json` reads a request's, and
 /// adds that text to `texts`. Refuses a number JSON cannot spell.

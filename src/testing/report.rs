@@ -107,7 +107,9 @@ fn diff_table(c: &CaseResult, style: Style) -> String {
     let mut out = format!(
         "       tool `{}`, arguments {}{caller}\n",
         c.case.case.tool,
-        serde_json::Value::Object(c.case.case.arguments.clone())
+        c.case.case.sent.clone().unwrap_or_else(|| {
+            serde_json::Value::Object(c.case.case.arguments.clone()).to_string()
+        })
     );
     let w_field = rows.iter().map(|r| r.field.len()).max().unwrap_or(0).max(5);
     let w_exp = rows

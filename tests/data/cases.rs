@@ -50,9 +50,12 @@ struct CaseFile {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Defaults {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "some_value")]
     caller: Option<Value>,
-    #[serde(default = "empty_object")]
+    #[serde(
+        default = "empty_object",
+        deserialize_with = "regent::json_value::value"
+    )]
     arguments: Value,
 }
 
@@ -75,9 +78,12 @@ struct Case {
     #[serde(default)]
     name: Option<String>,
     tool: String,
-    #[serde(default = "empty_object")]
+    #[serde(
+        default = "empty_object",
+        deserialize_with = "regent::json_value::value"
+    )]
     arguments: Value,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "some_value")]
     caller: Option<Value>,
     expect: Expect,
     /// Where each argument and the caller are written in the file (the
@@ -114,6 +120,12 @@ struct Expect {
     /// answers `tools/resolve` and `tools/call` exactly as an unknown one.
     #[serde(default)]
     visible: Option<bool>,
+}
+
+/// A case's numbers past 64 bits are read as a request's are (the nearest
+/// double; `regent::json_value`), then sent as the file spells them.
+fn some_value<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    regent::json_value::value(d).map(Some)
 }
 
 fn empty_object() -> Value {

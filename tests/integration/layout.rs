@@ -47,6 +47,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     // module but another leaf.
     ("diag", &[]),
     ("canonical", &[]),
+    ("json_value", &[]),
     ("par", &[]),
     ("heap", &[]),
     ("timestamp", &[]),
@@ -217,6 +218,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
 pub const LEAVES: &[&str] = &[
     "diag",
     "canonical",
+    "json_value",
     "par",
     "heap",
     "timestamp",
