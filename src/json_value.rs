@@ -12,32 +12,39 @@ use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
 /// A `Map<String, Value>` field (`#[serde(deserialize_with = "json_value::map")]`).
+/// Anything but a mapping is refused where it is, in serde's own words
+/// (`invalid type: sequence, expected a map`), as `Map`'s `Deserialize`
+/// refuses it.
 pub fn map<'de, D: Deserializer<'de>>(d: D) -> Result<Map<String, Value>, D::Error> {
-    match value(d)? {
-        Value::Object(m) => Ok(m),
-        other => Err(serde::de::Error::invalid_type(
-            unexpected(&other),
-            &"a mapping",
-        )),
+    d.deserialize_map(MapVisitor)
+}
+
+struct MapVisitor;
+
+impl<'de> Visitor<'de> for MapVisitor {
+    type Value = Map<String, Value>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a map")
     }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        members(map)
+    }
+}
+
+/// A mapping's members, each value read as [`value`] reads one.
+fn members<'de, A: MapAccess<'de>>(mut map: A) -> Result<Map<String, Value>, A::Error> {
+    let mut out = Map::new();
+    while let Some((k, Wide(v))) = map.next_entry::<String, Wide>()? {
+        out.insert(k, v);
+    }
+    Ok(out)
 }
 
 /// A `Value` field (`#[serde(deserialize_with = "json_value::value")]`).
 pub fn value<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
     Wide::deserialize(d).map(|w| w.0)
-}
-
-/// What `serde` says was found instead of a mapping.
-fn unexpected(v: &Value) -> serde::de::Unexpected<'_> {
-    use serde::de::Unexpected;
-    match v {
-        Value::Null => Unexpected::Unit,
-        Value::Bool(b) => Unexpected::Bool(*b),
-        Value::Number(_) => Unexpected::Other("a number"),
-        Value::String(s) => Unexpected::Str(s),
-        Value::Array(_) => Unexpected::Seq,
-        Value::Object(_) => Unexpected::Map,
-    }
 }
 
 struct Wide(Value);
@@ -112,12 +119,8 @@ impl<'de> Visitor<'de> for WideVisitor {
         Ok(Value::Array(out))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = Map::new();
-        while let Some((k, Wide(v))) = map.next_entry::<String, Wide>()? {
-            out.insert(k, v);
-        }
-        Ok(Value::Object(out))
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
+        members(map).map(Value::Object)
     }
 }
 
@@ -156,6 +159,10 @@ mod tests {
     #[test]
     fn a_mapping_is_required_where_one_is() {
         let e = yaml_serde::from_str::<Doc>("m: [1]").err().unwrap();
-        assert!(e.to_string().contains("expected a mapping"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("invalid type: sequence, expected a map"),
+            "{e}"
+        );
     }
 }

@@ -245,7 +245,15 @@ pub fn hand_text(v: &Value, rng: &mut super::harness::Rng, lost: bool) -> String
     impl Hand<'_> {
         fn integer<W: ?Sized + Write>(&mut self, w: &mut W, i: i128) -> std::io::Result<()> {
             if self.1 && self.0.below(2) == 0 {
-                return w.write_all(format!("{i}.{PAST}").as_bytes());
+                // Past a double at the 22nd digit (equal to `i` at OPA's 64
+                // bits too), or at the 19th, which OPA's arithmetic shows
+                // (`4.999999999999999999 * 3` is 14.999999999999999997).
+                let text = match self.0.below(2) {
+                    0 => format!("{i}.{PAST}"),
+                    _ if i > 0 => format!("{}.999999999999999999", i - 1),
+                    _ => format!("{i}.000000000000000001"),
+                };
+                return w.write_all(text.as_bytes());
             }
             let text = match self.0.below(5) {
                 _ if i.unsigned_abs() >= 1 << 53 => i.to_string(),

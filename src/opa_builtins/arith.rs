@@ -82,6 +82,29 @@ pub(crate) fn eval(op: Op, a: &Value, b: &Value) -> Result<(Value, bool), Declin
     Ok((value, agrees))
 }
 
+/// [`eval`] where an operand is a number the request spelled with more
+/// digits than regent holds, given as that text (`a_text`, `b_text`):
+/// OPA computes on the text, regent cannot tell the operand from the same
+/// double from elsewhere (the policy's `0.1`), so it answers only where
+/// both give one number (`0.1000000000000000000001 + 1` is `1.1` either
+/// way at OPA's 64 bits; `4.999999999999999999 * 3` is not, `None`).
+pub(crate) fn eval_spelled(
+    op: Op,
+    a: &Value,
+    b: &Value,
+    a_text: Option<&str>,
+    b_text: Option<&str>,
+) -> Option<(Value, bool)> {
+    let mine = eval(op, a, b).ok()?;
+    let spelled = |v: &Value, text: Option<&str>| match text {
+        Some(t) => decimal(t),
+        None => operand(v).ok(),
+    };
+    let theirs = opa_text(op, &spelled(a, a_text)?, &spelled(b, b_text)?).ok()?;
+    let theirs = held(&theirs)?;
+    (theirs == mine.0 && number_text(&theirs) == number_text(&mine.0)).then_some(mine)
+}
+
 /// OPA's text of `x op y`, the operands given as decimals.
 fn opa_text(
     op: Op,

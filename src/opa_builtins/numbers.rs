@@ -375,11 +375,22 @@ pub(crate) fn rem(a: &Value, b: &Value) -> Option<anyhow::Result<(Value, bool)>>
     let (Value::Number(x), Value::Number(y)) = (a, b) else {
         return None;
     };
-    if let (Some(x), Some(y)) = (x.as_i64(), y.as_i64()) {
-        if y == 0 {
+    // regorus refuses an integral float past 2^53 (`modulo on
+    // floating-point number`), which OPA reads as the integer.
+    let regorus_takes = |v: &Value| match v {
+        Value::Number(n) => {
+            !n.format_decimal_with_width(1).contains('.')
+                || n.as_f64()
+                    .is_some_and(|f| f.abs() <= 9_007_199_254_740_992.0)
+        }
+        _ => false,
+    };
+    if let (Some(i), Some(j)) = (x.as_i64(), y.as_i64()) {
+        if j == 0 {
             return Some(Err(anyhow::anyhow!("modulo by zero")));
         }
-        return Some(Ok((Value::from(x.wrapping_rem(y)), true)));
+        let agrees = regorus_takes(a) && regorus_takes(b);
+        return Some(Ok((Value::from(i.wrapping_rem(j)), agrees)));
     }
     // (the integer, whether regorus holds it exactly)
     let exact = |v: &Value| -> Option<(BigInt, bool)> {

@@ -148,9 +148,72 @@ fn to_json(value: regorus::Value, limits: &Limits) -> Result<Option<Value>, Eval
             limits.memory
         )));
     }
+    if let Some(digits) = wide_integer(&value) {
+        return Err(EvalError::refused(format!(
+            "the rule's value holds the integer {digits}, which OPA writes in full and regent \
+             only as the nearest double (its JSON numbers are 64-bit integers and doubles): not \
+             supported by regent, which refuses rather than answer another number; keep such \
+             integers within 64 bits, or write them as strings (`format_int(n, 10)`)"
+        )));
+    }
     serde_json::to_value(&value)
         .map(Some)
         .map_err(|e| EvalError::refused(format!("policy produced a value that is not json: {e}")))
+}
+
+/// Whether regent's text of the double nearest `n` denotes `n` itself:
+/// `1500000000000000000000` is written `1.5e+21`, the same number (OPA's
+/// answer holds the same value); 2^64 + 1 is written
+/// `1.8446744073709552e+19`, another one.
+fn written_exactly(n: &num_bigint::BigInt) -> bool {
+    let Some(text) = n
+        .to_string()
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map(|f| f.to_string())
+    else {
+        return false;
+    };
+    // `d.ddde[+-]x` or plain digits: the decimal it denotes, as an integer.
+    let (mantissa, exp) = text.split_once(['e', 'E']).unwrap_or((&text, "0"));
+    let Ok(exp) = exp.parse::<i64>() else {
+        return false;
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let frac = frac.trim_end_matches('0');
+    let Some(shift) = exp.checked_sub(frac.len() as i64).filter(|s| *s >= 0) else {
+        return false;
+    };
+    let (Ok(digits), Ok(shift)) = (
+        format!("{int}{frac}").parse::<num_bigint::BigInt>(),
+        u32::try_from(shift),
+    ) else {
+        return false;
+    };
+    digits * num_bigint::BigInt::from(10u8).pow(shift) == *n
+}
+
+/// The digits of the first integer of `value` (keys too) past 64 bits
+/// (`units.parse("18446744073709551617")`, a policy's literal, big integer
+/// arithmetic): regorus holds it exactly, as OPA does, but serde_json
+/// would read its digits back as the nearest double, so regent's answer
+/// would write `1.8446744073709552e+19` where OPA writes the digits.
+/// A double (`1e+20`) is not one: what regent writes for it is its own
+/// text, which the number refusals already judge.
+fn wide_integer(value: &regorus::Value) -> Option<String> {
+    match value {
+        regorus::Value::Number(n) => (n.as_i64().is_none()
+            && n.as_u64().is_none()
+            && n.as_big().is_some_and(|b| !written_exactly(&b)))
+        .then(|| n.format_decimal()),
+        regorus::Value::Array(a) => a.iter().find_map(wide_integer),
+        regorus::Value::Set(s) => s.iter().find_map(wide_integer),
+        regorus::Value::Object(o) => o
+            .iter()
+            .find_map(|(k, v)| wide_integer(k).or_else(|| wide_integer(v))),
+        _ => None,
+    }
 }
 
 /// Evaluates the reference `query` (such as `data.tools.x.annotations`) on

@@ -471,6 +471,15 @@ pub(crate) fn check(name: &str, args: &[Value]) -> anyhow::Result<()> {
                 ))
                 .into());
             }
+            // One such number is enough for a builtin that reads its value
+            // (`format_int`, `bits.and`, `round`, `time.add_date`): OPA
+            // reads the exact decimal.
+            if !passes_on(name)
+                && spelled.any(|h| h.lost).is_some()
+                && let Some(h) = args.iter().find_map(|v| spelled.find_where(v, &|h| h.lost))
+            {
+                return Err(Refusal(lost_words(h, name)).into());
+            }
             // A builtin that reads an integer as OPA does, given an integer
             // spelled with an exponent as such an operand: OPA refuses it
             // as not an integer (`IntOperand`), regent would answer. Every
@@ -641,6 +650,73 @@ pub(crate) fn answer_refusal(values: &[Value]) -> Option<String> {
             .find_map(|v| spelled.find_where(v, &|h| h.lost))?;
         Some(lost_words(h, "the rule's value"))
     })
+}
+
+/// Why `what` (an operator, a builtin) refuses its operands `values`: one
+/// is, or holds, a number the request spelled with more digits than
+/// regent holds. OPA computes on its exact decimal
+/// (`4.999999999999999999 * 3` is 14.999999999999999997, `% 2` of
+/// 2^64 + 1 is 1, `format_int` of it in base 16 ends in `1`), regent would
+/// on the nearest double (`5`, 2^64). Matched by value, so the same double from elsewhere refuses too
+/// while the request holds such a number. `None` when nothing was spelled
+/// so, or no operand holds one.
+pub(crate) fn lost_refusal(what: &str, values: &[&Value]) -> Option<String> {
+    in_current(|spelled| {
+        spelled.any(|h| h.lost)?;
+        let h = values
+            .iter()
+            .find_map(|v| spelled.find_where(v, &|h| h.lost))?;
+        Some(lost_words(h, what))
+    })
+}
+
+/// The text the request spelled `v` with, when `v` is a number it spelled
+/// with more digits than regent holds (matched by value: the same double
+/// from elsewhere is found too, which the caller must allow for).
+pub(crate) fn lost_text(v: &Value) -> Option<Box<str>> {
+    in_current(|spelled| match v {
+        Value::Number(_) => spelled.held(v, |h| h.lost).map(|h| h.text.clone()),
+        _ => None,
+    })
+}
+
+/// Builtins that only pick, order, count, test or pass values on: given a
+/// number regent cannot hold, they answer as OPA does unless two numbers
+/// of its double meet ([`meeting`]), and what they pass on is judged
+/// where it is compared or answered. Every other builtin reads the
+/// number's value (`format_int`, `bits.and`, `round`, `time.add_date`,
+/// `array.slice`'s offsets) and refuses it ([`check`]): OPA reads the
+/// exact decimal.
+fn passes_on(name: &str) -> bool {
+    matches!(
+        name,
+        "max"
+            | "min"
+            | "sort"
+            | "count"
+            | "type_name"
+            | "is_number"
+            | "is_string"
+            | "is_boolean"
+            | "is_array"
+            | "is_set"
+            | "is_object"
+            | "is_null"
+            | "array.concat"
+            | "array.reverse"
+            | "object.get"
+            | "object.keys"
+            | "object.union"
+            | "object.union_n"
+            | "object.remove"
+            | "object.filter"
+            | "object.subset"
+            | "json.filter"
+            | "json.remove"
+            | "union"
+            | "intersection"
+            | "walk"
+    )
 }
 
 /// Whether the request this thread evaluates holds a number regent cannot

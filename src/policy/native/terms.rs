@@ -183,6 +183,9 @@ impl Eval<'_> {
                 if undefined(a) || undefined(b) {
                     return Ok(Value::Undefined);
                 }
+                if let Some(why) = crate::policy::spelled::lost_refusal("%", &[a, b]) {
+                    return Err(Stop::Refused(why));
+                }
                 match crate::opa_builtins::numbers::rem(a, b) {
                     Some(Ok((v, regorus_agrees))) => {
                         if !regorus_agrees {
@@ -215,6 +218,27 @@ impl Eval<'_> {
                         }
                     }
                     return Ok(out);
+                }
+                let lost = (
+                    crate::policy::spelled::lost_text(a),
+                    crate::policy::spelled::lost_text(b),
+                );
+                if lost.0.is_some() || lost.1.is_some() {
+                    // OPA computes on the text the request spelled: answered
+                    // only where that and regent's double give one number.
+                    let (x, y) = (lost.0.as_deref(), lost.1.as_deref());
+                    return match crate::opa_builtins::arith::eval_spelled(*op, a, b, x, y) {
+                        Some((v, regorus_agrees)) => {
+                            if !regorus_agrees {
+                                opa_only();
+                            }
+                            Ok(v)
+                        }
+                        None => Err(Stop::Refused(
+                            crate::policy::spelled::lost_refusal(what, &[a, b])
+                                .unwrap_or_else(|| format!("{what}: a number regent cannot hold")),
+                        )),
+                    };
                 }
                 match crate::opa_builtins::arith::eval(*op, a, b) {
                     Ok((v, regorus_agrees)) => {

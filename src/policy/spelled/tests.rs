@@ -499,3 +499,72 @@ fn a_value_holding_a_number_regent_cannot_hold_is_refused() {
     let (pool, _) = pool("x := input.n");
     assert_eq!(pick(&pool, r#"{"n": 0.1}"#).as_deref(), Ok("0.1"));
 }
+
+#[test]
+fn computing_on_a_number_regent_cannot_hold_is_refused_where_opa_would_differ() {
+    // OPA (tests/opa/oracle.py, input text below): `a * 3` is
+    // 14.999999999999999997, `a + 1` is 5.999999999999999999, `n % 2` is 1
+    // (n = 2^64 + 1), `format_int(a, 16)` "4", `bits.and(n, 3)` 1,
+    // `round(a)` 5, `t + 1` is 1.1 (its digits past a double do not show at
+    // OPA's 64 bits). regent holds a as 5.0 and n as 2^64.
+    let input =
+        r#"{"a": 4.999999999999999999, "n": 18446744073709551617, "t": 0.1000000000000000000001}"#;
+    for (rego, what) in [
+        ("x := input.a * 3", "p.rego:2:14: `input.a * 3`"),
+        ("x := input.a + 1", "p.rego:2:14: `input.a + 1`"),
+        ("x := input.n % 2", "%"),
+        ("x := format_int(input.a, 16)", "format_int"),
+        ("x := bits.and(input.n, 3)", "bits.and"),
+        ("x := round(input.a)", "round"),
+        (
+            "x := array.slice([1, 2, 3, 4, 5, 6], 0, input.a)",
+            "array.slice",
+        ),
+    ] {
+        let (pool, native) = pool(rego);
+        assert!(native, "{rego}");
+        let e = pick(&pool, input).expect_err(rego);
+        assert!(
+            e.starts_with(what) && e.contains("the request spelled the number"),
+            "{rego}: {e}"
+        );
+    }
+    // Where the request's text and regent's double give one answer, or the
+    // builtin only counts or picks: answered as OPA does.
+    for (rego, want) in [
+        ("x := input.t + 1", "1.1"),
+        ("x := count([input.a, input.n])", "2"),
+        ("x := max([input.t, 7])", "7"),
+        ("x := is_number(input.n)", "true"),
+    ] {
+        let (pool, native) = pool(rego);
+        assert!(native, "{rego}");
+        assert_eq!(pick(&pool, input).as_deref(), Ok(want), "{rego}");
+    }
+}
+
+#[test]
+fn an_answer_holding_an_integer_past_64_bits_is_refused() {
+    // OPA writes `units.parse("18446744073709551617")` and a literal of 30
+    // digits in full; serde_json, which regent answers with, would read the
+    // digits back as the nearest double (1.8446744073709552e+19).
+    for (rego, digits) in [
+        (
+            "x := units.parse(input.s)",
+            "the integer 18446744073709551617",
+        ),
+        (
+            "x := {\"v\": [123456789012345678901234567890]}",
+            "the integer 123456789012345678901234567890",
+        ),
+    ] {
+        let (pool, _) = pool(rego);
+        let e = pick(&pool, r#"{"s": "18446744073709551617"}"#).expect_err(rego);
+        assert!(
+            e.contains(digits) && e.contains("OPA writes in full"),
+            "{rego}: {e}"
+        );
+    }
+    let (pool, _) = pool("x := units.parse(input.s)");
+    assert_eq!(pick(&pool, r#"{"s": "1Ki"}"#).as_deref(), Ok("1024"));
+}
