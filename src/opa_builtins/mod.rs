@@ -29,6 +29,7 @@ pub(super) mod arith;
 mod encoding;
 pub(super) mod glob;
 mod json;
+mod json_patch;
 pub(crate) use json::{Layout, layout as marshal_layout};
 pub(super) mod numbers;
 pub(super) mod regex;
@@ -66,6 +67,7 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("json.marshal", json::marshal),
     ("json.marshal_with_options", json::marshal_with_options),
     ("json.unmarshal", json::unmarshal),
+    ("json.patch", json_patch::patch),
     ("yaml.unmarshal", yaml::unmarshal),
     ("glob.match", glob::glob_match),
     ("regex.match", regex::regex_match),
@@ -227,6 +229,17 @@ fn replace(a: &[Value]) -> Option<anyhow::Result<Value>> {
     }
     out.push_str(new);
     Some(Ok(Value::from(out)))
+}
+
+/// OPA's error for a call of builtin `name` on `args` where regorus
+/// answered `v` (`json.patch`: undefined, a number key); `None` where
+/// regorus' answer is OPA's. `budget::call` asks it after regorus' own
+/// builtin.
+pub(super) fn after(name: &str, args: &[Value], v: &Value) -> Option<anyhow::Error> {
+    match name {
+        "json.patch" => json_patch::after(args, v),
+        _ => None,
+    }
 }
 
 /// The OPA-compatible answer of builtin `name`, if regorus' differs somewhere.

@@ -568,8 +568,15 @@ pub(crate) fn call(
         return answer;
     }
     let (span, params) = &*PLACEHOLDER;
-    (fcn.0)(span, &params[..args.len()], args, true)
-        .map_err(|e| refuse(super::errors::builtin_message(&e.to_string())))
+    let v = (fcn.0)(span, &params[..args.len()], args, true)
+        .map_err(|e| refuse(super::errors::builtin_message(&e.to_string())))?;
+    // regorus' answer where OPA's is an error (`json.patch`'s undefined
+    // where the patches do not apply): OPA's error, never a silent
+    // undefined.
+    match crate::opa_builtins::after(name, args, &v) {
+        Some(e) => Err(e),
+        None => Ok(v),
+    }
 }
 
 /// The estimate of a size-driving builtin; `None` for one that is not guarded.

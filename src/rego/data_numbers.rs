@@ -58,9 +58,10 @@ pub const TEXT_BUILTINS: &[&str] = &[
 /// `numbers.range_step`, `bits.*`, `round`, `abs`, `format_int`'s number,
 /// `time.*`'s nanoseconds, `json.filter`/`json.remove` paths accept it;
 /// `rand.intn` refuses it too, and regent refuses `rand.intn` at load
-/// (`lint`); so does `json.patch` with it in a path, which regent's build
-/// of regorus lacks (a load error). With the operands (from 0) each reads
-/// so. One list for the data files' numbers ([`check`]) and the
+/// (`lint`). `json.patch` refuses it in a path too (`invalid number type
+/// for indexing`), and so does regent without being listed: it holds such
+/// a number as a double, which regorus' `json.patch` never indexes with
+/// (`opa_builtins::json_patch`). With the operands (from 0) each reads so. One list for the data files' numbers ([`check`]) and the
 /// request's: `policy::budget` shadows each of these with an extension,
 /// so that `policy::spelled::check` sees every call of them in regorus'
 /// interpreter too, not only those regent answers itself.

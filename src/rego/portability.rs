@@ -81,7 +81,7 @@ impl Finding {
     /// for one both evaluators fail closed on (`opa-number-text`), which
     /// stays a warning.
     pub fn regorus(&self) -> bool {
-        ![TEXT_CODE, INDEX_CODE, INTEGER_CODE].contains(&self.diagnostic.code)
+        ![TEXT_CODE, INDEX_CODE, INTEGER_CODE, PATCH_CODE].contains(&self.diagnostic.code)
     }
 }
 
@@ -231,6 +231,11 @@ pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
                             .find(|p| writes_input_number(p, mi, facts))
                         {
                             push(integer_finding(p, &name));
+                        }
+                        if name == "json.patch"
+                            && let Some(p) = params.get(1).and_then(|p| patch_path_input(p))
+                        {
+                            push(patch_finding(p));
                         }
                         let at = match name.as_str() {
                             "regex.match" | "regex.is_valid" | "regex.split" | "regex.find_n" => 0,
@@ -439,6 +444,65 @@ fn integer_finding(operand: &Expr, name: &str) -> Diagnostic {
     )
     .with_help(
         "nothing in the policy makes it portable (regent matches the number by value); have clients send integers without an exponent (`2`, not `2E0`), which both answer alike",
+    )
+}
+
+/// The code of [`patch_finding`].
+const PATCH_CODE: &str = "opa-json-patch-path";
+
+/// Where `json.patch`'s patches (`patches`) may take a `path` or `from`
+/// from the request: a reference into `input` in a patch's `path` or
+/// `from` field, in a patch that is not an object literal, or as the
+/// patches themselves.
+fn patch_path_input(patches: &Expr) -> Option<&Expr> {
+    match patches {
+        Expr::Array { items, .. } | Expr::Set { items, .. } => {
+            items.iter().find_map(|p| match p.as_ref() {
+                Expr::Object { fields, .. } => fields
+                    .iter()
+                    .filter(|(_, k, _)| {
+                        const_string(k).is_some_and(|k| matches!(k.as_str(), "path" | "from"))
+                    })
+                    .find_map(|(_, _, v)| refers_input(v)),
+                other => refers_input(other),
+            })
+        }
+        other => refers_input(other),
+    }
+}
+
+/// The first reference into `input` in `e` or the literals it holds.
+fn refers_input(e: &Expr) -> Option<&Expr> {
+    match e {
+        Expr::Array { items, .. } | Expr::Set { items, .. } => {
+            items.iter().find_map(|x| refers_input(x))
+        }
+        Expr::Object { fields, .. } => fields
+            .iter()
+            .find_map(|(_, k, v)| refers_input(k).or_else(|| refers_input(v))),
+        Expr::RefDot { .. } | Expr::RefBrack { .. } | Expr::Var { .. } => {
+            (path_of(e).first().map(String::as_str) == Some("input")).then_some(e)
+        }
+        _ => None,
+    }
+}
+
+/// `json.patch` given a path from the request: OPA reads an array index
+/// from a number's or a string's text (`2.0`, `"1.0"` and `"/a/1.0"` are
+/// index 1 or 2, `2E0` an error, a number key as spelled), regent from the
+/// number it holds, and fails closed on those (`opa_builtins::json_patch`,
+/// `policy::spelled`): a warning, never a refusal of the tool.
+fn patch_finding(at: &Expr) -> Diagnostic {
+    let n = path_of(at).join(".");
+    Diagnostic::warning(
+        PATCH_CODE,
+        span_location(super::root_span(at)),
+        format!(
+            "`{n}`: `json.patch` takes a patch's path from the request; OPA reads an array index written with a decimal point (`2.0`, `\"1.0\"`, `\"/a/1.0\"`) as the integer and a number key as spelled, where regent fails closed on such a request"
+        ),
+    )
+    .with_help(
+        "have clients send array indexes as integers without a decimal point or exponent (`2`, `\"/a/2\"`), which both answer alike",
     )
 }
 

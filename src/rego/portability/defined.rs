@@ -228,7 +228,6 @@ pub(super) fn is_collection(e: &Expr, bound: &[String], cx: &Cx) -> bool {
                 | "regex.split"
                 | "regex.find_n"
                 | "strings.split"
-                | "json.patch"
                 | "object.union"
                 | "object.filter"
                 | "object.remove"
