@@ -24,6 +24,10 @@
 //!   `input.a[i]`); `to_number(s)` is one when every body of the rule
 //!   matches `s` against a digits-only pattern (`^[0-9]+$`) first
 //!   (`integers::integer_locals`).
+//! - an array built by iterating a set literal of non-constant members
+//!   (`[x | some x in {input.a, input.b}]`, or a local or rule bound to
+//!   one): OPA iterates such a set in an order of its own, neither sorted
+//!   nor as written; an error in both evaluators.
 //! - a constant pattern of a regex builtin whose Go meaning regent does not
 //!   reproduce (`opa_builtins::regex`: a Unicode class by a script or long
 //!   name): every
@@ -82,6 +86,7 @@ impl Finding {
     /// stays a warning.
     pub fn regorus(&self) -> bool {
         ![TEXT_CODE, INDEX_CODE, INTEGER_CODE, PATCH_CODE].contains(&self.diagnostic.code)
+            && !self.diagnostic.is_error()
     }
 }
 
@@ -249,6 +254,33 @@ pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
                             push(regex_finding(p, &what));
                         }
                     }
+                    // `[x | some x in {input.a, input.b}]`: OPA iterates a
+                    // set literal of non-constant members where it is
+                    // written in an order of its own (neither sorted nor
+                    // as written), which neither evaluator reproduces.
+                    Expr::ArrayCompr { query, .. } => {
+                        let mut in_place = None;
+                        for s in &query.stmts {
+                            if let Literal::SomeIn { collection, .. } = &s.literal
+                                && iterated_set_literal(collection, cx)
+                            {
+                                in_place.get_or_insert(collection.clone());
+                            }
+                            if let Literal::Expr { expr, .. } = &s.literal {
+                                Walk::ALL.expr(expr, &mut |x| {
+                                    if let Expr::RefBrack { refr, .. } = x
+                                        && iterated_set_literal(refr, cx)
+                                    {
+                                        in_place.get_or_insert(refr.clone());
+                                    }
+                                    in_place.is_none()
+                                });
+                            }
+                        }
+                        if let Some(set) = in_place {
+                            push(set_literal_finding(&set));
+                        }
+                    }
                     // `x[input.n]`: an array indexed by a number the
                     // request may spell with an exponent (`2E0`).
                     Expr::RefBrack { index, .. } if writes_input_number(index, mi, facts) => {
@@ -275,6 +307,65 @@ pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// Whether `e` is a set literal with a member that is not a constant, or
+/// a local of the rule or a rule of the package whose value is one (OPA
+/// keeps its own order for such a set wherever it goes; one built through
+/// a function or a set operation is not followed).
+fn iterated_set_literal(e: &Expr, cx: &Cx) -> bool {
+    if let Expr::Var { value, .. } = e
+        && let Ok(name) = value.as_string()
+    {
+        if let Some(bound) = cx.assigned.borrow().get(name.as_ref()).cloned() {
+            return literal_of_non_constants(&bound);
+        }
+        return cx.rules.iter().any(|r| {
+            matches!(r.as_ref(), Rule::Spec {
+                head: regorus::unstable::RuleHead::Compr { refr, assign: Some(a), .. },
+                ..
+            } if path_of(refr).first().map(String::as_str) == Some(name.as_ref())
+                && literal_of_non_constants(&a.value))
+        });
+    }
+    literal_of_non_constants(e)
+}
+
+/// Whether `e` is a set literal with a member that is not a constant.
+fn literal_of_non_constants(e: &Expr) -> bool {
+    fn constant(e: &Expr) -> bool {
+        match e {
+            Expr::String { .. }
+            | Expr::RawString { .. }
+            | Expr::Number { .. }
+            | Expr::Bool { .. }
+            | Expr::Null { .. } => true,
+            Expr::Array { items, .. } | Expr::Set { items, .. } => {
+                items.iter().all(|i| constant(i))
+            }
+            Expr::Object { fields, .. } => {
+                fields.iter().all(|(_, k, v)| constant(k) && constant(v))
+            }
+            _ => false,
+        }
+    }
+    // One member has one order.
+    matches!(e, Expr::Set { items, .. } if items.len() > 1 && items.iter().any(|i| !constant(i)))
+}
+
+/// An error in both evaluators: OPA's order for such a set is its own.
+fn set_literal_finding(set: &Expr) -> Diagnostic {
+    let s = set.span().text();
+    Diagnostic::error(
+        "opa-set-literal-order",
+        span_location(set.span()),
+        format!(
+            "`{s}`: an array built by iterating a set literal of non-constant members (`{{input.a, input.b}}`, here or where it is bound); OPA iterates such a set in an order of its own (neither sorted nor as written: `[x | some x in {{input.a, input.b, \"m\"}}]` is `[\"m\", …]`), which regent cannot reproduce"
+        ),
+    )
+    .with_help(
+        "build the set with a comprehension (`{y | some y in [input.a, input.b]}`), which OPA iterates in sorted order as regent does, or iterate the array itself (`[input.a, input.b]`)",
+    )
 }
 
 fn not_finding(span: &Span, guard: &Expr) -> Diagnostic {
