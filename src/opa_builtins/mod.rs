@@ -31,6 +31,7 @@ pub(super) mod glob;
 mod json;
 pub(crate) use json::{Layout, layout as marshal_layout};
 pub(super) mod numbers;
+pub(crate) mod order;
 pub(super) mod regex;
 mod sprintf;
 mod strings;
@@ -81,6 +82,9 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("urlquery.decode", encoding::urlquery_decode),
     ("semver.is_valid", encoding::semver_is_valid),
     ("sprintf", sprintf::sprintf),
+    ("sort", order::sort),
+    ("max", order::max),
+    ("min", order::min),
 ];
 
 /// OPA's error: lowercase, prefixed with the builtin's name, as OPA's are.
