@@ -189,7 +189,17 @@ fn write(out: &mut String, v: &Value, layout: Option<&Layout>, depth: usize) -> 
         Value::Number(_) => out.push_str(&super::sprintf::number_text(v)),
         Value::String(s) => string(out, s),
         Value::Array(a) => list(out, a.iter().map(|e| (None, e)), ('[', ']'), layout, depth)?,
-        Value::Set(s) => list(out, s.iter().map(|e| (None, e)), ('[', ']'), layout, depth)?,
+        // OPA writes a set's members in its order (objects before sets).
+        Value::Set(s) => match super::order::reordered(|| s.iter()) {
+            Some(opa) => list(
+                out,
+                opa.into_iter().map(|e| (None, e)),
+                ('[', ']'),
+                layout,
+                depth,
+            )?,
+            None => list(out, s.iter().map(|e| (None, e)), ('[', ']'), layout, depth)?,
+        },
         Value::Object(o) => {
             // A key that is not a string is written as its (compact) JSON
             // text, and Go sorts the keys as written.

@@ -32,6 +32,7 @@ mod json;
 mod json_patch;
 pub(crate) use json::{Layout, layout as marshal_layout};
 pub(super) mod numbers;
+pub(crate) mod order;
 pub(super) mod regex;
 mod sprintf;
 mod strings;
@@ -83,6 +84,9 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("urlquery.decode", encoding::urlquery_decode),
     ("semver.is_valid", encoding::semver_is_valid),
     ("sprintf", sprintf::sprintf),
+    ("sort", order::sort),
+    ("max", order::max),
+    ("min", order::min),
 ];
 
 /// OPA's error: lowercase, prefixed with the builtin's name, as OPA's are.

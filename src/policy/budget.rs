@@ -685,6 +685,21 @@ mod tests {
         );
     }
 
+    /// regorus' interpreter reaches OPA's order through the installed
+    /// `sort`, `max`, `min` and `json.marshal` (`opa_builtins::order`).
+    #[test]
+    fn regorus_orders_objects_before_sets() {
+        for (rego, opa) in [
+            ("x := sort([set(), {}])", "[{},[]]"),
+            ("x := max([{}, set()])", "[]"),
+            ("x := min({set(), {}})", "{}"),
+            ("x := json.marshal({set(), {}, [1]})", r#""[[1],{},[]]""#),
+            (r#"x := sprintf("%v", [{set(), {}}])"#, r#""{{}, set()}""#),
+        ] {
+            assert_eq!(eval(rego, 1 << 20).unwrap(), opa, "{rego}");
+        }
+    }
+
     #[test]
     fn huge_results_are_refused_before_they_are_built() {
         for rego in [

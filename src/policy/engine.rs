@@ -156,9 +156,13 @@ fn to_json(value: regorus::Value, limits: &Limits) -> Result<Option<Value>, Eval
              integers within 64 bits, or write them as strings (`format_int(n, 10)`)"
         )));
     }
-    serde_json::to_value(&value)
-        .map(Some)
-        .map_err(|e| EvalError::refused(format!("policy produced a value that is not json: {e}")))
+    let mut json = serde_json::to_value(&value).map_err(|e| {
+        EvalError::refused(format!("policy produced a value that is not json: {e}"))
+    })?;
+    // serde writes a set in regorus' order, which puts sets before objects;
+    // OPA writes its members in its own order.
+    crate::opa_builtins::order::fix_json(&value, &mut json);
+    Ok(Some(json))
 }
 
 /// Whether regent's text of the double nearest `n` denotes `n` itself:

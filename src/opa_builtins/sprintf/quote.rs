@@ -11,6 +11,7 @@ use regorus::Value;
 use unicode_general_category::{GeneralCategory as G, get_general_category};
 
 use super::{Out, TEXT_UNKNOWN, Unsure, number_text, text_unknown};
+use crate::opa_builtins::order::sorted;
 
 /// The Rego text of a value, as OPA's `Term.String()` writes it.
 pub(super) fn rego_text(out: &mut String, v: &Value) -> Out<()> {
@@ -35,9 +36,10 @@ pub(super) fn rego_text(out: &mut String, v: &Value) -> Out<()> {
                 out.push_str("set()");
                 return Ok(());
             }
-            check_order(s.iter())?;
+            // OPA writes a set's members, and an object's keys, in its
+            // order (`opa_builtins::order`: objects before sets).
             out.push('{');
-            for (i, e) in s.iter().enumerate() {
+            for (i, e) in sorted(s.iter()).into_iter().enumerate() {
                 if i > 0 {
                     out.push_str(", ");
                 }
@@ -46,9 +48,9 @@ pub(super) fn rego_text(out: &mut String, v: &Value) -> Out<()> {
             out.push('}');
         }
         Value::Object(o) => {
-            check_order(o.keys())?;
             out.push('{');
-            for (i, (k, e)) in o.iter().enumerate() {
+            for (i, k) in sorted(o.keys()).into_iter().enumerate() {
+                let e = o.get(k).unwrap_or(&Value::Undefined);
                 if i > 0 {
                     out.push_str(", ");
                 }
@@ -59,24 +61,6 @@ pub(super) fn rego_text(out: &mut String, v: &Value) -> Out<()> {
             out.push('}');
         }
         Value::Undefined => return Err(Unsure("an undefined value")),
-    }
-    Ok(())
-}
-
-/// OPA orders a collection with its own comparison; regorus' agrees on
-/// elements of one kind, except objects (OPA compares their sorted keys
-/// first) and a mix of sets and objects (ordered apart in OPA).
-fn check_order<'a>(items: impl Iterator<Item = &'a Value>) -> Out<()> {
-    let (mut objects, mut sets) = (0, 0);
-    for v in items {
-        match v {
-            Value::Object(_) => objects += 1,
-            Value::Set(_) => sets += 1,
-            _ => {}
-        }
-    }
-    if objects > 1 || (objects > 0 && sets > 0) {
-        return Err(Unsure("a set or object key of several objects"));
     }
     Ok(())
 }

@@ -220,7 +220,15 @@ impl Eval<'_> {
                 }
             }
             Value::Set(items) => {
-                for item in items.iter() {
+                // OPA iterates a set sorted in its order (objects before
+                // sets), regorus in its own: where they differ, OPA's.
+                let opa = crate::opa_builtins::order::reordered(|| items.iter());
+                if opa.is_some() {
+                    opa_only();
+                }
+                let own = opa.is_none().then(|| items.iter());
+                let members = opa.iter().flatten().copied();
+                for item in members.chain(own.into_iter().flatten()) {
                     self.tick()?;
                     if let Some(k) = key {
                         locals[*k] = item.clone();

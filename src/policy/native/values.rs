@@ -45,71 +45,9 @@ pub(in crate::policy) fn took_opa_only_path() -> bool {
     OPA_ONLY.with(|c| c.replace(false))
 }
 
-/// Whether `v` holds a set anywhere.
-pub(super) fn has_set(v: &Value) -> bool {
-    match v {
-        Value::Set(_) => true,
-        Value::Array(items) => items.iter().any(has_set),
-        Value::Object(fields) => fields.iter().any(|(k, v)| has_set(k) || has_set(v)),
-        _ => false,
-    }
-}
-
-/// OPA's order of values: null, booleans, numbers, strings, arrays,
-/// objects, sets (regorus puts sets before objects); within a kind as
-/// regorus, objects and sets compared by their sorted members.
-pub(super) fn opa_cmp(a: &Value, b: &Value) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
-    fn rank(v: &Value) -> u8 {
-        match v {
-            Value::Null => 0,
-            Value::Bool(_) => 1,
-            Value::Number(_) => 2,
-            Value::String(_) => 3,
-            Value::Array(_) => 4,
-            Value::Object(_) => 5,
-            Value::Set(_) => 6,
-            Value::Undefined => 7,
-        }
-    }
-    fn sorted<'v>(it: impl Iterator<Item = &'v Value>) -> Vec<&'v Value> {
-        let mut v: Vec<&Value> = it.collect();
-        v.sort_by(|x, y| opa_cmp(x, y));
-        v
-    }
-    fn seq(a: &[&Value], b: &[&Value]) -> Ordering {
-        for (x, y) in a.iter().zip(b) {
-            let o = opa_cmp(x, y);
-            if o != Ordering::Equal {
-                return o;
-            }
-        }
-        a.len().cmp(&b.len())
-    }
-    match (a, b) {
-        (Value::Array(x), Value::Array(y)) => {
-            seq(&x.iter().collect::<Vec<_>>(), &y.iter().collect::<Vec<_>>())
-        }
-        (Value::Set(x), Value::Set(y)) => seq(&sorted(x.iter()), &sorted(y.iter())),
-        (Value::Object(x), Value::Object(y)) => {
-            let (kx, ky) = (sorted(x.keys()), sorted(y.keys()));
-            for (&k1, &k2) in kx.iter().zip(&ky) {
-                let o = opa_cmp(k1, k2).then_with(|| {
-                    opa_cmp(
-                        x.get(k1).unwrap_or(&Value::Undefined),
-                        y.get(k2).unwrap_or(&Value::Undefined),
-                    )
-                });
-                if o != Ordering::Equal {
-                    return o;
-                }
-            }
-            kx.len().cmp(&ky.len())
-        }
-        _ if rank(a) != rank(b) => rank(a).cmp(&rank(b)),
-        _ => a.cmp(b),
-    }
-}
+// OPA's order of values (sets after objects) is `opa_builtins::order`'s,
+// which the builtins that order (`sort`, `max`, `min`) answer by too.
+pub(super) use crate::opa_builtins::order::{cmp as opa_cmp, has_set};
 
 /// `base[key]` as regorus indexes: undefined when either is, or the key is
 /// absent.
