@@ -29,6 +29,9 @@ pub(super) mod arith;
 mod encoding;
 pub(super) mod glob;
 mod json;
+mod net;
+mod query;
+mod rfc3339;
 pub(crate) use json::{Layout, layout as marshal_layout};
 pub(super) mod numbers;
 pub(super) mod regex;
@@ -80,6 +83,11 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("urlquery.encode_object", encoding::urlquery_encode_object),
     ("urlquery.decode", encoding::urlquery_decode),
     ("semver.is_valid", encoding::semver_is_valid),
+    ("net.cidr_contains", net::cidr_contains),
+    ("net.cidr_is_valid", net::cidr_is_valid),
+    ("net.cidr_expand", net::cidr_expand),
+    ("time.parse_rfc3339_ns", rfc3339::parse_rfc3339_ns),
+    ("urlquery.decode_object", query::urlquery_decode_object),
     ("sprintf", sprintf::sprintf),
 ];
 
