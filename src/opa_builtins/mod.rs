@@ -26,6 +26,7 @@
 use regorus::Value;
 
 pub(super) mod arith;
+mod bits;
 mod encoding;
 pub(super) mod glob;
 mod json;
@@ -87,6 +88,12 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("net.cidr_is_valid", net::cidr_is_valid),
     ("net.cidr_expand", net::cidr_expand),
     ("time.parse_rfc3339_ns", rfc3339::parse_rfc3339_ns),
+    ("bits.and", bits::and),
+    ("bits.or", bits::or),
+    ("bits.xor", bits::xor),
+    ("bits.negate", bits::negate),
+    ("bits.lsh", bits::lsh),
+    ("bits.rsh", bits::rsh),
     ("urlquery.decode_object", query::urlquery_decode_object),
     ("sprintf", sprintf::sprintf),
 ];
