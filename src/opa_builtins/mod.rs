@@ -26,6 +26,7 @@
 use regorus::Value;
 
 pub(super) mod arith;
+mod base64;
 mod bits;
 mod encoding;
 pub(super) mod glob;
@@ -88,6 +89,7 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("net.cidr_is_valid", net::cidr_is_valid),
     ("net.cidr_expand", net::cidr_expand),
     ("time.parse_rfc3339_ns", rfc3339::parse_rfc3339_ns),
+    ("base64.decode", base64::decode),
     ("bits.and", bits::and),
     ("bits.or", bits::or),
     ("bits.xor", bits::xor),
