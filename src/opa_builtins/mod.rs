@@ -26,10 +26,15 @@
 use regorus::Value;
 
 pub(super) mod arith;
+mod base64;
+mod bits;
 mod encoding;
 pub(super) mod glob;
 mod json;
 mod json_patch;
+mod net;
+mod query;
+mod rfc3339;
 pub(crate) use json::{Layout, layout as marshal_layout};
 pub(super) mod numbers;
 pub(crate) mod order;
@@ -83,6 +88,18 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("urlquery.encode_object", encoding::urlquery_encode_object),
     ("urlquery.decode", encoding::urlquery_decode),
     ("semver.is_valid", encoding::semver_is_valid),
+    ("net.cidr_contains", net::cidr_contains),
+    ("net.cidr_is_valid", net::cidr_is_valid),
+    ("net.cidr_expand", net::cidr_expand),
+    ("time.parse_rfc3339_ns", rfc3339::parse_rfc3339_ns),
+    ("base64.decode", base64::decode),
+    ("bits.and", bits::and),
+    ("bits.or", bits::or),
+    ("bits.xor", bits::xor),
+    ("bits.negate", bits::negate),
+    ("bits.lsh", bits::lsh),
+    ("bits.rsh", bits::rsh),
+    ("urlquery.decode_object", query::urlquery_decode_object),
     ("sprintf", sprintf::sprintf),
     ("sort", order::sort),
     ("max", order::max),
