@@ -82,27 +82,39 @@ pub(crate) fn eval(op: Op, a: &Value, b: &Value) -> Result<(Value, bool), Declin
     Ok((value, agrees))
 }
 
-/// [`eval`] where an operand is a number the request spelled with more
-/// digits than regent holds, given as that text (`a_text`, `b_text`):
-/// OPA computes on the text, regent cannot tell the operand from the same
-/// double from elsewhere (the policy's `0.1`), so it answers only where
-/// both give one number (`0.1000000000000000000001 + 1` is `1.1` either
-/// way at OPA's 64 bits; `4.999999999999999999 * 3` is not, `None`).
+/// [`eval`] where an operand may be a number the request spelled with
+/// more digits than regent holds, given as the texts it may stand for
+/// (`a_texts`, `b_texts`; regent matches by value, so each operand may as
+/// well be its own double): OPA computes on the text, so regent answers
+/// only where every reading gives its own number
+/// (`0.1000000000000000000001 + 1` is `1.1` either way at OPA's 64 bits;
+/// `4.999999999999999999 * 3` is not, nor `4.999999999999999999 / 5` with
+/// the `5` read as that text or as 5), `None` otherwise.
 pub(crate) fn eval_spelled(
     op: Op,
     a: &Value,
     b: &Value,
-    a_text: Option<&str>,
-    b_text: Option<&str>,
+    a_texts: &[Box<str>],
+    b_texts: &[Box<str>],
 ) -> Option<(Value, bool)> {
     let mine = eval(op, a, b).ok()?;
-    let spelled = |v: &Value, text: Option<&str>| match text {
-        Some(t) => decimal(t),
-        None => operand(v).ok(),
+    let readings = |v: &Value, texts: &[Box<str>]| -> Option<Vec<(bool, BigUint, i64)>> {
+        let mut out = vec![operand(v).ok()?];
+        for t in texts {
+            out.push(decimal(t)?);
+        }
+        Some(out)
     };
-    let theirs = opa_text(op, &spelled(a, a_text)?, &spelled(b, b_text)?).ok()?;
-    let theirs = held(&theirs)?;
-    (theirs == mine.0 && number_text(&theirs) == number_text(&mine.0)).then_some(mine)
+    let (xs, ys) = (readings(a, a_texts)?, readings(b, b_texts)?);
+    for x in &xs {
+        for y in &ys {
+            let theirs = held(&opa_text(op, x, y).ok()?)?;
+            if theirs != mine.0 || number_text(&theirs) != number_text(&mine.0) {
+                return None;
+            }
+        }
+    }
+    Some(mine)
 }
 
 /// OPA's text of `x op y`, the operands given as decimals.

@@ -670,14 +670,23 @@ pub(crate) fn lost_refusal(what: &str, values: &[&Value]) -> Option<String> {
     })
 }
 
-/// The text the request spelled `v` with, when `v` is a number it spelled
-/// with more digits than regent holds (matched by value: the same double
-/// from elsewhere is found too, which the caller must allow for).
-pub(crate) fn lost_text(v: &Value) -> Option<Box<str>> {
+/// The texts of the numbers the request spelled with more digits than
+/// regent holds that regent holds as `v` (matched by value: `v` may as well
+/// be the same double from elsewhere, `5` for `4.999999999999999999`, which
+/// the caller must allow for); none when `v` is no such number.
+pub(crate) fn lost_texts(v: &Value) -> Vec<Box<str>> {
     in_current(|spelled| match v {
-        Value::Number(_) => spelled.held(v, |h| h.lost).map(|h| h.text.clone()),
+        Value::Number(_) => Some(
+            spelled
+                .numbers
+                .iter()
+                .filter(|h| h.lost && h.held == *v)
+                .map(|h| h.text.clone())
+                .collect(),
+        ),
         _ => None,
     })
+    .unwrap_or_default()
 }
 
 /// Builtins that only pick, order, count, test or pass values on: given a

@@ -220,14 +220,16 @@ impl Eval<'_> {
                     return Ok(out);
                 }
                 let lost = (
-                    crate::policy::spelled::lost_text(a),
-                    crate::policy::spelled::lost_text(b),
+                    crate::policy::spelled::lost_texts(a),
+                    crate::policy::spelled::lost_texts(b),
                 );
-                if lost.0.is_some() || lost.1.is_some() {
+                if !lost.0.is_empty() || !lost.1.is_empty() {
                     // OPA computes on the text the request spelled: answered
-                    // only where that and regent's double give one number.
-                    let (x, y) = (lost.0.as_deref(), lost.1.as_deref());
-                    return match crate::opa_builtins::arith::eval_spelled(*op, a, b, x, y) {
+                    // only where every text the operands may stand for gives
+                    // regent's number.
+                    return match crate::opa_builtins::arith::eval_spelled(
+                        *op, a, b, &lost.0, &lost.1,
+                    ) {
                         Some((v, regorus_agrees)) => {
                             if !regorus_agrees {
                                 opa_only();

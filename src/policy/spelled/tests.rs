@@ -507,11 +507,11 @@ fn computing_on_a_number_regent_cannot_hold_is_refused_where_opa_would_differ() 
     // (n = 2^64 + 1), `format_int(a, 16)` "4", `bits.and(n, 3)` 1,
     // `round(a)` 5, `t + 1` is 1.1 (its digits past a double do not show at
     // OPA's 64 bits). regent holds a as 5.0 and n as 2^64.
-    let input =
-        r#"{"a": 4.999999999999999999, "n": 18446744073709551617, "t": 0.1000000000000000000001}"#;
+    let input = r#"{"a": 4.999999999999999999, "b": 5, "n": 18446744073709551617, "t": 0.1000000000000000000001}"#;
     for (rego, what) in [
         ("x := input.a * 3", "p.rego:2:14: `input.a * 3`"),
         ("x := input.a + 1", "p.rego:2:14: `input.a + 1`"),
+        ("x := input.a / input.b", "p.rego:2:14: `input.a / input.b`"),
         ("x := input.n % 2", "%"),
         ("x := format_int(input.a, 16)", "format_int"),
         ("x := bits.and(input.n, 3)", "bits.and"),
