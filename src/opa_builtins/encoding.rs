@@ -89,32 +89,9 @@ pub(super) fn urlquery_decode(a: &[Value]) -> Option<anyhow::Result<Value>> {
     let Value::String(s) = &a[0] else {
         return None;
     };
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' => {
-                let hex = |j: usize| b.get(j).and_then(|c| (*c as char).to_digit(16));
-                let (Some(h), Some(l)) = (hex(i + 1), hex(i + 2)) else {
-                    let end = (i + 3).min(b.len());
-                    let bad = String::from_utf8_lossy(&b[i..end]);
-                    return Some(Err(anyhow::anyhow!(
-                        "urlquery.decode: invalid URL escape {bad:?}"
-                    )));
-                };
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    Some(Ok(Value::from(super::strings::go_string(&out))))
+    Some(
+        super::query::unescape(s)
+            .map(Value::from)
+            .map_err(|e| anyhow::anyhow!("urlquery.decode: {e}")),
+    )
 }

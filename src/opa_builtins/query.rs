@@ -53,8 +53,8 @@ pub(super) fn urlquery_decode_object(a: &[Value]) -> Option<anyhow::Result<Value
 }
 
 /// Go's `url.QueryUnescape`; bytes that are not UTF-8 come out as one
-/// U+FFFD each, as OPA writes them.
-fn unescape(s: &str) -> Result<String, String> {
+/// U+FFFD each, as OPA writes them. `urlquery.decode` is this too.
+pub(super) fn unescape(s: &str) -> Result<String, String> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
