@@ -93,14 +93,15 @@ fn count(name: &str, a: &[Value]) -> Result<u64, Option<anyhow::Result<Value>>> 
     })
 }
 
+/// A shift's value and count, or OPA's error for either.
+fn shift(name: &str, a: &[Value]) -> Result<(i64, u64), Option<anyhow::Result<Value>>> {
+    Ok((operand(name, a, 0)?, count(name, a)?))
+}
+
 pub(super) fn lsh(a: &[Value]) -> Option<anyhow::Result<Value>> {
     let name = "bits.lsh";
-    let x = match operand(name, a, 0) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
-    let s = match count(name, a) {
-        Ok(s) => s,
+    let (x, s) = match shift(name, a) {
+        Ok(xs) => xs,
         Err(e) => return e,
     };
     if x == 0 {
@@ -116,13 +117,8 @@ pub(super) fn lsh(a: &[Value]) -> Option<anyhow::Result<Value>> {
 
 /// An arithmetic shift, as `big.Int.Rsh` rounds toward minus infinity.
 pub(super) fn rsh(a: &[Value]) -> Option<anyhow::Result<Value>> {
-    let name = "bits.rsh";
-    let x = match operand(name, a, 0) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
-    let s = match count(name, a) {
-        Ok(s) => s,
+    let (x, s) = match shift("bits.rsh", a) {
+        Ok(xs) => xs,
         Err(e) => return e,
     };
     Some(Ok(Value::from(x >> s.min(63))))

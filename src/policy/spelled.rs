@@ -216,6 +216,15 @@ impl Spelled {
         self.numbers.iter().find(|h| keep(h))
     }
 
+    /// The first number of `values` (any depth, keys too) that regent
+    /// cannot hold; at once `None` when the request spelled none.
+    fn lost_in<'v>(&self, values: impl IntoIterator<Item = &'v Value>) -> Option<&Hand> {
+        self.any(|h| h.lost)?;
+        values
+            .into_iter()
+            .find_map(|v| self.find_where(v, &|h| h.lost))
+    }
+
     /// The first number of `v` (any depth, keys too) spelled by hand and
     /// kept by `keep`.
     fn find_where(&self, v: &Value, keep: &dyn Fn(&Hand) -> bool) -> Option<&Hand> {
@@ -475,8 +484,7 @@ pub(crate) fn check(name: &str, args: &[Value]) -> anyhow::Result<()> {
             // (`format_int`, `bits.and`, `round`, `time.add_date`): OPA
             // reads the exact decimal.
             if !passes_on(name)
-                && spelled.any(|h| h.lost).is_some()
-                && let Some(h) = args.iter().find_map(|v| spelled.find_where(v, &|h| h.lost))
+                && let Some(h) = spelled.lost_in(args)
             {
                 return Err(Refusal(lost_words(h, name)).into());
             }
@@ -643,13 +651,7 @@ pub(crate) fn member_refusal(what: &str, v: &Value) -> Option<String> {
 /// ([`regorus_lost_refusal`]). `None` when nothing was spelled so, or the
 /// values hold none.
 pub(crate) fn answer_refusal(values: &[Value]) -> Option<String> {
-    in_current(|spelled| {
-        spelled.any(|h| h.lost)?;
-        let h = values
-            .iter()
-            .find_map(|v| spelled.find_where(v, &|h| h.lost))?;
-        Some(lost_words(h, "the rule's value"))
-    })
+    lost_refusal("the rule's value", values)
 }
 
 /// Why `what` (an operator, a builtin) refuses its operands `values`: one
@@ -660,14 +662,11 @@ pub(crate) fn answer_refusal(values: &[Value]) -> Option<String> {
 /// on the nearest double (`5`, 2^64). Matched by value, so the same double from elsewhere refuses too
 /// while the request holds such a number. `None` when nothing was spelled
 /// so, or no operand holds one.
-pub(crate) fn lost_refusal(what: &str, values: &[&Value]) -> Option<String> {
-    in_current(|spelled| {
-        spelled.any(|h| h.lost)?;
-        let h = values
-            .iter()
-            .find_map(|v| spelled.find_where(v, &|h| h.lost))?;
-        Some(lost_words(h, what))
-    })
+pub(crate) fn lost_refusal<'v>(
+    what: &str,
+    values: impl IntoIterator<Item = &'v Value>,
+) -> Option<String> {
+    in_current(|spelled| Some(lost_words(spelled.lost_in(values)?, what)))
 }
 
 /// The texts of the numbers the request spelled with more digits than

@@ -183,7 +183,7 @@ impl Eval<'_> {
                 if undefined(a) || undefined(b) {
                     return Ok(Value::Undefined);
                 }
-                if let Some(why) = crate::policy::spelled::lost_refusal("%", &[a, b]) {
+                if let Some(why) = crate::policy::spelled::lost_refusal("%", [a, b]) {
                     return Err(Stop::Refused(why));
                 }
                 match crate::opa_builtins::numbers::rem(a, b) {
@@ -237,7 +237,7 @@ impl Eval<'_> {
                             Ok(v)
                         }
                         None => Err(Stop::Refused(
-                            crate::policy::spelled::lost_refusal(what, &[a, b])
+                            crate::policy::spelled::lost_refusal(what, [a, b])
                                 .unwrap_or_else(|| format!("{what}: a number regent cannot hold")),
                         )),
                     };
