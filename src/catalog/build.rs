@@ -98,10 +98,26 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
     // the cores it leaves idle. Their findings are taken in the order they
     // always were (the sort at the end keeps the order of findings at one
     // place).
-    let (cycles, found) = crate::par::join(
+    let (cycles, (found, number_refs)) = crate::par::join(
         || rego::recursion(&modules),
-        || rego::portability::check(&modules, &facts),
+        || {
+            (
+                rego::portability::check(&modules, &facts),
+                rego::portability::number_references(&modules, &facts),
+            )
+        },
     );
+    // Where each tool package's modules (a library's under "") first
+    // refer to a request's value that may be a number: a tool whose
+    // modules never do need not look at the request's numbers.
+    let mut number_reads: HashMap<&str, (Location, String)> = HashMap::new();
+    for (m, found) in modules.iter().zip(number_refs) {
+        if let Some(found) = found {
+            number_reads
+                .entry(owner_of(&m.package).unwrap_or(""))
+                .or_insert(found);
+        }
+    }
     let findings_only = || {
         crate::par::join(
             || rego::reserved_meta(&modules, &claimed),
@@ -211,6 +227,7 @@ pub fn build_partial(source: &Source, opts: &BuildOptions) -> (Catalog, Diagnost
         all: &policies,
         parsed_all,
         portability: &portability,
+        number_reads: &number_reads,
         base: &base,
         library: &library,
         library_modules: &library_modules,
@@ -487,6 +504,10 @@ struct Shared<'a> {
     parsed_all: bool,
     /// `rego/portability`'s findings, by the tool package that owns them.
     portability: &'a HashMap<&'a str, Vec<rego::portability::Finding>>,
+    /// Where each tool package's modules (the library's under "") first
+    /// refer to a request's value that may be a number
+    /// (`rego::portability::number_references`).
+    number_reads: &'a HashMap<&'a str, (Location, String)>,
     base: &'a std::sync::Arc<regorus::Engine>,
     library: &'a [(&'a str, &'a str)],
     /// The base's modules, parsed (`policy::Recipe::library`).

@@ -65,9 +65,9 @@
 //! and is answered. Two numbers of one double also meet where a value is
 //! picked, ordered, merged or looked up (OPA: `max([n, 0.1])` is `n`,
 //! `count({n, 0.1})` 2, `{0.1: "x"}[n]` undefined): [`check`] refuses a
-//! builtin whose arguments hold two numbers of such a number's double
-//! ([`meeting`]; coarser than needed for the few builtins that cannot tell
-//! them apart, `sum`), and natively a set or object being built that meets
+//! builtin that picks, orders, finds or merges (`max`, `object.get`:
+//! `rego::data_numbers::MEETS`) whose arguments hold two numbers of such
+//! a number's double ([`meeting`]), and natively a set or object being built that meets
 //! one again, or a key lookup that finds one, refuses ([`member_refusal`],
 //! `native::terms`, `native::rules`); on regorus the coarse refusal above
 //! covers them. A native answer whose value holds such a number (the
@@ -437,6 +437,26 @@ pub fn with<R>(spelled: Option<&Arc<Spelled>>, f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// Runs `f` without the numbers of the request this thread evaluates: for
+/// rules that never refer to a request's value that may be a number
+/// (`policy::EnginePool::with_request_numbers`), which no number of the
+/// request can meet.
+pub fn without<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Arc<Spelled>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let before = self.0.take();
+            CURRENT.with(|c| *c.borrow_mut() = before);
+        }
+    }
+    let before = CURRENT.with(|c| c.borrow_mut().take());
+    if before.is_none() {
+        return f();
+    }
+    let _restore = Restore(before);
+    f()
+}
+
 /// The builtins that write a number's text (the same list `rego/data_numbers`
 /// reports data numbers for).
 fn writes_text(name: &str) -> bool {
@@ -472,8 +492,11 @@ pub(crate) fn check(name: &str, args: &[Value]) -> anyhow::Result<()> {
         if !writes_text(name) {
             // Two numbers of the arguments that are one double to regent,
             // one of them a number it cannot hold: OPA, holding both
-            // exactly, may pick, order, find or merge them otherwise.
-            if let Some(h) = meeting(spelled, args) {
+            // exactly, may pick, order, find or merge them otherwise
+            // (`count` of an array counts both alike).
+            if crate::rego::data_numbers::MEETS.contains(&name)
+                && let Some(h) = meeting(spelled, args)
+            {
                 return Err(Refusal(lost_words(
                     h,
                     &format!("{name}, given two numbers regent holds as one double"),

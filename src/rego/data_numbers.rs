@@ -49,6 +49,30 @@ pub const TEXT_BUILTINS: &[&str] = &[
     "strings.render_template",
 ];
 
+/// Builtins that pick, order, find or merge values (`max`, `sort`,
+/// `object.get`, `union`): given two numbers that are one double to regent
+/// and two exact decimals to OPA (`0.1000000000000000000001` and `0.1`),
+/// OPA tells them apart where regent cannot. `policy::spelled` refuses
+/// such a call; `rego/portability` warns where a request's number may
+/// meet one. Builtins that only count, test or pass values on (`count`,
+/// `is_number`, `array.concat`) are not here: the two numbers reach an
+/// answer or a comparison, which is judged where it is.
+pub const MEETS: &[&str] = &[
+    "max",
+    "min",
+    "sort",
+    "object.get",
+    "object.union",
+    "object.union_n",
+    "object.remove",
+    "object.filter",
+    "object.subset",
+    "json.filter",
+    "json.remove",
+    "union",
+    "intersection",
+];
+
 /// Builtins that read an operand as an integer as OPA does
 /// (`builtins.IntOperand`): given an integer spelled with an exponent
 /// (`2E0`) they answer an error in OPA (`must be integer number`;

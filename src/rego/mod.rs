@@ -268,7 +268,7 @@ pub(super) fn const_string(e: &Expr) -> Option<String> {
 }
 
 /// The span of the first component of a reference.
-pub(super) fn root_span(e: &Expr) -> &Span {
+pub(crate) fn root_span(e: &Expr) -> &Span {
     match e {
         Expr::RefDot { refr, .. } | Expr::RefBrack { refr, .. } => root_span(refr),
         other => other.span(),

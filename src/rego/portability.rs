@@ -33,6 +33,11 @@
 //!   name): every
 //!   evaluation of it fails closed, in both evaluators.
 //!
+//! - a reference into `input` that may be a number past a double's
+//!   digits (`18446744073709551617`) where its exact value decides the
+//!   answer (`lost`): both evaluators fail closed on such a request, so
+//!   it is a warning only.
+//!
 //! Each finding is a located diagnostic; whether it is a warning (the rule
 //! runs natively, which answers as OPA) or a load error (it runs on
 //! regorus) is the build's call.
@@ -41,8 +46,8 @@
 //! asks is one family per file: `guards` (what OPA evaluates before a
 //! `not`), `defined` (may an expression be undefined, is it a collection:
 //! `not`, `in`, `some … in`), `sets` (`<`, `>` over sets), `integers`
-//! (`+ - * /` on integers), over `facts` (the schemas and data) and
-//! `locals` (what a rule binds).
+//! (`+ - * /` on integers), `lost` (numbers past a double), over `facts`
+//! (the schemas and data) and `locals` (what a rule binds).
 
 use regorus::unstable::{ArithOp, BoolOp, Expr, Literal, Query, Ref, Rule, Span};
 
@@ -59,6 +64,7 @@ mod facts;
 mod guards;
 mod integers;
 mod locals;
+mod lost;
 mod sets;
 
 use defined::{Cx, is_collection, may_be_undefined};
@@ -67,6 +73,7 @@ pub use guards::not_guards;
 use integers::{integer_locals, may_be_fraction};
 use locals::{assignments, var_name};
 pub(super) use locals::{bound_names, walk_queries};
+pub use lost::number_references;
 use sets::may_hold_set;
 
 /// One construct regent flags, in a rule of a package.
@@ -85,7 +92,8 @@ impl Finding {
     /// for one both evaluators fail closed on (`opa-number-text`), which
     /// stays a warning.
     pub fn regorus(&self) -> bool {
-        ![TEXT_CODE, INDEX_CODE, INTEGER_CODE, PATCH_CODE].contains(&self.diagnostic.code)
+        ![TEXT_CODE, INDEX_CODE, INTEGER_CODE, PATCH_CODE, lost::CODE]
+            .contains(&self.diagnostic.code)
             && !self.diagnostic.is_error()
     }
 }
@@ -190,7 +198,27 @@ pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
                 }
             };
             walk_queries(rule, &mut query);
+            // A number the request may spell past a double: once per
+            // rule and reference.
+            let mut lost_seen = std::collections::HashSet::new();
+            if let Some((n, d)) = lost::answer(rule, mi, facts)
+                && lost_seen.insert(n)
+            {
+                push(d);
+            }
             Walk::ALL.rule(rule, &mut |e| {
+                let on_integers = |x: &Expr| match x {
+                    Expr::ArithExpr { lhs, rhs, .. } => {
+                        !may_be_fraction(lhs, mi, facts, &ints)
+                            && !may_be_fraction(rhs, mi, facts, &ints)
+                    }
+                    _ => false,
+                };
+                if let Some((n, d)) = lost::site(e, mi, facts, on_integers)
+                    && lost_seen.insert(n)
+                {
+                    push(d);
+                }
                 match e {
                     Expr::BoolExpr {
                         op: BoolOp::Lt | BoolOp::Le | BoolOp::Gt | BoolOp::Ge,

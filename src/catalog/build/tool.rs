@@ -12,7 +12,7 @@ use super::engine::{Own, ToolEngine, tool_engine};
 use super::rules::{compile_rules, reserved_meta};
 use super::{PolicyFile, Shared};
 use crate::catalog::{BuildOptions, Tool, hints::Hints, resolvers, run, schema, schema_keywords};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Location};
 use crate::policy::engine::{self as policy, EnginePool, Step};
 use crate::source::{ToolDecl, ToolSource, YamlPath};
 
@@ -28,6 +28,7 @@ pub(super) fn compile_tool(
         all,
         parsed_all,
         portability,
+        number_reads,
         base,
         library,
         library_modules,
@@ -256,6 +257,27 @@ pub(super) fn compile_tool(
                     }
                 }
                 let pool = pool.with_flagged(flagged);
+                // Where the tool's modules first refer to a request's value
+                // that may be a number. None: no number of the request can
+                // meet its rules, so its evaluations need not look at how
+                // the request spelled them.
+                let number_read = packages
+                    .iter()
+                    .flatten()
+                    .map(|pkg| pkg.as_str())
+                    .chain([""])
+                    .find_map(|pkg| number_reads.get(pkg));
+                // YAML rules compile into a module of their own
+                // (`rego::generate`), which compares arguments with the
+                // `when` values: taken as reading them.
+                let pool = pool.with_request_numbers(
+                    number_read.is_some() || !rules.is_empty() || !resolver_rules.is_empty(),
+                );
+                if let Some((at, reference)) = number_read
+                    && !pool.is_native(enforced.iter().copied())
+                {
+                    warnings.push(regorus_numbers_finding(&decl.name, at, reference));
+                }
                 // Where the tool's modules index with a computed key, which
                 // a number spelled `2E0` could be: what regorus evaluates
                 // for a request holding one fails closed.
@@ -478,4 +500,21 @@ fn missing_package(
         format!("{key} package `{pkg}` is not defined by any .rego file"),
     )
     .with_help(help)
+}
+
+/// A tool whose policy runs on regorus and reads a request's value that
+/// may be a number (`reference`, first at `at`): regorus compares where
+/// regent cannot watch, so a request holding a number past a double's
+/// digits is refused whole (`policy::spelled::regorus_lost_refusal`).
+fn regorus_numbers_finding(tool: &str, at: &Location, reference: &str) -> Diagnostic {
+    Diagnostic::warning(
+        "opa-number-lost",
+        at.clone(),
+        format!(
+            "`{reference}` may be or hold a number the request spells with more digits than a double holds (`18446744073709551617`, `4.999999999999999999`); tool `{tool}` runs its policy on regorus, where regent cannot see which comparisons meet such a number, so it fails closed on any request holding one, where OPA answers on the exact decimal"
+        ),
+    )
+    .with_help(
+        "clients that send at most 17 significant digits and integers within ±2^53 are answered as OPA answers; a policy regent evaluates natively refuses only where such a number decides the answer",
+    )
 }

@@ -45,6 +45,15 @@ pub struct EnginePool {
     /// inside regorus' interpreter, so a request holding such a number
     /// evaluated there fails closed (`policy::spelled::regorus_index_refusal`).
     computed_index: Option<String>,
+    /// Whether the tool's modules refer to a request's value that may be
+    /// a number (`rego::portability::number_references`, found once at
+    /// load). When they do not, no number of the request can meet its
+    /// rules, so they are evaluated without the request's numbers spelled
+    /// by hand (`policy::spelled::without`): a number regent cannot hold
+    /// refuses nothing there, as it meets nothing in OPA either
+    /// (`count(input.arguments.s) == 5` beside an unread
+    /// `4.999999999999999999`).
+    request_numbers: bool,
 }
 
 impl EnginePool {
@@ -61,6 +70,7 @@ impl EnginePool {
             native: None,
             flagged: None,
             computed_index: None,
+            request_numbers: true,
         }
     }
 
@@ -78,6 +88,14 @@ impl EnginePool {
     /// answered by regorus (a plan that runs there, or native's fallback).
     pub fn with_computed_index(mut self, at: Option<String>) -> EnginePool {
         self.computed_index = at;
+        self
+    }
+
+    /// Notes whether the tool's modules refer to a request's value that
+    /// may be a number (found once at load); `false` evaluates them without
+    /// the request's numbers spelled by hand.
+    pub fn with_request_numbers(mut self, read: bool) -> EnginePool {
+        self.request_numbers = read;
         self
     }
 
@@ -188,6 +206,20 @@ impl EnginePool {
     /// Evaluates each rule of `rules` with `input` on one engine, returning
     /// each value as JSON (`None` when undefined).
     pub fn eval<'r>(
+        &self,
+        steps: impl IntoIterator<Item = &'r Step> + Clone,
+        input: regorus::Value,
+    ) -> Result<Vec<Option<Value>>, EvalError> {
+        if self.request_numbers {
+            self.eval_as_read(steps, input)
+        } else {
+            crate::policy::spelled::without(|| self.eval_as_read(steps, input))
+        }
+    }
+
+    /// [`EnginePool::eval`] with the request's numbers as the thread holds
+    /// them.
+    fn eval_as_read<'r>(
         &self,
         steps: impl IntoIterator<Item = &'r Step> + Clone,
         input: regorus::Value,

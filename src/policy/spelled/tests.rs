@@ -534,6 +534,8 @@ fn computing_on_a_number_regent_cannot_hold_is_refused_where_opa_would_differ() 
     for (rego, want) in [
         ("x := input.t + 1", "1.1"),
         ("x := count([input.a, input.n])", "2"),
+        ("x := count([input.t, 0.1])", "2"),
+        ("x := type_name([input.t, 0.1])", "\"array\""),
         ("x := max([input.t, 7])", "7"),
         ("x := is_number(input.n)", "true"),
     ] {
