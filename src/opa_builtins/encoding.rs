@@ -83,12 +83,15 @@ pub(super) fn semver_is_valid(a: &[Value]) -> Option<anyhow::Result<Value>> {
 }
 
 /// `json.is_valid(x)`: `false` in OPA for anything but a string, where
-/// regorus raises a type error; a string is regorus' answer.
+/// regorus raises a type error; a string is Go's `json.Valid`, which takes
+/// a lone UTF-16 surrogate escape (`"\ud800"`) that regorus' parser
+/// refuses.
 pub(super) fn json_is_valid(a: &[Value]) -> Option<anyhow::Result<Value>> {
-    match &a[0] {
-        Value::String(_) => None,
-        _ => Some(Ok(Value::from(false))),
-    }
+    let Value::String(s) = &a[0] else {
+        return Some(Ok(Value::from(false)));
+    };
+    let paired = super::json::pair_surrogates(s)?;
+    Some(Ok(Value::from(Value::from_json_str(&paired).is_ok())))
 }
 
 /// `yaml.is_valid(x)`: `false` in OPA for anything but a string, where
