@@ -59,6 +59,7 @@ mod facts;
 mod guards;
 mod integers;
 mod locals;
+mod parse;
 mod sets;
 
 use defined::{Cx, is_collection, may_be_undefined};
@@ -85,7 +86,14 @@ impl Finding {
     /// for one both evaluators fail closed on (`opa-number-text`), which
     /// stays a warning.
     pub fn regorus(&self) -> bool {
-        ![TEXT_CODE, INDEX_CODE, INTEGER_CODE, PATCH_CODE].contains(&self.diagnostic.code)
+        ![
+            TEXT_CODE,
+            INDEX_CODE,
+            INTEGER_CODE,
+            PATCH_CODE,
+            parse::PARSE_CODE,
+        ]
+        .contains(&self.diagnostic.code)
             && !self.diagnostic.is_error()
     }
 }
@@ -236,6 +244,9 @@ pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
                             .find(|p| writes_input_number(p, mi, facts))
                         {
                             push(integer_finding(p, &name));
+                        }
+                        if let Some(d) = parse::parse_finding(&name, params, mi, facts) {
+                            push(d);
                         }
                         if name == "json.patch"
                             && let Some(p) = params.get(1).and_then(|p| patch_path_input(p))
