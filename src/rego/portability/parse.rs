@@ -19,9 +19,10 @@ use crate::rego::{path_of, root_span, span_location};
 pub(super) const PARSE_CODE: &str = "opa-number-parse";
 
 /// The pattern a text is checked against before `to_number`, so that both
-/// evaluators answer alike: an integer of at most 15 digits without a
-/// leading zero, with at most six decimals that do not end in zero.
-pub(super) const PORTABLE_NUMBER: &str = r"^-?(0|[1-9][0-9]{0,14})(\.[0-9]{0,5}[1-9])?$";
+/// evaluators answer alike: an integer without a
+/// leading zero, of at most nine digits and six decimals that do not end
+/// in zero (15 significant digits at most, which regent holds exactly).
+pub(super) const PORTABLE_NUMBER: &str = r"^-?(0|[1-9][0-9]{0,8})(\.[0-9]{0,5}[1-9])?$";
 
 /// The finding for a call of builtin `name` on `params`, when its text
 /// operand may be a string of the request.

@@ -22,6 +22,6 @@ deny contains "many" if to_number(input.arguments.count) > 10
 
 deny contains "checked" if {
 	s := input.arguments.checked
-	regex.match(`^-?(0|[1-9][0-9]{0,14})(\.[0-9]{0,5}[1-9])?$`, s)
+	regex.match(`^-?(0|[1-9][0-9]{0,8})(\.[0-9]{0,5}[1-9])?$`, s)
 	to_number(s) > 5
 }
