@@ -1,5 +1,6 @@
-//! `urlquery.encode`, `urlquery.encode_object`, `urlquery.decode` and
-//! `semver.is_valid` as OPA answers them.
+//! `urlquery.encode`, `urlquery.encode_object`, `urlquery.decode`,
+//! `semver.is_valid`, `json.is_valid` and `yaml.is_valid` as OPA answers
+//! them.
 
 use regorus::Value;
 
@@ -75,6 +76,29 @@ pub(super) fn urlquery_encode_object(a: &[Value]) -> Option<anyhow::Result<Value
 /// `semver.is_valid(x)` of anything but a string is `false` in OPA; regorus
 /// raises a type error.
 pub(super) fn semver_is_valid(a: &[Value]) -> Option<anyhow::Result<Value>> {
+    match &a[0] {
+        Value::String(_) => None,
+        _ => Some(Ok(Value::from(false))),
+    }
+}
+
+/// `json.is_valid(x)`: `false` in OPA for anything but a string, where
+/// regorus raises a type error; a string is Go's `json.Valid`, which takes
+/// a lone UTF-16 surrogate escape (`"\ud800"`) that regorus' parser
+/// refuses.
+pub(super) fn json_is_valid(a: &[Value]) -> Option<anyhow::Result<Value>> {
+    let Value::String(s) = &a[0] else {
+        return Some(Ok(Value::from(false)));
+    };
+    let paired = super::json::pair_surrogates(s)?;
+    Some(Ok(Value::from(Value::from_json_str(&paired).is_ok())))
+}
+
+/// `yaml.is_valid(x)`: `false` in OPA for anything but a string, where
+/// regorus raises a type error. A string is regorus' answer (YAML 1.2),
+/// which differs from OPA's go-yaml v2 on some texts (`?`): not
+/// `yaml.unmarshal`'s reader, which refuses many texts both read alike.
+pub(super) fn yaml_is_valid(a: &[Value]) -> Option<anyhow::Result<Value>> {
     match &a[0] {
         Value::String(_) => None,
         _ => Some(Ok(Value::from(false))),

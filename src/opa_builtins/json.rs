@@ -130,8 +130,9 @@ fn type_name(v: &Value) -> &'static str {
 /// `json.unmarshal(s)`: OPA keeps each number's text as `s` spells it
 /// and writes it back so (`json.marshal(json.unmarshal("[1.50]"))` is
 /// `[1.50]` in OPA); a number spelled otherwise than regent writes it
-/// (`1e2`, `1.50`, `-0`, as `to_number` refuses) fails closed. The rest is
-/// regorus' answer.
+/// (`1e2`, `1.50`, `-0`, as `to_number` refuses) fails closed. A lone
+/// UTF-16 surrogate escape is U+FFFD, as Go reads it ([`pair_surrogates`]).
+/// The rest is regorus' answer.
 pub(super) fn unmarshal(a: &[Value]) -> Option<anyhow::Result<Value>> {
     let Value::String(text) = &a[0] else {
         return None;
@@ -177,7 +178,59 @@ pub(super) fn unmarshal(a: &[Value]) -> Option<anyhow::Result<Value>> {
         }
         i += 1;
     }
-    None
+    // Go reads a lone surrogate escape as U+FFFD; regorus' parser refuses
+    // the text.
+    let paired = pair_surrogates(text)?;
+    Some(
+        Value::from_json_str(&paired)
+            .map_err(|e| anyhow::anyhow!("json.unmarshal: could not deserialize json: {e}")),
+    )
+}
+
+/// `text` with each lone UTF-16 surrogate escape in its strings (a high
+/// one not followed by a low one's escape, a low one on its own) written
+/// `\ufffd`, as Go's `encoding/json` reads it (the escape after a lone
+/// high one is read on its own: `"\ud800\ud83d\ude00"` is U+FFFD and
+/// 😀); `None` when it has none, the common case, without allocating.
+pub(super) fn pair_surrogates(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    // The code unit of a `\uXXXX` escape at `i`.
+    let unit = |i: usize| -> Option<u32> {
+        let h = b.get(i..i + 6)?;
+        if h[0] != b'\\' || h[1] != b'u' {
+            return None;
+        }
+        u32::from_str_radix(std::str::from_utf8(&h[2..]).ok()?, 16).ok()
+    };
+    let (mut out, mut copied): (Option<String>, usize) = (None, 0);
+    let (mut i, mut in_string) = (0, false);
+    while i < b.len() {
+        match b[i] {
+            b'"' => in_string = !in_string,
+            b'\\' if in_string => {
+                match unit(i) {
+                    Some(0xD800..=0xDBFF) if matches!(unit(i + 6), Some(0xDC00..=0xDFFF)) => {
+                        i += 12
+                    }
+                    Some(0xD800..=0xDFFF) => {
+                        let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
+                        o.push_str(&text[copied..i]);
+                        o.push_str("\\ufffd");
+                        i += 6;
+                        copied = i;
+                    }
+                    Some(_) => i += 6,
+                    None => i += 2,
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let mut out = out?;
+    out.push_str(&text[copied..]);
+    Some(out)
 }
 
 /// `v` as Go writes it, at `depth` in `layout` (compact without one);
@@ -303,6 +356,29 @@ fn string(out: &mut String, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lone_surrogates_are_replacement_characters() {
+        // OPA's answers, from its own engine.
+        for (text, want) in [
+            (r#""\ud800""#, "\u{fffd}"),
+            (r#""\udc00""#, "\u{fffd}"),
+            (r#""\ud800\u0041""#, "\u{fffd}A"),
+            (r#""\udc00\ud800""#, "\u{fffd}\u{fffd}"),
+            (r#""\ud800\ud800\udc00""#, "\u{fffd}\u{10000}"),
+            (r#""a\uD800\n""#, "a\u{fffd}\n"),
+            (r#""\ud83d\ude00""#, "😀"),
+        ] {
+            let v = unmarshal(&[Value::from(text)]).map(|r| r.unwrap());
+            let v = v.unwrap_or_else(|| Value::from_json_str(text).unwrap());
+            assert_eq!(v, Value::from(want), "{text}");
+        }
+        let key = unmarshal(&[Value::from(r#"{"\ud800": 1}"#)]);
+        let key = key.unwrap().unwrap();
+        assert_eq!(key, Value::from_json_str(r#"{"\ufffd": 1}"#).unwrap());
+        // Nothing to pair: regorus' answer, no copy.
+        assert!(pair_surrogates(r#"["\ud83d\ude00", "\\ud800", 1]"#).is_none());
+    }
 
     fn marshal_json(json: &str) -> String {
         let v = Value::from_json_str(json).unwrap();

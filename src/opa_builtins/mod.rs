@@ -88,6 +88,8 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("urlquery.encode_object", encoding::urlquery_encode_object),
     ("urlquery.decode", encoding::urlquery_decode),
     ("semver.is_valid", encoding::semver_is_valid),
+    ("json.is_valid", encoding::json_is_valid),
+    ("yaml.is_valid", encoding::yaml_is_valid),
     ("net.cidr_contains", net::cidr_contains),
     ("net.cidr_is_valid", net::cidr_is_valid),
     ("net.cidr_expand", net::cidr_expand),

@@ -65,6 +65,7 @@ mod guards;
 mod integers;
 mod locals;
 mod lost;
+mod parse;
 mod sets;
 
 use defined::{Cx, is_collection, may_be_undefined};
@@ -92,8 +93,15 @@ impl Finding {
     /// for one both evaluators fail closed on (`opa-number-text`), which
     /// stays a warning.
     pub fn regorus(&self) -> bool {
-        ![TEXT_CODE, INDEX_CODE, INTEGER_CODE, PATCH_CODE, lost::CODE]
-            .contains(&self.diagnostic.code)
+        ![
+            TEXT_CODE,
+            INDEX_CODE,
+            INTEGER_CODE,
+            PATCH_CODE,
+            lost::CODE,
+            parse::PARSE_CODE,
+        ]
+        .contains(&self.diagnostic.code)
             && !self.diagnostic.is_error()
     }
 }
@@ -264,6 +272,9 @@ pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
                             .find(|p| writes_input_number(p, mi, facts))
                         {
                             push(integer_finding(p, &name));
+                        }
+                        if let Some(d) = parse::parse_finding(&name, params, mi, facts) {
+                            push(d);
                         }
                         if name == "json.patch"
                             && let Some(p) = params.get(1).and_then(|p| patch_path_input(p))

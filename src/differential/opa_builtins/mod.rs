@@ -175,6 +175,9 @@ enum Kind {
     /// `json.marshal_with_options`' options: `pretty`, `indent`, `prefix`
     /// (now and then of another type), and now and then an unknown key.
     MarshalOpts,
+    /// Any value but a string (`yaml.is_valid`: a string is regorus'
+    /// YAML 1.2 reading, a difference not fixed here).
+    NotStr,
 }
 
 /// Scalars and pieces of YAML for [`Kind::Yaml`].
@@ -263,13 +266,19 @@ fn yaml(rng: &mut Rng) -> String {
 fn arg(rng: &mut Rng, kind: Kind) -> (Json, u8) {
     // A set is built by the rule from an array of arrays: it always
     // gets one, or the difference found would be the rule's.
-    if rng.below(8) == 0 && !matches!(kind, Kind::SetOfSets) {
+    if rng.below(8) == 0 && !matches!(kind, Kind::SetOfSets | Kind::NotStr) {
         return (any(rng, 0), 0);
     }
     match kind {
         Kind::Str => (json!(string(rng)), 0),
         Kind::Num => (number(rng), 0),
         Kind::Any => (any(rng, 0), 0),
+        Kind::NotStr => loop {
+            let v = any(rng, 0);
+            if !v.is_string() {
+                break (v, 0);
+            }
+        },
         Kind::Yaml => (json!(yaml(rng)), 0),
         Kind::MarshalOpts => {
             let mut m = serde_json::Map::new();
@@ -396,6 +405,8 @@ const COVERED: &[(&str, &[Kind])] = &[
     ("semver.compare", &[Str, Str]),
     // Last, so the cases generated for the others stay as they were.
     ("json.marshal_with_options", &[Any, MarshalOpts]),
+    ("json.is_valid", &[Any]),
+    ("yaml.is_valid", &[NotStr]),
 ];
 
 /// Builtins whose differences from OPA are known and not fixed here yet
