@@ -1,5 +1,5 @@
-//! `urlquery.encode`, `urlquery.encode_object`, `urlquery.decode` and
-//! `semver.is_valid` as OPA answers them.
+//! `urlquery.encode`, `urlquery.encode_object` and `urlquery.decode` as OPA
+//! answers them.
 
 use regorus::Value;
 
@@ -70,15 +70,6 @@ pub(super) fn urlquery_encode_object(a: &[Value]) -> Option<anyhow::Result<Value
         }
     }
     Some(Ok(Value::from(out)))
-}
-
-/// `semver.is_valid(x)` of anything but a string is `false` in OPA; regorus
-/// raises a type error.
-pub(super) fn semver_is_valid(a: &[Value]) -> Option<anyhow::Result<Value>> {
-    match &a[0] {
-        Value::String(_) => None,
-        _ => Some(Ok(Value::from(false))),
-    }
 }
 
 /// `urlquery.decode(s)` is Go's `url.QueryUnescape`: `+` is a space, a `%`
