@@ -1,6 +1,5 @@
 //! `urlquery.encode`, `urlquery.encode_object`, `urlquery.decode`,
-//! `semver.is_valid`, `json.is_valid` and `yaml.is_valid` as OPA answers
-//! them.
+//! `json.is_valid` and `yaml.is_valid` as OPA answers them.
 
 use regorus::Value;
 
@@ -71,15 +70,6 @@ pub(super) fn urlquery_encode_object(a: &[Value]) -> Option<anyhow::Result<Value
         }
     }
     Some(Ok(Value::from(out)))
-}
-
-/// `semver.is_valid(x)` of anything but a string is `false` in OPA; regorus
-/// raises a type error.
-pub(super) fn semver_is_valid(a: &[Value]) -> Option<anyhow::Result<Value>> {
-    match &a[0] {
-        Value::String(_) => None,
-        _ => Some(Ok(Value::from(false))),
-    }
 }
 
 /// `json.is_valid(x)`: `false` in OPA for anything but a string, where

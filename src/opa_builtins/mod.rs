@@ -35,6 +35,7 @@ mod json_patch;
 mod net;
 mod query;
 mod rfc3339;
+mod semver;
 pub(crate) use json::{Layout, layout as marshal_layout};
 pub(super) mod numbers;
 pub(crate) mod order;
@@ -87,9 +88,10 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("urlquery.encode", encoding::urlquery_encode),
     ("urlquery.encode_object", encoding::urlquery_encode_object),
     ("urlquery.decode", encoding::urlquery_decode),
-    ("semver.is_valid", encoding::semver_is_valid),
     ("json.is_valid", encoding::json_is_valid),
     ("yaml.is_valid", encoding::yaml_is_valid),
+    ("semver.is_valid", semver::is_valid),
+    ("semver.compare", semver::compare),
     ("net.cidr_contains", net::cidr_contains),
     ("net.cidr_is_valid", net::cidr_is_valid),
     ("net.cidr_expand", net::cidr_expand),

@@ -1,7 +1,8 @@
 //! Mistakes regorus only reports when a faulty expression happens to run:
 //! unknown functions, calls with the wrong number of arguments, and
 //! builtins whose answer changes from call to call; each builtin call is
-//! also handed to [`super::input_sized`].
+//! also handed to [`super::input_sized`], and each `confirm` value to
+//! [`super::confirm`].
 //!
 //! Calls are resolved as regorus resolves them (this package's functions,
 //! imported and `data.` paths, then builtins); [`resolve_call`] is shared
@@ -150,6 +151,7 @@ pub fn lint(modules: &[PolicyModule]) -> Vec<Diagnostic> {
             });
         }
     }
+    out.extend(super::confirm::blank_confirms(modules));
     out
 }
 

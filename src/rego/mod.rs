@@ -37,6 +37,7 @@ use regorus::unstable::{Expr, Module, Ref, Rule, RuleHead, Span};
 use crate::diag::Location;
 
 pub mod claims;
+pub mod confirm;
 pub mod coverage;
 pub mod data_numbers;
 pub mod generate;

@@ -31,7 +31,8 @@
 //! - a constant pattern of a regex builtin whose Go meaning regent does not
 //!   reproduce (`opa_builtins::regex`: a Unicode class by a script or long
 //!   name): every
-//!   evaluation of it fails closed, in both evaluators.
+//!   evaluation of it fails closed, in both evaluators; a pattern from the
+//!   request (`regex`) fails closed on such a request.
 //!
 //! - a reference into `input` that may be a number past a double's
 //!   digits (`18446744073709551617`) where its exact value decides the
@@ -66,6 +67,7 @@ mod integers;
 mod locals;
 mod lost;
 mod parse;
+mod regex;
 mod sets;
 
 use defined::{Cx, is_collection, may_be_undefined};
@@ -100,6 +102,7 @@ impl Finding {
             PATCH_CODE,
             lost::CODE,
             parse::PARSE_CODE,
+            regex::CODE,
         ]
         .contains(&self.diagnostic.code)
             && !self.diagnostic.is_error()
@@ -281,16 +284,17 @@ pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
                         {
                             push(patch_finding(p));
                         }
-                        let at = match name.as_str() {
-                            "regex.match" | "regex.is_valid" | "regex.split" | "regex.find_n" => 0,
-                            "regex.replace" => 1,
-                            _ => return true,
+                        let Some(p) = regex::pattern_operand(&name).and_then(|i| params.get(i))
+                        else {
+                            return true;
                         };
-                        if let Some(p) = params.get(at)
-                            && let Some(pattern) = const_string(p)
+                        if let Some(pattern) = const_string(p)
                             && let Err(Refused::Unsure(what)) = translate(&pattern)
                         {
                             push(regex_finding(p, &what));
+                        }
+                        if let Some(d) = regex::input_pattern(p, &name) {
+                            push(d);
                         }
                     }
                     // `[x | some x in {input.a, input.b}]`: OPA iterates a
