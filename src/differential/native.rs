@@ -395,6 +395,119 @@ i3 := "b" in object.keys(input.arguments.a)
     }
 }
 
+/// `every` on the domains OPA distinguishes (undefined, scalars, empty and
+/// full arrays, objects, sets), key and value forms, bodies that fail, are
+/// undefined or raise an error, nested, negated through a rule, in a
+/// comprehension and a function, reading outer locals and binding their
+/// own: native answers as OPA (and, debug builds, as regorus wherever
+/// regorus agrees).
+#[test]
+fn every_answers_as_opa() {
+    use crate::differential::opa::{self, Answer, Oracle};
+    let Some(mut oracle) = Oracle::start() else {
+        eprintln!("{}", opa::SKIPPED);
+        return;
+    };
+    let rego = r#"
+e1 if { every x in input.arguments.a { is_string(x) } }
+e2 if { every k, v in input.arguments.a { k != v } }
+e3 if { every x in input.arguments.a { count(x) > 0 } }
+e4 if { every x in input.arguments.a { every y in x { y == 1 } } }
+e5 if not e1
+e6 := [y | some y in input.arguments.b; every z in input.arguments.a { z != y }]
+f(xs) if { every x in xs { x == 1 } }
+e7 := f(input.arguments.a)
+e8 if { t := "x"; every x in input.arguments.a { x == t } }
+e9 := y if { y := 5; every x in input.arguments.a { z := x; z } }
+e10 if { every x in input.arguments.a { some y in x; count(y) > 0 } }
+e11 if { every x in {s | some s in input.arguments.a} { is_string(x) } }
+e12 if { every x in input.arguments.a { not input.arguments.b[x] } }
+e13 if { every x in input.arguments.a { x.k } }
+e14 if { every _, v in input.arguments.a { v } }
+e15 if { every i, x in input.arguments.a { i < 2; x } }
+"#;
+    let rules = [
+        "e1", "e2", "e3", "e4", "e5", "e6", "e7", "e8", "e9", "e10", "e11", "e12", "e13", "e14",
+        "e15",
+    ];
+    // `e12` is flagged (`opa-every-not-index`), as a catalog's build flags
+    // it: where native hands a request to regorus (`"s"[x]`), regorus'
+    // answer is refused.
+    let pools: Vec<_> = rules
+        .iter()
+        .map(|r| {
+            let (p, steps) = pool(rego, &[*r]);
+            let flag = (*r == "e12").then(|| "p.rego:14:1: not b[x]".to_string());
+            (p.with_flagged(flag), steps)
+        })
+        .collect();
+    oracle.load_engine(&pools[0].0.engine().unwrap()).unwrap();
+    for args in [
+        json!({}),
+        json!({"a": null}),
+        json!({"a": "xyz"}),
+        json!({"a": 7}),
+        json!({"a": true}),
+        json!({"a": []}),
+        json!({"a": {}}),
+        json!({"a": ["x"], "b": ["x", "y"]}),
+        json!({"a": ["x", 1], "b": {"x": false}}),
+        json!({"a": [[1], [1, 1]]}),
+        json!({"a": [[1], [2]], "b": "s"}),
+        json!({"a": [[], "s"]}),
+        json!({"a": [["s", 1]]}),
+        json!({"a": [[1, "s"]]}),
+        json!({"a": ["", 1]}),
+        json!({"a": [1, ""]}),
+        json!({"a": [true, true]}),
+        json!({"a": [true, true, true]}),
+        json!({"a": [{"k": 1}, {"k": true}]}),
+        json!({"a": {"k": "", "j": 1}}),
+        json!({"a": {"x": "x"}}),
+        json!({"a": {"x": "y", "y": true}}),
+        json!({"a": [1], "b": [1, 2, 3]}),
+    ] {
+        let input = json!({"arguments": args});
+        for (r, (pool, steps)) in rules.iter().zip(&pools) {
+            assert!(pool.is_native(steps), "{r}");
+            let want = oracle.eval(&[&format!("data.p.{r}")], &input).remove(0);
+            let got = eval(pool, steps, args.clone());
+            match (&want, &got) {
+                (Answer::Value(v), Ok(g)) => {
+                    assert_eq!(g[0].as_ref(), Some(v), "{r} on {args}")
+                }
+                (Answer::Undefined, Ok(g)) => assert_eq!(g[0], None, "{r} on {args}"),
+                (Answer::Error(_), Err(_)) => {}
+                (_, Err(e)) if e.starts_with("regent cannot evaluate this input as OPA does") => {
+                    assert_eq!(*r, "e12", "{r} on {args}: {e}")
+                }
+                _ => panic!("{r} on {args}: OPA {want:?}, regent {got:?}"),
+            }
+        }
+    }
+}
+
+/// `every`'s body holds at its first way for a member: OPA looks no
+/// further, where regorus goes on to an error (`count(1)`).
+#[test]
+fn every_stops_where_its_body_first_holds() {
+    let rego = "x if { every v in input.arguments.l { some y in v; count(y) > 0 } }";
+    let (pool, steps) = pool(rego, &["x"]);
+    assert!(pool.is_native(&steps));
+    assert_eq!(
+        eval(&pool, &steps, json!({"l": [["s", 1]]})).unwrap(),
+        [Some(json!(true))]
+    );
+    // The error comes first in OPA too: regorus' error.
+    let err = eval(&pool, &steps, json!({"l": [[1, "s"]]})).unwrap_err();
+    assert!(err.contains("count"), "{err}");
+    // Over a scalar or nothing, `every` fails in OPA and regorus alike.
+    for l in [json!("s"), json!(3), json!(null)] {
+        assert_eq!(eval(&pool, &steps, json!({"l": l})).unwrap(), [None]);
+    }
+    assert_eq!(eval(&pool, &steps, json!({})).unwrap(), [None]);
+}
+
 /// A tool whose rules hold a construct regorus answers differently
 /// from OPA: where native hands the request to regorus, regorus' answer
 /// is refused (fail closed); its error still comes back.
@@ -733,7 +846,10 @@ fn rules_outside_the_subset_stay_on_regorus() {
         "f(a) := a\nx if f(input.arguments.n, 1)",
         "x := data.p.y",
         "x := time.now_ns()",
-        "x if { every v in input.arguments.l { v } }",
+        // `every` whose key, value or body binds a name the enclosing
+        // body holds: OPA declares a new local, refused here.
+        "x if { v := 1; every v in input.arguments.l { v } }",
+        "x if { y := 1; every v in input.arguments.l { y := v; y } }",
         "x := 1 if { input.arguments.a = 1 }",
     ] {
         let (pool, steps) = pool(rego, &["x"]);

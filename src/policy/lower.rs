@@ -1,7 +1,8 @@
 //! Lowering a tool's planned rules into `native`'s terms, once, at load.
 //!
 //! A rule is lowered when everything it is made of is in `native`'s subset
-//! (its module doc lists it); anything else (`every`, `with`, `data.x.r`
+//! (its module doc lists it); anything else (`some x` declarations,
+//! `with`, an `every` rebinding a name of its enclosing body, `data.x.r`
 //! references to rules of other packages, unification, arithmetic, a
 //! builtin that is not deterministic, recursion, a `default` function, a
 //! function parameter that is not a plain variable or `_`, a function whose
@@ -154,6 +155,8 @@ type Aliases = HashMap<String, Vec<String>>;
 struct Scope {
     names: HashMap<String, usize>,
     next: usize,
+    /// The slots of the keys and values of the `every`s being lowered.
+    every: Vec<usize>,
 }
 
 impl Scope {
@@ -226,6 +229,38 @@ fn guard(t: Term, out: &mut Vec<Term>) {
             guard(*b, out);
         }
         t => out.push(t),
+    }
+}
+
+/// Whether `t` indexes something by one of the locals `slots` (`b[x]`).
+fn indexes_by(t: &Term, slots: &[usize]) -> bool {
+    let any = |ts: &[Term]| ts.iter().any(|t| indexes_by(t, slots));
+    match t {
+        Term::Index(base, key) => {
+            matches!(key.as_ref(), Term::Local(i) if slots.contains(i))
+                || indexes_by(base, slots)
+                || indexes_by(key, slots)
+        }
+        Term::Const(_)
+        | Term::Input
+        | Term::Local(_)
+        | Term::Rule(_)
+        | Term::Path(_)
+        | Term::Imported { .. } => false,
+        Term::Func(_, args) | Term::Call(_, args) | Term::Array(args) | Term::Set(args) => {
+            any(args)
+        }
+        Term::Object(fields) => fields
+            .iter()
+            .any(|(k, v)| indexes_by(k, slots) || indexes_by(v, slots)),
+        Term::Compare(_, a, b)
+        | Term::Rem(a, b)
+        | Term::Arith(_, a, b, _)
+        | Term::In(a, b)
+        | Term::KeyIn(a, b) => indexes_by(a, slots) || indexes_by(b, slots),
+        // A comprehension's own statements: regorus' loops there are its
+        // own.
+        Term::Compr { value, .. } => indexes_by(value, slots),
     }
 }
 

@@ -25,8 +25,10 @@
 //! as regorus evaluates `data.x` whole). A function call is evaluated as
 //! regorus' `eval_call_impl`: arguments first, undefined when one is, no
 //! cache (the bodies are pure).
-//! Everything else (`default` functions, patterns as parameters, `every`,
-//! `with`, `data.x.r` references to other packages' rules, unification,
+//! `every k, v in domain { … }` (key and value forms, nested, in
+//! functions and comprehensions).
+//! Everything else (`default` functions, patterns as parameters,
+//! `some x` declarations, `with`, `data.x.r` references to other packages' rules, unification,
 //! arithmetic, recursion) makes the lowering refuse the plan, which then
 //! always runs on regorus.
 //!
@@ -45,7 +47,9 @@
 //! as OPA: a `not` first evaluates the terms OPA's compiler moves out of it
 //! (its guards, from `rego/portability`), and an undefined one fails the
 //! body; `some … in` over a scalar iterates nothing; `in` with an undefined
-//! operand is undefined; `<`, `>` order sets after objects. Such an answer
+//! operand is undefined; `<`, `>` order sets after objects; `every` stops
+//! at the first way its body holds for a member (regorus goes on, and may
+//! meet an error OPA never evaluates). Such an answer
 //! is noted (debug builds) so that the cross-check with regorus skips it,
 //! and a plan holding such a construct never returns regorus' answer after
 //! a fallback (`policy::EnginePool::with_flagged`).
@@ -137,7 +141,11 @@ pub(super) enum Stmt {
     /// `rewriteExprTerms`): a call's arguments that are references or
     /// composites, nested calls, a reference's dynamic indexes. regorus
     /// keeps them inside the `not`, where an undefined one makes it hold.
-    Not(Term, Vec<Term>),
+    /// The flag: the negated term indexes a reference by a variable of an
+    /// enclosing `every` (`not b[x]`), which regorus reads as a loop over
+    /// `b` and fails where `b[x]` is undefined (OPA's `not` holds): when
+    /// it holds, the answer is noted as OPA's alone.
+    Not(Term, Vec<Term>, bool),
     /// `x := term`: binds a fresh local; fails when the term is undefined.
     Assign(usize, Term),
     /// `some k, v in coll`: the rest of the body once per member.
@@ -145,6 +153,19 @@ pub(super) enum Stmt {
         key: Option<usize>,
         value: usize,
         collection: Term,
+    },
+    /// `every k, v in domain { body }`: holds when the body holds at least
+    /// once for each member of the domain (its first way to hold is enough:
+    /// OPA looks no further), the members taken in OPA's order; fails when
+    /// the domain is not a collection (undefined, a scalar), in OPA as in
+    /// regorus. Binds nothing for what follows: its key, value and the
+    /// body's own locals take slots of the enclosing body that only the
+    /// body reads.
+    Every {
+        key: Option<usize>,
+        value: usize,
+        domain: Term,
+        body: Vec<Stmt>,
     },
 }
 
@@ -361,14 +382,21 @@ pub(super) fn is_static(term: &Term, bound: usize) -> bool {
             .iter()
             .all(|(k, v)| is_static(k, bound) && is_static(v, bound)),
         Term::Compr { stmts, value, .. } => {
-            is_static(value, bound)
-                && stmts.iter().all(|s| match s {
-                    Stmt::Expr(t) | Stmt::Assign(_, t) => is_static(t, bound),
-                    Stmt::Not(t, guards) => {
-                        is_static(t, bound) && guards.iter().all(|g| is_static(g, bound))
-                    }
-                    Stmt::SomeIn { collection, .. } => is_static(collection, bound),
-                })
+            is_static(value, bound) && stmts.iter().all(|s| stmt_is_static(s, bound))
+        }
+    }
+}
+
+/// Whether `stmt` reads nothing a request supplies ([`is_static`]).
+fn stmt_is_static(stmt: &Stmt, bound: usize) -> bool {
+    match stmt {
+        Stmt::Expr(t) | Stmt::Assign(_, t) => is_static(t, bound),
+        Stmt::Not(t, guards, _) => {
+            is_static(t, bound) && guards.iter().all(|g| is_static(g, bound))
+        }
+        Stmt::SomeIn { collection, .. } => is_static(collection, bound),
+        Stmt::Every { domain, body, .. } => {
+            is_static(domain, bound) && body.iter().all(|s| stmt_is_static(s, bound))
         }
     }
 }

@@ -10,6 +10,9 @@
 //! - `some x in c` and `x in c` over something not provably a collection:
 //!   OPA iterates nothing over a string or number, regorus fails; an
 //!   undefined operand of `in` is undefined in OPA, false in regorus.
+//! - inside `every`, `not` over a reference indexed by its key or value
+//!   (`every x in c { not b[x] }`): regorus iterates `b`, failing the body
+//!   where `b[x]` is undefined; OPA's `not` holds there.
 //! - `<`, `<=`, `>`, `>=` where a side may hold a set: regorus orders sets
 //!   before objects, OPA after (every other pair of kinds is ordered alike).
 //! - `+ - * /` where an operand may not be an integer: OPA computes on the
@@ -209,6 +212,7 @@ pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
                 }
             };
             walk_queries(rule, &mut query);
+            walk_queries(rule, &mut |q| every_nots(q, &[], &mut push));
             // A number the request may spell past a double: once per
             // rule and reference.
             let mut lost_seen = std::collections::HashSet::new();
@@ -423,6 +427,58 @@ fn not_finding(span: &Span, guard: &Expr) -> Diagnostic {
     )
     .with_help(format!(
         "check that `{g}` is defined first: bind it (`v := {g}`) and negate over `v`, or give it a default (`object.get(…, \"key\", null)`), so both engines agree"
+    ))
+}
+
+/// In the body of an `every` (and of one nested in it), a `not` over a
+/// reference indexed by the key or value of one of them (`not b[x]`):
+/// regorus reads `b[x]` as a loop over `b`, so where it is undefined the
+/// body fails; OPA's `not` holds (`vars`: the enclosing `every`s' names).
+fn every_nots(q: &Query, vars: &[&str], push: &mut dyn FnMut(Diagnostic)) {
+    for s in &q.stmts {
+        match &s.literal {
+            Literal::NotExpr { expr, span } if !vars.is_empty() => {
+                let mut hit: Option<String> = None;
+                Walk::ALL.expr(expr, &mut |e| {
+                    if let Expr::RefBrack { index, .. } = e
+                        && var_name(index).is_some_and(|v| vars.contains(&v.as_str()))
+                    {
+                        hit.get_or_insert_with(|| e.span().text().to_string());
+                    }
+                    hit.is_none()
+                });
+                if let Some(r) = hit {
+                    push(every_not_finding(span, &r));
+                }
+            }
+            Literal::Every {
+                key, value, query, ..
+            } => {
+                let mut inner = vars.to_vec();
+                inner.extend(
+                    key.iter()
+                        .chain([value])
+                        .map(|v| v.text())
+                        .filter(|v| *v != "_"),
+                );
+                every_nots(query, &inner, push);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn every_not_finding(span: &Span, r: &str) -> Diagnostic {
+    Diagnostic::warning(
+        "opa-every-not-index",
+        span_location(span),
+        format!(
+            "`{}`: inside `every`, when `{r}` is undefined OPA makes the `not` hold, regorus fails the body (it iterates the reference)",
+            span.text()
+        ),
+    )
+    .with_help(format!(
+        "bind the variable to a local of the body first (`k := …`) and index by that local in `{r}`, so both engines agree"
     ))
 }
 

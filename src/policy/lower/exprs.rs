@@ -1,5 +1,5 @@
 //! Lowering a body: its statements (`:=`, `not` with the guards OPA's
-//! compiler evaluates first, `some … in`), comprehensions, constant
+//! compiler evaluates first, `some … in`, `every`), comprehensions, constant
 //! references into the data documents, and every expression `native` runs
 //! (literals, locals, `input`, comparisons, `%` and `+ - * /`, membership,
 //! calls of deterministic builtins, with their memory estimates and fast
@@ -8,7 +8,7 @@
 
 use regorus::Value;
 use regorus::unstable::{
-    ArithOp, AssignOp, BUILTINS, BoolOp, Expr, Literal, Query, Ref, must_cache,
+    ArithOp, AssignOp, BUILTINS, BoolOp, Expr, Literal, Query, Ref, Span, must_cache,
 };
 
 use super::{IMPURE, Lower, Scope, consts, dotted, guard, root_is_data, var_name};
@@ -66,7 +66,9 @@ impl Lower {
                     for g in crate::rego::portability::not_guards(expr) {
                         guard(self.expr(g, pkg, scope)?, &mut guards);
                     }
-                    Stmt::Not(self.expr(expr, pkg, scope)?, guards)
+                    let t = self.expr(expr, pkg, scope)?;
+                    let every_index = super::indexes_by(&t, &scope.every);
+                    Stmt::Not(t, guards, every_index)
                 }
                 Literal::SomeIn {
                     key,
@@ -86,10 +88,59 @@ impl Lower {
                         collection,
                     }
                 }
-                Literal::SomeVars { .. } | Literal::Every { .. } => return None,
+                Literal::Every {
+                    key,
+                    value,
+                    domain,
+                    query,
+                    ..
+                } => self.every(key.as_ref(), value, domain, query, pkg, scope)?,
+                Literal::SomeVars { .. } => return None,
             });
         }
         Some(stmts)
+    }
+
+    /// `every k, v in domain { body }`: the domain in the enclosing scope;
+    /// the key, value and the body's locals its own names (slots of the
+    /// enclosing body, like a comprehension's), none visible after it. A
+    /// name the enclosing body already binds is refused (OPA declares a
+    /// new local there; refusing is safe), as are `input` and `data`.
+    fn every(
+        &mut self,
+        key: Option<&Span>,
+        value: &Span,
+        domain: &Ref<Expr>,
+        query: &Ref<Query>,
+        pkg: &[String],
+        scope: &mut Scope,
+    ) -> Option<Stmt> {
+        let domain = self.expr(domain, pkg, scope)?;
+        let outer = scope.names.clone();
+        let bind = |lower: &mut Self, scope: &mut Scope, name: &Span| {
+            let name = name.text();
+            if matches!(name, "input" | "data") {
+                return None;
+            }
+            lower.local(scope, name, pkg)
+        };
+        let key = match key {
+            Some(k) => Some(bind(self, scope, k)?),
+            None => None,
+        };
+        let value = bind(self, scope, value)?;
+        let mark = scope.every.len();
+        scope.every.extend(key.iter().copied().chain([value]));
+        let body = self.stmts(query, pkg, scope);
+        scope.every.truncate(mark);
+        let body = body?;
+        scope.names = outer;
+        Some(Stmt::Every {
+            key,
+            value,
+            domain,
+            body,
+        })
     }
 
     /// A comprehension: its own names (its locals take slots of the

@@ -1,7 +1,7 @@
 //! Evaluating rules: a rule's value from its definitions (`else` chains,
 //! `default`, partial sets; each computed once per evaluation), a call of a
 //! user-defined function, a body's statements (`:=`, `not` after its
-//! guards, `some … in`) on the body's locals. A term's value is `terms`';
+//! guards, `some … in`, `every`) on the body's locals. A term's value is `terms`';
 //! the value helpers (order, indexing, one value per rule) are `values`'.
 
 use smallvec::SmallVec;
@@ -153,6 +153,89 @@ impl Eval<'_> {
         Ok(result)
     }
 
+    /// Whether `every k, v in domain { body }` holds: the body holds for
+    /// each member of `domain`, taken in OPA's order (an array's by index,
+    /// an object's by key, a set's sorted as OPA sorts it), the first
+    /// member it fails for ending the walk; a domain that is not a
+    /// collection fails it (OPA and regorus).
+    fn every(
+        &mut self,
+        key: Option<usize>,
+        slot: usize,
+        domain: &Term,
+        body: &[Stmt],
+        locals: &mut [Value],
+    ) -> Result<bool, Stop> {
+        let domain = self.term(domain, locals)?;
+        match &domain {
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    if !self.member(key, slot, || Value::from(i as u64), item, body, locals)? {
+                        return Ok(false);
+                    }
+                }
+            }
+            Value::Set(items) => {
+                // OPA's order where it differs from regorus' (as `some`).
+                let opa = crate::opa_builtins::order::reordered(|| items.iter());
+                if opa.is_some() {
+                    opa_only();
+                }
+                let own = opa.is_none().then(|| items.iter());
+                let members = opa.iter().flatten().copied();
+                for item in members.chain(own.into_iter().flatten()) {
+                    if !self.member(key, slot, || item.clone(), item, body, locals)? {
+                        return Ok(false);
+                    }
+                }
+            }
+            Value::Object(fields) => {
+                for (k, v) in fields.iter() {
+                    if !self.member(key, slot, || k.clone(), v, body, locals)? {
+                        return Ok(false);
+                    }
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Whether `every`'s body holds for one member (`key` and `value`).
+    /// OPA stops at the first way it holds; regorus goes on through the
+    /// body's other ways (`some`), where it may meet an error OPA never
+    /// evaluates: such an error after the body held is OPA's `true`, noted
+    /// as OPA's alone.
+    fn member(
+        &mut self,
+        key: Option<usize>,
+        slot: usize,
+        key_value: impl FnOnce() -> Value,
+        value: &Value,
+        body: &[Stmt],
+        locals: &mut [Value],
+    ) -> Result<bool, Stop> {
+        self.tick()?;
+        if let Some(k) = key {
+            locals[k] = key_value();
+        }
+        locals[slot] = value.clone();
+        let mut held = false;
+        let done = Term::Const(Value::Bool(true));
+        let ran = self.stmts(body, &done, locals, &mut |_| {
+            held = true;
+            Ok(())
+        });
+        match ran {
+            Ok(()) => Ok(held),
+            Err(Stop::Fallback | Stop::Refused(_)) if held => {
+                opa_only();
+                Ok(true)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     pub(super) fn stmts(
         &mut self,
         mut stmts: &[Stmt],
@@ -180,7 +263,7 @@ impl Eval<'_> {
                         return Ok(());
                     }
                 }
-                Stmt::Not(t, guards) => {
+                Stmt::Not(t, guards, every_index) => {
                     for g in guards {
                         if undefined(&self.term(g, locals)?) {
                             // OPA: the body fails; regorus: the `not` holds.
@@ -190,6 +273,9 @@ impl Eval<'_> {
                     }
                     if truthy(&self.term(t, locals)?) {
                         return Ok(());
+                    }
+                    if *every_index {
+                        opa_only();
                     }
                 }
                 Stmt::Assign(slot, t) => {
@@ -204,6 +290,16 @@ impl Eval<'_> {
                     value: slot,
                     collection,
                 } => break (key, slot, collection, rest),
+                Stmt::Every {
+                    key,
+                    value: slot,
+                    domain,
+                    body,
+                } => {
+                    if !self.every(*key, *slot, domain, body, locals)? {
+                        return Ok(());
+                    }
+                }
             }
             stmts = rest;
         };

@@ -16,7 +16,7 @@ deny contains sprintf("tag %v", [t]) if {
 deny contains "kinds" if kinds > limits
 
 deny contains "every" if {
-	every k in input.arguments.kinds { k != "" }
+	some k; input.arguments.kinds[k] == ""
 }
 
 deny contains "portable" if {
@@ -26,4 +26,8 @@ deny contains "portable" if {
 	is_array(input.arguments.tags)
 	some t in input.arguments.tags
 	t == "y"
+}
+
+deny contains "blocked" if {
+	every k in input.arguments.kinds { not input.arguments.tags[k] }
 }

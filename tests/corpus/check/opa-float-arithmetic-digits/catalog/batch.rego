@@ -10,5 +10,5 @@ deny contains "big batch" if {
 }
 
 deny contains "empty item" if {
-	every i in input.arguments.items { i != "" }
+	some i; input.arguments.items[i] == ""
 }

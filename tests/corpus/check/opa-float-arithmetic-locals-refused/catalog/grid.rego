@@ -25,5 +25,5 @@ deny contains "big item" if {
 }
 
 deny contains "empty item" if {
-	every i in input.arguments.items { i != "" }
+	some i; input.arguments.items[i] == ""
 }

@@ -23,5 +23,5 @@ deny contains "late dash" if {
 }
 
 deny contains "empty item" if {
-	every i in input.arguments.items { i != "" }
+	some i; input.arguments.items[i] == ""
 }
