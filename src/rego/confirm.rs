@@ -8,9 +8,9 @@
 //! holds it non-blank (`trim_space(x) != ""`), `regent check` says so where
 //! it is written: a warning.
 
-use regorus::unstable::{BoolOp, Expr, Literal, Rule, RuleBody, RuleHead};
+use regorus::unstable::{BoolOp, Expr, Literal, Rule, RuleBody};
 
-use super::{PolicyModule, const_string, head, path_of, root_span, span_location};
+use super::{PolicyModule, assigned_values, const_string, head, path_of, root_span, span_location};
 use crate::diag::Diagnostic;
 
 /// The code of the finding.
@@ -25,26 +25,11 @@ pub fn blank_confirms(modules: &[PolicyModule]) -> Vec<Diagnostic> {
             if path_of(head(rule)).first().map(String::as_str) != Some("confirm") {
                 continue;
             }
-            let mut values: Vec<&Expr> = Vec::new();
-            let mut guards: Vec<&str> = Vec::new();
-            match rule.as_ref() {
-                Rule::Default { value, .. } => values.push(value),
-                Rule::Spec { head, bodies, .. } => {
-                    if let RuleHead::Compr {
-                        assign: Some(a), ..
-                    } = head
-                    {
-                        values.push(&a.value);
-                    }
-                    values.extend(
-                        bodies
-                            .iter()
-                            .filter_map(|b| b.assign.as_ref().map(|a| &*a.value)),
-                    );
-                    guards.extend(bodies.iter().flat_map(non_blank_guards));
-                }
-            }
-            for v in values {
+            let guards: Vec<&str> = match rule.as_ref() {
+                Rule::Spec { bodies, .. } => bodies.iter().flat_map(non_blank_guards).collect(),
+                Rule::Default { .. } => Vec::new(),
+            };
+            for v in assigned_values(rule) {
                 if !non_blank(v)
                     && let Some(at) = input_ref(v)
                     && !guards.contains(&at.0.as_str())

@@ -8,9 +8,9 @@
 
 use std::collections::BTreeSet;
 
-use regorus::unstable::{Expr, Ref, Rule, RuleHead};
+use regorus::unstable::Expr;
 
-use super::{PolicyModule, const_string, head, path_of, rule_defs, span_location};
+use super::{PolicyModule, assigned_values, const_string, head, path_of, rule_defs, span_location};
 use crate::diag::{Diagnostic, Location};
 
 /// Names of rules in a tool's package that look like an attempt to change
@@ -112,24 +112,7 @@ fn literal_keys<'m>(
             if path_of(head(rule)) != [name] {
                 continue;
             }
-            let mut values: Vec<&Ref<Expr>> = Vec::new();
-            match rule.as_ref() {
-                Rule::Default { value, .. } => values.push(value),
-                Rule::Spec { head, bodies, .. } => {
-                    if let RuleHead::Compr {
-                        assign: Some(a), ..
-                    } = head
-                    {
-                        values.push(&a.value);
-                    }
-                    values.extend(
-                        bodies
-                            .iter()
-                            .filter_map(|b| b.assign.as_ref().map(|a| &a.value)),
-                    );
-                }
-            }
-            for v in values {
+            for v in assigned_values(rule) {
                 if let Expr::Object { fields, .. } = v.as_ref() {
                     for (span, k, _) in fields {
                         if let Some(key) = const_string(k) {

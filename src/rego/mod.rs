@@ -276,8 +276,31 @@ pub(crate) fn root_span(e: &Expr) -> &Span {
     }
 }
 
+/// The values rule `rule` assigns: a default's, its head's (`x := v`) and
+/// each `else`'s, in that order.
+pub(crate) fn assigned_values(rule: &Rule) -> Vec<&Ref<Expr>> {
+    match rule {
+        Rule::Default { value, .. } => vec![value],
+        Rule::Spec { head, bodies, .. } => {
+            let own = match head {
+                RuleHead::Compr {
+                    assign: Some(a), ..
+                } => Some(&a.value),
+                _ => None,
+            };
+            own.into_iter()
+                .chain(
+                    bodies
+                        .iter()
+                        .filter_map(|b| b.assign.as_ref().map(|a| &a.value)),
+                )
+                .collect()
+        }
+    }
+}
+
 /// The head reference of a rule (`annotations.destructiveHint`, `f`).
-pub(super) fn head(rule: &Rule) -> &Ref<Expr> {
+pub(crate) fn head(rule: &Rule) -> &Ref<Expr> {
     match rule {
         Rule::Default { refr, .. } => refr,
         Rule::Spec { head, .. } => match head {

@@ -8,7 +8,9 @@ use smallvec::SmallVec;
 
 use regorus::Value;
 
-use super::values::{clear_opa_only, opa_only, opa_only_noted, settle, truthy, undefined};
+use super::values::{
+    clear_opa_only, opa_only, opa_only_noted, set_members, settle, truthy, undefined,
+};
 use super::{Body, CLOCK_EVERY, Eval, Kind, SMALL, Stmt, Stop, Term};
 
 impl Eval<'_> {
@@ -177,13 +179,7 @@ impl Eval<'_> {
             }
             Value::Set(items) => {
                 // OPA's order where it differs from regorus' (as `some`).
-                let opa = crate::opa_builtins::order::reordered(|| items.iter());
-                if opa.is_some() {
-                    opa_only();
-                }
-                let own = opa.is_none().then(|| items.iter());
-                let members = opa.iter().flatten().copied();
-                for item in members.chain(own.into_iter().flatten()) {
+                for item in set_members(|| items.iter()) {
                     if !self.member(key, slot, || item.clone(), item, body, locals)? {
                         return Ok(false);
                     }
@@ -316,15 +312,7 @@ impl Eval<'_> {
                 }
             }
             Value::Set(items) => {
-                // OPA iterates a set sorted in its order (objects before
-                // sets), regorus in its own: where they differ, OPA's.
-                let opa = crate::opa_builtins::order::reordered(|| items.iter());
-                if opa.is_some() {
-                    opa_only();
-                }
-                let own = opa.is_none().then(|| items.iter());
-                let members = opa.iter().flatten().copied();
-                for item in members.chain(own.into_iter().flatten()) {
+                for item in set_members(|| items.iter()) {
                     self.tick()?;
                     if let Some(k) = key {
                         locals[*k] = item.clone();

@@ -16,6 +16,22 @@ thread_local! {
     static OPA_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// A set's members as OPA iterates them: sorted in its order (objects
+/// before sets), where regorus keeps its own; where the two differ, OPA's,
+/// and the evaluation is noted as answering as OPA ([`opa_only`]).
+/// (`items` walks them afresh at each call).
+pub(super) fn set_members<'v, I: Iterator<Item = &'v Value> + 'v>(
+    items: impl Fn() -> I,
+) -> Box<dyn Iterator<Item = &'v Value> + 'v> {
+    match crate::opa_builtins::order::reordered(&items) {
+        Some(opa) => {
+            opa_only();
+            Box::new(opa.into_iter())
+        }
+        None => Box::new(items()),
+    }
+}
+
 /// Notes that the evaluation answered as OPA where regorus would not.
 #[inline]
 pub(super) fn opa_only() {

@@ -171,30 +171,22 @@ pub(super) fn site(
 /// The finding for a contract rule's value that holds a number the
 /// request may spell past a double: the answer would hold the double.
 pub(super) fn answer(rule: &Rule, module: usize, facts: &Facts) -> Option<(String, Diagnostic)> {
-    let Rule::Spec { head, bodies, .. } = rule else {
-        return None;
-    };
-    let (refr, value) = match head {
-        RuleHead::Compr {
-            refr,
-            assign: Some(a),
-            ..
-        } => (refr, &a.value),
-        RuleHead::Set {
-            refr, key: Some(k), ..
-        } => (refr, k),
-        _ => return None,
-    };
-    let name = path_of(refr).first().cloned().unwrap_or_default();
+    let name = path_of(crate::rego::head(rule))
+        .first()
+        .cloned()
+        .unwrap_or_default();
     if !crate::rego::generate::CONTRACT_RULES.contains(&name.as_str()) {
         return None;
     }
-    let values = std::iter::once(value).chain(
-        bodies
-            .iter()
-            .filter_map(|b| b.assign.as_ref().map(|a| &a.value)),
-    );
-    for v in values {
+    // A `contains` rule's key is a member of its value.
+    let key = match rule {
+        Rule::Spec {
+            head: RuleHead::Set { key: Some(k), .. },
+            ..
+        } => Some(k),
+        _ => None,
+    };
+    for v in crate::rego::assigned_values(rule).into_iter().chain(key) {
         if let Some(number) = carried(v, module, facts) {
             return Some(finding(
                 number,
