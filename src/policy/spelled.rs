@@ -556,10 +556,19 @@ pub(crate) fn check(name: &str, args: &[Value]) -> anyhow::Result<()> {
 /// literal), where OPA answers the member too: `None` when nothing was
 /// spelled so. The native evaluator asks it only where the member exists
 /// (out of range, both answer undefined).
+///
+/// A number regent cannot hold whose nearest double is an integer
+/// (`1.0000000000000000001`) is refused too: OPA indexes by the exact
+/// decimal, which is no integer, so its member is undefined (asked:
+/// `["low", "mid"][n]` is undefined for that `n`), where regent would read
+/// index 1.
 pub(crate) fn index_refusal(key: &Value) -> Option<String> {
     in_current(|spelled| {
-        let h = spelled.held(key, |h| h.not_integer)?;
-        Some(index_words(h, "indexes an array with a key of that value"))
+        if let Some(h) = spelled.held(key, |h| h.not_integer) {
+            return Some(index_words(h, "indexes an array with a key of that value"));
+        }
+        let h = spelled.held(key, |h| h.lost)?;
+        Some(lost_words(h, "array index"))
     })
 }
 

@@ -606,7 +606,7 @@ fn index_finding(index: &Expr) -> Diagnostic {
         INDEX_CODE,
         span_location(super::root_span(index)),
         format!(
-            "`[{n}]`: indexes with a number the request may hold; when the request spells it with an exponent (`2E0`, `1e1`) OPA's index into an array is undefined (it never reads that text as an integer), where regent would read the integer; regent fails closed on such a request"
+            "`[{n}]`: indexes with a number the request may hold; when the request spells it with an exponent (`2E0`, `1e1`), or with more digits than a double holds (`1.0000000000000000001`), OPA's index into an array is undefined (it reads no integer from that text), where regent would read the integer; regent fails closed on such a request"
         ),
     )
     .with_help(format!(

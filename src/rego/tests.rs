@@ -314,6 +314,23 @@ fn portability_flags_numbers_past_a_double() {
             "meta := {\"n\": array.concat([1], input.arguments.o)}",
         ),
         (true, "deny contains input.arguments.o"),
+        (
+            true,
+            "meta := {\"r\": [y | some x in input.arguments.o; y := x]}",
+        ),
+        (true, "meta := {\"n\": y} if { y := input.arguments.o }"),
+        (
+            true,
+            "meta := {\"n\": x} if { some x in input.arguments.o }",
+        ),
+        (
+            false,
+            "meta := {\"n\": y} if { y := count(input.arguments.o) }",
+        ),
+        (
+            false,
+            "meta := {\"r\": [y | some x in input.arguments.s; y := x]}",
+        ),
         (false, "r if input.arguments.s == \"5\""),
         (false, "r if input.arguments.o == \"prod\""),
         (false, "r if input.arguments.o != null"),

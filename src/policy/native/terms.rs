@@ -80,9 +80,11 @@ impl Eval<'_> {
                 let key = self.operand(key_term, locals)?;
                 let v = index(&base, &key)?;
                 // An array's member at a number the request spelled with an
-                // exponent (`2E0`): undefined in OPA, which never reads that
-                // text as an integer; the same number from elsewhere is the
-                // member. Matched by value, so refused (`policy::spelled`).
+                // exponent (`2E0`), or with more digits than a double holds
+                // (`1.0000000000000000001`): undefined in OPA, which never
+                // reads that text as an integer; the same number from
+                // elsewhere is the member. Matched by value, so refused
+                // (`policy::spelled`).
                 // A literal key is the policy's own integer.
                 if matches!((&*base, &*key), (Value::Array(_), Value::Number(_)))
                     && !matches!(key_term.as_ref(), Term::Const(_))

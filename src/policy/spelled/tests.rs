@@ -467,6 +467,27 @@ fn numbers_regent_holds_as_one_double_are_refused_where_they_meet() {
 }
 
 #[test]
+fn an_array_indexed_by_a_number_regent_cannot_hold_is_refused() {
+    // OPA (tests/opa/oracle.py): `["low", "mid", "high"][input.n]` is
+    // undefined for `n` = 1.0000000000000000001 (no integer), "mid" for 1.
+    let (pool, native) = pool("x := [\"low\", \"mid\", \"high\"][input.n]");
+    assert!(native);
+    for lost in ["1.0000000000000000001", "0.99999999999999999999"] {
+        let e = pick(&pool, &format!(r#"{{"n": {lost}}}"#)).expect_err(lost);
+        assert!(
+            e.starts_with("array index") && e.contains(lost),
+            "{lost}: {e}"
+        );
+    }
+    assert_eq!(pick(&pool, r#"{"n": 1}"#).as_deref(), Ok("\"mid\""));
+    // Out of range, undefined in both.
+    assert_eq!(
+        pick(&pool, r#"{"n": 7.0000000000000000001}"#).as_deref(),
+        Ok("undefined")
+    );
+}
+
+#[test]
 fn a_value_holding_a_number_regent_cannot_hold_is_refused() {
     // OPA (tests/opa/oracle.py, input text `{"n": 0.1000000000000000000001}`):
     // `x := {"v": input.n}` is `{"v": 0.1000000000000000000001}`, where

@@ -20,13 +20,16 @@
 //! - a contract rule's value holding it (the answer would hold the
 //!   double).
 //!
+//! An index by such a number (OPA's array member at a decimal that is no
+//! integer is undefined) is `opa-number-index`'s, which says both.
+//!
 //! What may hold such a number is `super::writes_input_number`'s: a
 //! reference into `input` that the schemas do not declare a string or a
 //! boolean. Locals and other rules' values are not followed, as for the
 //! other number findings: a finding must not be noise, and evaluation
 //! fails closed anyway. One finding per rule and reference.
 
-use regorus::unstable::{ArithOp, BoolOp, Expr, Rule, RuleHead};
+use regorus::unstable::{ArithOp, BoolOp, Expr, Literal, Ref, Rule, RuleHead};
 
 use super::{Facts, writes_input_number};
 use crate::diag::Diagnostic;
@@ -186,32 +189,48 @@ pub(super) fn answer(rule: &Rule, module: usize, facts: &Facts) -> Option<(Strin
         } => Some(k),
         _ => None,
     };
+    let bound = bound(rule);
     for v in crate::rego::assigned_values(rule).into_iter().chain(key) {
-        if let Some(number) = carried(v, module, facts) {
-            return Some(finding(
-                number,
-                number,
-                &format!("`{name}`'s value holds it, where OPA's answer holds the exact decimal"),
-            ));
+        if let Some((at, n)) = carried(v, module, facts, &bound, 4) {
+            let what =
+                format!("`{name}`'s value holds it, where OPA's answer holds the exact decimal");
+            let d = worded(at, "", &n, &what);
+            return Some((n, d));
         }
     }
     None
 }
 
 /// A reference into `input` that may be a number, which `e` passes on
-/// into its value: itself, a literal holding it, or a builtin that passes
-/// values on (`array.concat`, `object.get`).
-fn carried<'e>(e: &'e Expr, module: usize, facts: &Facts) -> Option<&'e Expr> {
-    match e {
+/// into its value: itself, a literal holding it, a builtin that passes
+/// values on (`array.concat`, `object.get`), a comprehension that reads
+/// one, or a local bound to one of those (`y := x`, `some x in
+/// input.arguments.a`; `bound`, the rule's, followed at most `depth` deep).
+fn carried(
+    e: &Ref<Expr>,
+    module: usize,
+    facts: &Facts,
+    bound: &Bound,
+    depth: u8,
+) -> Option<(crate::diag::Location, String)> {
+    let again = |x: &Ref<Expr>| carried(x, module, facts, bound, depth);
+    match e.as_ref() {
+        Expr::Var { value, .. } if !writes_input_number(e, module, facts) => {
+            let name = value.as_string().ok()?;
+            let to = bound.get(name.as_ref())?;
+            (depth > 0).then(|| carried(to, module, facts, bound, depth - 1))?
+        }
         Expr::RefDot { .. } | Expr::RefBrack { .. } | Expr::Var { .. } => {
-            writes_input_number(e, module, facts).then_some(e)
+            writes_input_number(e, module, facts)
+                .then(|| (span_location(crate::rego::root_span(e)), reference(e)))
         }
-        Expr::Array { items, .. } | Expr::Set { items, .. } => {
-            items.iter().find_map(|x| carried(x, module, facts))
-        }
+        Expr::Array { items, .. } | Expr::Set { items, .. } => items.iter().find_map(again),
         Expr::Object { fields, .. } => fields
             .iter()
-            .find_map(|(_, k, v)| carried(k, module, facts).or_else(|| carried(v, module, facts))),
+            .find_map(|(_, k, v)| again(k).or_else(|| again(v))),
+        Expr::ArrayCompr { .. } | Expr::SetCompr { .. } | Expr::ObjectCompr { .. } => {
+            first_read(e, module, facts)
+        }
         Expr::Call { fcn, params, .. }
             if matches!(
                 path_of(fcn).join(".").as_str(),
@@ -232,10 +251,40 @@ fn carried<'e>(e: &'e Expr, module: usize, facts: &Facts) -> Option<&'e Expr> {
                     | "intersection"
             ) =>
         {
-            params.iter().find_map(|x| carried(x, module, facts))
+            params.iter().find_map(again)
         }
         _ => None,
     }
+}
+
+/// What each local of a rule is bound to: the value of its first `:=`,
+/// or the collection a `some … in` takes it from.
+type Bound = std::collections::HashMap<String, Ref<Expr>>;
+
+/// The locals `rule` binds ([`Bound`]).
+fn bound(rule: &Rule) -> Bound {
+    let mut out: Bound = super::assignments(rule);
+    super::walk_queries(rule, &mut |q| {
+        for s in &q.stmts {
+            if let Literal::SomeIn {
+                key,
+                value,
+                collection,
+                ..
+            } = &s.literal
+            {
+                for v in key.iter().chain([value]) {
+                    if let Expr::Var { value: name, .. } = v.as_ref()
+                        && let Ok(name) = name.as_string()
+                    {
+                        out.entry(name.to_string())
+                            .or_insert_with(|| collection.clone());
+                    }
+                }
+            }
+        }
+    });
+    out
 }
 
 /// Whether `e` is a literal no number equals: a string, a boolean, null.
@@ -267,24 +316,27 @@ fn finding(number: &Expr, at: &Expr, what: &str) -> (String, Diagnostic) {
     let n = reference(number);
     // The expression when it is short, else the reference alone.
     let text = at.span().text();
-    let (at, shown) = if std::ptr::eq(at, number) {
-        (crate::rego::root_span(number), String::new())
-    } else if text.len() <= 80 && !text.contains('\n') {
-        (at.span(), format!("`{text}`: "))
-    } else {
-        (crate::rego::root_span(number), String::new())
-    };
-    let d = Diagnostic::warning(
+    if !std::ptr::eq(at, number) && text.len() <= 80 && !text.contains('\n') {
+        let d = worded(span_location(at.span()), &format!("`{text}`: "), &n, what);
+        return (n, d);
+    }
+    let d = worded(span_location(crate::rego::root_span(number)), "", &n, what);
+    (n, d)
+}
+
+/// The warning at `at` about `n`, a reference that may be such a number
+/// (`shown`: the expression it is in, or nothing).
+fn worded(at: crate::diag::Location, shown: &str, n: &str, what: &str) -> Diagnostic {
+    Diagnostic::warning(
         CODE,
-        span_location(at),
+        at,
         format!(
             "{shown}`{n}` may be or hold a number the request spells with more digits than a double holds (`18446744073709551617`, `4.999999999999999999`), which regent holds as the nearest double; {what}; regent fails closed on such a request"
         ),
     )
     .with_help(format!(
         "nothing in the policy makes this exact: clients that send at most 17 significant digits and integers within ±2^53 are answered as OPA answers; declare `{n}` `type: string` (or `boolean`) in inputSchema if it is one"
-    ));
-    (n, d)
+    ))
 }
 
 /// Where each module first refers to a value of `input` that may be or
@@ -303,22 +355,8 @@ pub fn number_references(
         .map(|(mi, m)| {
             let mut found = None;
             for rule in &m.module.policy {
-                crate::rego::visit::Walk::ALL.rule(rule, &mut |e| {
-                    if found.is_some() {
-                        return false;
-                    }
-                    // A whole reference into `input`, not its prefixes
-                    // (`input.arguments` of `input.arguments.s`).
-                    let is_ref = matches!(
-                        e,
-                        Expr::RefDot { .. } | Expr::RefBrack { .. } | Expr::Var { .. }
-                    );
-                    if !is_ref || path_of(e).first().map(String::as_str) != Some("input") {
-                        return true;
-                    }
-                    found = reads_number(e, mi, facts);
-                    false
-                });
+                crate::rego::visit::Walk::ALL
+                    .rule(rule, &mut |e| visit_read(e, mi, facts, &mut found));
                 if found.is_some() {
                     break;
                 }
@@ -326,6 +364,36 @@ pub fn number_references(
             found
         })
         .collect()
+}
+
+/// The first reference into `input` in `e` that may be a number.
+fn first_read(e: &Expr, module: usize, facts: &Facts) -> Option<(crate::diag::Location, String)> {
+    let mut found = None;
+    crate::rego::visit::Walk::ALL.expr(e, &mut |x| visit_read(x, module, facts, &mut found));
+    found
+}
+
+/// A walk's step looking for the first reference into `input` that may be
+/// a number (into `found`): a whole reference, not its prefixes
+/// (`input.arguments` of `input.arguments.s`); whether to go on into `e`.
+fn visit_read(
+    e: &Expr,
+    module: usize,
+    facts: &Facts,
+    found: &mut Option<(crate::diag::Location, String)>,
+) -> bool {
+    if found.is_some() {
+        return false;
+    }
+    let is_ref = matches!(
+        e,
+        Expr::RefDot { .. } | Expr::RefBrack { .. } | Expr::Var { .. }
+    );
+    if !is_ref || path_of(e).first().map(String::as_str) != Some("input") {
+        return true;
+    }
+    *found = reads_number(e, module, facts);
+    false
 }
 
 /// The reference into `input` that may be a number in `e`, a reference
