@@ -258,7 +258,9 @@ fn sub(schema: &Json) -> Result<(), Bad> {
             "minimum" | "maximum" if v.is_i64() || v.is_u64() => {}
             "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties"
             | "maxProperties"
-                if v.is_u64() => {}
+                // Go reads them as 64-bit signed integers: past 2^63-1 OPA
+                // answers `must be of an integer`.
+                if v.as_i64().is_some_and(|n| n >= 0) => {}
             "title" | "description" | "$comment" if v.is_string() => {}
             "default" | "examples" => {}
             _ => {
@@ -529,6 +531,7 @@ mod tests {
             r#"{"required": ["a", "a"]}"#,
             r#"{"title": 5}"#,
             r#"{"enum": [1, 1.0]}"#,
+            r#"{"minLength": 18446744073709551615}"#,
         ] {
             let e = verify(s).unwrap_err();
             assert!(e.contains("not supported by regent"), "{s}: {e}");
