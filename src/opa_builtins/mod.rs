@@ -35,6 +35,7 @@ mod json_patch;
 mod net;
 mod query;
 mod rfc3339;
+mod schema;
 mod semver;
 pub(crate) use json::{Layout, layout as marshal_layout};
 pub(super) mod numbers;
@@ -76,6 +77,8 @@ pub(super) const TABLE: &[(&str, Compat)] = &[
     ("json.unmarshal", json::unmarshal),
     ("json.patch", json_patch::patch),
     ("yaml.unmarshal", yaml::unmarshal),
+    ("json.verify_schema", schema::verify_schema),
+    ("json.match_schema", schema::match_schema),
     ("glob.match", glob::glob_match),
     ("regex.match", regex::regex_match),
     ("regex.is_valid", regex::is_valid),

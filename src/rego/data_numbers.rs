@@ -47,6 +47,8 @@ pub const TEXT_BUILTINS: &[&str] = &[
     "yaml.marshal",
     "sprintf",
     "strings.render_template",
+    "json.verify_schema",
+    "json.match_schema",
 ];
 
 /// Builtins that pick, order, find or merge values (`max`, `sort`,

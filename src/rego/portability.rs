@@ -36,6 +36,10 @@
 //!   name): every
 //!   evaluation of it fails closed, in both evaluators; a pattern from the
 //!   request (`regex`) fails closed on such a request.
+//! - `json.verify_schema` or `json.match_schema` given a schema or a
+//!   document from the request (`schema`): regent fails closed on an
+//!   invalid schema, a keyword it does not check and a mismatch, in both
+//!   evaluators, where OPA answers.
 //!
 //! - a reference into `input` that may be a number past a double's
 //!   digits (`18446744073709551617`) where its exact value decides the
@@ -71,6 +75,7 @@ mod locals;
 mod lost;
 mod parse;
 mod regex;
+mod schema;
 mod sets;
 
 use defined::{Cx, is_collection, may_be_undefined};
@@ -106,6 +111,7 @@ impl Finding {
             lost::CODE,
             parse::PARSE_CODE,
             regex::CODE,
+            schema::CODE,
         ]
         .contains(&self.diagnostic.code)
             && !self.diagnostic.is_error()
@@ -281,6 +287,9 @@ pub fn check(modules: &[PolicyModule], facts: &Facts) -> Vec<Finding> {
                             push(integer_finding(p, &name));
                         }
                         if let Some(d) = parse::parse_finding(&name, params, mi, facts) {
+                            push(d);
+                        }
+                        if let Some(d) = schema::input_operand(&name, params) {
                             push(d);
                         }
                         if name == "json.patch"

@@ -6,6 +6,7 @@
 //! `opa` (`opa::SKIPPED`).
 
 mod regex;
+mod schema;
 mod sprintf;
 
 use crate::differential::harness::Rng;
@@ -178,6 +179,10 @@ enum Kind {
     /// Any value but a string (`yaml.is_valid`: a string is regorus'
     /// YAML 1.2 reading, a difference not fixed here).
     NotStr,
+    /// A JSON schema, its text, or a value of another type (`schema`).
+    Schema,
+    /// A document for `json.match_schema`: a value or its JSON text.
+    Doc,
 }
 
 /// Scalars and pieces of YAML for [`Kind::Yaml`].
@@ -280,6 +285,8 @@ fn arg(rng: &mut Rng, kind: Kind) -> (Json, u8) {
             }
         },
         Kind::Yaml => (json!(yaml(rng)), 0),
+        Kind::Schema => (schema::schema_arg(rng), 0),
+        Kind::Doc => (schema::doc_arg(rng), 0),
         Kind::MarshalOpts => {
             let mut m = serde_json::Map::new();
             for key in ["pretty", "indent", "prefix", "other"] {
@@ -407,6 +414,8 @@ const COVERED: &[(&str, &[Kind])] = &[
     ("json.marshal_with_options", &[Any, MarshalOpts]),
     ("json.is_valid", &[Any]),
     ("yaml.is_valid", &[NotStr]),
+    ("json.verify_schema", &[Schema]),
+    ("json.match_schema", &[Doc, Schema]),
 ];
 
 /// Builtins whose differences from OPA are known and not fixed here yet
