@@ -820,9 +820,11 @@ fn what_native_cannot_decide_regorus_does() {
             json!({"p": 1}),
         ),
         // The first argument is undefined, the second fails (values
-        // that are not an array): an error.
+        // that are not an array): an error. Through a rule: OPA's rule
+        // index would skip the body for an undefined `input` reference
+        // written there (`rule_index_answers_as_opa`).
         (
-            r#"x := startswith(input.arguments.missing, sprintf("%s %s", "x"))"#,
+            "m := input.arguments.missing\nx := startswith(m, sprintf(\"%s %s\", \"x\"))",
             json!({}),
         ),
         (
