@@ -110,9 +110,17 @@ impl Eval<'_> {
     /// whether this answer is OPA's alone.
     fn indexed(&mut self, body: &Body, locals: &mut [Value]) -> Result<bool, Stop> {
         for g in &body.index {
+            let (Guard::Defined(t) | Guard::Holds(t)) = g;
+            let v = match self.term(t, locals) {
+                Ok(v) => v,
+                // A number regent cannot hold compared with the scalar:
+                // left to the body, which refuses only where it compares.
+                Err(Stop::Refused(_)) => continue,
+                Err(e) => return Err(e),
+            };
             let pass = match g {
-                Guard::Defined(t) => !undefined(&self.term(t, locals)?),
-                Guard::Holds(t) => truthy(&self.term(t, locals)?),
+                Guard::Defined(_) => !undefined(&v),
+                Guard::Holds(_) => truthy(&v),
             };
             if !pass {
                 #[cfg(debug_assertions)]
