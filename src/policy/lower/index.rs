@@ -45,12 +45,16 @@
 //! | `f(x) := [<call>, x]` called `f(input.b)` | undefined | the caller's `__l = input.b` |
 //! | `g(x) := <call> if x == 2` called `g(1)`; `h(x) := [<call>, input.b]` | undefined | |
 //! | `f(x) := <call> if { x == 1; y := x }` called `f(2)` | undefined | a parameter keeps its scalar |
+//! | `false`, `1 in {2}`, `startswith(input.b, "z")`, `input.c > 5` (`b` is `"y"`) | error | evaluated in order |
+//! | `input.b in ["z", input.c]` (`b` is `"y"`) | error | the index reads `b`, `c`: defined |
+//! | `input.c in {2}`, `"z" in input.s`, `x := {1}; input.b in x` (all false) | undefined | OPA 1.20.2 skips these too (not followed here) |
+//! | head `[<call>, data.nope]` | undefined | a base document of `data` (not followed here) |
 //!
 //! Only what is certain is guarded: an array on the other side is taken as
-//! "defined" (OPA also matches its scalars), `data` references and
-//! `glob.match` (which OPA also indexes) are not guarded; there native
-//! evaluates in order, and a call's error before them stays an error (fail
-//! closed).
+//! "defined" (OPA also matches its scalars); memberships, `data`
+//! references and `glob.match` (which OPA also indexes) are not guarded;
+//! there native evaluates in order, and a call's error before them stays
+//! an error (fail closed, never fail open).
 
 use std::collections::HashMap;
 
