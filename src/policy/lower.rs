@@ -45,6 +45,7 @@ use crate::policy::native::{self, Program, Rule as NRule, Term};
 use crate::rego::path_of;
 
 mod exprs;
+mod index;
 mod rules;
 
 /// Builtins whose answer is not a function of their arguments, or that

@@ -130,6 +130,21 @@ pub(super) struct Body {
     pub value: Term,
     /// How many local variables the body binds.
     pub locals: usize,
+    /// What OPA's rule index checks before it runs the body
+    /// (`lower/index`): one failing fails the body before any statement
+    /// or the value is evaluated, so that an undefined `input.b` makes
+    /// `[base64.encode(input.a), input.b]` undefined rather than the
+    /// call's error. regorus evaluates in order and may fail instead.
+    pub index: Vec<Guard>,
+}
+
+/// One check of OPA's rule index.
+pub(super) enum Guard {
+    /// A reference into `input` that must be defined.
+    Defined(Term),
+    /// A reference (or a function's parameter) compared with a scalar: the
+    /// comparison must hold.
+    Holds(Term),
 }
 
 pub(super) enum Stmt {

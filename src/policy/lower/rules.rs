@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use regorus::Value;
 use regorus::unstable::{AssignOp, Expr, Module, Query, Ref, Rule, RuleHead};
 
-use super::{Aliases, Lower, Scope, dotted, params, var_name};
-use crate::policy::native::{Body, Def, Kind, Rule as NRule, Term};
+use super::{Aliases, Lower, Scope, dotted, index, params, var_name};
+use crate::policy::native::{Body, Cmp, Def, Guard, Kind, Rule as NRule, Term};
 use crate::rego::{head, path_of};
 
 impl Lower {
@@ -157,18 +157,47 @@ impl Lower {
         value: Option<&Ref<Expr>>,
         pkg: &[String],
     ) -> Option<Body> {
+        let params: Vec<String> = (scope.names.iter())
+            .filter(|&(_, &slot)| slot < scope.next)
+            .map(|(n, _)| n.clone())
+            .collect();
         let stmts = match query {
             Some(q) => self.stmts(q, pkg, &mut scope)?,
             None => Vec::new(),
         };
-        let value = match value {
+        let lowered = match value {
             Some(v) => self.expr(v, pkg, &mut scope)?,
             None => Term::Const(Value::Bool(true)),
         };
+        let names = scope.names.clone();
+        let entries = index::entries(
+            query.map(|q| q.as_ref()),
+            value,
+            &|n| names.contains_key(n),
+            &params,
+        );
+        let mut guards = Vec::with_capacity(entries.len());
+        for (r, want) in entries {
+            // An `input` reference or a parameter always lowers; anything
+            // else is left unguarded (evaluated in order).
+            let Some(t) = self.expr(r, pkg, &mut scope) else {
+                continue;
+            };
+            guards.push(match want {
+                index::Want::Any => Guard::Defined(t),
+                index::Want::Scalar(lit) => {
+                    let Some(lit) = self.expr(lit, pkg, &mut scope) else {
+                        continue;
+                    };
+                    Guard::Holds(Term::Compare(Cmp::Eq, Box::new(t), Box::new(lit)))
+                }
+            });
+        }
         Some(Body {
             stmts,
-            value,
+            value: lowered,
             locals: scope.next,
+            index: guards,
         })
     }
 

@@ -11,7 +11,7 @@ use regorus::Value;
 use super::values::{
     clear_opa_only, opa_only, opa_only_noted, set_members, settle, truthy, undefined,
 };
-use super::{Body, CLOCK_EVERY, Eval, Kind, SMALL, Stmt, Stop, Term};
+use super::{Body, CLOCK_EVERY, Eval, Guard, Kind, SMALL, Stmt, Stop, Term};
 
 impl Eval<'_> {
     pub(super) fn tick(&mut self) -> Result<(), Stop> {
@@ -92,12 +92,50 @@ impl Eval<'_> {
     ) -> Result<(), Stop> {
         // Locals on the stack unless there are many; most bodies have none.
         if body.locals == 0 {
+            if !self.indexed(body, &mut [])? {
+                return Ok(());
+            }
             self.stmts(&body.stmts, &body.value, &mut [], emit)
         } else {
             let mut locals = SmallVec::<[Value; SMALL]>::from_elem(Value::Undefined, body.locals);
             locals[..args.len()].clone_from_slice(args);
+            if !self.indexed(body, &mut locals)? {
+                return Ok(());
+            }
             self.stmts(&body.stmts, &body.value, &mut locals, emit)
         }
+    }
+
+    /// Whether OPA's rule index would run `body` (`Body::index`). When it
+    /// would not, the body fails; regorus runs it in order and may meet an
+    /// error first, so (debug builds) the body is run in order to learn
+    /// whether this answer is OPA's alone.
+    fn indexed(&mut self, body: &Body, locals: &mut [Value]) -> Result<bool, Stop> {
+        for g in &body.index {
+            let (Guard::Defined(t) | Guard::Holds(t)) = g;
+            let v = match self.term(t, locals) {
+                Ok(v) => v,
+                // A number regent cannot hold compared with the scalar:
+                // left to the body, which refuses only where it compares.
+                Err(Stop::Refused(_)) => continue,
+                Err(e) => return Err(e),
+            };
+            let pass = match g {
+                Guard::Defined(_) => !undefined(&v),
+                Guard::Holds(_) => truthy(&v),
+            };
+            if !pass {
+                #[cfg(debug_assertions)]
+                if self
+                    .stmts(&body.stmts, &body.value, locals, &mut |_| Ok(()))
+                    .is_err()
+                {
+                    opa_only();
+                }
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// A call of the function `i`, as regorus' `eval_call_impl`: every
