@@ -388,6 +388,44 @@ i3 := "b" in object.keys(input.arguments.a)
 /// own: native answers as OPA (and, debug builds, as regorus wherever
 /// regorus agrees).
 #[test]
+fn walk_answers_as_opa() {
+    use crate::differential::opa::{self, Oracle};
+    let Some(mut oracle) = Oracle::start() else {
+        eprintln!("{}", opa::SKIPPED);
+        return;
+    };
+    let rego = r#"
+w1 := [p | walk(input.arguments.a, [p, _])]
+w2 := [[p, v] | walk(input.arguments.a, [p, v])]
+w3 := [x | walk(input.arguments.a, x)]
+w4 := [v | walk(input.arguments.a, [["k"], v])]
+w5 := [p | walk(input.arguments.a, [p, 1])]
+w6 := [p | walk({s | some s in input.arguments.a}, [p, _])]
+w7 contains p if { walk(input.arguments.a, [p, v]); is_string(v) }
+w8 := [p | t := input.arguments.b; walk(input.arguments.a, [p, t])]
+w9 := count([p | walk(input.arguments.a, [p, _])])
+w10 if { every x in input.arguments.a { walk(x, [_, v]); v == 1 } }
+"#;
+    let rules = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9", "w10"];
+    let pools: Vec<_> = rules.iter().map(|r| pool(rego, &[*r])).collect();
+    oracle.load_engine(&pools[0].0.engine().unwrap()).unwrap();
+    let inputs = [
+        json!({}),
+        json!({"a": null}),
+        json!({"a": "xyz"}),
+        json!({"a": 1}),
+        json!({"a": []}),
+        json!({"a": {}}),
+        json!({"a": {"k": [1, {"z": 2}], "b": 3}, "b": 3}),
+        json!({"a": {"k": 1, "j": [1, "x"]}, "b": [1, "x"]}),
+        json!({"a": [[1, 2], {"x": [1]}, "s"], "b": "s"}),
+        json!({"a": [[1], {"k": 1}, "x", 1, null], "b": {"k": 1}}),
+        json!({"a": [{"b": {"c": [true, 1.5]}}], "b": 1.5}),
+    ];
+    answers_as_opa(&mut oracle, &rules, &pools, &inputs, |_, _| false);
+}
+
+#[test]
 fn every_answers_as_opa() {
     use crate::differential::opa::{self, Oracle};
     let Some(mut oracle) = Oracle::start() else {

@@ -49,7 +49,8 @@ mod index;
 mod rules;
 
 /// Builtins whose answer is not a function of their arguments, or that
-/// need the interpreter: never lowered.
+/// need the interpreter: never lowered as a call (`walk(x, out)` as a
+/// statement is `exprs`' `Stmt::Walk`).
 const IMPURE: &[&str] = &["print", "trace", "walk", "http.send", "net.lookup_ip_addr"];
 
 /// Lowers every step of `paths` (`data.tools.x.deny`) that it can; `None`

@@ -75,6 +75,7 @@ use crate::opa_builtins::arith::Op as Arith;
 mod rules;
 mod terms;
 mod values;
+mod walk;
 
 #[cfg(debug_assertions)]
 pub(super) use values::took_opa_only_path;
@@ -182,6 +183,26 @@ pub(super) enum Stmt {
         domain: Term,
         body: Vec<Stmt>,
     },
+    /// `walk(x, out)`: the rest of the body once per `[path, value]` pair
+    /// of `x`, in OPA's order (the node itself first, then its members: an
+    /// array's by index, an object's by key, a set's in OPA's order, each
+    /// member's path its key or the member itself); nothing when `x` is
+    /// undefined. The pairs are built by `call` (regorus' `walk`, charged
+    /// as its guard charges it) with OPA's order of set members. The
+    /// pattern binds fresh slots only; a part of it that is a value
+    /// (`[["k"], v]`, a bound local) is a slot compared after it
+    /// (`Stmt::Expr`), as OPA unifies.
+    Walk {
+        of: Term,
+        call: Builtin,
+        out: WalkOut,
+    },
+}
+
+/// What `walk` binds for each pair: the pair whole, or its path and value.
+pub(super) enum WalkOut {
+    Whole(usize),
+    Pair(usize, usize),
 }
 
 pub(super) enum Term {
@@ -409,7 +430,9 @@ fn stmt_is_static(stmt: &Stmt, bound: usize) -> bool {
         Stmt::Not(t, guards, _) => {
             is_static(t, bound) && guards.iter().all(|g| is_static(g, bound))
         }
-        Stmt::SomeIn { collection, .. } => is_static(collection, bound),
+        Stmt::SomeIn { collection, .. } | Stmt::Walk { of: collection, .. } => {
+            is_static(collection, bound)
+        }
         Stmt::Every { domain, body, .. } => {
             is_static(domain, bound) && body.iter().all(|s| stmt_is_static(s, bound))
         }

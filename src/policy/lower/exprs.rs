@@ -16,7 +16,7 @@ use crate::opa_builtins;
 use crate::opa_builtins::arith::Op as Arith;
 use crate::policy::budget;
 use crate::policy::builtins::Fast;
-use crate::policy::native::{self, Builtin, Cmp, Collect, Kind, Stmt, Term};
+use crate::policy::native::{self, Builtin, Cmp, Collect, Kind, Stmt, Term, WalkOut};
 use crate::rego::path_of;
 
 impl Lower {
@@ -40,6 +40,15 @@ impl Lower {
         for stmt in &query.stmts {
             if !stmt.with_mods.is_empty() {
                 return None;
+            }
+            if let Literal::Expr { expr, .. } = &stmt.literal
+                && let Some(call) = self.walk_call(expr, pkg, scope)
+            {
+                let (of, out) = call?;
+                let (walk, checks) = self.walk(of, out, pkg, scope)?;
+                stmts.push(walk);
+                stmts.extend(checks);
+                continue;
             }
             stmts.push(match &stmt.literal {
                 Literal::Expr { expr, .. } => match expr.as_ref() {
@@ -99,6 +108,94 @@ impl Lower {
             });
         }
         Some(stmts)
+    }
+
+    /// `walk(x, out)` spelled as the builtin (no local, rule, function
+    /// or import alias of that name): its two arguments; `Some(None)`
+    /// when it is not lowered (`out` is refused later).
+    fn walk_call<'e>(
+        &mut self,
+        e: &'e Ref<Expr>,
+        pkg: &[String],
+        scope: &Scope,
+    ) -> Option<Option<(&'e Ref<Expr>, &'e Ref<Expr>)>> {
+        let Expr::Call { fcn, params, .. } = e.as_ref() else {
+            return None;
+        };
+        if var_name(fcn).as_deref() != Some("walk") {
+            return None;
+        }
+        let [of, out] = &params[..] else {
+            return Some(None);
+        };
+        let shadowed = scope.names.contains_key("walk")
+            || self.defines(pkg, "walk")
+            || self.aliases(pkg).is_none_or(|a| a.contains_key("walk"));
+        Some((!shadowed).then_some((of, out)))
+    }
+
+    /// `walk(of, out)` as a statement (`Stmt::Walk`), and the comparisons
+    /// that unify the parts of `out` that are values (a constant, a bound
+    /// local, a reference) with what each pair binds there. `out` is a
+    /// pattern (`[p, v]`, `[["k"], _]`) or one variable taking the pair;
+    /// anything else (an array of another length, a composite holding a
+    /// variable to bind) is refused.
+    fn walk(
+        &mut self,
+        of: &Ref<Expr>,
+        out: &Ref<Expr>,
+        pkg: &[String],
+        scope: &mut Scope,
+    ) -> Option<(Stmt, Vec<Stmt>)> {
+        let of = self.expr(of, pkg, scope)?;
+        let (&name, &fcn) = BUILTINS.get_key_value("walk")?;
+        let call = Builtin {
+            name,
+            fcn,
+            estimate: budget::estimate_of(name),
+            compat: opa_builtins::of(name),
+            fast: None,
+        };
+        let mut checks = Vec::new();
+        let out = match out.as_ref() {
+            Expr::Array { items, .. } => {
+                let [path, member] = &items[..] else {
+                    return None;
+                };
+                let path = self.walk_part(path, pkg, scope, &mut checks)?;
+                let member = self.walk_part(member, pkg, scope, &mut checks)?;
+                WalkOut::Pair(path, member)
+            }
+            _ => WalkOut::Whole(self.walk_part(out, pkg, scope, &mut checks)?),
+        };
+        Some((Stmt::Walk { of, call, out }, checks))
+    }
+
+    /// One part of `walk`'s pattern: a slot for a fresh variable or `_`;
+    /// else (a value) an anonymous slot and its comparison with the value.
+    fn walk_part(
+        &mut self,
+        part: &Ref<Expr>,
+        pkg: &[String],
+        scope: &mut Scope,
+        checks: &mut Vec<Stmt>,
+    ) -> Option<usize> {
+        if let Some(name) = var_name(part)
+            && !scope.names.contains_key(&name)
+        {
+            if matches!(name.as_str(), "input" | "data") {
+                return None;
+            }
+            return self.local(scope, &name, pkg);
+        }
+        let value = self.expr(part, pkg, scope)?;
+        let slot = scope.bind("_")?;
+        checks.push(Stmt::Expr(Term::Compare(
+            Cmp::Eq,
+            Box::new(Term::Local(slot)),
+            Box::new(value),
+        )));
+        Some(slot)
     }
 
     /// `every k, v in domain { body }`: the domain in the enclosing scope;
