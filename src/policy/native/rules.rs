@@ -339,7 +339,9 @@ impl Eval<'_> {
                 value,
                 collection,
             } => (key, value, collection),
-            Stmt::Walk { of, call, out } => return self.walk(of, call, out, rest, value, locals, emit),
+            Stmt::Walk { of, call, out } => {
+                return self.walk(of, call, out, rest, value, locals, emit);
+            }
             _ => return Err(Stop::Fallback),
         };
         let coll = self.term(collection, locals)?;
@@ -380,5 +382,4 @@ impl Eval<'_> {
         }
         Ok(())
     }
-
 }

@@ -11,7 +11,7 @@ use super::values::{set_members, undefined};
 use super::{Builtin, Eval, Stmt, Stop, Term, WalkOut};
 use crate::policy::budget;
 
-impl Eval<'_>{
+impl Eval<'_> {
     /// `walk(of, out)` and the statements after it (`Stmt::Walk`): the
     /// pairs built by regorus' `walk` through `budget::call` (charged as
     /// its guard charges them), with OPA's order of set members
