@@ -26,7 +26,9 @@
 //! regorus' `eval_call_impl`: arguments first, undefined when one is, no
 //! cache (the bodies are pure).
 //! `every k, v in domain { … }` (key and value forms, nested, in
-//! functions and comprehensions).
+//! functions and comprehensions). `walk(x, [path, value])` and
+//! `walk(x, out)` as a statement (`Stmt::Walk`): the pairs in OPA's order,
+//! a part of the pattern that is a value compared with what it binds.
 //! Everything else (`default` functions, patterns as parameters,
 //! `some x` declarations, `with`, `data.x.r` references to other packages' rules, unification,
 //! arithmetic, recursion) makes the lowering refuse the plan, which then
@@ -58,7 +60,8 @@
 //! syntax tree (that is `rego/lower`'s), tools or the wire.
 //!
 //! This file holds the plan's terms and an evaluation's entry points;
-//! evaluating is `rules` (rules, functions, bodies, statements) and `terms`
+//! evaluating is `rules` (rules, functions, bodies, statements), `walk`
+//! (`walk`'s pairs bound to its pattern) and `terms`
 //! (a term's value), over `values` (OPA's order, indexing, one value per
 //! rule, the OPA-only note).
 

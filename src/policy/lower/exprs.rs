@@ -1,5 +1,6 @@
 //! Lowering a body: its statements (`:=`, `not` with the guards OPA's
-//! compiler evaluates first, `some … in`, `every`), comprehensions, constant
+//! compiler evaluates first, `some … in`, `every`, `walk(x, [p, v])` whose
+//! pattern binds fresh variables or is compared where it is a value), comprehensions, constant
 //! references into the data documents, and every expression `native` runs
 //! (literals, locals, `input`, comparisons, `%` and `+ - * /`, membership,
 //! calls of deterministic builtins, with their memory estimates and fast

@@ -1,7 +1,8 @@
 //! Evaluating rules: a rule's value from its definitions (`else` chains,
 //! `default`, partial sets; each computed once per evaluation), a call of a
 //! user-defined function, a body's statements (`:=`, `not` after its
-//! guards, `some … in`, `every`) on the body's locals. A term's value is `terms`';
+//! guards, `some … in`, `every`; `walk` hands the rest of the body to
+//! `walk`) on the body's locals. A term's value is `terms`';
 //! the value helpers (order, indexing, one value per rule) are `values`'.
 
 use smallvec::SmallVec;
