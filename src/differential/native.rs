@@ -326,6 +326,23 @@ fn imports_outside_the_subset_stay_on_regorus() {
     }
 }
 
+/// `walk` outside what native lowers keeps the plan on regorus: negated,
+/// a pattern of another length or holding a variable inside a
+/// composite, a `walk` of the package, one value.
+#[test]
+fn walk_outside_the_subset_stays_on_regorus() {
+    for rego in [
+        "x if not walk(input.a, [[\"k\"], 1])",
+        "x := [p | walk(input.a, [p, v, w])]",
+        "x := [i | walk(input.a, [[\"k\", i], _])]",
+        "walk(a, b) := [a, b]\nx := [p | walk(input.a, [p, _])]",
+        "x := walk(input.a)",
+    ] {
+        let (pool, steps) = pool(rego, &["x"]);
+        assert!(!pool.is_native(&steps), "{rego}");
+    }
+}
+
 /// The constructs where regorus answers differently from OPA (issue
 /// 27): native answers as OPA, checked against OPA's own engine.
 #[test]
@@ -405,8 +422,13 @@ w7 contains p if { walk(input.arguments.a, [p, v]); is_string(v) }
 w8 := [p | t := input.arguments.b; walk(input.arguments.a, [p, t])]
 w9 := count([p | walk(input.arguments.a, [p, _])])
 w10 if { every x in input.arguments.a { walk(x, [_, v]); v == 1 } }
+w11 := [p | walk(input.arguments.a, [p, p])]
+w12 := {p | walk(input.arguments.a, [p, v]); v == 1.0}
+w13 := [y | y := [[], input.arguments.a]; walk(input.arguments.a, y)]
 "#;
-    let rules = ["w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9", "w10"];
+    let rules = [
+        "w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9", "w10", "w11", "w12", "w13",
+    ];
     let pools: Vec<_> = rules.iter().map(|r| pool(rego, &[*r])).collect();
     oracle.load_engine(&pools[0].0.engine().unwrap()).unwrap();
     let inputs = [
