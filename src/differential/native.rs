@@ -326,6 +326,55 @@ fn imports_outside_the_subset_stay_on_regorus() {
     }
 }
 
+#[test]
+fn some_declarations_answer_as_opa() {
+    use crate::differential::opa::{self, Oracle};
+    let Some(mut oracle) = Oracle::start() else {
+        eprintln!("{}", opa::SKIPPED);
+        return;
+    };
+    let rego = r#"
+s1 contains i if { some i; input.arguments.a[i] == "x" }
+s2 := [[i, j] | some i, j; input.arguments.a[i][j] == 1]
+s3 contains i if { some i; x := input.arguments.a[i]; is_string(x) }
+s4 contains i if { some i; input.arguments.a[i] == input.arguments.b[i] }
+s5 if { some i; input.arguments.a[i] }
+s6 := {k | some k; {s | some s in input.arguments.a}[k]}
+"#;
+    let rules = ["s1", "s2", "s3", "s4", "s5", "s6"];
+    let pools: Vec<_> = rules.iter().map(|r| pool(rego, &[*r])).collect();
+    oracle.load_engine(&pools[0].0.engine().unwrap()).unwrap();
+    let inputs = [
+        json!({}),
+        json!({"a": null}),
+        json!({"a": "xyz"}),
+        json!({"a": 1}),
+        json!({"a": []}),
+        json!({"a": {}}),
+        json!({"a": ["x", "y", "x"], "b": ["x", "x"]}),
+        json!({"a": {"k": "x", "j": false}, "b": {"k": "x"}}),
+        json!({"a": [[1, 2], {"x": 1}, "s"], "b": "s"}),
+        json!({"a": [true, 1, [1]], "b": [true]}),
+    ];
+    answers_as_opa(&mut oracle, &rules, &pools, &inputs, |_, _| false);
+}
+
+/// `some x` declarations outside the simple form stay on regorus.
+#[test]
+fn some_declarations_outside_the_subset_stay_on_regorus() {
+    for rego in [
+        "x if { some i; count(input.a[i]) > 1 }",
+        "x if { some i; not input.a[i] }",
+        "x if { some i; i := 1 }",
+        "x := [v | some i; v := [w | w := input.a[i]]]",
+        "x if { some i; [input.a[i], base64.encode(input.b)] }",
+        "x if { some i; input.a[i] == input.b[_] }",
+    ] {
+        let (pool, steps) = pool(rego, &["x"]);
+        assert!(!pool.is_native(&steps), "{rego}");
+    }
+}
+
 /// `walk` outside what native lowers keeps the plan on regorus: negated,
 /// a pattern of another length or holding a variable inside a
 /// composite, a `walk` of the package, one value.

@@ -29,8 +29,11 @@
 //! functions and comprehensions). `walk(x, [path, value])` and
 //! `walk(x, out)` as a statement (`Stmt::Walk`): the pairs in OPA's order,
 //! a part of the pattern that is a value compared with what it binds.
+//! `some i; xs[i] == v`: the first index by a declared variable, in a
+//! statement of references, comparisons and membership only, is lowered
+//! as `some i, x in xs` before the statement (`lower/exprs`).
 //! Everything else (`default` functions, patterns as parameters,
-//! `some x` declarations, `with`, `data.x.r` references to other packages' rules, unification,
+//! `some x` declarations other than bound by an index, `with`, `data.x.r` references to other packages' rules, unification,
 //! arithmetic, recursion) makes the lowering refuse the plan, which then
 //! always runs on regorus.
 //!

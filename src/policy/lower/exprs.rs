@@ -25,7 +25,11 @@ impl Lower {
     /// function or import alias of `pkg` (regorus may then fail with "var
     /// used before definition", or read the rule).
     pub(super) fn local(&mut self, scope: &mut Scope, name: &str, pkg: &[String]) -> Option<usize> {
-        if name != "_" && (self.defines(pkg, name) || self.aliases(pkg)?.contains_key(name)) {
+        if name != "_"
+            && (self.defines(pkg, name)
+                || self.aliases(pkg)?.contains_key(name)
+                || scope.declared.iter().any(|d| d == name))
+        {
             return None;
         }
         scope.bind(name)
@@ -51,7 +55,60 @@ impl Lower {
                 stmts.extend(checks);
                 continue;
             }
-            stmts.push(match &stmt.literal {
+            if let Literal::SomeVars { vars, .. } = &stmt.literal {
+                for v in vars {
+                    let name = v.text();
+                    if matches!(name, "_" | "input" | "data")
+                        || scope.names.contains_key(name)
+                        || scope.declared.iter().any(|d| d == name)
+                        || self.defines(pkg, name)
+                        || self.aliases(pkg)?.contains_key(name)
+                    {
+                        return None;
+                    }
+                    scope.declared.push(name.to_string());
+                }
+                continue;
+            }
+            // Only a plain statement binds a declared variable; anywhere
+            // else one is refused (read as an unknown rule).
+            let declared = match &stmt.literal {
+                Literal::Expr { .. } => {
+                    scope.hoisted = Some(Vec::new());
+                    Vec::new()
+                }
+                _ => std::mem::take(&mut scope.declared),
+            };
+            let lowered = self.stmt(stmt, pkg, scope);
+            scope.declared.extend(declared);
+            let hoisted = scope.hoisted.take().unwrap_or_default();
+            let lowered = lowered?;
+            if !hoisted.is_empty() {
+                // Iterations moved before the statement: only where
+                // nothing in it can fail before them (OPA evaluates a
+                // call's arguments before the iteration).
+                let (Stmt::Expr(t) | Stmt::Assign(_, t)) = &lowered else {
+                    return None;
+                };
+                if !plain(t) {
+                    return None;
+                }
+                stmts.extend(hoisted);
+            }
+            stmts.push(lowered);
+        }
+        Some(stmts)
+    }
+
+    /// One statement (not `walk`, not `some x`).
+    fn stmt(
+        &mut self,
+        stmt: &regorus::unstable::LiteralStmt,
+        pkg: &[String],
+        scope: &mut Scope,
+    ) -> Option<Stmt> {
+        {
+            Some(match &stmt.literal {
                 Literal::Expr { expr, .. } => match expr.as_ref() {
                     Expr::AssignExpr { op, lhs, rhs, .. } => {
                         let Expr::Var { value: name, .. } = lhs.as_ref() else {
@@ -106,9 +163,8 @@ impl Lower {
                     ..
                 } => self.every(key.as_ref(), value, domain, query, pkg, scope)?,
                 Literal::SomeVars { .. } => return None,
-            });
+            })
         }
-        Some(stmts)
     }
 
     /// `walk(x, out)` spelled as the builtin (no local, rule, function
@@ -229,7 +285,9 @@ impl Lower {
         let value = bind(self, scope, value)?;
         let mark = scope.every.len();
         scope.every.extend(key.iter().copied().chain([value]));
+        let hoisted = scope.hoisted.take();
         let body = self.stmts(query, pkg, scope);
+        scope.hoisted = hoisted;
         scope.every.truncate(mark);
         let body = body?;
         scope.names = outer;
@@ -253,7 +311,12 @@ impl Lower {
         scope: &mut Scope,
     ) -> Option<Term> {
         let outer = scope.names.clone();
-        let stmts = self.stmts(query, pkg, scope)?;
+        let declared = std::mem::take(&mut scope.declared);
+        let hoisted = scope.hoisted.take();
+        let stmts = self.stmts(query, pkg, scope);
+        scope.declared = declared;
+        scope.hoisted = hoisted;
+        let stmts = stmts?;
         let value = self.expr(value, pkg, scope)?;
         let value = match key {
             Some(k) => Term::Array(vec![self.expr(k, pkg, scope)?, value]),
@@ -320,8 +383,12 @@ impl Lower {
         scope: &mut Scope,
     ) -> Option<Term> {
         let bound = scope.next;
+        let hoisted = scope.hoisted.as_ref().map_or(0, Vec::len);
         let term = self.expr_inner(e, pkg, scope)?;
-        if matches!(term, Term::Const(_)) || !native::is_static(&term, bound) {
+        // A local bound by an iteration moved before the statement is
+        // not static.
+        let moved = scope.hoisted.as_ref().map_or(0, Vec::len) != hoisted;
+        if moved || matches!(term, Term::Const(_)) || !native::is_static(&term, bound) {
             return Some(term);
         }
         Some(match native::fold(&term, scope.next, &self.limits) {
@@ -370,6 +437,23 @@ impl Lower {
                 self.index(base, Term::Const(field.1.clone()))
             }
             Expr::RefBrack { refr, index, .. } => {
+                if let Some(name) = var_name(index)
+                    && scope.hoisted.is_some()
+                    && !scope.names.contains_key(&name)
+                    && scope.declared.contains(&name)
+                {
+                    // `xs[x]`, `x` declared by `some x`: iterate `xs`.
+                    let collection = self.expr(refr, pkg, scope)?;
+                    scope.declared.retain(|d| *d != name);
+                    let key = Some(scope.bind(&name)?);
+                    let value = scope.bind("_")?;
+                    scope.hoisted.as_mut()?.push(Stmt::SomeIn {
+                        key,
+                        value,
+                        collection,
+                    });
+                    return Some(Term::Local(value));
+                }
                 let base = self.expr(refr, pkg, scope)?;
                 let key = self.expr(index, pkg, scope)?;
                 self.index(base, key)
@@ -580,5 +664,20 @@ impl Lower {
         scope: &mut Scope,
     ) -> Option<Vec<Term>> {
         es.iter().map(|e| self.expr(e, pkg, scope)).collect()
+    }
+}
+
+/// Whether `t` can neither fail nor be skipped before an iteration moved
+/// ahead of it: references, locals, constants, comparisons, membership
+/// and composites of those.
+fn plain(t: &Term) -> bool {
+    match t {
+        Term::Const(_) | Term::Input | Term::Local(_) | Term::Rule(_) | Term::Path(_) => true,
+        Term::Index(a, b) | Term::Compare(_, a, b) | Term::In(a, b) | Term::KeyIn(a, b) => {
+            plain(a) && plain(b)
+        }
+        Term::Array(items) | Term::Set(items) => items.iter().all(plain),
+        Term::Object(fields) => fields.iter().all(|(k, v)| plain(k) && plain(v)),
+        _ => false,
     }
 }
