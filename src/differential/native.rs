@@ -326,6 +326,72 @@ fn imports_outside_the_subset_stay_on_regorus() {
     }
 }
 
+#[test]
+fn some_declarations_answer_as_opa() {
+    use crate::differential::opa::{self, Oracle};
+    let Some(mut oracle) = Oracle::start() else {
+        eprintln!("{}", opa::SKIPPED);
+        return;
+    };
+    let rego = r#"
+s1 contains i if { some i; input.arguments.a[i] == "x" }
+s2 := [[i, j] | some i, j; input.arguments.a[i][j] == 1]
+s3 contains i if { some i; x := input.arguments.a[i]; is_string(x) }
+s4 contains i if { some i; input.arguments.a[i] == input.arguments.b[i] }
+s5 if { some i; input.arguments.a[i] }
+s6 := {k | some k; {s | some s in input.arguments.a}[k]}
+"#;
+    let rules = ["s1", "s2", "s3", "s4", "s5", "s6"];
+    let pools: Vec<_> = rules.iter().map(|r| pool(rego, &[*r])).collect();
+    oracle.load_engine(&pools[0].0.engine().unwrap()).unwrap();
+    let inputs = [
+        json!({}),
+        json!({"a": null}),
+        json!({"a": "xyz"}),
+        json!({"a": 1}),
+        json!({"a": []}),
+        json!({"a": {}}),
+        json!({"a": ["x", "y", "x"], "b": ["x", "x"]}),
+        json!({"a": {"k": "x", "j": false}, "b": {"k": "x"}}),
+        json!({"a": [[1, 2], {"x": 1}, "s"], "b": "s"}),
+        json!({"a": [true, 1, [1]], "b": [true]}),
+    ];
+    answers_as_opa(&mut oracle, &rules, &pools, &inputs, |_, _| false);
+}
+
+/// `some x` declarations outside the simple form stay on regorus.
+#[test]
+fn some_declarations_outside_the_subset_stay_on_regorus() {
+    for rego in [
+        "x if { some i; count(input.a[i]) > 1 }",
+        "x if { some i; not input.a[i] }",
+        "x if { some i; i := 1 }",
+        "x := [v | some i; v := [w | w := input.a[i]]]",
+        "x if { some i; [input.a[i], base64.encode(input.b)] }",
+        "x if { some i; input.a[i] == input.b[_] }",
+    ] {
+        let (pool, steps) = pool(rego, &["x"]);
+        assert!(!pool.is_native(&steps), "{rego}");
+    }
+}
+
+/// `walk` outside what native lowers keeps the plan on regorus: negated,
+/// a pattern of another length or holding a variable inside a
+/// composite, a `walk` of the package, one value.
+#[test]
+fn walk_outside_the_subset_stays_on_regorus() {
+    for rego in [
+        "x if not walk(input.a, [[\"k\"], 1])",
+        "x := [p | walk(input.a, [p, v, w])]",
+        "x := [i | walk(input.a, [[\"k\", i], _])]",
+        "walk(a, b) := [a, b]\nx := [p | walk(input.a, [p, _])]",
+        "x := walk(input.a)",
+    ] {
+        let (pool, steps) = pool(rego, &["x"]);
+        assert!(!pool.is_native(&steps), "{rego}");
+    }
+}
+
 /// The constructs where regorus answers differently from OPA (issue
 /// 27): native answers as OPA, checked against OPA's own engine.
 #[test]
@@ -387,6 +453,49 @@ i3 := "b" in object.keys(input.arguments.a)
 /// comprehension and a function, reading outer locals and binding their
 /// own: native answers as OPA (and, debug builds, as regorus wherever
 /// regorus agrees).
+#[test]
+fn walk_answers_as_opa() {
+    use crate::differential::opa::{self, Oracle};
+    let Some(mut oracle) = Oracle::start() else {
+        eprintln!("{}", opa::SKIPPED);
+        return;
+    };
+    let rego = r#"
+w1 := [p | walk(input.arguments.a, [p, _])]
+w2 := [[p, v] | walk(input.arguments.a, [p, v])]
+w3 := [x | walk(input.arguments.a, x)]
+w4 := [v | walk(input.arguments.a, [["k"], v])]
+w5 := [p | walk(input.arguments.a, [p, 1])]
+w6 := [p | walk({s | some s in input.arguments.a}, [p, _])]
+w7 contains p if { walk(input.arguments.a, [p, v]); is_string(v) }
+w8 := [p | t := input.arguments.b; walk(input.arguments.a, [p, t])]
+w9 := count([p | walk(input.arguments.a, [p, _])])
+w10 if { every x in input.arguments.a { walk(x, [_, v]); v == 1 } }
+w11 := [p | walk(input.arguments.a, [p, p])]
+w12 := {p | walk(input.arguments.a, [p, v]); v == 1.0}
+w13 := [y | y := [[], input.arguments.a]; walk(input.arguments.a, y)]
+"#;
+    let rules = [
+        "w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9", "w10", "w11", "w12", "w13",
+    ];
+    let pools: Vec<_> = rules.iter().map(|r| pool(rego, &[*r])).collect();
+    oracle.load_engine(&pools[0].0.engine().unwrap()).unwrap();
+    let inputs = [
+        json!({}),
+        json!({"a": null}),
+        json!({"a": "xyz"}),
+        json!({"a": 1}),
+        json!({"a": []}),
+        json!({"a": {}}),
+        json!({"a": {"k": [1, {"z": 2}], "b": 3}, "b": 3}),
+        json!({"a": {"k": 1, "j": [1, "x"]}, "b": [1, "x"]}),
+        json!({"a": [[1, 2], {"x": [1]}, "s"], "b": "s"}),
+        json!({"a": [[1], {"k": 1}, "x", 1, null], "b": {"k": 1}}),
+        json!({"a": [{"b": {"c": [true, 1.5]}}], "b": 1.5}),
+    ];
+    answers_as_opa(&mut oracle, &rules, &pools, &inputs, |_, _| false);
+}
+
 #[test]
 fn every_answers_as_opa() {
     use crate::differential::opa::{self, Oracle};

@@ -1,7 +1,8 @@
 //! Lowering a tool's planned rules into `native`'s terms, once, at load.
 //!
 //! A rule is lowered when everything it is made of is in `native`'s subset
-//! (its module doc lists it); anything else (`some x` declarations,
+//! (its module doc lists it); anything else (`some x` declarations not
+//! bound by an index of a plain statement,
 //! `with`, an `every` rebinding a name of its enclosing body, `data.x.r`
 //! references to rules of other packages, unification, arithmetic, a
 //! builtin that is not deterministic, recursion, a `default` function, a
@@ -49,7 +50,8 @@ mod index;
 mod rules;
 
 /// Builtins whose answer is not a function of their arguments, or that
-/// need the interpreter: never lowered.
+/// need the interpreter: never lowered as a call (`walk(x, out)` as a
+/// statement is `exprs`' `Stmt::Walk`).
 const IMPURE: &[&str] = &["print", "trace", "walk", "http.send", "net.lookup_ip_addr"];
 
 /// Lowers every step of `paths` (`data.tools.x.deny`) that it can; `None`
@@ -158,6 +160,14 @@ struct Scope {
     next: usize,
     /// The slots of the keys and values of the `every`s being lowered.
     every: Vec<usize>,
+    /// `some x` declarations not yet bound: the first `xs[x]` of a plain
+    /// statement binds `x` by iterating `xs` (`Scope::hoisted`).
+    declared: Vec<String>,
+    /// The iterations the statement being lowered needs before it
+    /// (`some x; xs[x] == 1` is `some x, v in xs; v == 1`); `None` where
+    /// a declared variable may not be bound (a `not`, `every`, a
+    /// comprehension, a call's statement).
+    hoisted: Option<Vec<native::Stmt>>,
 }
 
 impl Scope {

@@ -26,9 +26,14 @@
 //! regorus' `eval_call_impl`: arguments first, undefined when one is, no
 //! cache (the bodies are pure).
 //! `every k, v in domain { … }` (key and value forms, nested, in
-//! functions and comprehensions).
+//! functions and comprehensions). `walk(x, [path, value])` and
+//! `walk(x, out)` as a statement (`Stmt::Walk`): the pairs in OPA's order,
+//! a part of the pattern that is a value compared with what it binds.
+//! `some i; xs[i] == v`: the first index by a declared variable, in a
+//! statement of references, comparisons and membership only, is lowered
+//! as `some i, x in xs` before the statement (`lower/exprs`).
 //! Everything else (`default` functions, patterns as parameters,
-//! `some x` declarations, `with`, `data.x.r` references to other packages' rules, unification,
+//! `some x` declarations other than bound by an index, `with`, `data.x.r` references to other packages' rules, unification,
 //! arithmetic, recursion) makes the lowering refuse the plan, which then
 //! always runs on regorus.
 //!
@@ -58,7 +63,8 @@
 //! syntax tree (that is `rego/lower`'s), tools or the wire.
 //!
 //! This file holds the plan's terms and an evaluation's entry points;
-//! evaluating is `rules` (rules, functions, bodies, statements) and `terms`
+//! evaluating is `rules` (rules, functions, bodies, statements), `walk`
+//! (`walk`'s pairs bound to its pattern) and `terms`
 //! (a term's value), over `values` (OPA's order, indexing, one value per
 //! rule, the OPA-only note).
 
@@ -75,6 +81,7 @@ use crate::opa_builtins::arith::Op as Arith;
 mod rules;
 mod terms;
 mod values;
+mod walk;
 
 #[cfg(debug_assertions)]
 pub(super) use values::took_opa_only_path;
@@ -182,6 +189,26 @@ pub(super) enum Stmt {
         domain: Term,
         body: Vec<Stmt>,
     },
+    /// `walk(x, out)`: the rest of the body once per `[path, value]` pair
+    /// of `x`, in OPA's order (the node itself first, then its members: an
+    /// array's by index, an object's by key, a set's in OPA's order, each
+    /// member's path its key or the member itself); nothing when `x` is
+    /// undefined. The pairs are built by `call` (regorus' `walk`, charged
+    /// as its guard charges it) with OPA's order of set members. The
+    /// pattern binds fresh slots only; a part of it that is a value
+    /// (`[["k"], v]`, a bound local) is a slot compared after it
+    /// (`Stmt::Expr`), as OPA unifies.
+    Walk {
+        of: Term,
+        call: Builtin,
+        out: WalkOut,
+    },
+}
+
+/// What `walk` binds for each pair: the pair whole, or its path and value.
+pub(super) enum WalkOut {
+    Whole(usize),
+    Pair(usize, usize),
 }
 
 pub(super) enum Term {
@@ -409,7 +436,9 @@ fn stmt_is_static(stmt: &Stmt, bound: usize) -> bool {
         Stmt::Not(t, guards, _) => {
             is_static(t, bound) && guards.iter().all(|g| is_static(g, bound))
         }
-        Stmt::SomeIn { collection, .. } => is_static(collection, bound),
+        Stmt::SomeIn { collection, .. } | Stmt::Walk { of: collection, .. } => {
+            is_static(collection, bound)
+        }
         Stmt::Every { domain, body, .. } => {
             is_static(domain, bound) && body.iter().all(|s| stmt_is_static(s, bound))
         }

@@ -1,5 +1,6 @@
 //! Lowering a body: its statements (`:=`, `not` with the guards OPA's
-//! compiler evaluates first, `some … in`, `every`), comprehensions, constant
+//! compiler evaluates first, `some … in`, `every`, `walk(x, [p, v])` whose
+//! pattern binds fresh variables or is compared where it is a value), comprehensions, constant
 //! references into the data documents, and every expression `native` runs
 //! (literals, locals, `input`, comparisons, `%` and `+ - * /`, membership,
 //! calls of deterministic builtins, with their memory estimates and fast
@@ -16,7 +17,7 @@ use crate::opa_builtins;
 use crate::opa_builtins::arith::Op as Arith;
 use crate::policy::budget;
 use crate::policy::builtins::Fast;
-use crate::policy::native::{self, Builtin, Cmp, Collect, Kind, Stmt, Term};
+use crate::policy::native::{self, Builtin, Cmp, Collect, Kind, Stmt, Term, WalkOut};
 use crate::rego::path_of;
 
 impl Lower {
@@ -24,7 +25,11 @@ impl Lower {
     /// function or import alias of `pkg` (regorus may then fail with "var
     /// used before definition", or read the rule).
     pub(super) fn local(&mut self, scope: &mut Scope, name: &str, pkg: &[String]) -> Option<usize> {
-        if name != "_" && (self.defines(pkg, name) || self.aliases(pkg)?.contains_key(name)) {
+        if name != "_"
+            && (self.defines(pkg, name)
+                || self.aliases(pkg)?.contains_key(name)
+                || scope.declared.iter().any(|d| d == name))
+        {
             return None;
         }
         scope.bind(name)
@@ -41,7 +46,69 @@ impl Lower {
             if !stmt.with_mods.is_empty() {
                 return None;
             }
-            stmts.push(match &stmt.literal {
+            if let Literal::Expr { expr, .. } = &stmt.literal
+                && let Some(call) = self.walk_call(expr, pkg, scope)
+            {
+                let (of, out) = call?;
+                let (walk, checks) = self.walk(of, out, pkg, scope)?;
+                stmts.push(walk);
+                stmts.extend(checks);
+                continue;
+            }
+            if let Literal::SomeVars { vars, .. } = &stmt.literal {
+                for v in vars {
+                    let name = v.text();
+                    if matches!(name, "_" | "input" | "data")
+                        || scope.names.contains_key(name)
+                        || scope.declared.iter().any(|d| d == name)
+                        || self.defines(pkg, name)
+                        || self.aliases(pkg)?.contains_key(name)
+                    {
+                        return None;
+                    }
+                    scope.declared.push(name.to_string());
+                }
+                continue;
+            }
+            // Only a plain statement binds a declared variable; anywhere
+            // else one is refused (read as an unknown rule).
+            let declared = match &stmt.literal {
+                Literal::Expr { .. } => {
+                    scope.hoisted = Some(Vec::new());
+                    Vec::new()
+                }
+                _ => std::mem::take(&mut scope.declared),
+            };
+            let lowered = self.stmt(stmt, pkg, scope);
+            scope.declared.extend(declared);
+            let hoisted = scope.hoisted.take().unwrap_or_default();
+            let lowered = lowered?;
+            if !hoisted.is_empty() {
+                // Iterations moved before the statement: only where
+                // nothing in it can fail before them (OPA evaluates a
+                // call's arguments before the iteration).
+                let (Stmt::Expr(t) | Stmt::Assign(_, t)) = &lowered else {
+                    return None;
+                };
+                if !plain(t) {
+                    return None;
+                }
+                stmts.extend(hoisted);
+            }
+            stmts.push(lowered);
+        }
+        Some(stmts)
+    }
+
+    /// One statement (not `walk`, not `some x`).
+    fn stmt(
+        &mut self,
+        stmt: &regorus::unstable::LiteralStmt,
+        pkg: &[String],
+        scope: &mut Scope,
+    ) -> Option<Stmt> {
+        {
+            Some(match &stmt.literal {
                 Literal::Expr { expr, .. } => match expr.as_ref() {
                     Expr::AssignExpr { op, lhs, rhs, .. } => {
                         let Expr::Var { value: name, .. } = lhs.as_ref() else {
@@ -96,9 +163,96 @@ impl Lower {
                     ..
                 } => self.every(key.as_ref(), value, domain, query, pkg, scope)?,
                 Literal::SomeVars { .. } => return None,
-            });
+            })
         }
-        Some(stmts)
+    }
+
+    /// `walk(x, out)` spelled as the builtin (no local, rule, function
+    /// or import alias of that name): its two arguments; `Some(None)`
+    /// when it is not lowered (`out` is refused later).
+    fn walk_call<'e>(
+        &mut self,
+        e: &'e Ref<Expr>,
+        pkg: &[String],
+        scope: &Scope,
+    ) -> Option<Option<(&'e Ref<Expr>, &'e Ref<Expr>)>> {
+        let Expr::Call { fcn, params, .. } = e.as_ref() else {
+            return None;
+        };
+        if var_name(fcn).as_deref() != Some("walk") {
+            return None;
+        }
+        let [of, out] = &params[..] else {
+            return Some(None);
+        };
+        let shadowed = scope.names.contains_key("walk")
+            || self.defines(pkg, "walk")
+            || self.aliases(pkg).is_none_or(|a| a.contains_key("walk"));
+        Some((!shadowed).then_some((of, out)))
+    }
+
+    /// `walk(of, out)` as a statement (`Stmt::Walk`), and the comparisons
+    /// that unify the parts of `out` that are values (a constant, a bound
+    /// local, a reference) with what each pair binds there. `out` is a
+    /// pattern (`[p, v]`, `[["k"], _]`) or one variable taking the pair;
+    /// anything else (an array of another length, a composite holding a
+    /// variable to bind) is refused.
+    fn walk(
+        &mut self,
+        of: &Ref<Expr>,
+        out: &Ref<Expr>,
+        pkg: &[String],
+        scope: &mut Scope,
+    ) -> Option<(Stmt, Vec<Stmt>)> {
+        let of = self.expr(of, pkg, scope)?;
+        let (&name, &fcn) = BUILTINS.get_key_value("walk")?;
+        let call = Builtin {
+            name,
+            fcn,
+            estimate: budget::estimate_of(name),
+            compat: opa_builtins::of(name),
+            fast: None,
+        };
+        let mut checks = Vec::new();
+        let out = match out.as_ref() {
+            Expr::Array { items, .. } => {
+                let [path, member] = &items[..] else {
+                    return None;
+                };
+                let path = self.walk_part(path, pkg, scope, &mut checks)?;
+                let member = self.walk_part(member, pkg, scope, &mut checks)?;
+                WalkOut::Pair(path, member)
+            }
+            _ => WalkOut::Whole(self.walk_part(out, pkg, scope, &mut checks)?),
+        };
+        Some((Stmt::Walk { of, call, out }, checks))
+    }
+
+    /// One part of `walk`'s pattern: a slot for a fresh variable or `_`;
+    /// else (a value) an anonymous slot and its comparison with the value.
+    fn walk_part(
+        &mut self,
+        part: &Ref<Expr>,
+        pkg: &[String],
+        scope: &mut Scope,
+        checks: &mut Vec<Stmt>,
+    ) -> Option<usize> {
+        if let Some(name) = var_name(part)
+            && !scope.names.contains_key(&name)
+        {
+            if matches!(name.as_str(), "input" | "data") {
+                return None;
+            }
+            return self.local(scope, &name, pkg);
+        }
+        let value = self.expr(part, pkg, scope)?;
+        let slot = scope.bind("_")?;
+        checks.push(Stmt::Expr(Term::Compare(
+            Cmp::Eq,
+            Box::new(Term::Local(slot)),
+            Box::new(value),
+        )));
+        Some(slot)
     }
 
     /// `every k, v in domain { body }`: the domain in the enclosing scope;
@@ -131,7 +285,9 @@ impl Lower {
         let value = bind(self, scope, value)?;
         let mark = scope.every.len();
         scope.every.extend(key.iter().copied().chain([value]));
+        let hoisted = scope.hoisted.take();
         let body = self.stmts(query, pkg, scope);
+        scope.hoisted = hoisted;
         scope.every.truncate(mark);
         let body = body?;
         scope.names = outer;
@@ -155,7 +311,12 @@ impl Lower {
         scope: &mut Scope,
     ) -> Option<Term> {
         let outer = scope.names.clone();
-        let stmts = self.stmts(query, pkg, scope)?;
+        let declared = std::mem::take(&mut scope.declared);
+        let hoisted = scope.hoisted.take();
+        let stmts = self.stmts(query, pkg, scope);
+        scope.declared = declared;
+        scope.hoisted = hoisted;
+        let stmts = stmts?;
         let value = self.expr(value, pkg, scope)?;
         let value = match key {
             Some(k) => Term::Array(vec![self.expr(k, pkg, scope)?, value]),
@@ -222,8 +383,12 @@ impl Lower {
         scope: &mut Scope,
     ) -> Option<Term> {
         let bound = scope.next;
+        let hoisted = scope.hoisted.as_ref().map_or(0, Vec::len);
         let term = self.expr_inner(e, pkg, scope)?;
-        if matches!(term, Term::Const(_)) || !native::is_static(&term, bound) {
+        // A local bound by an iteration moved before the statement is
+        // not static.
+        let moved = scope.hoisted.as_ref().map_or(0, Vec::len) != hoisted;
+        if moved || matches!(term, Term::Const(_)) || !native::is_static(&term, bound) {
             return Some(term);
         }
         Some(match native::fold(&term, scope.next, &self.limits) {
@@ -272,6 +437,23 @@ impl Lower {
                 self.index(base, Term::Const(field.1.clone()))
             }
             Expr::RefBrack { refr, index, .. } => {
+                if let Some(name) = var_name(index)
+                    && scope.hoisted.is_some()
+                    && !scope.names.contains_key(&name)
+                    && scope.declared.contains(&name)
+                {
+                    // `xs[x]`, `x` declared by `some x`: iterate `xs`.
+                    let collection = self.expr(refr, pkg, scope)?;
+                    scope.declared.retain(|d| *d != name);
+                    let key = Some(scope.bind(&name)?);
+                    let value = scope.bind("_")?;
+                    scope.hoisted.as_mut()?.push(Stmt::SomeIn {
+                        key,
+                        value,
+                        collection,
+                    });
+                    return Some(Term::Local(value));
+                }
                 let base = self.expr(refr, pkg, scope)?;
                 let key = self.expr(index, pkg, scope)?;
                 self.index(base, key)
@@ -482,5 +664,20 @@ impl Lower {
         scope: &mut Scope,
     ) -> Option<Vec<Term>> {
         es.iter().map(|e| self.expr(e, pkg, scope)).collect()
+    }
+}
+
+/// Whether `t` can neither fail nor be skipped before an iteration moved
+/// ahead of it: references, locals, constants, comparisons, membership
+/// and composites of those.
+fn plain(t: &Term) -> bool {
+    match t {
+        Term::Const(_) | Term::Input | Term::Local(_) | Term::Rule(_) | Term::Path(_) => true,
+        Term::Index(a, b) | Term::Compare(_, a, b) | Term::In(a, b) | Term::KeyIn(a, b) => {
+            plain(a) && plain(b)
+        }
+        Term::Array(items) | Term::Set(items) => items.iter().all(plain),
+        Term::Object(fields) => fields.iter().all(|(k, v)| plain(k) && plain(v)),
+        _ => false,
     }
 }

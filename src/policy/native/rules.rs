@@ -1,7 +1,8 @@
 //! Evaluating rules: a rule's value from its definitions (`else` chains,
 //! `default`, partial sets; each computed once per evaluation), a call of a
 //! user-defined function, a body's statements (`:=`, `not` after its
-//! guards, `some … in`, `every`) on the body's locals. A term's value is `terms`';
+//! guards, `some … in`, `every`; `walk` hands the rest of the body to
+//! `walk`) on the body's locals. A term's value is `terms`';
 //! the value helpers (order, indexing, one value per rule) are `values`'.
 
 use smallvec::SmallVec;
@@ -278,8 +279,8 @@ impl Eval<'_> {
         emit: &mut dyn FnMut(Value) -> Result<(), Stop>,
     ) -> Result<(), Stop> {
         // Statements that hold at most once go on in this loop; only `some`
-        // recurses, once per member.
-        let (key, slot, collection, rest) = loop {
+        // and `walk` recurse, once per member.
+        let (first, rest) = loop {
             let Some((first, rest)) = stmts.split_first() else {
                 let v = self.term(value, locals)?;
                 emit(v)?;
@@ -319,11 +320,7 @@ impl Eval<'_> {
                     }
                     locals[*slot] = v;
                 }
-                Stmt::SomeIn {
-                    key,
-                    value: slot,
-                    collection,
-                } => break (key, slot, collection, rest),
+                Stmt::SomeIn { .. } | Stmt::Walk { .. } => break (first, rest),
                 Stmt::Every {
                     key,
                     value: slot,
@@ -336,6 +333,17 @@ impl Eval<'_> {
                 }
             }
             stmts = rest;
+        };
+        let (key, slot, collection) = match first {
+            Stmt::SomeIn {
+                key,
+                value,
+                collection,
+            } => (key, value, collection),
+            Stmt::Walk { of, call, out } => {
+                return self.walk(of, call, out, rest, value, locals, emit);
+            }
+            _ => return Err(Stop::Fallback),
         };
         let coll = self.term(collection, locals)?;
         match &coll {

@@ -233,7 +233,7 @@ fn an_array_indexed_by_an_integer_spelled_with_an_exponent_is_refused() {
     for (rego, runs_natively) in [
         (r#"x := ["a", "b", "c"][input.n]"#, true),
         (
-            r#"x := ["a", "b", "c"][input.n] if { some y; [1][y] == 1 }"#,
+            r#"x := ["a", "b", "c"][input.n] if { [1][0] == 1 with input.w as 1 }"#,
             false,
         ),
     ] {
@@ -354,9 +354,9 @@ fn comparing_a_number_regent_cannot_hold_is_refused_where_the_doubles_are_equal(
             (got, _) => panic!("{rego} {input}: {got:?}, want {want:?}"),
         }
     }
-    // On regorus (`some y` keeps the plan there) any request holding such a
+    // On regorus (`with` keeps the plan there) any request holding such a
     // number is refused before it evaluates; one without is answered.
-    let (pool, native) = pool("x := input.n > 0.2 if { some y; [1][y] == 1 }");
+    let (pool, native) = pool("x := input.n > 0.2 if { [1][0] == 1 with input.w as 1 }");
     assert!(!native);
     let e = pick(&pool, lost).unwrap_err();
     assert!(e.contains("runs on regorus") && e.contains(refused), "{e}");

@@ -16,7 +16,7 @@ deny contains sprintf("tag %v", [t]) if {
 deny contains "kinds" if kinds > limits
 
 deny contains "every" if {
-	some k; input.arguments.kinds[k] == ""
+	"" in input.arguments.kinds with input.tool as input.tool
 }
 
 deny contains "portable" if {

@@ -10,5 +10,5 @@ deny contains "big batch" if {
 }
 
 deny contains "empty item" if {
-	some i; input.arguments.items[i] == ""
+	"" in input.arguments.items with input.tool as input.tool
 }

@@ -29,5 +29,5 @@ deny contains "big code" if {
 deny contains "steep" if round(input.arguments.ratio) * 2 > 10
 
 deny contains "empty item" if {
-	some i; input.arguments.items[i] == ""
+	"" in input.arguments.items with input.tool as input.tool
 }

@@ -25,5 +25,5 @@ deny contains "big item" if {
 }
 
 deny contains "empty item" if {
-	some i; input.arguments.items[i] == ""
+	"" in input.arguments.items with input.tool as input.tool
 }

@@ -9,5 +9,5 @@ deny contains "too many" if input.arguments.quantity + 1 > 100
 deny contains "half" if count(input.arguments.items) * 2 > input.arguments.quantity - 3
 
 deny contains "empty item" if {
-	some i; input.arguments.items[i] == ""
+	"" in input.arguments.items with input.tool as input.tool
 }

@@ -23,5 +23,5 @@ deny contains "late dash" if {
 }
 
 deny contains "empty item" if {
-	some i; input.arguments.items[i] == ""
+	"" in input.arguments.items with input.tool as input.tool
 }

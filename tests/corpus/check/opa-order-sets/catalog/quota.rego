@@ -13,5 +13,5 @@ deny contains "ordered" if {
 deny contains "largest" if max(groups) > {k | some k in input.arguments.items}
 
 deny contains "empty item" if {
-	some i; input.arguments.items[i] == ""
+	"" in input.arguments.items with input.tool as input.tool
 }
