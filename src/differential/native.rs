@@ -328,11 +328,6 @@ fn imports_outside_the_subset_stay_on_regorus() {
 
 #[test]
 fn some_declarations_answer_as_opa() {
-    use crate::differential::opa::{self, Oracle};
-    let Some(mut oracle) = Oracle::start() else {
-        eprintln!("{}", opa::SKIPPED);
-        return;
-    };
     let rego = r#"
 s1 contains i if { some i; input.arguments.a[i] == "x" }
 s2 := [[i, j] | some i, j; input.arguments.a[i][j] == 1]
@@ -342,8 +337,6 @@ s5 if { some i; input.arguments.a[i] }
 s6 := {k | some k; {s | some s in input.arguments.a}[k]}
 "#;
     let rules = ["s1", "s2", "s3", "s4", "s5", "s6"];
-    let pools: Vec<_> = rules.iter().map(|r| pool(rego, &[*r])).collect();
-    oracle.load_engine(&pools[0].0.engine().unwrap()).unwrap();
     let inputs = [
         json!({}),
         json!({"a": null}),
@@ -356,7 +349,7 @@ s6 := {k | some k; {s | some s in input.arguments.a}[k]}
         json!({"a": [[1, 2], {"x": 1}, "s"], "b": "s"}),
         json!({"a": [true, 1, [1]], "b": [true]}),
     ];
-    answers_as_opa(&mut oracle, &rules, &pools, &inputs, |_, _| false);
+    answers_as_opa(rego, &rules, &inputs, |_, p| p, |_, _| false);
 }
 
 /// `some x` declarations outside the simple form stay on regorus.
@@ -396,11 +389,6 @@ fn walk_outside_the_subset_stays_on_regorus() {
 /// 27): native answers as OPA, checked against OPA's own engine.
 #[test]
 fn constructs_answer_as_opa() {
-    use crate::differential::opa::{self, Oracle};
-    let Some(mut oracle) = Oracle::start() else {
-        eprintln!("{}", opa::SKIPPED);
-        return;
-    };
     let rego = r#"
 f(x) if is_null(x)
 n1 if not is_null(input.arguments.a)
@@ -433,9 +421,6 @@ i3 := "b" in object.keys(input.arguments.a)
         "n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9", "t1", "t2", "t3", "t4", "t5", "s1",
         "s2", "i1", "i2", "o1", "o2", "t6", "t7", "n10", "n11", "i3",
     ];
-    // One plan per rule: an error in one fails only its own.
-    let pools: Vec<_> = rules.iter().map(|r| pool(rego, &[*r])).collect();
-    oracle.load_engine(&pools[0].0.engine().unwrap()).unwrap();
     let inputs = [
         json!({}),
         json!({"a": null}),
@@ -444,22 +429,15 @@ i3 := "b" in object.keys(input.arguments.a)
         json!({"a": [1, "x", null]}),
         json!({"a": {"b": 1}}),
     ];
-    answers_as_opa(&mut oracle, &rules, &pools, &inputs, |_, _| false);
+    answers_as_opa(rego, &rules, &inputs, |_, p| p, |_, _| false);
 }
 
-/// `every` on the domains OPA distinguishes (undefined, scalars, empty and
-/// full arrays, objects, sets), key and value forms, bodies that fail, are
-/// undefined or raise an error, nested, negated through a rule, in a
-/// comprehension and a function, reading outer locals and binding their
-/// own: native answers as OPA (and, debug builds, as regorus wherever
-/// regorus agrees).
+/// `walk` with each pattern native lowers (a fresh pair, a value, a path
+/// or value given, a whole pair, the same variable twice, inside `every`
+/// and comprehensions) over scalars, arrays, objects and sets: native
+/// answers as OPA.
 #[test]
 fn walk_answers_as_opa() {
-    use crate::differential::opa::{self, Oracle};
-    let Some(mut oracle) = Oracle::start() else {
-        eprintln!("{}", opa::SKIPPED);
-        return;
-    };
     let rego = r#"
 w1 := [p | walk(input.arguments.a, [p, _])]
 w2 := [[p, v] | walk(input.arguments.a, [p, v])]
@@ -478,8 +456,6 @@ w13 := [y | y := [[], input.arguments.a]; walk(input.arguments.a, y)]
     let rules = [
         "w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8", "w9", "w10", "w11", "w12", "w13",
     ];
-    let pools: Vec<_> = rules.iter().map(|r| pool(rego, &[*r])).collect();
-    oracle.load_engine(&pools[0].0.engine().unwrap()).unwrap();
     let inputs = [
         json!({}),
         json!({"a": null}),
@@ -493,16 +469,17 @@ w13 := [y | y := [[], input.arguments.a]; walk(input.arguments.a, y)]
         json!({"a": [[1], {"k": 1}, "x", 1, null], "b": {"k": 1}}),
         json!({"a": [{"b": {"c": [true, 1.5]}}], "b": 1.5}),
     ];
-    answers_as_opa(&mut oracle, &rules, &pools, &inputs, |_, _| false);
+    answers_as_opa(rego, &rules, &inputs, |_, p| p, |_, _| false);
 }
 
+/// `every` on the domains OPA distinguishes (undefined, scalars, empty and
+/// full arrays, objects, sets), key and value forms, bodies that fail, are
+/// undefined or raise an error, nested, negated through a rule, in a
+/// comprehension and a function, reading outer locals and binding their
+/// own: native answers as OPA (and, debug builds, as regorus wherever
+/// regorus agrees).
 #[test]
 fn every_answers_as_opa() {
-    use crate::differential::opa::{self, Oracle};
-    let Some(mut oracle) = Oracle::start() else {
-        eprintln!("{}", opa::SKIPPED);
-        return;
-    };
     let rego = r#"
 e1 if { every x in input.arguments.a { is_string(x) } }
 e2 if { every k, v in input.arguments.a { k != v } }
@@ -525,18 +502,6 @@ e15 if { every i, x in input.arguments.a { i < 2; x } }
         "e1", "e2", "e3", "e4", "e5", "e6", "e7", "e8", "e9", "e10", "e11", "e12", "e13", "e14",
         "e15",
     ];
-    // `e12` is flagged (`opa-every-not-index`), as a catalog's build flags
-    // it: where native hands a request to regorus (`"s"[x]`), regorus'
-    // answer is refused.
-    let pools: Vec<_> = rules
-        .iter()
-        .map(|r| {
-            let (p, steps) = pool(rego, &[*r]);
-            let flag = (*r == "e12").then(|| "p.rego:14:1: not b[x]".to_string());
-            (p.with_flagged(flag), steps)
-        })
-        .collect();
-    oracle.load_engine(&pools[0].0.engine().unwrap()).unwrap();
     let inputs = [
         json!({}),
         json!({"a": null}),
@@ -562,9 +527,16 @@ e15 if { every i, x in input.arguments.a { i < 2; x } }
         json!({"a": {"x": "y", "y": true}}),
         json!({"a": [1], "b": [1, 2, 3]}),
     ];
-    answers_as_opa(&mut oracle, &rules, &pools, &inputs, |r, e| {
-        e.starts_with("regent cannot evaluate this input as OPA does") && r == "e12"
-    });
+    // `e12` is flagged (`opa-every-not-index`), as a catalog's build flags
+    // it: where native hands a request to regorus (`"s"[x]`), regorus'
+    // answer is refused.
+    answers_as_opa(
+        rego,
+        &rules,
+        &inputs,
+        |r, p| p.with_flagged((r == "e12").then(|| "p.rego:14:1: not b[x]".to_string())),
+        |r, e| e.starts_with("regent cannot evaluate this input as OPA does") && r == "e12",
+    );
 }
 
 /// OPA's rule index looks at a body's references into `input` (those of
@@ -574,11 +546,6 @@ e15 if { every i, x in input.arguments.a { i < 2; x } }
 /// probed there (and, debug builds, as regorus wherever regorus agrees).
 #[test]
 fn rule_index_answers_as_opa() {
-    use crate::differential::opa::{self, Answer, Oracle};
-    let Some(mut oracle) = Oracle::start() else {
-        eprintln!("{}", opa::SKIPPED);
-        return;
-    };
     let rego = r#"
 h1 := {"e": base64.encode(input.arguments.a), "d": base64.decode(input.arguments.b)}
 h2 := [input.arguments.b, base64.encode(input.arguments.a)]
@@ -614,9 +581,7 @@ m3 := [base64.encode(input.arguments.a), input.arguments.c == 2]
         "h1", "h2", "h3", "h4", "h5", "h6", "b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8", "b9",
         "b10", "b11", "b12", "b13", "e1", "e2", "c1", "k1", "m1", "m2", "m3",
     ];
-    let pools: Vec<_> = rules.iter().map(|r| pool(rego, &[*r])).collect();
-    oracle.load_engine(&pools[0].0.engine().unwrap()).unwrap();
-    for args in [
+    let inputs = [
         json!({}),
         json!({"a": 2.5}),
         json!({"a": 2.5, "c": 1}),
@@ -628,22 +593,8 @@ m3 := [base64.encode(input.arguments.a), input.arguments.c == 2]
         json!({"a": "x", "c": 1}),
         json!({"a": "x", "b": "aGk=", "c": 2}),
         json!({"a": "x", "b": "y", "c": "X"}),
-    ] {
-        let input = json!({"arguments": args});
-        for (r, (pool, steps)) in rules.iter().zip(&pools) {
-            assert!(pool.is_native(steps), "{r}");
-            let want = oracle.eval(&[&format!("data.p.{r}")], &input).remove(0);
-            let got = eval(pool, steps, args.clone());
-            match (&want, &got) {
-                (Answer::Value(v), Ok(g)) => {
-                    assert_eq!(g[0].as_ref(), Some(v), "{r} on {args}")
-                }
-                (Answer::Undefined, Ok(g)) => assert_eq!(g[0], None, "{r} on {args}"),
-                (Answer::Error(_), Err(_)) => {}
-                _ => panic!("{r} on {args}: OPA {want:?}, regent {got:?}"),
-            }
-        }
-    }
+    ];
+    answers_as_opa(rego, &rules, &inputs, |_, p| p, |_, _| false);
 }
 
 /// `every`'s body holds at its first way for a member: OPA looks no
@@ -1018,23 +969,35 @@ fn rules_outside_the_subset_stay_on_regorus() {
     }
 }
 
-/// Each rule of `rules` (one pool each, native) on each of `inputs` (the
-/// arguments) answers as OPA: its value, undefined, or an error where OPA
-/// errs; an error OPA does not raise only where `refused(rule, error)`.
+/// Each rule of `rules` in `rego` (`package p`; one pool each, native,
+/// as `mark` leaves it) on each of `inputs` (the arguments) answers as
+/// OPA: its value, undefined, or an error where OPA errs; an error OPA
+/// does not raise only where `refused(rule, error)`. Skipped, with a note,
+/// where OPA's engine is not installed.
 fn answers_as_opa(
-    oracle: &mut crate::differential::opa::Oracle,
+    rego: &str,
     rules: &[&str],
-    pools: &[(
-        crate::policy::engine::EnginePool,
-        Vec<crate::policy::engine::Step>,
-    )],
     inputs: &[serde_json::Value],
+    mark: impl Fn(&str, crate::policy::engine::EnginePool) -> crate::policy::engine::EnginePool,
     refused: impl Fn(&str, &str) -> bool,
 ) {
-    use crate::differential::opa::Answer;
+    use crate::differential::opa::{self, Answer, Oracle};
+    let Some(mut oracle) = Oracle::start() else {
+        eprintln!("{}", opa::SKIPPED);
+        return;
+    };
+    // One plan per rule: an error in one fails only its own.
+    let pools: Vec<_> = rules
+        .iter()
+        .map(|r| {
+            let (p, steps) = pool(rego, &[*r]);
+            (mark(r, p), steps)
+        })
+        .collect();
+    oracle.load_engine(&pools[0].0.engine().unwrap()).unwrap();
     for args in inputs {
         let input = json!({"arguments": args});
-        for (r, (pool, steps)) in rules.iter().zip(pools) {
+        for (r, (pool, steps)) in rules.iter().zip(&pools) {
             assert!(pool.is_native(steps), "{r}");
             let want = oracle.eval(&[&format!("data.p.{r}")], &input).remove(0);
             let got = eval(pool, steps, args.clone());
