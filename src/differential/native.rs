@@ -355,17 +355,14 @@ s6 := {k | some k; {s | some s in input.arguments.a}[k]}
 /// `some x` declarations outside the simple form stay on regorus.
 #[test]
 fn some_declarations_outside_the_subset_stay_on_regorus() {
-    for rego in [
+    stays_on_regorus(&[
         "x if { some i; count(input.a[i]) > 1 }",
         "x if { some i; not input.a[i] }",
         "x if { some i; i := 1 }",
         "x := [v | some i; v := [w | w := input.a[i]]]",
         "x if { some i; [input.a[i], base64.encode(input.b)] }",
         "x if { some i; input.a[i] == input.b[_] }",
-    ] {
-        let (pool, steps) = pool(rego, &["x"]);
-        assert!(!pool.is_native(&steps), "{rego}");
-    }
+    ]);
 }
 
 /// `walk` outside what native lowers keeps the plan on regorus: negated,
@@ -373,16 +370,13 @@ fn some_declarations_outside_the_subset_stay_on_regorus() {
 /// composite, a `walk` of the package, one value.
 #[test]
 fn walk_outside_the_subset_stays_on_regorus() {
-    for rego in [
+    stays_on_regorus(&[
         "x if not walk(input.a, [[\"k\"], 1])",
         "x := [p | walk(input.a, [p, v, w])]",
         "x := [i | walk(input.a, [[\"k\", i], _])]",
         "walk(a, b) := [a, b]\nx := [p | walk(input.a, [p, _])]",
         "x := walk(input.a)",
-    ] {
-        let (pool, steps) = pool(rego, &["x"]);
-        assert!(!pool.is_native(&steps), "{rego}");
-    }
+    ]);
 }
 
 /// The constructs where regorus answers differently from OPA (issue
@@ -939,7 +933,7 @@ fn arithmetic_is_opas_or_refused() {
 
 #[test]
 fn rules_outside_the_subset_stay_on_regorus() {
-    for rego in [
+    stays_on_regorus(&[
         // Functions: a pattern, a constant or a repeated name as a
         // parameter, a default, recursion, a legacy `=` head, an
         // `else` without a value after a head with one, no parameter.
@@ -963,10 +957,7 @@ fn rules_outside_the_subset_stay_on_regorus() {
         "x if { v := 1; every v in input.arguments.l { v } }",
         "x if { y := 1; every v in input.arguments.l { y := v; y } }",
         "x := 1 if { input.arguments.a = 1 }",
-    ] {
-        let (pool, steps) = pool(rego, &["x"]);
-        assert!(!pool.is_native(&steps), "{rego}");
-    }
+    ]);
 }
 
 /// Each rule of `rules` in `rego` (`package p`; one pool each, native,
@@ -1011,5 +1002,14 @@ fn answers_as_opa(
                 _ => panic!("{r} on {args}: OPA {want:?}, regent {got:?}"),
             }
         }
+    }
+}
+
+/// Each of `rules`, a module's rules whose rule `x` is planned, keeps the
+/// plan on regorus: native lowers none of it.
+fn stays_on_regorus(rules: &[&str]) {
+    for rego in rules {
+        let (pool, steps) = pool(rego, &["x"]);
+        assert!(!pool.is_native(&steps), "{rego}");
     }
 }

@@ -310,11 +310,8 @@ impl<'e> Walk<'e, '_> {
             }
             Expr::BoolExpr { lhs, rhs, .. }
             | Expr::ArithExpr { lhs, rhs, .. }
-            | Expr::BinExpr { lhs, rhs, .. } => {
-                self.one(lhs);
-                self.one(rhs);
-            }
-            Expr::AssignExpr { lhs, rhs, .. } => {
+            | Expr::BinExpr { lhs, rhs, .. }
+            | Expr::AssignExpr { lhs, rhs, .. } => {
                 self.one(lhs);
                 self.one(rhs);
             }
